@@ -1,0 +1,75 @@
+"""The public Python API: build a model for a target and run it, export it as a library."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from .driver import CompileOptions, CompiledModel, compile_model
+from .errors import Error
+from .ir import Model
+from .reference import check_inputs
+
+BACKENDS = ("c", "llvm")
+TARGETS = ("host",)
+
+
+class Library:
+    """A compiled model, runnable on the host (`run`) and exportable (`export`)."""
+
+    def __init__(self, compiled: CompiledModel, backend: str) -> None:
+        self.compiled = compiled
+        self.backend = backend
+        self._runner: Any = None
+
+    @property
+    def model(self) -> Model:
+        return self.compiled.model
+
+    def _specs(self) -> tuple[list, list]:
+        ins = [(v.type.shape, v.type.np_dtype) for v in self.model.inputs]
+        outs = [(v.type.shape, v.type.np_dtype) for v in self.model.outputs]
+        return ins, outs
+
+    def _get_runner(self) -> Any:
+        if self._runner is None:
+            ins, outs = self._specs()
+            if self.backend == "c":
+                from .library import library_files
+                from .runners.host import HostCBuild
+                self._runner = HostCBuild(library_files(self.compiled), self.compiled.options.prefix, ins, outs)
+            else:
+                from .llvm import LLVMJit
+                self._runner = LLVMJit(self.compiled, ins, outs)
+        return self._runner
+
+    def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run once: dict input name -> array in, dict output name -> array out."""
+        args = check_inputs(self.model, inputs)
+        outs = self._get_runner()(args)
+        return {v.name: o for v, o in zip(self.model.outputs, outs)}
+
+    def export(self, path: "str | Path") -> Path:
+        """Write the model library directory (see aot.library for the layout)."""
+        from .library import export_library
+        return export_library(self.compiled, Path(path), self.backend)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        from .library import metadata
+        return metadata(self.compiled, self.backend)
+
+
+def build(model: Model, target: str = "host", backend: str = "c", **options: Any) -> Library:
+    """Compile `model` for `target` with `backend` ('c' or 'llvm'). Options: see CompileOptions
+    (prefix, policy, stack_limit, planner, pool_size, alignment)."""
+    if backend not in BACKENDS:
+        raise Error(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if target not in TARGETS:
+        raise Error(f"unknown target {target!r} for build(); use 'host' (board projects: aot project)")
+    try:
+        opts = CompileOptions(**options)
+    except TypeError as e:
+        raise Error(f"bad build option: {e}") from None
+    return Library(compile_model(model, opts), backend)

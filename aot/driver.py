@@ -1,0 +1,75 @@
+"""The compilation pipeline, one readable list of passes, each with its reason."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .executor import build_kernel_module
+from .ir import Model, verify
+from .kernel import ir as K
+from .kernel.allocations import AllocationPolicy, get_policy, lower_allocations
+from .kernel.simplify import simplify
+from .kernel.verify import verify_kernel_module
+from .ops import infer_call
+from .passes import Pass, PassTimings, run_passes
+from .planning import PlanReport, plan_memory
+from .transform import fold_constants, fuse, materialize_outputs
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    prefix: str = "model"
+    policy: "str | AllocationPolicy" = "host"
+    stack_limit: int | None = None
+    planner: str = "best"
+    pool: str = "sram"
+    pool_size: int | None = None
+    alignment: int = 16
+    seed: int = 0
+    verify: bool = True
+
+
+@dataclass(frozen=True)
+class CompiledModel:
+    model: Model  # as given
+    fused: Model  # after the graph passes
+    module: K.KernelModule  # planned kernel module, ready for a backend
+    plan: PlanReport
+    options: CompileOptions
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _verify_instrument(p: Pass, before: Any, after: Any) -> None:
+    if isinstance(after, Model):
+        verify(after, infer_call)
+    elif isinstance(after, K.KernelModule):
+        verify_kernel_module(after)
+
+
+def graph_pipeline() -> list[Pass]:
+    return [
+        Pass("fold_constants", fold_constants, "ops on constants are computed once, at compile time"),
+        Pass("materialize_outputs", materialize_outputs, "every output needs storage of its own"),
+        Pass("fuse", fuse, "one loop nest per group: elementwise ops inline into producers and consumers"),
+    ]
+
+
+def compile_model(model: Model, options: CompileOptions | None = None) -> CompiledModel:
+    o = options or CompileOptions()
+    policy = get_policy(o.policy, o.stack_limit)
+    timings = PassTimings()
+    instruments = [_verify_instrument] if o.verify else []
+    if o.verify:
+        verify(model, infer_call)
+    fused = run_passes(model, graph_pipeline(), instruments, timings)
+    kernel_passes = [
+        Pass("lower", lambda m: build_kernel_module(m, o.prefix), "each primitive function becomes one kernel"),
+        Pass("simplify", simplify, "fold index arithmetic the lowering spelled out"),
+        Pass("lower_allocations", lambda km: lower_allocations(km, policy),
+             f"policy {policy.name}: decide stack / platform / workspace for every kernel scratch buffer"),
+    ]
+    kmod = run_passes(fused, kernel_passes, instruments, timings)
+    planned, report = plan_memory(kmod, o.pool, o.pool_size, o.alignment, o.planner, o.seed)
+    if o.verify:
+        verify_kernel_module(planned, planned=True)
+    return CompiledModel(model, fused, planned, report, o, dict(timings.seconds))

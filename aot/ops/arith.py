@@ -1,0 +1,72 @@
+"""Accumulate-and-finish arithmetic of the multiply-accumulate ops, by dtype.
+
+conv2d, depthwise_conv2d and fully_connected share one loop structure; what differs by
+dtype is how a product enters the accumulator and how the accumulator becomes an output
+element. float32: plain sum, bias, activation clamp. int8: TFLite Micro's integer path,
+acc += (x + input_offset) * w (int32), bias, per-channel requantization with two roundings,
++ output_offset, clamp to the activation range.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Any
+
+import numpy as np
+
+from ..ir import TensorType
+from ..kernel import ir as K
+from ..kernel.intrinsics import call as intrinsic
+from .common import apply_activation_expr
+from .lowering import Accessor, LowerCtx
+
+
+@dataclass(frozen=True)
+class MacArith:
+    acc_dtype: str
+    input_offset: int
+    # per output channel: index expr -> expr, built by `finish`
+    bias: Accessor | None
+    act: str
+    multipliers: K.Buffer | None = None
+    shifts: K.Buffer | None = None
+    output_offset: int = 0
+    act_min: int = 0
+    act_max: int = 0
+
+    def init(self) -> K.Expr:
+        return K.Const(0.0, "f32") if self.acc_dtype == "f32" else K.Const(0, "i32")
+
+    def term(self, x: K.Expr, w: K.Expr) -> K.Expr:
+        """x*w for float; (x + input_offset) * w in int32 for int8 (accumulator stays in int32:
+        |x+off| <= 255, |w| <= 127, so 2^31 / 32385 > 66,000 products fit)."""
+        if self.acc_dtype == "f32":
+            return x * w
+        xi = x.cast("i32")
+        if self.input_offset:
+            xi = xi + self.input_offset
+        return xi * w.cast("i32")
+
+    def finish(self, acc: K.Expr, oc: K.Expr) -> K.Expr:
+        if self.acc_dtype == "f32":
+            v = acc + self.bias([oc]) if self.bias is not None else acc
+            return apply_activation_expr(v, self.act)
+        if self.bias is not None:
+            acc = acc + self.bias([oc]).cast("i32")
+        assert self.multipliers is not None and self.shifts is not None
+        mult = self.multipliers[oc if self.multipliers.size > 1 else 0]
+        shift = self.shifts[oc if self.shifts.size > 1 else 0]
+        v = intrinsic("requantize", acc, mult, shift) + self.output_offset
+        return K.minimum(K.maximum(v, self.act_min), self.act_max)
+
+
+def mac_arith(ctx: LowerCtx, kind: str, x: TensorType, w: TensorType, out: TensorType,
+              bias: Accessor | None, attrs: Mapping[str, Any]) -> MacArith:
+    act = attrs.get("activation", "none")
+    if out.dtype == "float32":
+        return MacArith("f32", 0, bias, act)
+    from .quantized import mac_params  # int8 parameters follow TFLite Micro's Prepare
+
+    p = mac_params(kind, x, w, out, act)
+    mult = ctx.const(np.asarray(p.multipliers, dtype=np.int32), "i32", "mult")
+    shift = ctx.const(np.asarray(p.shifts, dtype=np.int32), "i32", "shift")
+    return MacArith("i32", p.input_offset, bias, act, mult, shift, p.output_offset, p.act_min, p.act_max)

@@ -1,0 +1,376 @@
+"""Elementwise and data-movement ops: arithmetic with broadcasting, activations, pad,
+concat, reshape/squeeze (views), softmax, mean, quantize/dequantize and int8 lookup tables."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import ShapeError, UnsupportedError
+from ..ir import TensorType
+from ..kernel import ir as K
+from ..kernel.intrinsics import call as intrinsic
+from .common import apply_activation_expr, apply_activation_np, broadcast_shapes, check_activation
+from .lowering import Accessor, LowerCtx, OutputWriter, kdtype
+from .registry import REGISTRY, Attrs, OpDef
+
+F32_MAX = 3.4028234663852886e38
+
+
+def _f(v: float) -> K.Const:
+    return K.Const(float(v), "f32")
+
+
+# ------------------------------------------------------------------ binary arithmetic
+def binary_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    a, b = ts
+    if a.dtype != b.dtype:
+        raise ShapeError(f"operand dtypes differ: {a.dtype} and {b.dtype}")
+    check_activation(attrs.get("activation", "none"))
+    return TensorType(broadcast_shapes(a.shape, b.shape), a.dtype, attrs.get("out_quant", a.quant))
+
+
+def _binary(name: str, np_fn, k_fn):  # noqa: ANN001, ANN202
+    def ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+        if out.dtype == "int8":
+            from .quantized import binary_reference
+            return binary_reference(name, xs, ts, attrs, out)
+        y = np_fn(xs[0].astype(np.float32), xs[1].astype(np.float32)).astype(np.float32)
+        return apply_activation_np(np.broadcast_to(y, out.shape), attrs.get("activation", "none"))
+
+    def expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+        out = call.out.type
+        a, b = (x.broadcast_to(out.shape) for x in args)
+        if out.dtype == "int8":
+            from .quantized import binary_expr
+            return binary_expr(name, a(idx), b(idx), args[0].type, args[1].type, out, call.attrs)
+        return apply_activation_expr(k_fn(a(idx), b(idx)), call.attrs.get("activation", "none"))
+
+    REGISTRY.register(OpDef(name, "elementwise", binary_infer, ref, expr=expr, dtypes=("float32", "int8")))
+
+
+_binary("add", np.add, lambda a, b: a + b)
+_binary("sub", np.subtract, lambda a, b: a - b)
+_binary("mul", np.multiply, lambda a, b: a * b)
+_binary("div", np.divide, lambda a, b: a / b)
+_binary("maximum", np.maximum, lambda a, b: K.maximum(a, b))
+_binary("minimum", np.minimum, lambda a, b: K.minimum(a, b))
+
+
+# ------------------------------------------------------------------ float unary
+def same_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    return TensorType(ts[0].shape, ts[0].dtype, attrs.get("out_quant", ts[0].quant))
+
+
+def _sigmoid_np(x: np.ndarray) -> np.ndarray:
+    return (1.0 / (1.0 + np.exp(-x.astype(np.float64)))).astype(np.float32)
+
+
+def _hard_swish_np(x: np.ndarray) -> np.ndarray:
+    return (x * np.clip(x + 3.0, 0.0, 6.0) / 6.0).astype(np.float32)
+
+
+UNARY = {
+    "relu": (lambda x, a: np.maximum(x, 0), lambda v, a: K.maximum(v, _f(0.0))),
+    "relu6": (lambda x, a: np.clip(x, 0, 6), lambda v, a: K.minimum(K.maximum(v, _f(0.0)), _f(6.0))),
+    "relu_n1_to_1": (lambda x, a: np.clip(x, -1, 1), lambda v, a: K.minimum(K.maximum(v, _f(-1.0)), _f(1.0))),
+    "clip": (lambda x, a: np.clip(x, a["min"], a["max"]),
+             lambda v, a: K.minimum(K.maximum(v, _f(a["min"])), _f(a["max"]))),
+    "tanh": (lambda x, a: np.tanh(x), lambda v, a: intrinsic("tanhf", v)),
+    "sigmoid": (lambda x, a: _sigmoid_np(x),
+                lambda v, a: _f(1.0) / (_f(1.0) + intrinsic("expf", _f(0.0) - v))),
+    "leaky_relu": (lambda x, a: np.where(x >= 0, x, x * np.float32(a["alpha"])),
+                   lambda v, a: K.Select(v >= _f(0.0), v, v * _f(a["alpha"]))),
+    "hard_swish": (lambda x, a: _hard_swish_np(x),
+                   lambda v, a: v * K.minimum(K.maximum(v + _f(3.0), _f(0.0)), _f(6.0)) / _f(6.0)),
+    "neg": (lambda x, a: -x, lambda v, a: _f(0.0) - v),
+    "abs": (lambda x, a: np.abs(x), lambda v, a: K.Select(v < _f(0.0), _f(0.0) - v, v)),
+    "exp": (lambda x, a: np.exp(x), lambda v, a: intrinsic("expf", v)),
+}
+
+
+def _unary(name: str) -> None:
+    np_fn, k_fn = UNARY[name]
+
+    def ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+        if out.dtype == "int8":
+            from .quantized import unary_reference
+            return unary_reference(name, xs[0], ts[0], attrs, out)
+        return np.asarray(np_fn(xs[0].astype(np.float32), attrs), dtype=np.float32)
+
+    def expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+        if call.out.type.dtype == "int8":
+            from .quantized import unary_table
+            table = ctx.const(unary_table(name, args[0].type, call.out.type, call.attrs), "i8", name)
+            return K.Load(table, args[0](idx).cast("i32") + 128)
+        return k_fn(args[0](idx), call.attrs)
+
+    cheap = name in ("relu", "relu6", "relu_n1_to_1", "clip", "neg", "abs")
+    REGISTRY.register(OpDef(name, "elementwise", same_infer, ref, expr=expr, inline_into_kernels=cheap,
+                            dtypes=("float32", "int8")))
+
+
+for _n in UNARY:
+    _unary(_n)
+
+
+# ------------------------------------------------------------------ quantize / dequantize
+def quantize_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    q = attrs["out_quant"]
+    dtype = attrs.get("dtype", "int8")
+    if dtype not in ("int8", "uint8", "int16"):
+        raise UnsupportedError(f"quantize to {dtype}")
+    return TensorType(ts[0].shape, dtype, q)
+
+
+def quantize_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    from .quantized import quantize_reference
+    return quantize_reference(xs[0], ts[0], out)
+
+
+def quantize_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+    from .quantized import quantize_expr as qe
+    return qe(ctx, args[0](idx), args[0].type, call.out.type)
+
+
+REGISTRY.register(OpDef("quantize", "elementwise", quantize_infer, quantize_ref, expr=quantize_expr,
+                        dtypes=("float32", "int8", "uint8", "int16")))
+
+
+def dequantize_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    if ts[0].quant is None:
+        raise ShapeError("dequantize input has no quantization parameters")
+    return TensorType(ts[0].shape, "float32", None)
+
+
+def dequantize_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    from .quantized import dequantize_reference
+    return dequantize_reference(xs[0], ts[0])
+
+
+def dequantize_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+    from .quantized import dequantize_expr as de
+    return de(ctx, args[0](idx), args[0].type)
+
+
+REGISTRY.register(OpDef("dequantize", "elementwise", dequantize_infer, dequantize_ref, expr=dequantize_expr,
+                        dtypes=("int8", "uint8", "int16")))
+
+
+# ------------------------------------------------------------------ pad
+def pad_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x = ts[0]
+    pads = attrs["pads"]
+    if len(pads) != len(x.shape) or any(b < 0 or a < 0 for b, a in pads):
+        raise ShapeError(f"pad needs one non-negative (before, after) per dimension of {x.shape}, got {pads}")
+    return TensorType(tuple(d + b + a for d, (b, a) in zip(x.shape, pads)), x.dtype, x.quant)
+
+
+def _pad_value(t: TensorType, attrs: Attrs) -> float | int:
+    if "value" in attrs and attrs["value"] is not None:
+        return attrs["value"]
+    return t.quant.zero_point[0] if t.quant is not None else 0
+
+
+def pad_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    return np.pad(xs[0], attrs["pads"], constant_values=_pad_value(ts[0], attrs)).astype(out.np_dtype)
+
+
+def pad_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+    x = args[0]
+    conds: list[K.Expr] = []
+    src: list[K.Expr] = []
+    for d, ((before, after), n) in enumerate(zip(call.attrs["pads"], x.shape)):
+        i = idx[d] - before if before else idx[d]
+        if before:
+            conds.append(i >= 0)
+        if after:
+            conds.append(i < n)
+        # clamp so the load is always in bounds (Select evaluates both sides)
+        src.append(K.minimum(K.maximum(i, 0), n - 1) if (before or after) else i)
+    val = x(src)
+    if not conds:
+        return val
+    pv = _pad_value(x.type, call.attrs)
+    return K.Select(K.logical_and(*conds), val, K.as_expr(pv if x.type.dtype != "float32" else float(pv),
+                                                          kdtype(x.type)))
+
+
+REGISTRY.register(OpDef("pad", "elementwise", pad_infer, pad_ref, expr=pad_expr, inline_into_kernels=True,
+                        dtypes=("float32", "int8", "uint8", "int16", "int32")))
+
+
+# ------------------------------------------------------------------ reshape / squeeze (views)
+def reshape_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x = ts[0]
+    shape = list(attrs["shape"])
+    if shape.count(-1) > 1:
+        raise ShapeError(f"reshape target {tuple(shape)} has more than one -1")
+    if -1 in shape:
+        known = int(np.prod([d for d in shape if d != -1])) or 1
+        if x.size % known:
+            raise ShapeError(f"cannot reshape {x.shape} to {tuple(shape)}")
+        shape[shape.index(-1)] = x.size // known
+    if int(np.prod(shape)) != x.size:
+        raise ShapeError(f"cannot reshape {x.shape} ({x.size} elements) to {tuple(shape)}")
+    return TensorType(tuple(int(d) for d in shape), x.dtype, x.quant)
+
+
+def reshape_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    return xs[0].reshape(out.shape)
+
+
+ALL_DTYPES = ("float32", "int8", "uint8", "int16", "int32")
+REGISTRY.register(OpDef("reshape", "view", reshape_infer, reshape_ref, dtypes=ALL_DTYPES))
+
+
+# ------------------------------------------------------------------ concat
+def concat_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    axis = attrs["axis"] % len(ts[0].shape)
+    for t in ts[1:]:
+        if len(t.shape) != len(ts[0].shape) or any(
+                a != b for d, (a, b) in enumerate(zip(t.shape, ts[0].shape)) if d != axis):
+            raise ShapeError(f"concat along axis {axis}: shapes {[x.shape for x in ts]} differ off that axis")
+        if t.dtype != ts[0].dtype:
+            raise ShapeError(f"concat operands have dtypes {[x.dtype for x in ts]}")
+    shape = list(ts[0].shape)
+    shape[axis] = sum(t.shape[axis] for t in ts)
+    return TensorType(tuple(shape), ts[0].dtype, attrs.get("out_quant", ts[0].quant))
+
+
+def concat_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    if out.dtype == "int8":
+        from .quantized import concat_reference
+        return concat_reference(xs, ts, attrs, out)
+    y = np.concatenate(xs, axis=attrs["axis"]).astype(out.np_dtype)
+    return apply_activation_np(y, attrs.get("activation", "none")) if out.dtype == "float32" else y
+
+
+def concat_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
+    axis = call.attrs["axis"] % len(out.shape)
+    parts: list[K.Stmt] = []
+    offset = 0
+    for a in args:
+        idx = [ctx.var(f"i{d}_") for d in range(len(a.shape))]
+        v = a(idx)
+        if out.type.dtype == "int8":
+            from .quantized import concat_value
+            v = concat_value(ctx, v, a.type, out.type)
+        elif out.type.dtype == "float32":
+            v = apply_activation_expr(v, call.attrs.get("activation", "none"))
+        oidx = [i + offset if d == axis and offset else i for d, i in enumerate(idx)]
+        body: K.Stmt = out.store(oidx, v)
+        for d in reversed(range(len(a.shape))):
+            body = K.For(idx[d], a.shape[d], body)
+        parts.append(body)
+        offset += a.shape[axis]
+    return K.seq(*parts)
+
+
+REGISTRY.register(OpDef("concat", "kernel", concat_infer, concat_ref, emit=concat_emit, dtypes=ALL_DTYPES))
+
+
+# ------------------------------------------------------------------ softmax (last axis)
+def softmax_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    return TensorType(ts[0].shape, ts[0].dtype, attrs.get("out_quant", ts[0].quant))
+
+
+def softmax_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    if out.dtype == "int8":
+        from .quantized import softmax_reference
+        return softmax_reference(xs[0], ts[0], attrs, out)
+    x = xs[0].astype(np.float32)
+    beta = np.float32(attrs.get("beta", 1.0))
+    e = np.exp((x - x.max(axis=-1, keepdims=True)) * beta)
+    return (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+
+
+def softmax_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
+    x = args[0]
+    depth = x.shape[-1]
+    rows = x.type.size // depth
+    if out.type.dtype == "int8":
+        from .quantized import softmax_emit_int8
+        return softmax_emit_int8(ctx, x, out, call, rows, depth)
+    r, j = ctx.var("r"), ctx.var("j")
+    mx, total = ctx.var("mx", "f32"), ctx.var("sum", "f32")
+    lead = x.shape[:-1]
+    from .nn import _unflatten
+
+    def at(rr: K.Expr, jj: K.Expr) -> list[K.Expr]:
+        return _unflatten(lead, rr) + [jj] if lead else [jj]
+
+    beta = float(call.attrs.get("beta", 1.0))
+    ex = intrinsic("expf", (x(at(r, j)) - mx) * _f(beta))
+    body = K.seq(
+        K.Let(mx, _f(-F32_MAX)),
+        K.For(j, depth, K.Assign(mx, K.maximum(mx, x(at(r, j))))),
+        K.Let(total, _f(0.0)),
+        K.For(j, depth, K.Assign(total, total + ex)),
+        K.For(j, depth, out.store(at(r, j), ex / total)),
+    )
+    return K.For(r, rows, body)
+
+
+REGISTRY.register(OpDef("softmax", "kernel", softmax_infer, softmax_ref, emit=softmax_emit,
+                        dtypes=("float32", "int8")))
+
+
+# ------------------------------------------------------------------ mean
+def mean_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x = ts[0]
+    axes = sorted(a % len(x.shape) for a in attrs["axes"])
+    if attrs.get("keep_dims", False):
+        shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape))
+    else:
+        shape = tuple(n for d, n in enumerate(x.shape) if d not in axes)
+    return TensorType(shape, x.dtype, attrs.get("out_quant", x.quant))
+
+
+def mean_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    if out.dtype == "int8":
+        from .quantized import mean_reference
+        return mean_reference(xs[0], ts[0], attrs, out)
+    axes = tuple(sorted(a % len(ts[0].shape) for a in attrs["axes"]))
+    return np.mean(xs[0].astype(np.float32), axis=axes, dtype=np.float32).reshape(out.shape).astype(np.float32)
+
+
+def mean_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
+    x = args[0]
+    rank = len(x.shape)
+    axes = sorted(a % rank for a in call.attrs["axes"])
+    keep = call.attrs.get("keep_dims", False)
+    outer = [ctx.var(f"o{d}_") for d in range(rank)]
+    inner = {d: ctx.var(f"r{d}_") for d in axes}
+    src = [inner[d] if d in inner else outer[d] for d in range(rank)]
+    count = int(np.prod([x.shape[d] for d in axes]))
+    floating = out.type.dtype == "float32"
+    acc = ctx.var("acc", "f32" if floating else "i32")
+    v = x(src) if floating else x(src).cast("i32")
+    red: K.Stmt = K.Assign(acc, acc + v)
+    for d in reversed(axes):
+        red = K.For(inner[d], x.shape[d], red)
+    oidx = [K.Const(0) if d in inner else outer[d] for d in range(rank)] if keep else \
+        [outer[d] for d in range(rank) if d not in inner]
+    if floating:
+        res: K.Expr = acc / _f(float(count))
+    else:
+        from .quantized import mean_finish
+        res = mean_finish(acc, count, x.type, out.type)
+    body: K.Stmt = K.seq(K.Let(acc, K.Const(0.0, "f32") if floating else K.Const(0)), red, out.store(oidx, res))
+    for d in reversed(range(rank)):
+        if d not in inner:
+            body = K.For(outer[d], x.shape[d], body)
+    return body
+
+
+REGISTRY.register(OpDef("mean", "kernel", mean_infer, mean_ref, emit=mean_emit, dtypes=("float32", "int8")))
+
+
+# ------------------------------------------------------------------ copy (materialise a value)
+def copy_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    return np.array(xs[0], copy=True)
+
+
+REGISTRY.register(OpDef("copy", "elementwise", same_infer, copy_ref,
+                        expr=lambda ctx, args, idx, call: args[0](idx), dtypes=ALL_DTYPES))

@@ -1,0 +1,92 @@
+"""Memory planning of a KernelModule: liveness of its unplanned buffers over the entry's
+call order, a plan from aot.memory, and the rewrite of every call argument to (pool, offset).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .errors import FitError
+from .kernel import ir as K
+from .memory import BufferRequest, MemoryPlan, plan as plan_buffers
+
+
+@dataclass(frozen=True)
+class PlannedBuffer:
+    name: str
+    pool: str
+    offset: int
+    size: int
+    first_use: int
+    last_use: int
+    kind: str  # tensor | workspace
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    pool: str
+    pool_size: int | None
+    activation_bytes: int
+    lower_bound_bytes: int
+    planner: str
+    buffers: tuple[PlannedBuffer, ...]
+    step_kernels: tuple[str, ...]
+
+
+def _calls(entry: K.PrimFunc) -> list[K.CallKernel]:
+    body = entry.body.body if isinstance(entry.body, K.Seq) else (entry.body,)
+    return [s for s in body if isinstance(s, K.CallKernel)]
+
+
+def liveness(module: K.KernelModule, alignment: int = 16) -> list[BufferRequest]:
+    calls = _calls(module.func(module.entry))
+    ids = {id(b): b for b in module.unplanned}
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for step, c in enumerate(calls):
+        for a in c.args:
+            if id(a) in ids:
+                first.setdefault(id(a), step)
+                last[id(a)] = step
+    reqs = []
+    for b in module.unplanned:
+        if id(b) in first:
+            reqs.append(BufferRequest(b.name, b.nbytes, first[id(b)], last[id(b)], alignment))
+    return reqs
+
+
+def plan_memory(module: K.KernelModule, pool: str = "sram", pool_size: int | None = None, alignment: int = 16,
+                planner: str = "best", seed: int = 0, time_limit_s: float = 1.0
+                ) -> tuple[K.KernelModule, PlanReport]:
+    """Pass: place every unplanned buffer in the pool; fail with the numbers if it does not fit."""
+    reqs = liveness(module, alignment)
+    mp: MemoryPlan = plan_buffers(reqs, planner=planner, seed=seed, time_limit_s=time_limit_s)
+    calls = _calls(module.func(module.entry))
+    if pool_size is not None and mp.peak_bytes > pool_size:
+        raise FitError(_no_fit_message(module, reqs, mp, pool, pool_size, calls))
+    views = {b.name: K.PoolView(pool, mp.offsets[b.name], b.dtype, b.size) for b in module.unplanned
+             if b.name in mp.offsets}
+
+    entry = module.func(module.entry)
+    body = entry.body.body if isinstance(entry.body, K.Seq) else (entry.body,)
+    new_body = tuple(K.CallKernel(s.callee, tuple(views.get(a.name, a) if isinstance(a, K.Buffer) else a
+                                                  for a in s.args))
+                     if isinstance(s, K.CallKernel) else s for s in body)
+    funcs = tuple(replace(f, body=K.Seq(new_body)) if f.name == module.entry else f for f in module.funcs)
+    new = replace(module, funcs=funcs, pools=(K.Pool(pool, mp.peak_bytes, alignment),), unplanned=())
+    report = PlanReport(pool, pool_size, mp.peak_bytes, mp.lower_bound_bytes, mp.planner,
+                        tuple(PlannedBuffer(r.name, pool, mp.offsets[r.name], r.size, r.first_use, r.last_use,
+                                            "workspace" if r.name.startswith("ws_") else "tensor") for r in reqs),
+                        tuple(c.callee for c in calls))
+    return new, report
+
+
+def _no_fit_message(module: K.KernelModule, reqs: list[BufferRequest], mp: MemoryPlan, pool: str, pool_size: int,
+                    calls: list[K.CallKernel]) -> str:
+    live_at = [sum(r.size for r in reqs if r.first_use <= s <= r.last_use) for s in range(len(calls))]
+    peak_step = max(range(len(calls)), key=lambda s: live_at[s]) if calls else 0
+    live = sorted((r for r in reqs if r.first_use <= peak_step <= r.last_use), key=lambda r: -r.size)[:3]
+    largest = ", ".join(f"{r.name} ({r.size} B)" for r in live)
+    op = calls[peak_step].callee if calls else "?"
+    return (f"the model needs {mp.peak_bytes} bytes of activation memory but pool {pool!r} has {pool_size}; "
+            f"the live set peaks at {live_at[peak_step] if calls else 0} bytes at operator {op} "
+            f"(largest tensors: {largest}); use a board with more RAM, a larger --pool, or a smaller model")

@@ -1,0 +1,61 @@
+"""The numpy oracle: evaluate a graph-IR model op by op with each op's numpy reference."""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from .errors import Error, ShapeError
+from .ir import Constant, Function, FunctionRef, Model, Var
+from .ops import REGISTRY
+
+
+def check_inputs(model: Model, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """Inputs in parameter order, checked for presence, shape and dtype."""
+    out = []
+    for p in model.inputs:
+        if p.name not in inputs:
+            raise Error(f"missing input {p.name!r}; the model takes {[v.name for v in model.inputs]}")
+        arr = np.asarray(inputs[p.name])
+        if tuple(arr.shape) != p.type.shape and arr.size == p.type.size:
+            arr = arr.reshape(p.type.shape)
+        if tuple(arr.shape) != p.type.shape:
+            raise ShapeError(f"input {p.name!r} has shape {arr.shape}, the model expects {p.type.shape}")
+        if arr.dtype != p.type.np_dtype:
+            if p.type.dtype != "float32" or arr.dtype.kind != "f":
+                raise ShapeError(f"input {p.name!r} has dtype {arr.dtype}, the model expects {p.type.dtype}")
+            arr = arr.astype(np.float32)
+        out.append(np.ascontiguousarray(arr))
+    extra = set(inputs) - {p.name for p in model.inputs}
+    if extra:
+        raise Error(f"unknown inputs {sorted(extra)}; the model takes {[v.name for v in model.inputs]}")
+    return out
+
+
+def evaluate(model: Model, fn: Function, args: list[np.ndarray], trace: dict[str, np.ndarray] | None = None
+             ) -> list[np.ndarray]:
+    env: dict[int, np.ndarray] = {id(p): a for p, a in zip(fn.params, args)}
+
+    def val(v: Var | Constant) -> np.ndarray:
+        return v.data if isinstance(v, Constant) else env[id(v)]
+
+    for c in fn.body:
+        xs = [val(a) for a in c.args]
+        if isinstance(c.op, FunctionRef):
+            y = evaluate(model, model.functions[c.op.name], xs, trace)[0]
+        else:
+            op = REGISTRY.get(c.op)
+            y = op.reference(xs, [a.type for a in c.args], c.attrs, c.out.type)
+            y = np.asarray(y).astype(c.out.type.np_dtype, copy=False).reshape(c.out.type.shape)
+        env[id(c.out)] = y
+        if trace is not None:
+            trace[c.out.origin or c.out.name] = y
+    return [env[id(r)] for r in fn.results]
+
+
+def reference(model: Model, inputs: Mapping[str, np.ndarray], trace: dict[str, np.ndarray] | None = None
+              ) -> dict[str, np.ndarray]:
+    """Run the numpy oracle: dict input name -> array in, dict output name -> array out."""
+    args = check_inputs(model, inputs)
+    outs = evaluate(model, model.main, args, trace)
+    return {r.name: o for r, o in zip(model.outputs, outs)}

@@ -1,0 +1,7 @@
+"""Graph passes: Model -> Model, none mutates its input."""
+from .fold import fold_constants
+from .fuse import fuse
+from .outputs import materialize_outputs
+from .util import use_counts
+
+__all__ = ["fold_constants", "fuse", "materialize_outputs", "use_counts"]

@@ -1,0 +1,114 @@
+"""Fusion: group op calls into primitive functions, each lowered to one loop nest.
+
+A group holds at most one "kernel" op (conv, pool, softmax, ...) plus elementwise ops:
+  * epilogue: an elementwise op whose argument is the group's result, used only there and
+    of the same shape, joins the group (conv -> bias add -> relu -> requantize);
+  * prologue: an elementwise group whose result is used only by the next op is inlined into
+    it (into a kernel only when every op in it is cheap to recompute, e.g. pad, relu).
+View ops (reshape) stay in the entry function: they alias, they do not run.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..ir import Call, Function, FunctionRef, Model, Var
+from ..ops import REGISTRY
+from .util import use_counts
+
+
+@dataclass(eq=False)
+class _Group:
+    calls: list[Call] = field(default_factory=list)
+    has_kernel: bool = False
+
+    @property
+    def tail(self) -> Call:
+        return self.calls[-1]
+
+    @property
+    def cheap(self) -> bool:
+        return all(REGISTRY.get(c.op_name).inline_into_kernels for c in self.calls)
+
+
+def _kind(c: Call) -> str:
+    return REGISTRY.get(c.op_name).kind
+
+
+def _group_calls(fn: Function) -> list[_Group | Call]:
+    uses = use_counts(fn)
+    results = {id(r) for r in fn.results}
+    order: list[_Group | Call] = []
+    group_of: dict[int, _Group] = {}  # id(out var) -> group whose tail produces it
+
+    def single_use(v: Var) -> bool:
+        return uses.get(id(v), 0) == 1 and id(v) not in results
+
+    for c in fn.body:
+        kind = _kind(c)
+        if kind == "view":
+            order.append(c)
+            continue
+        if kind == "elementwise":
+            joined = False
+            for a in c.args:
+                g = group_of.get(id(a)) if isinstance(a, Var) else None
+                if g is not None and g.tail.out is a and single_use(a) and a.type.shape == c.out.type.shape:
+                    del group_of[id(a)]
+                    g.calls.append(c)
+                    group_of[id(c.out)] = g
+                    order.remove(g)
+                    order.append(g)
+                    joined = True
+                    break
+            if joined:
+                continue
+        g = _Group([c], kind == "kernel")
+        # prologue: inline single-use elementwise producers
+        for a in c.args:
+            p = group_of.get(id(a)) if isinstance(a, Var) else None
+            if p is None or p.has_kernel or not single_use(a) or p.tail.out is not a:
+                continue
+            if kind == "kernel" and not p.cheap:
+                continue
+            del group_of[id(a)]
+            order.remove(p)
+            g.calls[:0] = p.calls
+        group_of[id(c.out)] = g
+        order.append(g)
+    return order
+
+
+def _fn_name(calls: list[Call], index: int) -> str:
+    ops = "_".join(dict.fromkeys(c.op_name for c in calls))
+    return re.sub(r"[^A-Za-z0-9_]", "_", f"fused_{ops}_{index}")
+
+
+def fuse(model: Model) -> Model:
+    """Wrap every executed op of the entry in a primitive function (views stay in place)."""
+    fn = model.main
+    funcs = dict(model.functions)
+    body: list[Call] = []
+    index = 0
+    for item in _group_calls(fn):
+        if isinstance(item, Call):
+            body.append(item)
+            continue
+        defined = {id(c.out) for c in item.calls}
+        params: list[Var] = []
+        seen: set[int] = set()
+        for c in item.calls:
+            for a in c.args:
+                if isinstance(a, Var) and id(a) not in defined and id(a) not in seen:
+                    seen.add(id(a))
+                    params.append(a)
+        name = _fn_name(item.calls, index)
+        index += 1
+        # the primitive function gets its own parameter Vars (same types), bound by position
+        inner = {id(p): Var(p.name, p.type, p.origin) for p in params}
+        calls = tuple(Call(c.op, tuple(inner.get(id(a), a) for a in c.args), c.out, c.attrs) for c in item.calls)
+        funcs[name] = Function(name, tuple(inner[id(p)] for p in params), calls, (item.tail.out,), primitive=True)
+        body.append(Call(FunctionRef(name), tuple(params), item.tail.out))
+    main = Function(fn.name, fn.params, tuple(body), fn.results, fn.primitive)
+    funcs[fn.name] = main
+    return model.replace_functions(funcs)
