@@ -54,8 +54,7 @@ def render_library(module: K.KernelModule, model_name: str, inputs: Sequence[Ten
     kernels = [printer.function(f) for f in module.funcs if f.name != module.entry]
     entry_fn = module.func(module.entry)
     entry = printer.function(entry_fn, static=True, extra=f"uint8_t *pool_{pool.name}")
-    if f"pool_{pool.name}" not in entry:
-        entry = entry.replace("{\n", "{\n    (void)pool_" + pool.name + ";\n", 1)
+    entry = entry.replace(") {\n", ") {\n    (void)pool_" + pool.name + "; /* unused when no tensor lives in the pool */\n", 1)
     common = {"prefix": p, "PREFIX": p.upper(), "version": VERSION, "model_name": model_name,
               "inputs": [t.as_template() for t in inputs], "outputs": [t.as_template() for t in outputs]}
     consts = [{"name": c.buffer.name, "ctype": c_type(c.buffer.dtype), "size": c.buffer.size,

@@ -1,0 +1,28 @@
+# microaot: `make demo` sets everything up and runs the demo; `make test` runs the test suite.
+PYTHON ?= python3
+PIP ?= $(PYTHON) -m pip
+APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc make cmake
+JOBS ?= 2
+
+.PHONY: setup demo test test-fast fuzz clean
+
+setup:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	$(PIP) install -q -e ".[test]"
+
+demo: setup
+	$(PYTHON) -m aot demo
+
+test: setup
+	$(PYTHON) -m pytest -n $(JOBS) -q tests
+
+test-fast:
+	$(PYTHON) -m pytest -n $(JOBS) -q -m "not slow" tests
+
+clean:
+	rm -rf build dist *.egg-info .pytest_cache out

@@ -1,0 +1,387 @@
+"""Kernel IR -> LLVM IR with llvmlite. A table from node type to emitting method, like the
+C printer; both print the same kernel IR, so a kernel cannot mean different things.
+
+Scalars and loop variables live in entry-block allocas (promoted to registers by mem2reg);
+stack allocations are entry-block allocas; constants are byte-array globals read through
+typed pointers; the pool is a zero-initialised global in section .bss.aot_pool.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from llvmlite import ir
+
+from ..errors import UnsupportedError
+from ..kernel import ir as K
+
+I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
+F32 = ir.FloatType()
+PTR = ir.PointerType()
+LL = {"i8": I8, "u8": I8, "i16": I16, "i32": I32, "i64": I64, "f32": F32, "bool": I1}
+BITS = {"bool": 1, "i8": 8, "u8": 8, "i16": 16, "i32": 32, "i64": 64}
+
+ICMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
+FCMP = {"<": "olt", "<=": "ole", ">": "ogt", ">=": "oge", "==": "oeq", "!=": "une"}
+
+
+def _is_int(dt: str) -> bool:
+    return dt in BITS
+
+
+class FunctionEmitter:
+    def __init__(self, mp: "ModulePrinter", fn: ir.Function, prim: K.PrimFunc) -> None:
+        self.mp = mp
+        self.fn = fn
+        self.prim = prim
+        entry = fn.append_basic_block("entry")
+        self.alloca_b = ir.IRBuilder(entry)
+        body = fn.append_basic_block("body")
+        self.b = ir.IRBuilder(body)
+        self._entry_block = entry
+        self.buffers: dict[int, ir.Value] = {id(p): a for p, a in zip(prim.params, fn.args)}
+        for p, a in zip(prim.params, fn.args):
+            a.name = p.name
+        self.scalars: dict[int, ir.Value] = {}
+        self.rc: ir.Value | None = None
+        self.platform_live: list[ir.Value] = []
+        self.expr_table: dict[type, Callable[[K.Expr], ir.Value]] = {
+            K.Const: self.e_const, K.ScalarVar: self.e_var, K.Load: self.e_load, K.Binary: self.e_binary,
+            K.Compare: self.e_compare, K.Logic: self.e_logic, K.Cast: self.e_cast, K.Select: self.e_select,
+            K.Intrinsic: self.e_intrinsic,
+        }
+        self.stmt_table: dict[type, Callable[[K.Stmt], None]] = {
+            K.Seq: self.s_seq, K.For: self.s_for, K.Store: self.s_store, K.Let: self.s_let, K.Assign: self.s_assign,
+            K.If: self.s_if, K.Allocate: self.s_allocate, K.CallKernel: self.s_call, K.ReturnOnError: self.s_return_on_error,
+        }
+
+    # ------------------------------------------------------------------ helpers
+    def alloca(self, ty: ir.Type, name: str, count: int | None = None) -> ir.Value:
+        return self.alloca_b.alloca(ty, size=count, name=name)
+
+    def buffer_ptr(self, buf: K.Buffer) -> ir.Value:
+        if id(buf) in self.buffers:
+            return self.buffers[id(buf)]
+        g = self.mp.const_globals.get(id(buf))
+        if g is None:
+            raise UnsupportedError(f"LLVM printer: unknown buffer {buf.name} in {self.prim.name}")
+        return g
+
+    def elem_ptr(self, buf: K.Buffer, index: K.Expr) -> ir.Value:
+        return self.b.gep(self.buffer_ptr(buf), [self.expr(index)], inbounds=True, source_etype=LL[buf.dtype])
+
+    def expr(self, e: K.Expr) -> ir.Value:
+        fn = self.expr_table.get(type(e))
+        if fn is None:
+            raise UnsupportedError(f"LLVM printer: no rule for expression node {type(e).__name__}")
+        return fn(e)
+
+    def stmt(self, s: K.Stmt) -> None:
+        fn = self.stmt_table.get(type(s))
+        if fn is None:
+            raise UnsupportedError(f"LLVM printer: no rule for statement node {type(s).__name__}")
+        fn(s)
+
+    # ------------------------------------------------------------------ expressions
+    def e_const(self, e: K.Const) -> ir.Value:
+        if e.dtype == "f32":
+            return ir.Constant(F32, float(np.float32(e.value)))
+        return ir.Constant(LL[e.dtype], int(e.value))
+
+    def e_var(self, e: K.ScalarVar) -> ir.Value:
+        return self.b.load(self.scalars[id(e)], typ=LL[e.dtype])
+
+    def e_load(self, e: K.Load) -> ir.Value:
+        return self.b.load(self.elem_ptr(e.buffer, e.index), typ=LL[e.buffer.dtype])
+
+    def e_binary(self, e: K.Binary) -> ir.Value:
+        a, b = self.expr(e.a), self.expr(e.b)
+        b_ = self.b
+        if e.dtype == "f32":
+            ops = {"+": b_.fadd, "-": b_.fsub, "*": b_.fmul, "/": b_.fdiv}
+            if e.op in ops:
+                return ops[e.op](a, b)
+            if e.op == "min":
+                return b_.select(b_.fcmp_ordered("<", a, b), a, b)
+            if e.op == "max":
+                return b_.select(b_.fcmp_ordered(">", a, b), a, b)
+        else:
+            ops = {"+": b_.add, "-": b_.sub, "*": b_.mul, "/": b_.sdiv, "%": b_.srem, ">>": b_.ashr, "<<": b_.shl,
+                   "&": b_.and_, "|": b_.or_}
+            if e.op in ops:
+                return ops[e.op](a, b)
+            if e.op == "min":
+                return b_.select(b_.icmp_signed("<", a, b), a, b)
+            if e.op == "max":
+                return b_.select(b_.icmp_signed(">", a, b), a, b)
+        raise UnsupportedError(f"LLVM printer: binary op {e.op} on {e.dtype}")
+
+    def e_compare(self, e: K.Compare) -> ir.Value:
+        a, b = self.expr(e.a), self.expr(e.b)
+        if e.a.dtype == "f32":
+            if e.op == "!=":
+                return self.b.fcmp_unordered("!=", a, b)
+            return self.b.fcmp_ordered(ICMP[e.op], a, b)
+        if e.a.dtype == "u8":
+            return self.b.icmp_unsigned(ICMP[e.op], a, b)
+        return self.b.icmp_signed(ICMP[e.op], a, b)
+
+    def e_logic(self, e: K.Logic) -> ir.Value:
+        a, b = self.expr(e.a), self.expr(e.b)
+        return self.b.and_(a, b) if e.op == "and" else self.b.or_(a, b)
+
+    def e_cast(self, e: K.Cast) -> ir.Value:
+        v = self.expr(e.value)
+        src, dst = e.value.dtype, e.dtype
+        if src == dst:
+            return v
+        if dst == "bool":
+            if src == "f32":
+                return self.b.fcmp_unordered("!=", v, ir.Constant(F32, 0.0))
+            return self.b.icmp_signed("!=", v, ir.Constant(LL[src], 0))
+        if dst == "f32":
+            return self.b.uitofp(v, F32) if src in ("u8", "bool") else self.b.sitofp(v, F32)
+        if src == "f32":
+            return self.b.fptosi(v, LL[dst])
+        if BITS[dst] > BITS[src]:
+            return self.b.zext(v, LL[dst]) if src in ("u8", "bool") else self.b.sext(v, LL[dst])
+        if BITS[dst] < BITS[src]:
+            return self.b.trunc(v, LL[dst])
+        return v  # i8 <-> u8: same bits
+
+    def e_select(self, e: K.Select) -> ir.Value:
+        return self.b.select(self.expr(e.cond), self.expr(e.a), self.expr(e.b))
+
+    def e_intrinsic(self, e: K.Intrinsic) -> ir.Value:
+        fn = self.mp.intrinsic(e.name)
+        return self.b.call(fn, [self.expr(a) for a in e.args])
+
+    # ------------------------------------------------------------------ statements
+    def s_seq(self, s: K.Seq) -> None:
+        for x in s.body:
+            self.stmt(x)
+
+    def s_for(self, s: K.For) -> None:
+        var = self.alloca(I32, s.var.name)
+        self.scalars[id(s.var)] = var
+        self.b.store(ir.Constant(I32, s.start), var)
+        cond = self.fn.append_basic_block(f"{s.var.name}.cond")
+        body = self.fn.append_basic_block(f"{s.var.name}.body")
+        end = self.fn.append_basic_block(f"{s.var.name}.end")
+        self.b.branch(cond)
+        self.b.position_at_end(cond)
+        i = self.b.load(var, typ=I32)
+        self.b.cbranch(self.b.icmp_signed("<", i, ir.Constant(I32, s.start + s.extent)), body, end)
+        self.b.position_at_end(body)
+        self.stmt(s.body)
+        i2 = self.b.load(var, typ=I32)
+        self.b.store(self.b.add(i2, ir.Constant(I32, 1), flags=["nsw"]), var)
+        br = self.b.branch(cond)
+        if s.unroll:
+            br.set_metadata("llvm.loop", self.mp.unroll_md)
+        self.b.position_at_end(end)
+
+    def s_store(self, s: K.Store) -> None:
+        self.b.store(self.expr(s.value), self.elem_ptr(s.buffer, s.index))
+
+    def s_let(self, s: K.Let) -> None:
+        slot = self.alloca(LL[s.var.dtype], s.var.name)
+        self.scalars[id(s.var)] = slot
+        self.b.store(self.expr(s.value), slot)
+
+    def s_assign(self, s: K.Assign) -> None:
+        self.b.store(self.expr(s.value), self.scalars[id(s.var)])
+
+    def s_if(self, s: K.If) -> None:
+        then = self.fn.append_basic_block("if.then")
+        end = self.fn.append_basic_block("if.end")
+        other = self.fn.append_basic_block("if.else") if s.orelse is not None else end
+        self.b.cbranch(self.expr(s.cond), then, other)
+        self.b.position_at_end(then)
+        self.stmt(s.then)
+        self.b.branch(end)
+        if s.orelse is not None:
+            self.b.position_at_end(other)
+            self.stmt(s.orelse)
+            self.b.branch(end)
+        self.b.position_at_end(end)
+
+    def _return_error(self, code: ir.Value) -> None:
+        """Free live platform allocations (LIFO) and return `code` from a fresh block."""
+        for p in reversed(self.platform_live):
+            self.b.call(self.mp.platform_free, [self.b.load(p, typ=PTR)])
+        self.b.ret(code)
+
+    def s_allocate(self, s: K.Allocate) -> None:
+        buf = s.buffer
+        if s.kind == "stack":
+            arr = self.alloca_b.alloca(ir.ArrayType(LL[buf.dtype], buf.size), name=buf.name)
+            arr.align = s.alignment
+            self.buffers[id(buf)] = arr
+            self.stmt(s.body)
+            return
+        if s.kind == "platform":
+            slot = self.alloca(PTR, buf.name + ".ptr")
+            rc = self.b.call(self.mp.platform_allocate,
+                             [ir.Constant(self.mp.size_t, buf.nbytes), ir.Constant(self.mp.size_t, s.alignment), slot])
+            ok = self.fn.append_basic_block(f"{buf.name}.ok")
+            fail = self.fn.append_basic_block(f"{buf.name}.fail")
+            self.b.cbranch(self.b.icmp_signed("==", rc, ir.Constant(I32, 0)), ok, fail)
+            self.b.position_at_end(fail)
+            self._return_error(rc)
+            self.b.position_at_end(ok)
+            self.buffers[id(buf)] = self.b.load(slot, typ=PTR)
+            self.platform_live.append(slot)
+            self.stmt(s.body)
+            self.platform_live.pop()
+            frc = self.b.call(self.mp.platform_free, [self.b.load(slot, typ=PTR)])
+            ok2 = self.fn.append_basic_block(f"{buf.name}.freed")
+            fail2 = self.fn.append_basic_block(f"{buf.name}.freefail")
+            self.b.cbranch(self.b.icmp_signed("==", frc, ir.Constant(I32, 0)), ok2, fail2)
+            self.b.position_at_end(fail2)
+            self._return_error(frc)
+            self.b.position_at_end(ok2)
+            return
+        raise UnsupportedError(f"LLVM printer: allocation {buf.name} of kind {s.kind!r}; run lower_allocations first")
+
+    def _arg(self, a: "K.Buffer | K.PoolView") -> ir.Value:
+        if isinstance(a, K.PoolView):
+            base = self.buffers[id(self.mp.pool_params[a.pool])]
+            return self.b.gep(base, [ir.Constant(I32, a.offset)], inbounds=True, source_etype=I8)
+        return self.buffer_ptr(a)
+
+    def s_call(self, s: K.CallKernel) -> None:
+        callee = self.mp.functions[s.callee]
+        self.rc = self.b.call(callee, [self._arg(a) for a in s.args])
+
+    def s_return_on_error(self, s: K.ReturnOnError) -> None:
+        assert self.rc is not None
+        fail = self.fn.append_basic_block("call.fail")
+        ok = self.fn.append_basic_block("call.ok")
+        self.b.cbranch(self.b.icmp_signed("!=", self.rc, ir.Constant(I32, 0)), fail, ok)
+        self.b.position_at_end(fail)
+        self.b.ret(self.rc)
+        self.b.position_at_end(ok)
+
+    def finish(self) -> None:
+        self.b.ret(ir.Constant(I32, 0))
+        self.alloca_b.branch(self.fn.blocks[1])
+
+
+class ModulePrinter:
+    """Prints a KernelModule into one llvmlite module."""
+
+    def __init__(self, module: K.KernelModule, triple: str = "", data_layout: str = "", pointer_bits: int = 64,
+                 pool_section: str | None = ".bss.aot_pool") -> None:
+        self.km = module
+        self.mod = ir.Module(name=module.prefix)
+        if triple:
+            self.mod.triple = triple
+        if data_layout:
+            self.mod.data_layout = data_layout
+        self.size_t = ir.IntType(pointer_bits)
+        self.const_globals: dict[int, ir.GlobalVariable] = {}
+        self.functions: dict[str, ir.Function] = {}
+        self._intrinsics: dict[str, ir.Function] = {}
+        self.pool_section = pool_section
+        self.unroll_md = self.mod.add_metadata([ir.MetaDataString(self.mod, "llvm.loop.unroll.enable")])
+        self.platform_allocate = ir.Function(self.mod, ir.FunctionType(I32, [self.size_t, self.size_t, PTR]),
+                                             "aot_platform_allocate")
+        self.platform_free = ir.Function(self.mod, ir.FunctionType(I32, [PTR]), "aot_platform_free")
+        self.pool_params: dict[str, K.Buffer] = {}
+
+    def intrinsic(self, name: str) -> ir.Function:
+        if name not in self._intrinsics:
+            from .intrinsics import define_intrinsic
+            self._intrinsics[name] = define_intrinsic(self.mod, name)
+        return self._intrinsics[name]
+
+    def _const(self, c: K.ConstBuffer) -> None:
+        data = np.ascontiguousarray(c.data).tobytes()
+        ty = ir.ArrayType(I8, len(data))
+        g = ir.GlobalVariable(self.mod, ty, c.buffer.name)
+        g.initializer = ir.Constant(ty, bytearray(data))
+        g.global_constant = True
+        g.linkage = "internal"
+        g.align = 16
+        self.const_globals[id(c.buffer)] = g
+
+    def print(self) -> ir.Module:
+        km = self.km
+        for c in km.consts:
+            self._const(c)
+        # declare all functions first (calls may refer to any of them)
+        prims = {f.name: f for f in km.funcs}
+        for f in km.funcs:
+            params = [PTR] * len(f.params)
+            if f.name == km.entry:
+                params += [PTR] * len(km.pools)
+            fn = ir.Function(self.mod, ir.FunctionType(I32, params), f.name)
+            fn.linkage = "internal"
+            self.functions[f.name] = fn
+        for name, f in prims.items():
+            fn = self.functions[name]
+            if name == km.entry:
+                pool_bufs = [K.Buffer(f"pool_{p.name}", "u8", max(p.size, 1)) for p in km.pools]
+                self.pool_params = {p.name: b for p, b in zip(km.pools, pool_bufs)}
+                f = K.PrimFunc(f.name, f.params + tuple(pool_bufs), f.body, f.doc)
+            em = FunctionEmitter(self, fn, f)
+            em.stmt(f.body)
+            em.finish()
+        self._entry_points()
+        return self.mod
+
+    def _entry_points(self) -> None:
+        """<prefix>_run_with_pool(in, out, pool, bytes) and <prefix>_run(in, out): struct-of-pointer ABI."""
+        km = self.km
+        p = km.prefix
+        pool = km.pools[0]
+        entry = self.functions[km.entry]
+        rwp = ir.Function(self.mod, ir.FunctionType(I32, [PTR, PTR, PTR, self.size_t]), f"{p}_run_with_pool")
+        b = ir.IRBuilder(rwp.append_basic_block("entry"))
+        in_s, out_s, pool_p, nbytes = rwp.args
+        null = ir.Constant(PTR, None)
+        fail = rwp.append_basic_block("null")
+        fb = ir.IRBuilder(fail)
+        fb.ret(ir.Constant(I32, -1))  # AOT_ERR_NULL_ARGUMENT
+        bad = b.or_(b.icmp_unsigned("==", in_s, null), b.icmp_unsigned("==", out_s, null))
+        bad = b.or_(bad, b.icmp_unsigned("==", pool_p, null))
+        chk = rwp.append_basic_block("fields")
+        b.cbranch(bad, fail, chk)
+        b.position_at_end(chk)
+        ptrs = []
+        bad2 = ir.Constant(I1, 0)
+        for struct, bufs in ((in_s, km.inputs), (out_s, km.outputs)):
+            for i, _ in enumerate(bufs):
+                v = b.load(b.gep(struct, [ir.Constant(I32, i)], inbounds=True, source_etype=PTR), typ=PTR)
+                bad2 = b.or_(bad2, b.icmp_unsigned("==", v, null))
+                ptrs.append(v)
+        size_ok = rwp.append_basic_block("size")
+        b.cbranch(bad2, fail, size_ok)
+        b.position_at_end(size_ok)
+        small = rwp.append_basic_block("small")
+        ir.IRBuilder(small).ret(ir.Constant(I32, -4))  # AOT_ERR_POOL_TOO_SMALL
+        run = rwp.append_basic_block("run")
+        too_small = b.icmp_unsigned("<", nbytes, ir.Constant(self.size_t, pool.size))
+        misaligned = b.icmp_unsigned("!=", b.and_(b.ptrtoint(pool_p, self.size_t),
+                                                  ir.Constant(self.size_t, pool.alignment - 1)),
+                                     ir.Constant(self.size_t, 0))
+        b.cbranch(b.or_(too_small, misaligned), small, run)
+        b.position_at_end(run)
+        b.ret(b.call(entry, ptrs + [pool_p]))
+
+        ty = ir.ArrayType(I8, max(pool.size, 1))
+        g = ir.GlobalVariable(self.mod, ty, f"{p}_pool_{pool.name}")
+        g.initializer = ir.Constant(ty, None)
+        g.align = pool.alignment
+        g.linkage = "internal"
+        if self.pool_section:
+            g.section = self.pool_section
+        run_fn = ir.Function(self.mod, ir.FunctionType(I32, [PTR, PTR]), f"{p}_run")
+        rb = ir.IRBuilder(run_fn.append_basic_block("entry"))
+        rb.ret(rb.call(rwp, [run_fn.args[0], run_fn.args[1], rb.gep(g, [ir.Constant(I32, 0)], source_etype=I8),
+                             ir.Constant(self.size_t, max(pool.size, 1))]))
+
+
+def print_module(module: K.KernelModule, triple: str = "", data_layout: str = "", pointer_bits: int = 64) -> ir.Module:
+    return ModulePrinter(module, triple, data_layout, pointer_bits).print()

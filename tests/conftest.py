@@ -1,0 +1,49 @@
+"""Shared test helpers: run a model through the numpy oracle, C on the host and the LLVM JIT."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("AOT_SHARED", ROOT.parent / "shared"))
+MODELS = SHARED / "models"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: long-running (QEMU, packaging, fuzz)")
+
+
+def shared_model(name: str) -> Path:
+    p = MODELS / name
+    if not p.exists():
+        pytest.fail(f"test model {p} missing: ../shared/models must sit beside the checkout")
+    return p
+
+
+def run_all_backends(model, inputs: dict, **options) -> tuple[dict, dict, dict]:  # noqa: ANN001
+    import aot
+    ref = aot.reference(model, inputs)
+    c = aot.build(model, backend="c", **options).run(inputs)
+    ll = aot.build(model, backend="llvm", **options).run(inputs)
+    return ref, c, ll
+
+
+def assert_close_to_reference(model, inputs: dict, rel: float = 1e-5, **options) -> dict:  # noqa: ANN001
+    """C and LLVM within `rel` of the output's range of the numpy reference (exact for ints)."""
+    ref, c, ll = run_all_backends(model, inputs, **options)
+    for name, r in ref.items():
+        for label, got in (("C", c[name]), ("LLVM", ll[name])):
+            assert got.shape == r.shape and got.dtype == r.dtype, (label, got.shape, r.shape, got.dtype, r.dtype)
+            if r.dtype.kind == "f":
+                span = float(np.max(r) - np.min(r)) if r.size else 0.0
+                tol = rel * max(span, 1.0)
+                err = float(np.max(np.abs(got.astype(np.float64) - r))) if r.size else 0.0
+                assert err <= tol, f"{label} output {name}: max error {err} > {tol}"
+            else:
+                np.testing.assert_array_equal(got, r, err_msg=f"{label} output {name}")
+    return ref
