@@ -41,7 +41,7 @@ class Library:
                 self._runner = HostCBuild(library_files(self.compiled), self.compiled.options.prefix, ins, outs)
             else:
                 from .llvm import LLVMJit
-                self._runner = LLVMJit(self.compiled, ins, outs)
+                self._runner = LLVMJit(self.compiled.module, ins, outs)
         return self._runner
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

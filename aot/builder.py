@@ -30,6 +30,7 @@ class GraphBuilder:
         self._calls: list[Call] = []
         self._names: set[str] = set()
         self._finished = False
+        self._model: Model | None = None
 
     # ------------------------------------------------------------------ plumbing
     def _name(self, hint: str) -> str:
@@ -84,6 +85,8 @@ class GraphBuilder:
         self._outputs.append((v, name))
 
     def finish(self) -> Model:
+        if self._model is not None:
+            return self._model
         if not self._outputs:
             raise Error(f"model {self.name} has no outputs; call GraphBuilder.output()")
         self._finished = True
@@ -98,7 +101,8 @@ class GraphBuilder:
                       for c in self._calls)
         outs = tuple(subst.get(id(v), v) for v, _ in self._outputs)
         main = Function("main", tuple(self._inputs), calls, outs)
-        return verify(make_model(self.name, main), infer_call)
+        self._model = verify(make_model(self.name, main), infer_call)
+        return self._model
 
     # ------------------------------------------------------------------ ops
     def conv2d(self, x: Var, w: Operand, b: Operand | None = None, strides: Sequence[int] = (1, 1),

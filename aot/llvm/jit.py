@@ -106,16 +106,16 @@ def _host_runtime_library() -> str:
 class LLVMJit:
     """JIT-compiled model in this process: call with input arrays, get output arrays."""
 
-    def __init__(self, compiled, in_specs: Sequence, out_specs: Sequence) -> None:  # noqa: ANN001
+    def __init__(self, module: K.KernelModule, in_specs: Sequence, out_specs: Sequence) -> None:
         from ..runners.host import CtypesModel
 
         _init_targets()
         _host_runtime_library()
-        ref, tm = compile_ir(compiled.module, None)
+        ref, tm = compile_ir(module, None)
         self._engine = llvm.create_mcjit_compiler(ref, tm)
         self._engine.finalize_object()
         self._engine.run_static_constructors()
-        addr = self._engine.get_function_address(f"{compiled.options.prefix}_run")
+        addr = self._engine.get_function_address(f"{module.prefix}_run")
         if not addr:
             raise Error("LLVM JIT: entry point not found")
         self._ref = ref
