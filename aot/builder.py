@@ -6,6 +6,8 @@
     g.output(y, "probs"); model = g.finish()
 
 Weights are numpy arrays (conv OHWI, depthwise 1HW(C*M), fully connected [out, in]).
+For int8 models, pass quantized constants (`g.constant(data, quant=Quant(...))`) and the
+output quantization of each op as `out_quant=Quant(...)`.
 Every method checks shapes at once and raises an aot.Error naming the op and shapes.
 """
 from __future__ import annotations
@@ -107,86 +109,87 @@ class GraphBuilder:
     # ------------------------------------------------------------------ ops
     def conv2d(self, x: Var, w: Operand, b: Operand | None = None, strides: Sequence[int] = (1, 1),
                padding: "str | Sequence[int]" = "valid", dilation: Sequence[int] = (1, 1),
-               activation: str = "none", name: str | None = None) -> Var:
+               activation: str = "none", name: str | None = None, **extra: Any) -> Var:
         wc = self._operand(w, "weights")
         pads = resolve_padding(padding, x.type.shape[1:3], wc.type.shape[1:3], strides, dilation) \
             if len(x.type.shape) == 4 and len(wc.type.shape) == 4 else (0, 0, 0, 0)
         args = [x, wc] + ([b] if b is not None else [])
         return self.op("conv2d", args, name, strides=tuple(strides), padding=pads, dilation=tuple(dilation),
-                       activation=activation)
+                       activation=activation, **extra)
 
     def depthwise_conv2d(self, x: Var, w: Operand, b: Operand | None = None, strides: Sequence[int] = (1, 1),
                          padding: "str | Sequence[int]" = "valid", dilation: Sequence[int] = (1, 1),
-                         depth_multiplier: int = 1, activation: str = "none", name: str | None = None) -> Var:
+                         depth_multiplier: int = 1, activation: str = "none", name: str | None = None,
+                         **extra: Any) -> Var:
         wc = self._operand(w, "weights")
         pads = resolve_padding(padding, x.type.shape[1:3], wc.type.shape[1:3], strides, dilation) \
             if len(x.type.shape) == 4 and len(wc.type.shape) == 4 else (0, 0, 0, 0)
         args = [x, wc] + ([b] if b is not None else [])
         return self.op("depthwise_conv2d", args, name, strides=tuple(strides), padding=pads,
-                       dilation=tuple(dilation), depth_multiplier=depth_multiplier, activation=activation)
+                       dilation=tuple(dilation), depth_multiplier=depth_multiplier, activation=activation, **extra)
 
     def fully_connected(self, x: Var, w: Operand, b: Operand | None = None, activation: str = "none",
-                        keep_num_dims: bool = False, name: str | None = None) -> Var:
+                        keep_num_dims: bool = False, name: str | None = None, **extra: Any) -> Var:
         args = [x, w] + ([b] if b is not None else [])
-        return self.op("fully_connected", args, name, activation=activation, keep_num_dims=keep_num_dims)
+        return self.op("fully_connected", args, name, activation=activation, keep_num_dims=keep_num_dims, **extra)
 
     def _pool(self, op: str, x: Var, pool_size: Sequence[int], strides: Sequence[int] | None,
-              padding: "str | Sequence[int]", activation: str, name: str | None) -> Var:
+              padding: "str | Sequence[int]", activation: str, name: str | None, **extra: Any) -> Var:
         strides = tuple(strides or pool_size)
         pads = resolve_padding(padding, x.type.shape[1:3], pool_size, strides, (1, 1)) \
             if len(x.type.shape) == 4 else (0, 0, 0, 0)
         return self.op(op, [x], name, pool_size=tuple(pool_size), strides=strides, padding=pads,
-                       activation=activation)
+                       activation=activation, **extra)
 
     def max_pool2d(self, x: Var, pool_size: Sequence[int], strides: Sequence[int] | None = None,
-                   padding: "str | Sequence[int]" = "valid", activation: str = "none", name: str | None = None) -> Var:
-        return self._pool("max_pool2d", x, pool_size, strides, padding, activation, name)
+                   padding: "str | Sequence[int]" = "valid", activation: str = "none", name: str | None = None, **extra: Any) -> Var:
+        return self._pool("max_pool2d", x, pool_size, strides, padding, activation, name, **extra)
 
     def avg_pool2d(self, x: Var, pool_size: Sequence[int], strides: Sequence[int] | None = None,
-                   padding: "str | Sequence[int]" = "valid", activation: str = "none", name: str | None = None) -> Var:
-        return self._pool("avg_pool2d", x, pool_size, strides, padding, activation, name)
+                   padding: "str | Sequence[int]" = "valid", activation: str = "none", name: str | None = None, **extra: Any) -> Var:
+        return self._pool("avg_pool2d", x, pool_size, strides, padding, activation, name, **extra)
 
-    def add(self, a: Operand, b: Operand, activation: str = "none", name: str | None = None) -> Var:
-        return self.op("add", [a, b], name, activation=activation)
+    def add(self, a: Operand, b: Operand, activation: str = "none", name: str | None = None, **extra: Any) -> Var:
+        return self.op("add", [a, b], name, activation=activation, **extra)
 
-    def sub(self, a: Operand, b: Operand, activation: str = "none", name: str | None = None) -> Var:
-        return self.op("sub", [a, b], name, activation=activation)
+    def sub(self, a: Operand, b: Operand, activation: str = "none", name: str | None = None, **extra: Any) -> Var:
+        return self.op("sub", [a, b], name, activation=activation, **extra)
 
-    def mul(self, a: Operand, b: Operand, activation: str = "none", name: str | None = None) -> Var:
-        return self.op("mul", [a, b], name, activation=activation)
+    def mul(self, a: Operand, b: Operand, activation: str = "none", name: str | None = None, **extra: Any) -> Var:
+        return self.op("mul", [a, b], name, activation=activation, **extra)
 
-    def relu(self, x: Var, name: str | None = None) -> Var:
-        return self.op("relu", [x], name)
+    def relu(self, x: Var, name: str | None = None, **extra: Any) -> Var:
+        return self.op("relu", [x], name, **extra)
 
-    def relu6(self, x: Var, name: str | None = None) -> Var:
-        return self.op("relu6", [x], name)
+    def relu6(self, x: Var, name: str | None = None, **extra: Any) -> Var:
+        return self.op("relu6", [x], name, **extra)
 
     def clip(self, x: Var, min: float, max: float, name: str | None = None) -> Var:  # noqa: A002
         return self.op("clip", [x], name, min=float(min), max=float(max))
 
-    def tanh(self, x: Var, name: str | None = None) -> Var:
-        return self.op("tanh", [x], name)
+    def tanh(self, x: Var, name: str | None = None, **extra: Any) -> Var:
+        return self.op("tanh", [x], name, **extra)
 
-    def sigmoid(self, x: Var, name: str | None = None) -> Var:
-        return self.op("sigmoid", [x], name)
+    def sigmoid(self, x: Var, name: str | None = None, **extra: Any) -> Var:
+        return self.op("sigmoid", [x], name, **extra)
 
-    def leaky_relu(self, x: Var, alpha: float = 0.2, name: str | None = None) -> Var:
-        return self.op("leaky_relu", [x], name, alpha=float(alpha))
+    def leaky_relu(self, x: Var, alpha: float = 0.2, name: str | None = None, **extra: Any) -> Var:
+        return self.op("leaky_relu", [x], name, alpha=float(alpha), **extra)
 
-    def hard_swish(self, x: Var, name: str | None = None) -> Var:
-        return self.op("hard_swish", [x], name)
+    def hard_swish(self, x: Var, name: str | None = None, **extra: Any) -> Var:
+        return self.op("hard_swish", [x], name, **extra)
 
-    def softmax(self, x: Var, beta: float = 1.0, name: str | None = None) -> Var:
-        return self.op("softmax", [x], name, beta=float(beta))
+    def softmax(self, x: Var, beta: float = 1.0, name: str | None = None, **extra: Any) -> Var:
+        return self.op("softmax", [x], name, beta=float(beta), **extra)
 
     def reshape(self, x: Var, shape: Sequence[int], name: str | None = None) -> Var:
         return self.op("reshape", [x], name, shape=tuple(int(d) for d in shape))
 
-    def concat(self, xs: Sequence[Var], axis: int = -1, name: str | None = None) -> Var:
-        return self.op("concat", list(xs), name, axis=int(axis))
+    def concat(self, xs: Sequence[Var], axis: int = -1, name: str | None = None, **extra: Any) -> Var:
+        return self.op("concat", list(xs), name, axis=int(axis), **extra)
 
     def pad(self, x: Var, pads: Sequence[Sequence[int]], value: float | None = None, name: str | None = None) -> Var:
         return self.op("pad", [x], name, pads=tuple((int(a), int(b)) for a, b in pads), value=value)
 
-    def mean(self, x: Var, axes: Sequence[int], keep_dims: bool = False, name: str | None = None) -> Var:
-        return self.op("mean", [x], name, axes=tuple(int(a) for a in axes), keep_dims=keep_dims)
+    def mean(self, x: Var, axes: Sequence[int], keep_dims: bool = False, name: str | None = None, **extra: Any) -> Var:
+        return self.op("mean", [x], name, axes=tuple(int(a) for a in axes), keep_dims=keep_dims, **extra)

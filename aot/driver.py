@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from .executor import build_kernel_module
 from .ir import Model, verify
 from .kernel import ir as K
-from .kernel.allocations import AllocationPolicy, get_policy, lower_allocations
+from .kernel.allocations import AllocationPolicy, get_policy, lower_allocations, lower_workspaces
 from .kernel.simplify import simplify
 from .kernel.verify import verify_kernel_module
 from .ops import infer_call
@@ -19,7 +19,7 @@ from .transform import fold_constants, fuse, materialize_outputs
 @dataclass(frozen=True)
 class CompileOptions:
     prefix: str = "model"
-    policy: "str | AllocationPolicy" = "host"
+    policy: "str | AllocationPolicy | Mapping[str, AllocationPolicy]" = "host"
     stack_limit: int | None = None
     planner: str = "best"
     pool: str = "sram"
@@ -56,7 +56,8 @@ def graph_pipeline() -> list[Pass]:
 
 def compile_model(model: Model, options: CompileOptions | None = None) -> CompiledModel:
     o = options or CompileOptions()
-    policy = get_policy(o.policy, o.stack_limit)
+    policy = o.policy if isinstance(o.policy, Mapping) else get_policy(o.policy, o.stack_limit)
+    policy_name = "mixed" if isinstance(policy, Mapping) else policy.name
     timings = PassTimings()
     instruments = [_verify_instrument] if o.verify else []
     if o.verify:
@@ -66,7 +67,9 @@ def compile_model(model: Model, options: CompileOptions | None = None) -> Compil
         Pass("lower", lambda m: build_kernel_module(m, o.prefix), "each primitive function becomes one kernel"),
         Pass("simplify", simplify, "fold index arithmetic the lowering spelled out"),
         Pass("lower_allocations", lambda km: lower_allocations(km, policy),
-             f"policy {policy.name}: decide stack / platform / workspace for every kernel scratch buffer"),
+             f"policy {policy_name}: decide stack / platform / workspace for every kernel scratch buffer"),
+        Pass("lower_workspaces", lower_workspaces,
+             "workspace scratch becomes a kernel parameter the planner places (caller and callee together)"),
     ]
     kmod = run_passes(fused, kernel_passes, instruments, timings)
     planned, report = plan_memory(kmod, o.pool, o.pool_size, o.alignment, o.planner, o.seed)

@@ -55,7 +55,7 @@ def metadata(compiled: CompiledModel, backend: str) -> dict[str, Any]:
         "model": compiled.model.name,
         "prefix": o.prefix,
         "backend": backend,
-        "policy": o.policy if isinstance(o.policy, str) else o.policy.name,
+        "policy": o.policy if isinstance(o.policy, str) else getattr(o.policy, "name", "mixed"),
         "planner": p.planner,
         "planner_requested": o.planner,
         "inputs": [t(i) for i in ins],

@@ -68,8 +68,55 @@ def lower_function(ctx: LowerCtx, fn: Function) -> K.PrimFunc:
         assert op.emit is not None
         body = op.emit(ctx, [accessor(a) for a in kernel.args], writer, kernel)
     from .kernel.simplify import simplify_stmt
-    return K.PrimFunc(ctx.fresh(f"{ctx.prefix}_{fn.name}"), tuple(params) + (out_buf,), simplify_stmt(body),
-                      doc=" -> ".join(c.op_name for c in fn.body))
+    body = simplify_stmt(body)
+    inplace = inplace_candidates(body, params, out_buf) if kernel is None else ()
+    return K.PrimFunc(ctx.fresh(f"{ctx.prefix}_{fn.name}"), tuple(params) + (out_buf,), body,
+                      doc=" -> ".join(c.op_name for c in fn.body), inplace=inplace)
+
+
+def inplace_candidates(body: K.Stmt, params: Sequence[K.Buffer], out: K.Buffer) -> tuple[int, ...]:
+    """Inputs that every iteration reads only at the element it then writes: the single store
+    to `out` is the last statement of the innermost loop and every load of the input uses
+    the store's index (compared as printed text)."""
+    from codegen_c.printer import CPrinter
+
+    pr = CPrinter()
+    stores: list[K.Store] = []
+    loads: dict[int, set[str]] = {}
+
+    def expr(e: K.Expr) -> None:
+        if isinstance(e, K.Load):
+            loads.setdefault(id(e.buffer), set()).add(pr.expr(e.index))
+            expr(e.index)
+        for ch in ("a", "b", "cond", "value", "index"):
+            sub = getattr(e, ch, None)
+            if isinstance(sub, K.Expr) and not isinstance(e, K.Load):
+                expr(sub)
+        if isinstance(e, K.Intrinsic):
+            for a in e.args:
+                expr(a)
+
+    def walk(s: K.Stmt) -> None:
+        if isinstance(s, K.Seq):
+            for b in s.body:
+                walk(b)
+        elif isinstance(s, K.For):
+            walk(s.body)
+        elif isinstance(s, K.Store):
+            stores.append(s)
+            expr(s.index)
+            expr(s.value)
+        elif isinstance(s, (K.Let, K.Assign)):
+            expr(s.value)
+        else:
+            stores.append(None)  # type: ignore[arg-type]  # anything else: be conservative
+
+    walk(body)
+    if len(stores) != 1 or stores[0] is None or stores[0].buffer is not out:
+        return ()
+    target = pr.expr(stores[0].index)
+    return tuple(i for i, p in enumerate(params)
+                 if p.dtype == out.dtype and p.size == out.size and loads.get(id(p)) == {target})
 
 
 def _flat(t: TensorType, idx: Sequence[K.Expr]) -> K.Expr:

@@ -37,9 +37,9 @@ def _calls(entry: K.PrimFunc) -> list[K.CallKernel]:
     return [s for s in body if isinstance(s, K.CallKernel)]
 
 
-def liveness(module: K.KernelModule, alignment: int = 16) -> list[BufferRequest]:
+def _intervals(module: K.KernelModule) -> tuple[dict[int, int], dict[int, int]]:
     calls = _calls(module.func(module.entry))
-    ids = {id(b): b for b in module.unplanned}
+    ids = {id(b) for b in module.unplanned}
     first: dict[int, int] = {}
     last: dict[int, int] = {}
     for step, c in enumerate(calls):
@@ -47,11 +47,57 @@ def liveness(module: K.KernelModule, alignment: int = 16) -> list[BufferRequest]
             if id(a) in ids:
                 first.setdefault(id(a), step)
                 last[id(a)] = step
-    reqs = []
+    return first, last
+
+
+def inplace_pairs(module: K.KernelModule) -> dict[str, str]:
+    """Output buffer name -> input buffer name it may overwrite: the kernel allows it, the
+    input is an unplanned intermediate that dies at this call, and the output is born here."""
+    first, last = _intervals(module)
+    unplanned = {id(b) for b in module.unplanned}
+    pairs: dict[str, str] = {}
+    taken: set[str] = set()
+    for step, c in enumerate(_calls(module.func(module.entry))):
+        callee = module.func(c.callee)
+        if not callee.inplace:
+            continue
+        n_ws = sum(1 for a in c.args if isinstance(a, K.Buffer) and a.name.startswith("ws_"))
+        out = c.args[len(c.args) - 1 - n_ws]
+        if out is None or not isinstance(out, K.Buffer) or id(out) not in unplanned or first.get(id(out)) != step:
+            continue
+        for i in callee.inplace:
+            src = c.args[i]
+            if isinstance(src, K.Buffer) and id(src) in unplanned and last.get(id(src)) == step \
+                    and src.name not in taken and src is not out and c.args.count(src) == 1:
+                pairs[out.name] = src.name
+                taken.add(src.name)
+                break
+    return pairs
+
+
+def liveness(module: K.KernelModule, alignment: int = 16, inplace: bool = True) -> list[BufferRequest]:
+    """One request per storage: buffers written in place share their input's request."""
+    first, last = _intervals(module)
+    pairs = inplace_pairs(module) if inplace else {}
+    by_name = {b.name: b for b in module.unplanned}
+
+    def root(name: str) -> str:
+        while name in pairs:
+            name = pairs[name]
+        return name
+
+    span: dict[str, tuple[int, int, int]] = {}
     for b in module.unplanned:
-        if id(b) in first:
-            reqs.append(BufferRequest(b.name, b.nbytes, first[id(b)], last[id(b)], alignment))
-    return reqs
+        if id(b) not in first:
+            continue
+        r = root(b.name)
+        f, l, size = first[id(b)], last[id(b)], b.nbytes
+        if r in span:
+            f0, l0, s0 = span[r]
+            f, l, size = min(f, f0), max(l, l0), max(size, s0)
+        span[r] = (f, l, size)
+    del by_name
+    return [BufferRequest(name, size, f, l, alignment) for name, (f, l, size) in span.items()]
 
 
 def plan_memory(module: K.KernelModule, pool: str = "sram", pool_size: int | None = None, alignment: int = 16,
@@ -63,8 +109,15 @@ def plan_memory(module: K.KernelModule, pool: str = "sram", pool_size: int | Non
     calls = _calls(module.func(module.entry))
     if pool_size is not None and mp.peak_bytes > pool_size:
         raise FitError(_no_fit_message(module, reqs, mp, pool, pool_size, calls))
-    views = {b.name: K.PoolView(pool, mp.offsets[b.name], b.dtype, b.size) for b in module.unplanned
-             if b.name in mp.offsets}
+    pairs = inplace_pairs(module)
+
+    def root(name: str) -> str:
+        while name in pairs:
+            name = pairs[name]
+        return name
+
+    views = {b.name: K.PoolView(pool, mp.offsets[root(b.name)], b.dtype, b.size) for b in module.unplanned
+             if root(b.name) in mp.offsets}
 
     entry = module.func(module.entry)
     body = entry.body.body if isinstance(entry.body, K.Seq) else (entry.body,)

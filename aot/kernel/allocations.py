@@ -6,13 +6,15 @@
 | platform  | larger, policy.large == "platform"            | aot_platform_allocate + LIFO free        |
 | workspace | larger, policy.large == "workspace"           | a parameter pointing into a planned pool |
 
-Workspace parameters are added top-down from the entry: for each call of the entry to a
+Two passes: lower_allocations classifies; lower_workspaces turns workspace-class
+allocations into parameters. Workspace parameters are added top-down from the entry: for each call of the entry to a
 kernel that needs scratch, the callee gets its parameter and the call site its argument
 in the same step, so no caller is left holding a stale signature (seed 000).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Mapping
 
 from ..errors import Error
 from . import ir as K
@@ -45,48 +47,81 @@ def get_policy(policy: "str | AllocationPolicy", stack_limit: int | None = None)
     return replace(p, stack_limit=stack_limit) if stack_limit is not None else p
 
 
-def _rewrite(s: K.Stmt, policy: AllocationPolicy, workspaces: list[K.Buffer]) -> K.Stmt:
+PolicyLike = "str | AllocationPolicy | Mapping[str, AllocationPolicy]"
+
+
+def _policy_for(policy: PolicyLike, kernel: str) -> AllocationPolicy:  # type: ignore[valid-type]
+    """A single policy, or a mapping kernel name -> policy ("*" is the default) for builds
+    whose functions target different devices (host functions and micro functions together)."""
+    if isinstance(policy, Mapping):
+        p = policy.get(kernel, policy.get("*"))
+        if p is None:
+            raise Error(f"no allocation policy for kernel {kernel} (add a '*' default)")
+        return get_policy(p)
+    return get_policy(policy)
+
+
+def _classify(s: K.Stmt, policy: AllocationPolicy) -> K.Stmt:
     if isinstance(s, K.Allocate):
-        body = _rewrite(s.body, policy, workspaces)
         kind = s.kind if s.kind != "unplanned" else policy.classify(s.buffer.nbytes)
-        if kind == "workspace":
-            workspaces.append(s.buffer)  # the buffer becomes a parameter; no Allocate node remains
-            return body
-        return replace(s, body=body, kind=kind)
+        return replace(s, body=_classify(s.body, policy), kind=kind)
     if isinstance(s, K.Seq):
-        return K.Seq(tuple(_rewrite(b, policy, workspaces) for b in s.body))
+        return K.Seq(tuple(_classify(b, policy) for b in s.body))
     if isinstance(s, K.For):
-        return replace(s, body=_rewrite(s.body, policy, workspaces))
+        return replace(s, body=_classify(s.body, policy))
     if isinstance(s, K.If):
-        return K.If(s.cond, _rewrite(s.then, policy, workspaces),
-                    _rewrite(s.orelse, policy, workspaces) if s.orelse is not None else None)
+        return K.If(s.cond, _classify(s.then, policy), _classify(s.orelse, policy) if s.orelse is not None else None)
     return s
 
 
-def lower_allocations(module: K.KernelModule, policy: "str | AllocationPolicy") -> K.KernelModule:
-    """Pass: classify every unplanned Allocate; workspace ones become kernel parameters."""
-    pol = get_policy(policy)
+def lower_allocations(module: K.KernelModule, policy: PolicyLike) -> K.KernelModule:  # type: ignore[valid-type]
+    """Pass: give every unplanned Allocate its class (stack, platform or workspace) by policy.
+    Idempotent: already classified allocations keep their class."""
+    funcs = tuple(f if f.name == module.entry else replace(f, body=_classify(f.body, _policy_for(policy, f.name)))
+                  for f in module.funcs)
+    return replace(module, funcs=funcs)
+
+
+def _strip_workspaces(s: K.Stmt, found: list[K.Buffer]) -> K.Stmt:
+    if isinstance(s, K.Allocate):
+        body = _strip_workspaces(s.body, found)
+        if s.kind == "workspace":
+            found.append(s.buffer)
+            return body
+        return replace(s, body=body)
+    if isinstance(s, K.Seq):
+        return K.Seq(tuple(_strip_workspaces(b, found) for b in s.body))
+    if isinstance(s, K.For):
+        return replace(s, body=_strip_workspaces(s.body, found))
+    if isinstance(s, K.If):
+        return K.If(s.cond, _strip_workspaces(s.then, found),
+                    _strip_workspaces(s.orelse, found) if s.orelse is not None else None)
+    return s
+
+
+def lower_workspaces(module: K.KernelModule) -> K.KernelModule:
+    """Pass: workspace-class allocations become kernel parameters, walking top-down from the
+    entry and rewriting each call site together with its callee. Idempotent."""
     entry = module.func(module.entry)
     rewritten: dict[str, tuple[K.PrimFunc, tuple[K.Buffer, ...]]] = {}
     new_unplanned = list(module.unplanned)
     body: list[K.Stmt] = []
     for s in (entry.body.body if isinstance(entry.body, K.Seq) else (entry.body,)):
-        if isinstance(s, K.CallKernel):
-            if s.callee not in rewritten:
-                callee = module.func(s.callee)
-                ws: list[K.Buffer] = []
-                fbody = _rewrite(callee.body, pol, ws)
-                rewritten[s.callee] = (replace(callee, params=callee.params + tuple(ws), body=fbody), tuple(ws))
-            new_callee, ws_params = rewritten[s.callee]
-            # caller and callee change together: one fresh workspace buffer per call site
-            args = list(s.args)
-            for w in ws_params:
-                buf = K.Buffer(f"ws_{len(new_unplanned)}_{w.name}", w.dtype, w.size)
-                new_unplanned.append(buf)
-                args.append(buf)
-            body.append(K.CallKernel(s.callee, tuple(args)))
-        else:
+        if not isinstance(s, K.CallKernel):
             body.append(s)
+            continue
+        if s.callee not in rewritten:
+            callee = module.func(s.callee)
+            ws: list[K.Buffer] = []
+            fbody = _strip_workspaces(callee.body, ws)
+            rewritten[s.callee] = (replace(callee, params=callee.params + tuple(ws), body=fbody), tuple(ws))
+        new_callee, ws_params = rewritten[s.callee]
+        args = list(s.args)
+        for w in ws_params:  # the caller gains its argument in the same step as the callee its parameter
+            buf = K.Buffer(f"ws_{len(new_unplanned)}_{w.name}", w.dtype, w.size)
+            new_unplanned.append(buf)
+            args.append(buf)
+        body.append(K.CallKernel(s.callee, tuple(args)))
     funcs = []
     for f in module.funcs:
         if f.name == module.entry:
@@ -94,9 +129,9 @@ def lower_allocations(module: K.KernelModule, policy: "str | AllocationPolicy") 
         elif f.name in rewritten:
             funcs.append(rewritten[f.name][0])
         else:
-            ws: list[K.Buffer] = []
-            fbody = _rewrite(f.body, pol, ws)
-            if ws:
-                raise Error(f"kernel {f.name} needs workspace but is not called from the entry")
-            funcs.append(replace(f, body=fbody))
+            ws2: list[K.Buffer] = []
+            _strip_workspaces(f.body, ws2)
+            if ws2:
+                raise Error(f"kernel {f.name} needs a workspace but is not called from the entry")
+            funcs.append(f)
     return replace(module, funcs=tuple(funcs), unplanned=tuple(new_unplanned))

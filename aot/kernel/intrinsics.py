@@ -47,6 +47,12 @@ def requantize(x: int, multiplier: int, shift: int) -> int:
     return rdbpot(srdhm(y, multiplier), right)
 
 
+def clz32(x: int) -> int:
+    """Count leading zeros of x as an unsigned 32-bit value (32 for 0)."""
+    u = x & 0xFFFFFFFF
+    return 32 - u.bit_length()
+
+
 def _f32(fn: Callable[[float], float]) -> Callable[[float], float]:
     return lambda x: float(np.float32(fn(float(np.float32(x)))))
 
@@ -66,6 +72,7 @@ INTRINSICS: dict[str, IntrinsicDef] = {
         IntrinsicDef("srdhm", ("i32", "i32"), "i32", srdhm, srdhm.__doc__ or ""),
         IntrinsicDef("rdbpot", ("i32", "i32"), "i32", rdbpot, rdbpot.__doc__ or ""),
         IntrinsicDef("requantize", ("i32", "i32", "i32"), "i32", requantize, requantize.__doc__ or ""),
+        IntrinsicDef("clz32", ("i32",), "i32", clz32, clz32.__doc__ or ""),
         IntrinsicDef("expf", ("f32",), "f32", _f32(math.exp), "float exp"),
         IntrinsicDef("tanhf", ("f32",), "f32", _f32(math.tanh), "float tanh"),
         IntrinsicDef("roundf", ("f32",), "f32", _f32(lambda v: math.floor(abs(v) + 0.5) * (1 if v >= 0 else -1)),

@@ -266,6 +266,9 @@ class PrimFunc:
     params: tuple[Buffer, ...]
     body: Stmt
     doc: str = ""
+    # indices of input parameters whose storage the output may reuse (elementwise, same
+    # index): the planner may place the output over such an input when it dies here
+    inplace: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)

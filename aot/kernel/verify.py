@@ -123,7 +123,7 @@ class _Checker:
         if isinstance(s, K.Allocate):
             if self.planned and s.kind == "unplanned":
                 raise _fail(7, self.where(), f"allocation {s.buffer.name} was not lowered")
-            if s.kind == "workspace":
+            if self.planned and s.kind == "workspace":
                 raise _fail(7, self.where(), f"workspace allocation {s.buffer.name} must be a parameter")
             self.buffers.add(id(s.buffer))
             self.stmt(s.body, scope)

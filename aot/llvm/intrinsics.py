@@ -51,6 +51,13 @@ def _requantize(mod: ir.Module) -> ir.Function:
     return fn
 
 
+def _clz32(mod: ir.Module) -> ir.Function:
+    fn, b = _fn(mod, "clz32", I32, [I32])
+    ctlz = mod.globals.get("llvm.ctlz.i32") or ir.Function(mod, ir.FunctionType(I32, [I32, I1]), "llvm.ctlz.i32")
+    b.ret(b.call(ctlz, [fn.args[0], ir.Constant(I1, 0)]))
+    return fn
+
+
 def _libm(mod: ir.Module, name: str, c_name: str) -> ir.Function:
     ext = mod.globals.get(c_name)
     if ext is None:
@@ -70,6 +77,8 @@ def define_intrinsic(mod: ir.Module, name: str) -> ir.Function:
         return _rdbpot(mod)
     if name == "requantize":
         return _requantize(mod)
+    if name == "clz32":
+        return _clz32(mod)
     if name in ("expf", "tanhf", "roundf"):
         return _libm(mod, name, name)
     from ..errors import UnsupportedError

@@ -215,7 +215,7 @@ class FunctionEmitter:
     def s_allocate(self, s: K.Allocate) -> None:
         buf = s.buffer
         if s.kind == "stack":
-            arr = self.alloca_b.alloca(ir.ArrayType(LL[buf.dtype], buf.size), name=buf.name)
+            arr = self.alloca_b.alloca(LL[buf.dtype], size=ir.Constant(I32, buf.size), name=buf.name)
             arr.align = s.alignment
             self.buffers[id(buf)] = arr
             self.stmt(s.body)

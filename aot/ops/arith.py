@@ -32,6 +32,7 @@ class MacArith:
     output_offset: int = 0
     act_min: int = 0
     act_max: int = 0
+    filter_offset: int = 0
 
     def init(self) -> K.Expr:
         return K.Const(0.0, "f32") if self.acc_dtype == "f32" else K.Const(0, "i32")
@@ -44,7 +45,10 @@ class MacArith:
         xi = x.cast("i32")
         if self.input_offset:
             xi = xi + self.input_offset
-        return xi * w.cast("i32")
+        wi = w.cast("i32")
+        if self.filter_offset:
+            wi = wi + self.filter_offset
+        return xi * wi
 
     def finish(self, acc: K.Expr, oc: K.Expr) -> K.Expr:
         if self.acc_dtype == "f32":
@@ -69,4 +73,5 @@ def mac_arith(ctx: LowerCtx, kind: str, x: TensorType, w: TensorType, out: Tenso
     p = mac_params(kind, x, w, out, act)
     mult = ctx.const(np.asarray(p.multipliers, dtype=np.int32), "i32", "mult")
     shift = ctx.const(np.asarray(p.shifts, dtype=np.int32), "i32", "shift")
-    return MacArith("i32", p.input_offset, bias, act, mult, shift, p.output_offset, p.act_min, p.act_max)
+    return MacArith("i32", p.input_offset, bias, act, mult, shift, p.output_offset, p.act_min, p.act_max,
+                    p.filter_offset)

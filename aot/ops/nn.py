@@ -103,13 +103,58 @@ def conv2d_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call
     x, w = args[0], args[1]
     bias = args[2] if len(args) > 2 else None
     arith = mac_arith(ctx, "conv2d", x.type, w.type, out.type, bias, call.attrs)
-    cin = x.shape[3]
+    kh, kw, cin = w.shape[1], w.shape[2], w.shape[3]
+    if kh * kw > 1:
+        return _conv2d_im2col(ctx, x, w, out, call.attrs, arith)
     ic = ctx.var("ic")
 
     def inner(n, iy, ix, oc, ky, kx, acc):  # noqa: ANN001, ANN202
         return K.For(ic, cin, K.Assign(acc, acc + arith.term(x([n, iy, ix, ic]), w([oc, ky, kx, ic]))))
 
-    return _emit_window_mac(ctx, x, out, call.attrs, w.shape[1], w.shape[2], inner, arith, "conv2d")
+    return _emit_window_mac(ctx, x, out, call.attrs, kh, kw, inner, arith, "conv2d")
+
+
+def _conv2d_im2col(ctx: LowerCtx, x: Accessor, w: Accessor, out: OutputWriter, attrs: Attrs, arith) -> K.Stmt:  # noqa: ANN001
+    """Per output pixel, gather the receptive field into a scratch column (padding written as
+    the value that contributes nothing), then one contiguous dot product per output channel.
+    The column is a kernel-internal allocation: lower_allocations places it on the stack, in
+    the platform allocator or in the planned workspace pool."""
+    n_, oh, ow, oc_n = out.shape
+    _, kh, kw, cin = w.shape
+    sh, sw = attrs["strides"]
+    dh, dw = attrs.get("dilation", (1, 1))
+    pt, _, pl, _ = attrs["padding"]
+    h, wd = x.shape[1], x.shape[2]
+    depth = kh * kw * cin
+    col = K.Buffer(ctx.fresh("im2col"), x.buffer.dtype if x.buffer is not None else K.GRAPH_TO_K[x.type.dtype], depth)
+    n, oy, ox, oc = ctx.var("n"), ctx.var("oy"), ctx.var("ox"), ctx.var("oc")
+    ky, kx, ic, k = ctx.var("ky"), ctx.var("kx"), ctx.var("ic"), ctx.var("k")
+    iy = oy * sh - pt + ky * dh
+    ix = ox * sw - pl + kx * dw
+    ylo, yhi = window_axis(oh, sh, pt, kh, dh, h)
+    xlo, xhi = window_axis(ow, sw, pl, kw, dw, wd)
+    conds = ([iy >= 0] if ylo else []) + ([iy < h] if yhi else []) + ([ix >= 0] if xlo else []) + \
+        ([ix < wd] if xhi else [])
+    pos = (ky * kw + kx) * cin + ic
+    # padding: float 0.0; int8 the input zero point (x + input_offset == 0)
+    pad_value: K.Expr = K.Const(0.0, "f32") if arith.acc_dtype == "f32" else \
+        K.Const(-arith.input_offset, col.dtype)
+    load = x([n, iy, ix, ic])
+    fill_one: K.Stmt = K.Store(col, pos, load) if not conds else K.If(
+        K.logical_and(*conds), K.Store(col, pos, load), K.Store(col, pos, pad_value))
+    fill = K.For(ky, kh, K.For(kx, kw, K.For(ic, cin, fill_one)))
+    acc = ctx.var("acc", arith.acc_dtype)
+    dot = K.seq(K.Let(acc, arith.init()),
+                K.For(k, depth, K.Assign(acc, acc + arith.term(col[k], _weight_flat(w, oc, k, depth)))),
+                out.store([n, oy, ox, oc], arith.finish(acc, oc)))
+    body = K.For(n, n_, K.For(oy, oh, K.For(ox, ow, K.seq(fill, K.For(oc, oc_n, dot)))))
+    return K.Allocate(col, body)
+
+
+def _weight_flat(w: Accessor, oc: K.Expr, k: K.Expr, depth: int) -> K.Expr:
+    if w.buffer is not None:
+        return K.Load(w.buffer, oc * depth + k)
+    return w(_unflatten(w.shape, oc * depth + k))
 
 
 def _conv_macs(ts: Sequence[TensorType], out: TensorType, attrs: Attrs) -> int:

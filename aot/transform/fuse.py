@@ -45,6 +45,9 @@ def _group_calls(fn: Function) -> list[_Group | Call]:
         return uses.get(id(v), 0) == 1 and id(v) not in results
 
     for c in fn.body:
+        if isinstance(c.op, FunctionRef):  # already a group (fuse is idempotent)
+            order.append(c)
+            continue
         kind = _kind(c)
         if kind == "view":
             order.append(c)
@@ -89,7 +92,7 @@ def fuse(model: Model) -> Model:
     fn = model.main
     funcs = dict(model.functions)
     body: list[Call] = []
-    index = 0
+    index = sum(1 for f in funcs.values() if f.primitive)
     for item in _group_calls(fn):
         if isinstance(item, Call):
             body.append(item)
@@ -103,6 +106,9 @@ def fuse(model: Model) -> Model:
                     seen.add(id(a))
                     params.append(a)
         name = _fn_name(item.calls, index)
+        while name in funcs:
+            index += 1
+            name = _fn_name(item.calls, index)
         index += 1
         # the primitive function gets its own parameter Vars (same types), bound by position
         inner = {id(p): Var(p.name, p.type, p.origin) for p in params}

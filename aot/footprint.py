@@ -1,0 +1,403 @@
+"""Flash, RAM and worst-case stack of a firmware ELF (pyelftools + gcc's stack-usage files).
+
+Section classes follow `arm-none-eabi-size` (Berkeley format) exactly: every SHF_ALLOC
+section is
+    code    executable                       -> size's "text"
+    rodata  read-only, not executable        -> size's "text"  (.rodata, vectors, exidx, .boot2)
+    data    writable with file contents      -> size's "data"  (.data; its image is in flash)
+    bss     writable without file contents   -> size's "bss", split here into
+            pools (.aot_pool*), heap (.heap) and bss (the rest).
+So, the equalities the tests check against `arm-none-eabi-size`:
+    Footprint.flash      == text + data          (code + rodata + data)
+    Footprint.ram_static == data + bss           (data + bss + pools + heap)
+Footprint.ram adds the worst-case stack (when it is bounded).
+
+Stack: gcc's `-fstack-usage` (.su: one frame per function) and `-fcallgraph-info=su` (.ci:
+frames and call edges) from the build directory (with .su files only, the bound is the sum
+of all frames). The worst case is the deepest path from
+Reset_Handler plus, for every exception handler in the build (each may preempt the others
+once; priorities are not analysed), its deepest path and its hardware-stacked frame (32
+bytes, 104 with the FP context on hard-float builds). Library functions (newlib, libgcc) have no
+stack data: they count as 0 and are listed in the notes. A recursive cycle, an indirect
+call or a dynamically sized frame makes the result unbounded (None), with a note.
+
+Symbol groups (for the "largest symbols" table), first rule that matches wins:
+    pools    objects in .aot_pool* sections
+    weights  names starting with `aot_const_` or `<prefix>_const_` (the C backend's constants)
+    kernels  names starting with `<prefix>_` or `aot_kernel_`
+    app      `main` and names starting with `aot_app_` (the generated main.c)
+    runtime  other names starting with `aot_`, the startup code (vector table, *_Handler)
+    libc     everything else (newlib, libm, libgcc)
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from elftools.elf.constants import SH_FLAGS
+from elftools.elf.elffile import ELFFile
+
+from aot.errors import Error
+
+GROUPS = ("weights", "kernels", "pools", "runtime", "app", "libc")
+EXCEPTION_FRAME_BYTES = 32
+EXCEPTION_FRAME_FP_BYTES = 104
+ROOT = "Reset_Handler"
+
+
+@dataclass(frozen=True)
+class SymbolSize:
+    name: str
+    size: int
+    section: str
+    group: str
+    kind: str  # "function" | "object"
+
+
+@dataclass(frozen=True)
+class StackEstimate:
+    """Worst-case stack bytes, or None when unbounded; `path` is the deepest call chain."""
+
+    worst_case: int | None
+    path: tuple[str, ...] = ()
+    handler_bytes: int = 0
+    notes: tuple[str, ...] = ()
+    unknown_functions: tuple[str, ...] = ()
+
+    @property
+    def bounded(self) -> bool:
+        return self.worst_case is not None
+
+
+@dataclass(frozen=True)
+class Footprint:
+    elf: str
+    code: int
+    rodata: int
+    data: int
+    bss: int
+    pools: int
+    heap: int
+    stack: StackEstimate
+    sections: dict[str, int] = field(default_factory=dict)
+    symbols: tuple[SymbolSize, ...] = ()
+
+    # flash = text + rodata + data (the .data image is stored in flash)
+    @property
+    def text(self) -> int:
+        """`arm-none-eabi-size`'s text column: code + read-only data."""
+        return self.code + self.rodata
+
+    @property
+    def flash(self) -> int:
+        return self.code + self.rodata + self.data
+
+    @property
+    def ram_static(self) -> int:
+        return self.data + self.bss + self.pools + self.heap
+
+    @property
+    def ram(self) -> int | None:
+        """Static RAM + worst-case stack; None when the stack is unbounded."""
+        if self.stack.worst_case is None:
+            return None
+        return self.ram_static + self.stack.worst_case
+
+    def berkeley(self) -> tuple[int, int, int]:
+        """(text, data, bss) exactly as `arm-none-eabi-size` prints them."""
+        return self.text, self.data, self.bss + self.pools + self.heap
+
+    def group_totals(self) -> dict[str, int]:
+        totals = {g: 0 for g in GROUPS}
+        for s in self.symbols:
+            totals[s.group] += s.size
+        return totals
+
+    def to_dict(self) -> dict:
+        return {
+            "elf": self.elf,
+            "flash": {"total": self.flash, "text": self.code, "rodata": self.rodata, "data": self.data},
+            "ram": {
+                "total": self.ram,
+                "static": self.ram_static,
+                "data": self.data,
+                "bss": self.bss,
+                "pools": self.pools,
+                "heap": self.heap,
+                "stack": self.stack.worst_case,
+            },
+            "stack": asdict(self.stack) | {"path": list(self.stack.path)},
+            "sections": dict(sorted(self.sections.items())),
+            "groups": self.group_totals(),
+            "symbols": [asdict(s) for s in self.symbols],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    def format_table(self, top: int = 15) -> str:
+        stack = "unbounded" if self.stack.worst_case is None else f"{self.stack.worst_case}"
+        ram = "unbounded" if self.ram is None else f"{self.ram} B"
+        lines = [
+            f"Footprint of {self.elf}",
+            f"  flash {self.flash:>9} B = text {self.code} + rodata {self.rodata} + data {self.data}",
+            f"  ram   {ram:>11} = data {self.data} + bss {self.bss} + pools {self.pools}"
+            f" + heap {self.heap} + stack {stack} (worst case)",
+        ]
+        if self.stack.path:
+            lines.append("  deepest stack path: " + " -> ".join(self.stack.path))
+        for note in self.stack.notes:
+            lines.append(f"  note: {note}")
+        lines.append("")
+        lines.append(f"  {'group':<10}{'bytes':>10}")
+        for group, total in self.group_totals().items():
+            lines.append(f"  {group:<10}{total:>10}")
+        lines.append("")
+        lines.append(f"  {'size':>8}  {'section':<16}{'group':<9}symbol")
+        for s in self.symbols[:top]:
+            lines.append(f"  {s.size:>8}  {s.section:<16}{s.group:<9}{s.name}")
+        return "\n".join(lines)
+
+
+# ---- sections and symbols ----------------------------------------------------------------
+def _section_class(section) -> str | None:
+    flags = section["sh_flags"]
+    if not flags & SH_FLAGS.SHF_ALLOC:
+        return None
+    if flags & SH_FLAGS.SHF_EXECINSTR:
+        return "code"
+    if not flags & SH_FLAGS.SHF_WRITE:
+        return "rodata"
+    if section["sh_type"] != "SHT_NOBITS":
+        return "data"
+    if section.name.startswith(".aot_pool"):
+        return "pools"
+    if section.name == ".heap":
+        return "heap"
+    return "bss"
+
+
+def _group(name: str, section: str, prefix: str) -> str:
+    if section.startswith(".aot_pool"):
+        return "pools"
+    if name.startswith("aot_const_") or name.startswith(f"{prefix}_const_"):
+        return "weights"
+    if name.startswith(f"{prefix}_") or name.startswith("aot_kernel_"):
+        return "kernels"
+    if name == "main" or name.startswith("aot_app_"):
+        return "app"
+    if name.startswith("aot_") or name.endswith("_Handler"):
+        return "runtime"
+    return "libc"
+
+
+def _prefix_for(elf: Path) -> str:
+    for candidate in (elf.parent / "project.json", elf.parent.parent / "project.json"):
+        if candidate.is_file():
+            try:
+                return str(json.loads(candidate.read_text())["prefix"])
+            except (ValueError, KeyError):
+                pass
+    return "model"
+
+
+# ---- stack -------------------------------------------------------------------------------
+_CI_NODE = re.compile(r'node: \{ title: "([^"]+)" label: "([^"]*)"')
+_CI_EDGE = re.compile(r'edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"')
+_CI_FRAME = re.compile(r"\\n(\d+) bytes \(([a-z, ]+)\)")
+
+
+@dataclass
+class _Function:
+    frame: int | None = None  # None: no stack data (library function)
+    qualifier: str = "static"
+    callees: set[str] = field(default_factory=set)
+
+
+def _read_call_graph(dirs: list[Path]) -> tuple[dict[str, _Function], bool]:
+    functions: dict[str, _Function] = {}
+    have_edges = False
+    ci_files = sorted({p for d in dirs for p in Path(d).rglob("*.ci")})
+    for ci in ci_files:
+        have_edges = True
+        text = ci.read_text(errors="replace")
+        for title, label in _CI_NODE.findall(text):
+            fn = functions.setdefault(title, _Function())
+            m = _CI_FRAME.search(label)
+            if m:
+                fn.frame, fn.qualifier = int(m.group(1)), m.group(2)
+        for source, target in _CI_EDGE.findall(text):
+            functions.setdefault(source, _Function()).callees.add(target)
+            functions.setdefault(target, _Function())
+    if not ci_files:
+        for su in sorted({p for d in dirs for p in Path(d).rglob("*.su")}):
+            for line in su.read_text(errors="replace").splitlines():
+                parts = line.split("\t")
+                if len(parts) != 3:
+                    continue
+                location, frame, qualifier = parts
+                name = location.rsplit(":", 1)[-1]
+                fn = functions.setdefault(name, _Function())
+                fn.frame, fn.qualifier = int(frame), qualifier
+    return functions, have_edges
+
+
+def _short(title: str) -> str:
+    return title.rsplit(":", 1)[-1]
+
+
+def _stack_estimate(dirs: list[Path], elf_functions: set[str], hard_float: bool) -> StackEstimate:
+    functions, have_edges = _read_call_graph(dirs)
+    if not functions:
+        return StackEstimate(None, notes=("no .su/.ci files found: build with -fstack-usage -fcallgraph-info=su",))
+    notes: list[str] = []
+    unknown: set[str] = set()
+    problems: list[str] = []
+    memo: dict[str, tuple[int, tuple[str, ...]]] = {}
+
+    def depth(title: str, active: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
+        if title in memo:
+            return memo[title]
+        if title in active:
+            problems.append("recursion: " + " -> ".join(_short(t) for t in active[active.index(title):] + (title,)))
+            return 0, (title,)
+        fn = functions.get(title, _Function())
+        if title == "__indirect_call":
+            caller = _short(active[-1]) if active else "?"
+            problems.append(f"indirect call in {caller}")
+            return 0, ()
+        if fn.frame is None:
+            unknown.add(_short(title))
+            frame = 0
+        else:
+            frame = fn.frame
+            if "dynamic" in fn.qualifier and "bounded" not in fn.qualifier:
+                problems.append(f"dynamically sized frame in {_short(title)}")
+        best: tuple[int, tuple[str, ...]] = (0, ())
+        for callee in sorted(fn.callees):
+            d = depth(callee, active + (title,))
+            if d[0] > best[0] or not best[1]:
+                best = d
+        result = (frame + best[0], (title,) + best[1])
+        memo[title] = result
+        return result
+
+    if ROOT not in functions:
+        return StackEstimate(None, notes=(f"{ROOT} not found in the stack data",))
+    main_bytes, main_path = depth(ROOT, ())
+    # Exception handlers: priorities are not known here, so every handler may preempt the
+    # others once (HardFault always can): each adds its deepest path + a stacked frame.
+    exception_frame = EXCEPTION_FRAME_FP_BYTES if hard_float else EXCEPTION_FRAME_BYTES
+    handler_total = 0
+    handler_parts: list[str] = []
+    for title in sorted(functions):
+        name = _short(title)
+        if name.endswith("_Handler") and name != ROOT and functions[title].frame is not None:
+            if name not in elf_functions:
+                continue
+            d = depth(title, ())
+            handler_total += d[0] + exception_frame
+            handler_parts.append(f"{' -> '.join(_short(t) for t in d[1])} {d[0]} + {exception_frame}")
+    if not have_edges:
+        # Without edges the only safe bound is every frame of the image on the stack at once.
+        in_elf = [f for t, f in functions.items() if _short(t) in elf_functions and f.frame is not None]
+        main_bytes = sum(f.frame for f in in_elf if f.frame is not None)
+        main_path = ()
+        notes.append(
+            "no call graph (.ci files; build with -fcallgraph-info=su): the bound is the sum of "
+            f"all {len(in_elf)} frames, safe but loose"
+        )
+    if handler_parts:
+        notes.append(
+            f"includes {handler_total} bytes for exception handlers, each nested once "
+            f"(frames + {exception_frame} bytes stacked by the hardware): " + "; ".join(handler_parts)
+        )
+    unknown_in_elf = sorted(u for u in unknown if u in elf_functions or not elf_functions)
+    if unknown_in_elf:
+        notes.append(
+            "library functions without stack data count as 0 bytes: " + ", ".join(unknown_in_elf)
+        )
+    if problems:
+        notes.extend(f"unbounded: {p}" for p in sorted(set(problems)))
+        return StackEstimate(
+            None, tuple(_short(t) for t in main_path), handler_total, tuple(notes), tuple(unknown_in_elf)
+        )
+    return StackEstimate(
+        main_bytes + handler_total,
+        tuple(_short(t) for t in main_path),
+        handler_total,
+        tuple(notes),
+        tuple(unknown_in_elf),
+    )
+
+
+def _hard_float(elf: ELFFile) -> bool:
+    section = elf.get_section_by_name(".ARM.attributes")
+    if section is None:
+        return False
+    try:
+        for sub in section.iter_subsections():
+            for subsub in sub.iter_subsubsections():
+                for attr in subsub.iter_attributes():
+                    if attr.tag == "TAG_ABI_VFP_ARGS" and attr.value == 1:
+                        return True
+                    if attr.tag == "TAG_FP_ARCH" and attr.value:
+                        return True
+    except Exception:  # malformed attributes: assume the larger frame
+        return True
+    return False
+
+
+# ---- entry point -------------------------------------------------------------------------
+def footprint(elf: Path, su_dirs: list[Path] | None = None, *, prefix: str | None = None) -> Footprint:
+    """Measure `elf`. `su_dirs` (default: the ELF's directory) are searched recursively for
+    the .su/.ci files of the build; `prefix` (default: project.json's, else "model") names
+    the model's kernels and weights."""
+    elf = Path(elf)
+    if not elf.is_file():
+        raise Error(f"ELF {elf} does not exist")
+    prefix = prefix or _prefix_for(elf)
+    dirs = [Path(d) for d in su_dirs] if su_dirs is not None else [elf.parent]
+
+    totals = {"code": 0, "rodata": 0, "data": 0, "bss": 0, "pools": 0, "heap": 0}
+    sections: dict[str, int] = {}
+    with elf.open("rb") as fh:
+        ef = ELFFile(fh)
+        section_names = {}
+        for index, section in enumerate(ef.iter_sections()):
+            section_names[index] = section.name
+            kind = _section_class(section)
+            if kind is None or section["sh_size"] == 0:
+                continue
+            totals[kind] += section["sh_size"]
+            sections[section.name] = section["sh_size"]
+
+        symbols: dict[tuple[str, int], SymbolSize] = {}
+        elf_functions: set[str] = set()
+        symtab = ef.get_section_by_name(".symtab")
+        if symtab is not None:
+            for sym in symtab.iter_symbols():
+                sym_type = sym["st_info"]["type"]
+                shndx = sym["st_shndx"]
+                if sym_type not in ("STT_FUNC", "STT_OBJECT") or not isinstance(shndx, int):
+                    continue
+                if sym_type == "STT_FUNC":
+                    elf_functions.add(sym.name)
+                section_name = section_names.get(shndx, "")
+                if sym["st_size"] == 0 or section_name not in sections:
+                    continue
+                key = (sym.name, sym["st_value"])
+                symbols[key] = SymbolSize(
+                    name=sym.name,
+                    size=sym["st_size"],
+                    section=section_name,
+                    group=_group(sym.name, section_name, prefix),
+                    kind="function" if sym_type == "STT_FUNC" else "object",
+                )
+        hard_float = _hard_float(ef)
+
+    ordered = tuple(sorted(symbols.values(), key=lambda s: (-s.size, s.name, s.section)))
+    stack = _stack_estimate(dirs, elf_functions, hard_float)
+    return Footprint(elf=elf.name, stack=stack, sections=sections, symbols=ordered, **totals)

@@ -1,0 +1,310 @@
+"""int8 semantics of the graph ops, bit-exact with TensorFlow Lite Micro's reference kernels.
+
+The integer parameters come from aot.quant.params (TFLM's Prepare, to the bit); the numpy
+references are aot.quant.reference; the kernel-IR epilogues below spell out the same
+integer steps (documented in those modules) so C and LLVM compute what the reference does.
+Unary int8 -> int8 ops and dequantization become 256-entry tables computed at compile time
+with the reference itself.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from ..ir import Quant, TensorType
+from ..kernel import ir as K
+from ..kernel.intrinsics import call as intrinsic
+from ..quant import params as P
+from ..quant import reference as R
+
+Attrs = Mapping[str, Any]
+INT32_MIN = -(1 << 31)
+
+
+def _q(t: TensorType, what: str) -> Quant:
+    if t.quant is None:
+        raise UnsupportedError(f"{what} of dtype {t.dtype} has no quantization parameters")
+    return t.quant
+
+
+def _s(t: TensorType, what: str) -> tuple[float, int]:
+    q = _q(t, what)
+    return q.scale[0], q.zero_point[0]
+
+
+def _clamp(v: K.Expr, lo: int, hi: int) -> K.Expr:
+    return K.minimum(K.maximum(v, lo), hi)
+
+
+# ------------------------------------------------------------------ conv / depthwise / fc
+def mac_params(kind: str, x: TensorType, w: TensorType, out: TensorType, act: str) -> P.RequantParams:
+    xs, xz = _s(x, f"{kind} input")
+    os_, oz = _s(out, f"{kind} output")
+    wq = _q(w, f"{kind} weights")
+    if kind == "conv2d":
+        return P.conv_params(xs, xz, wq.scale, os_, oz, act, num_channels=w.shape[0])
+    if kind == "depthwise_conv2d":
+        return P.depthwise_conv_params(xs, xz, wq.scale, os_, oz, act, num_channels=w.shape[3])
+    return P.fully_connected_params(xs, xz, wq.scale, os_, oz, act, filter_zp=wq.zero_point[0])
+
+
+def mac_reference(kind: str, xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs,
+                  out: TensorType) -> np.ndarray:
+    p = mac_params(kind, ts[0], ts[1], out, attrs.get("activation", "none"))
+    bias = xs[2] if len(xs) > 2 else None
+    if kind == "conv2d":
+        return R.conv2d(xs[0], xs[1], bias, p, attrs["strides"], attrs.get("dilation", (1, 1)), attrs["padding"])
+    if kind == "depthwise_conv2d":
+        return R.depthwise_conv2d(xs[0], xs[1], bias, p, attrs["strides"], attrs.get("dilation", (1, 1)),
+                                  attrs["padding"], attrs.get("depth_multiplier"))
+    return R.fully_connected(xs[0], xs[1], bias, p, attrs.get("keep_num_dims", False)).reshape(out.shape)
+
+
+# ------------------------------------------------------------------ pools
+def _pool_params(x: TensorType, out: TensorType, attrs: Attrs) -> P.PoolParams:
+    xs, xz = _s(x, "pool input")
+    os_, oz = _s(out, "pool output")
+    return P.pool_params(xs, xz, os_, oz, attrs.get("activation", "none"))
+
+
+def pool_reference(kind: str, xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs,
+                   out: TensorType) -> np.ndarray:
+    p = _pool_params(ts[0], out, attrs)
+    fn = R.max_pool2d if kind == "max" else R.avg_pool2d
+    return fn(xs[0], p, attrs["pool_size"], attrs["strides"], attrs["padding"])
+
+
+def pool_finish(kind: str, acc: K.Expr, count: K.Expr | None, x: TensorType, out: TensorType,
+                attrs: Attrs) -> K.Expr:
+    """max: clamp; average: round half away from zero over the in-bounds count, then clamp."""
+    p = _pool_params(x, out, attrs)
+    if kind == "avg":
+        assert count is not None
+        half = count / 2
+        acc = K.Select(acc > 0, (acc + half) / count, (acc - half) / count)
+    return _clamp(acc, p.act_min, p.act_max)
+
+
+# ------------------------------------------------------------------ add / sub / mul
+def _binary_params(name: str, a: TensorType, b: TensorType, out: TensorType, act: str):  # noqa: ANN202
+    s1, z1 = _s(a, f"{name} input 1")
+    s2, z2 = _s(b, f"{name} input 2")
+    so, zo = _s(out, f"{name} output")
+    fn = {"add": P.add_params, "sub": P.sub_params, "mul": P.mul_params}.get(name)
+    if fn is None:
+        raise UnsupportedError(f"int8 {name} is not supported (TFLite has no int8 kernel for it)")
+    return fn(s1, z1, s2, z2, so, zo, act)
+
+
+def binary_reference(name: str, xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs,
+                     out: TensorType) -> np.ndarray:
+    p = _binary_params(name, ts[0], ts[1], out, attrs.get("activation", "none"))
+    return {"add": R.add, "sub": R.sub, "mul": R.mul}[name](xs[0], xs[1], p)
+
+
+def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType, out: TensorType,
+                attrs: Attrs) -> K.Expr:
+    p = _binary_params(name, ta, tb, out, attrs.get("activation", "none"))
+    if name == "mul":
+        prod = (a.cast("i32") + p.input1_offset) * (b.cast("i32") + p.input2_offset)
+        v = intrinsic("requantize", prod, p.output_multiplier, p.output_shift) + p.output_offset
+        return _clamp(v, p.act_min, p.act_max)
+    # ADD/SUB: both inputs to a common scale with 20 bits of headroom, then to the output
+    sa = intrinsic("requantize", (a.cast("i32") + p.input1_offset) << p.left_shift, p.input1_multiplier,
+                   p.input1_shift)
+    sb = intrinsic("requantize", (b.cast("i32") + p.input2_offset) << p.left_shift, p.input2_multiplier,
+                   p.input2_shift)
+    raw = sa + sb if name == "add" else sa - sb
+    v = intrinsic("requantize", raw, p.output_multiplier, p.output_shift) + p.output_offset
+    return _clamp(v, p.act_min, p.act_max)
+
+
+# ------------------------------------------------------------------ unary ops as tables
+def _unary_params(name: str, x: TensorType, out: TensorType, attrs: Attrs):  # noqa: ANN202
+    xs, xz = _s(x, f"{name} input")
+    os_, oz = _s(out, f"{name} output")
+    if name == "sigmoid":
+        return "logistic", P.logistic_params(xs, xz, os_, oz)
+    if name == "tanh":
+        return "tanh", P.tanh_params(xs, xz, os_, oz)
+    if name == "hard_swish":
+        return "hard_swish", P.hard_swish_params(xs, xz, os_, oz)
+    if name == "leaky_relu":
+        return "leaky_relu", P.leaky_relu_params(xs, xz, os_, oz, float(attrs["alpha"]))
+    if name == "relu":
+        return "relu", P.relu_params(xs, xz, os_, oz)
+    if name == "relu6":
+        return "relu6", P.relu6_params(xs, xz, os_, oz)
+    if name == "requantize":
+        return "requantize", P.requantize_params(xs, xz, os_, oz)
+    raise UnsupportedError(f"int8 {name} is not supported")
+
+
+def unary_table(name: str, x: TensorType, out: TensorType, attrs: Attrs) -> np.ndarray:
+    """256 int8 outputs, entry i for input i - 128, computed with the reference kernel."""
+    op, p = _unary_params(name, x, out, attrs)
+    return R.unary_table(op, p)
+
+
+def unary_reference(name: str, x: np.ndarray, t: TensorType, attrs: Attrs, out: TensorType) -> np.ndarray:
+    table = unary_table(name, t, out, attrs)
+    return table[x.astype(np.int64) + 128].astype(np.int8)
+
+
+# ------------------------------------------------------------------ quantize / dequantize
+def quantize_reference(x: np.ndarray, t: TensorType, out: TensorType) -> np.ndarray:
+    if t.dtype == "int8":
+        return unary_reference("requantize", x, t, {}, out)
+    if t.dtype != "float32" or out.dtype != "int8":
+        raise UnsupportedError(f"quantize from {t.dtype} to {out.dtype}")
+    so, zo = _s(out, "quantize output")
+    # round(x / scale) in float32; saturated (TFLM's out-of-int32-range result is platform-defined)
+    r = R.fp.round_half_away(np.asarray(x, np.float32) / np.float32(so)).astype(np.float64)
+    r = np.nan_to_num(r, nan=-1e6)
+    return np.clip(np.clip(r, -1e6, 1e6).astype(np.int64) + zo, -128, 127).astype(np.int8)
+
+
+def quantize_expr(ctx, v: K.Expr, t: TensorType, out: TensorType) -> K.Expr:  # noqa: ANN001
+    if t.dtype == "int8":
+        table = ctx.const(unary_table("requantize", t, out, {}), "i8", "requant")
+        return K.Load(table, v.cast("i32") + 128)
+    if t.dtype != "float32" or out.dtype != "int8":
+        raise UnsupportedError(f"quantize from {t.dtype} to {out.dtype}")
+    so, zo = _s(out, "quantize output")
+    r = intrinsic("roundf", v / K.Const(float(np.float32(so)), "f32"))
+    r = K.minimum(K.maximum(r, K.Const(-1e6, "f32")), K.Const(1e6, "f32"))  # NaN -> -1e6 as the reference
+    return _clamp(r.cast("i32") + zo, -128, 127)
+
+
+def dequantize_table(t: TensorType) -> np.ndarray:
+    s, z = _s(t, "dequantize input")
+    return R.dequantize(np.arange(-128, 128, dtype=np.int64), P.dequantize_params(s, z))
+
+
+def dequantize_reference(x: np.ndarray, t: TensorType) -> np.ndarray:
+    if t.dtype != "int8":
+        raise UnsupportedError(f"dequantize of {t.dtype}")
+    return dequantize_table(t)[x.astype(np.int64) + 128]
+
+
+def dequantize_expr(ctx, v: K.Expr, t: TensorType) -> K.Expr:  # noqa: ANN001
+    if t.dtype != "int8":
+        raise UnsupportedError(f"dequantize of {t.dtype}")
+    table = ctx.const(dequantize_table(t), "f32", "dequant")
+    return K.Load(table, v.cast("i32") + 128)
+
+
+# ------------------------------------------------------------------ concat
+def _check_concat(ts: Sequence[TensorType], out: TensorType) -> None:
+    oq = _q(out, "concat output")
+    for t in ts:
+        q = _q(t, "concat input")
+        if (np.float32(q.scale[0]), q.zero_point[0]) != (np.float32(oq.scale[0]), oq.zero_point[0]):
+            raise UnsupportedError("int8 concatenation needs every input quantized like the output "
+                                   "(TensorFlow Lite Micro refuses it too)")
+
+
+def concat_reference(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    _check_concat(ts, out)
+    return R.concatenation(xs, attrs["axis"] % len(out.shape)).astype(np.int8)
+
+
+def concat_value(ctx, v: K.Expr, t: TensorType, out: TensorType) -> K.Expr:  # noqa: ANN001
+    _check_concat([t], out)
+    return v
+
+
+# ------------------------------------------------------------------ mean
+def _mean_params(x: TensorType, out: TensorType) -> P.MeanParams:
+    xs, xz = _s(x, "mean input")
+    os_, oz = _s(out, "mean output")
+    return P.mean_params(xs, xz, os_, oz)
+
+
+def mean_reference(x: np.ndarray, t: TensorType, attrs: Attrs, out: TensorType) -> np.ndarray:
+    return R.mean(x, attrs["axes"], _mean_params(t, out), attrs.get("keep_dims", False)).reshape(out.shape)
+
+
+def mean_finish(acc: K.Expr, count: int, x: TensorType, out: TensorType) -> K.Expr:
+    p = _mean_params(x, out)
+    m, s = P.mean_rescale(p, count)
+    v = intrinsic("requantize", acc - p.input_zp * count, m, s) + p.output_zp
+    return _clamp(v, -128, 127)
+
+
+# ------------------------------------------------------------------ softmax
+def _softmax_params(x: TensorType, out: TensorType, attrs: Attrs) -> P.SoftmaxParams:
+    xs, _ = _s(x, "softmax input")
+    os_, oz = _s(out, "softmax output")
+    return P.softmax_params(xs, float(attrs.get("beta", 1.0)), os_, oz)
+
+
+def softmax_reference(x: np.ndarray, t: TensorType, attrs: Attrs, out: TensorType) -> np.ndarray:
+    return R.softmax(x, _softmax_params(t, out, attrs))
+
+
+def _one_over_one_plus_x(ctx, a: K.Expr) -> tuple[list[K.Stmt], K.Expr]:  # noqa: ANN001
+    """gemmlowp one_over_one_plus_x_for_x_in_0_1 (Q0.31 in and out): three Newton-Raphson
+    steps on half the denominator, in Q2.29, exactly as TFLM's GetReciprocal."""
+    def v(name: str, e: K.Expr, dt: str = "i32") -> tuple[K.Let, K.ScalarVar]:
+        s = ctx.var(name, dt)
+        return K.Let(s, e), s
+
+    def mul_pot2(e: K.Expr) -> K.Expr:  # SaturatingRoundingMultiplyByPOT<2>
+        thr = (1 << 29) - 1
+        return K.Select(e > thr, K.Const((1 << 31) - 1), K.Select(e < -thr, K.Const(INT32_MIN), e << 2))
+
+    stmts: list[K.Stmt] = []
+    # RoundingHalfSum(a, one): (a + one + sign) / 2 in 64 bits
+    s64 = a.cast("i64") + K.Const((1 << 31) - 1, "i64")
+    let, hs = v("half_den", ((s64 + K.Select(s64 >= K.Const(0, "i64"), K.Const(1, "i64"), K.Const(-1, "i64")))
+                              / K.Const(2, "i64")).cast("i32"))
+    stmts.append(let)
+    let, x = v("recip", K.Const(1515870810) + intrinsic("srdhm", hs, K.Const(-1010580540)))
+    stmts.append(let)
+    for _ in range(3):
+        hdx = intrinsic("srdhm", hs, x)
+        one_minus = K.Const(1 << 29) - hdx
+        stmts.append(K.Assign(x, x + mul_pot2(intrinsic("srdhm", x, one_minus))))
+    # ExactMulByPot<-1> reinterprets the raw Q2.29 value as Q1.30 (1/(1+a) = 2 * x/2);
+    # Rescale<0> is then a saturating multiply by 2
+    thr = (1 << 30) - 1
+    res = K.Select(x > thr, K.Const((1 << 31) - 1), K.Select(x < -thr, K.Const(INT32_MIN), x << 1))
+    return stmts, res
+
+
+def softmax_emit_int8(ctx, x, out, call, rows: int, depth: int) -> K.Stmt:  # noqa: ANN001
+    """TFLM int8 softmax per row: max; exps from a 256-entry table indexed by max - x (Q0.31);
+    sum of exps >> 12 (Q12.19); reciprocal of the sum; out = exp * recip >> (35 - clz) - 128."""
+    from .nn import _unflatten
+
+    if depth > 4096:
+        raise UnsupportedError(f"int8 softmax over {depth} classes: the Q12.19 sum could overflow (max 4096)")
+    p = _softmax_params(x.type, out.type, call.attrs)
+    table = ctx.const(R.softmax_exp_table(p).astype(np.int32), "i32", "softmax_exp")
+    lead = x.shape[:-1]
+    r, j = ctx.var("r"), ctx.var("j")
+
+    def at(jj: K.Expr) -> list[K.Expr]:
+        return (_unflatten(lead, r) if lead else []) + [jj]
+
+    mx, total, h = ctx.var("mx"), ctx.var("sum_exp"), ctx.var("headroom")
+    exp_j = K.Load(table, mx - x(at(j)).cast("i32"))
+    recip_stmts, recip = _one_over_one_plus_x(ctx, ((total.cast("i64") << h.cast("i64"))
+                                                    - K.Const(1 << 31, "i64")).cast("i32"))
+    scale = ctx.var("recip_scale")
+    exponent = K.Const(35) - h
+    value = _clamp(intrinsic("rdbpot", intrinsic("srdhm", scale, exp_j), exponent) - 128, -128, 127)
+    body = K.seq(
+        K.Let(mx, K.Const(-128)),
+        K.For(j, depth, K.Assign(mx, K.maximum(mx, x(at(j)).cast("i32")))),
+        K.Let(total, K.Const(0)),
+        K.For(j, depth, K.Assign(total, total + intrinsic("rdbpot", exp_j, 12))),
+        K.Let(h, intrinsic("clz32", total)),
+        *recip_stmts,
+        K.Let(scale, recip),
+        K.For(j, depth, out.store(at(j), value)),
+    )
+    return K.For(r, rows, body)

@@ -1,0 +1,192 @@
+"""Build a generated board project with make and run its ELF in QEMU.
+
+The ELF (see aot/project/templates/main.c.j2) prints one result per line:
+
+    AOT_STATUS <rc>            AOT_INSTRUCTIONS <n>        AOT_TICKS <n>
+    AOT_OUTPUT <index> <hex>   AOT_MATCH 1|0               (only with expected outputs)
+    AOT_FAULT <what>           (a HardFault ended the run; QEMU exits with code 3)
+
+QEMU runs with semihosting and `-icount shift=0`, so AOT_INSTRUCTIONS is deterministic:
+SysTick ticks once per 1e9 / clock_hz guest instructions (40 on the MPS2 boards).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aot.boards import Board
+from aot.errors import Error, FitError, ToolchainError
+
+QEMU_BINARY = "qemu-system-arm"
+_LINE = re.compile(r"^(AOT_[A-Z_]+)(?: (.*))?$")
+_OVERFLOW = re.compile(r"region `?([A-Za-z0-9_]+)'? overflowed by (\d+) bytes|region ([A-Za-z0-9_]+) overflowed")
+
+
+@dataclass(frozen=True)
+class QemuResult:
+    """What one QEMU run of a project ELF reported."""
+
+    exit_code: int
+    stdout: str
+    instructions: int | None
+    outputs: list[bytes] = field(default_factory=list)
+    status: int | None = None
+    match: bool | None = None
+    ticks: int | None = None
+    stderr: str = ""
+    fault: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and self.status == 0 and self.match is not False and self.fault is None
+
+
+def parse_output(text: str) -> dict:
+    """The AOT_* lines of a run as {"status", "instructions", "ticks", "outputs", "match", "fault"}."""
+    status = instructions = ticks = None
+    match = None
+    fault = None
+    outputs: dict[int, bytes] = {}
+    for raw in text.splitlines():
+        m = _LINE.match(raw.strip())
+        if not m:
+            continue
+        tag, rest = m.group(1), (m.group(2) or "").strip()
+        try:
+            if tag == "AOT_STATUS":
+                status = int(rest)
+            elif tag == "AOT_INSTRUCTIONS":
+                instructions = int(rest)
+            elif tag == "AOT_TICKS":
+                ticks = int(rest)
+            elif tag == "AOT_FAULT":
+                fault = rest or "fault"
+            elif tag == "AOT_MATCH":
+                match = rest == "1"
+            elif tag == "AOT_OUTPUT":
+                index, _, hex_bytes = rest.partition(" ")
+                outputs[int(index)] = bytes.fromhex(hex_bytes.strip())
+        except ValueError as exc:
+            raise ToolchainError(f"malformed result line {raw!r} from the device: {exc}") from None
+    if outputs and sorted(outputs) != list(range(len(outputs))):
+        raise ToolchainError(f"device printed outputs {sorted(outputs)}, expected 0..{len(outputs) - 1}")
+    return {
+        "status": status,
+        "instructions": instructions,
+        "ticks": ticks,
+        "outputs": [outputs[i] for i in range(len(outputs))],
+        "match": match,
+        "fault": fault,
+    }
+
+
+def qemu_command(elf: Path, board: Board) -> list[str]:
+    if not board.emulated:
+        raise ToolchainError(
+            f"board {board.name!r} is not emulated (no QEMU machine); build its project and "
+            f"flash the ELF on hardware instead"
+        )
+    qemu = shutil.which(QEMU_BINARY)
+    if qemu is None:
+        raise ToolchainError(f"{QEMU_BINARY} not found on PATH; install QEMU (Debian: qemu-system-arm)")
+    return [qemu, *board.qemu_args(), "-kernel", str(elf)]
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def run_elf(elf: Path, board: Board, timeout_s: float = 120) -> QemuResult:
+    """Run `elf` on `board`'s QEMU machine and parse its result lines."""
+    elf = Path(elf)
+    cmd = qemu_command(elf, board)
+    if not elf.is_file():
+        raise ToolchainError(f"ELF {elf} does not exist; build the project first")
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        stdout, stderr = proc.communicate()
+        tail = (stdout or "")[-2000:]
+        raise ToolchainError(
+            f"QEMU ({board.qemu_machine}) did not finish {elf.name} within {timeout_s} s and was "
+            f"killed (a hang in startup, a fault loop, or a very long model). Output so far:\n{tail}"
+        ) from None
+    parsed = parse_output(stdout)
+    return QemuResult(
+        exit_code=proc.returncode,
+        stdout=stdout,
+        instructions=parsed["instructions"],
+        outputs=parsed["outputs"],
+        status=parsed["status"],
+        match=parsed["match"],
+        ticks=parsed["ticks"],
+        stderr=stderr,
+        fault=parsed["fault"],
+    )
+
+
+def _elf_of(project_dir: Path) -> Path:
+    meta = project_dir / "project.json"
+    if meta.is_file():
+        return project_dir / json.loads(meta.read_text())["elf"]
+    return project_dir / "build" / "firmware.elf"
+
+
+def build_project(project_dir: Path, jobs: int = 2, timeout_s: float = 600) -> Path:
+    """Build a generated project with make; return the ELF's path.
+
+    Raises ToolchainError with the tail of the compiler's output when the build fails,
+    FitError when the linker reports that a memory region overflowed."""
+    project_dir = Path(project_dir)
+    if not (project_dir / "Makefile").is_file():
+        raise Error(f"{project_dir} is not a generated project (no Makefile)")
+    make = shutil.which("make")
+    if make is None:
+        raise ToolchainError("make not found on PATH; install make (Debian: make)")
+    if shutil.which("arm-none-eabi-gcc") is None:
+        raise ToolchainError(
+            "arm-none-eabi-gcc not found on PATH; install the GNU Arm Embedded toolchain "
+            "(Debian: gcc-arm-none-eabi libnewlib-arm-none-eabi)"
+        )
+    try:
+        proc = subprocess.run(
+            [make, "-C", str(project_dir), f"-j{max(1, int(jobs))}"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
+    except subprocess.TimeoutExpired:
+        raise ToolchainError(f"building {project_dir} took longer than {timeout_s} s") from None
+    if proc.returncode != 0:
+        log = (proc.stdout + proc.stderr).strip()
+        errors = proc.stderr.strip() or proc.stdout.strip()
+        tail = "\n".join(errors.splitlines()[-30:])
+        overflow = _OVERFLOW.search(log)
+        if overflow:
+            raise FitError(f"the image does not fit the board's memory ({overflow.group(0)}):\n{tail}")
+        if "overflowed:" in log:
+            raise FitError(f"the image does not fit the board's memory:\n{tail}")
+        raise ToolchainError(f"building {project_dir} failed (make exit code {proc.returncode}):\n{tail}")
+    elf = _elf_of(project_dir)
+    if not elf.is_file():
+        raise ToolchainError(f"make succeeded but {elf} was not produced")
+    return elf

@@ -1,0 +1,150 @@
+/*
+ * Cortex-M bare-metal platform hooks for microaot (semihosting + SysTick).
+ *
+ * Allocation: a static LIFO arena (runtime_c's aot_arena_t) of AOT_PLATFORM_ARENA_BYTES
+ * bytes. The default is 0: no arena exists and every allocation fails with
+ * AOT_ERR_ALLOCATION, as the `micro` allocation policy expects (all scratch is planned).
+ *
+ * Log: text written verbatim to semihosting stdout (newlib rdimon's write(1, ...)).
+ *
+ * Timer calibration (qemu-system-arm 7.2, -icount shift=0), measured with a two-instruction
+ * `subs/bne` loop of 1e3..4e8 iterations: SysTick on the processor clock advances exactly
+ * once per 1e9 / clock_hz instructions: 40 on the 25 MHz MPS2 boards (an385/an386/an500),
+ * 31.25 on the 32 MHz mps3-an547. 2n-instruction loops read back as exactly 2n (the call
+ * overhead, ~20 instructions, is below one tick); 8e8 instructions (> 2^24 ticks) confirmed
+ * the wrap counting. Resolution is one tick. tests/test_boards_project.py checks this.
+ */
+#include "aot_platform_cortex_m.h"
+
+#include "aot_runtime.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#ifndef AOT_PLATFORM_ARENA_BYTES
+#define AOT_PLATFORM_ARENA_BYTES 0
+#endif
+
+/* Nanoseconds per SysTick tick as a reduced fraction, = 1e9 / (the emulated CPU clock);
+ * under QEMU -icount shift=0 one nanosecond is one instruction. The project generator
+ * defines both from the board's clock_hz; the default is the 25 MHz MPS2 clock. With a
+ * denominator of 1 or a power of two no 64-bit division is linked. */
+#ifndef AOT_TIMER_NS_PER_TICK_NUM
+#define AOT_TIMER_NS_PER_TICK_NUM 40u
+#endif
+#ifndef AOT_TIMER_NS_PER_TICK_DEN
+#define AOT_TIMER_NS_PER_TICK_DEN 1u
+#endif
+
+/* ---- allocation ------------------------------------------------------------------------ */
+
+#if AOT_PLATFORM_ARENA_BYTES > 0
+static uint8_t aot_platform_arena_memory[AOT_PLATFORM_ARENA_BYTES] __attribute__((aligned(16)));
+static aot_arena_t aot_platform_arena;
+static int aot_platform_arena_ready;
+
+static aot_arena_t *aot_platform_get_arena(void) {
+    if (!aot_platform_arena_ready) {
+        (void)aot_arena_init(&aot_platform_arena, aot_platform_arena_memory,
+                             sizeof(aot_platform_arena_memory));
+        aot_platform_arena_ready = 1;
+    }
+    return &aot_platform_arena;
+}
+
+int32_t aot_platform_allocate(size_t nbytes, size_t alignment, void **out_ptr) {
+    return aot_arena_alloc(aot_platform_get_arena(), nbytes, alignment, out_ptr);
+}
+
+int32_t aot_platform_free(void *ptr) {
+    return aot_arena_free(aot_platform_get_arena(), ptr);
+}
+
+size_t aot_platform_arena_high_water(void) {
+    return aot_arena_high_water(aot_platform_get_arena());
+}
+#else
+int32_t aot_platform_allocate(size_t nbytes, size_t alignment, void **out_ptr) {
+    (void)nbytes;
+    (void)alignment;
+    if (out_ptr == NULL) {
+        return AOT_ERR_NULL_ARGUMENT;
+    }
+    *out_ptr = NULL;
+    return AOT_ERR_ALLOCATION;
+}
+
+int32_t aot_platform_free(void *ptr) {
+    return ptr == NULL ? AOT_ERR_NULL_ARGUMENT : AOT_ERR_FREE_ORDER;
+}
+
+size_t aot_platform_arena_high_water(void) {
+    return 0u;
+}
+#endif
+
+/* ---- log ------------------------------------------------------------------------------- */
+
+void aot_platform_log(const char *msg) {
+    if (msg != NULL) {
+        (void)write(1, msg, strlen(msg));
+    }
+}
+
+/* ---- SysTick timer --------------------------------------------------------------------- */
+
+#define AOT_SYST_CSR (*(volatile uint32_t *)0xE000E010u)
+#define AOT_SYST_RVR (*(volatile uint32_t *)0xE000E014u)
+#define AOT_SYST_CVR (*(volatile uint32_t *)0xE000E018u)
+#define AOT_SCB_ICSR (*(volatile uint32_t *)0xE000ED04u)
+
+#define AOT_SYST_CSR_ENABLE (1u << 0)
+#define AOT_SYST_CSR_TICKINT (1u << 1)
+#define AOT_SYST_CSR_CLKSOURCE (1u << 2) /* 1 = processor clock */
+#define AOT_SCB_ICSR_PENDSTSET (1u << 26)
+#define AOT_SCB_ICSR_PENDSTCLR (1u << 25)
+#define AOT_SYST_RELOAD 0x00FFFFFFu
+
+static volatile uint32_t aot_timer_wraps;
+static uint64_t aot_timer_ticks;
+
+void SysTick_Handler(void) {
+    aot_timer_wraps = aot_timer_wraps + 1u;
+}
+
+void aot_timer_start(void) {
+    AOT_SYST_CSR = 0u;
+    AOT_SYST_RVR = AOT_SYST_RELOAD;
+    AOT_SYST_CVR = 0u; /* any write clears the counter; the first tick loads the reload */
+    AOT_SCB_ICSR = AOT_SCB_ICSR_PENDSTCLR;
+    aot_timer_wraps = 0u;
+    AOT_SYST_CSR = AOT_SYST_CSR_CLKSOURCE | AOT_SYST_CSR_TICKINT | AOT_SYST_CSR_ENABLE;
+}
+
+uint64_t aot_timer_stop_instructions(void) {
+    uint32_t value;
+    uint32_t wraps;
+    uint64_t ticks;
+
+    __asm__ volatile("cpsid i" ::: "memory");
+    AOT_SYST_CSR = AOT_SYST_CSR_CLKSOURCE; /* stop counting */
+    value = AOT_SYST_CVR;
+    wraps = aot_timer_wraps;
+    if ((AOT_SCB_ICSR & AOT_SCB_ICSR_PENDSTSET) != 0u) {
+        /* The counter reached 0 but the handler has not run yet: count that wrap here. */
+        wraps += 1u;
+        AOT_SCB_ICSR = AOT_SCB_ICSR_PENDSTCLR;
+    }
+    __asm__ volatile("cpsie i" ::: "memory");
+
+    /* After k ticks the counter holds (RELOAD + 1 - k) mod 2^24 and has wrapped k / 2^24
+     * times (the wrap interrupt fires on reaching 0). */
+    ticks = (uint64_t)wraps * (AOT_SYST_RELOAD + 1u) +
+            ((uint64_t)(AOT_SYST_RELOAD + 1u - value) & AOT_SYST_RELOAD);
+    aot_timer_ticks = ticks;
+    return ticks * (uint64_t)(AOT_TIMER_NS_PER_TICK_NUM) / (uint64_t)(AOT_TIMER_NS_PER_TICK_DEN);
+}
+
+uint64_t aot_timer_last_ticks(void) {
+    return aot_timer_ticks;
+}
