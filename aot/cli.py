@@ -73,7 +73,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     result: dict[str, Any] = {"model": Path(a.model).stem, "target": a.target}
     if a.target == "qemu":
-        from .qemu_run import run_on_board
+        from .board_flow import run_on_board
         if not a.board:
             raise Error("--target qemu needs --board (see `aot boards`)")
         outs, extra = run_on_board(model, inputs, a.board, **_compile_kwargs(a))

@@ -1,9 +1,89 @@
-"""CLI commands about boards: boards, project, footprint (filled in with the boards work)."""
+"""CLI commands about boards: boards, project, footprint."""
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 from typing import Callable
+
+from .errors import Error
+
+
+def cmd_boards(a: argparse.Namespace) -> int:
+    from .boards import list_boards
+    boards = list_boards()
+    if a.json:
+        print(json.dumps([b.to_dict() for b in boards], sort_keys=True))
+        return 0
+    print(f"{'board':18} {'cpu':14} {'fpu':12} {'flash':>10} {'RAM':>10}  emulated")
+    for b in boards:
+        print(f"{b.name:18} {b.cpu:14} {str(b.fpu):12} {b.flash_bytes // 1024:>7} KiB {b.ram_bytes // 1024:>7} KiB"
+              f"  {'yes (' + b.qemu_machine + ')' if b.emulated else 'no'}")
+    return 0
+
+
+def cmd_project(a: argparse.Namespace) -> int:
+    from .board_flow import make_project
+    from .cli import _compile_kwargs, _inputs, _load
+    model = _load(a.model)
+    inputs = _inputs(model, a.input, a.seed)
+    kw = _compile_kwargs(a)
+    bb = make_project(model, a.board, Path(a.output), inputs, backend=a.backend, **kw)
+    p = bb.compiled.plan
+    print(f"wrote {bb.project_dir} for {bb.board.name} ({bb.board.cpu}): activations {p.activation_bytes:,} B "
+          f"(lower bound {p.lower_bound_bytes:,} B), weights "
+          f"{sum(c.buffer.nbytes for c in bb.compiled.module.consts):,} B")
+    print(f"  build: make -C {bb.project_dir}" + (f"    run: make -C {bb.project_dir} run" if bb.board.emulated else ""))
+    return 0
+
+
+def cmd_footprint(a: argparse.Namespace) -> int:
+    from .footprint import footprint
+    path = Path(a.path)
+    su_dirs: list[Path] = []
+    if path.is_dir():
+        proj = path / "project.json"
+        if not proj.is_file():
+            raise Error(f"{path} is not a generated project (no project.json); pass an ELF or a project directory")
+        meta = json.loads(proj.read_text())
+        elf = path / meta["elf"]
+        if not elf.is_file():
+            from .runners.qemu import build_project
+            elf = build_project(path)
+        su_dirs = [path / "build"]
+    elif path.is_file():
+        elf = path
+        su_dirs = [path.parent]
+    else:
+        raise Error(f"{path}: no such ELF file or project directory")
+    fp = footprint(elf, su_dirs)
+    if a.board:
+        from .boards import load_board
+        board = load_board(a.board)
+        if fp.flash > board.flash_bytes or (fp.ram or fp.ram_static) > board.ram_bytes:
+            print(f"does NOT fit {board.name}: flash {fp.flash:,}/{board.flash_bytes:,} B, "
+                  f"RAM {(fp.ram or fp.ram_static):,}/{board.ram_bytes:,} B")
+    print(fp.to_json() if a.json else fp.format_table())
+    return 0
 
 
 def add_commands(sub: "argparse._SubParsersAction", compile_opts: Callable[[argparse.ArgumentParser], None]) -> None:
-    return None
+    b = sub.add_parser("boards", help="list the boards (cpu, flash, RAM, emulated or not)")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(fn=cmd_boards)
+
+    p = sub.add_parser("project", help="generate a complete C project for a board")
+    p.add_argument("model")
+    p.add_argument("--board", required=True)
+    p.add_argument("-o", "--output", required=True, metavar="DIR")
+    p.add_argument("--backend", choices=["c", "llvm"], default="c")
+    p.add_argument("--input", action="append", metavar="IN.npy", help="input embedded in main.c")
+    p.add_argument("--seed", type=int, default=0)
+    compile_opts(p)
+    p.set_defaults(fn=cmd_project)
+
+    f = sub.add_parser("footprint", help="flash, RAM and stack of a built ELF or project")
+    f.add_argument("path", metavar="ELF_OR_PROJECT")
+    f.add_argument("--board")
+    f.add_argument("--json", action="store_true")
+    f.set_defaults(fn=cmd_footprint)

@@ -18,6 +18,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: long-running (QEMU, packaging, fuzz)")
 
 
+@pytest.fixture(scope="session")
+def arm_toolchain() -> None:
+    """The Cortex-M tools `make setup` installs; their absence is a failure, never a skip."""
+    import shutil
+    missing = [t for t in ("arm-none-eabi-gcc", "qemu-system-arm", "make", "cmake") if shutil.which(t) is None]
+    if missing:
+        pytest.fail(f"missing tools {missing}: run `make setup` (Debian packages gcc-arm-none-eabi, "
+                    f"libnewlib-arm-none-eabi, qemu-system-arm, make, cmake)")
+
+
 def shared_model(name: str) -> Path:
     p = MODELS / name
     if not p.exists():

@@ -27,8 +27,8 @@ ALL_BOARDS = [
 EMULATED = ["mps2-an385", "mps2-an386", "mps2-an500", "mps3-an547"]
 HAVE_GCC = shutil.which("arm-none-eabi-gcc") is not None and shutil.which("make") is not None
 HAVE_QEMU = shutil.which("qemu-system-arm") is not None
-needs_gcc = pytest.mark.skipif(not HAVE_GCC, reason="arm-none-eabi-gcc/make not installed")
-needs_qemu = pytest.mark.skipif(not (HAVE_GCC and HAVE_QEMU), reason="qemu-system-arm not installed")
+needs_gcc = pytest.mark.usefixtures("arm_toolchain")
+needs_qemu = pytest.mark.usefixtures("arm_toolchain")
 
 N = 16
 INPUT = bytes((i * 37 - 100) & 0xFF for i in range(N))
@@ -218,8 +218,7 @@ def test_generation_errors(tmp_path):
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> dict[str, Path]:
     """Every board's project built with make; board name -> ELF."""
-    if not HAVE_GCC:
-        pytest.skip("arm-none-eabi-gcc/make not installed")
+    assert HAVE_GCC, "arm-none-eabi-gcc/make missing: run `make setup`"
     root = tmp_path_factory.mktemp("projects")
     lib = write_library(root / "lib")
     elves = {}
@@ -340,8 +339,7 @@ def test_mismatch_and_error_status(tmp_path):
 
 @needs_qemu
 def test_cmake_build_runs(tmp_path):
-    if shutil.which("cmake") is None:
-        pytest.skip("cmake not installed")
+    assert shutil.which("cmake"), "cmake missing: run `make setup`"
     board = load_board("mps2-an500")
     lib = write_library(tmp_path / "lib")
     project = generate_project(lib, board, tmp_path / "p", prefix="net", input_bytes=[INPUT],

@@ -14,10 +14,7 @@ from aot.footprint import EXCEPTION_FRAME_BYTES, EXCEPTION_FRAME_FP_BYTES, footp
 from aot.project import generate_project
 from aot.runners.qemu import build_project
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("arm-none-eabi-gcc") is None or shutil.which("make") is None,
-    reason="arm-none-eabi-gcc/make not installed",
-)
+pytestmark = pytest.mark.usefixtures("arm_toolchain")
 
 HEADER = """#ifndef NET_H
 #define NET_H

@@ -453,7 +453,7 @@ def test_search_respects_time_limit_and_never_loses_to_greedy():
 
 
 def test_draw_plan_writes_png(tmp_path):
-    pytest.importorskip("matplotlib")
+    import matplotlib  # noqa: F401  (a test dependency)
     from aot.memory.plot import draw_plan
 
     reqs = random_requests(random.Random(51), 30, 20, 6)

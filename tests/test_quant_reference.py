@@ -1116,8 +1116,6 @@ def test_shared_model_end_to_end(model_name):
     assert np.array_equal(out, np.load(MODELS_DIR / f"{model_name}.tflm_out.npy"))
 
 
-@pytest.mark.skipif(not (MODELS_DIR / "kws_int8.sample_input.npy").exists(),
-                    reason="shared KWS sample missing")
 def test_kws_real_sample_every_layer():
     """Every layer on the benchmark's real sample (the stored intermediates are for the
     random input), recomputed by TFLM here with kPreserveAllTensors."""
@@ -1243,7 +1241,6 @@ def test_writer_rejects_unknown_options():
         b.finish()
 
 
-@pytest.mark.skipif(not (MODELS_DIR / "ad_int8.tflite").exists(), reason="shared models missing")
 def test_smallest_arena_matches_readme():
     """README: TFLM's arena for ad_int8 on a 64-bit host is 4,632 bytes."""
     from tflm_util import smallest_arena

@@ -1,0 +1,138 @@
+"""From a model to a board: the fit check, the generated project, QEMU runs and the footprint."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from .boards import Board, load_board
+from .driver import CompileOptions, CompiledModel, compile_model
+from .errors import Error, FitError
+from .ir import Model
+from .library import export_library, write_atomically
+
+DEFAULT_STACK_BYTES = 16384
+
+
+@dataclass(frozen=True)
+class BoardBuild:
+    board: Board
+    compiled: CompiledModel
+    project_dir: Path
+    expected: list[np.ndarray]
+
+
+def board_options(board: Board, options: Mapping[str, Any]) -> CompileOptions:
+    """Board builds default to the `micro` policy (no heap) and a pool sized to the RAM left
+    after the stack, so the planner itself refuses what cannot fit."""
+    opts = dict(options)
+    opts.setdefault("policy", "micro")
+    stack = int(opts.pop("stack_bytes", DEFAULT_STACK_BYTES))
+    if "pool_size" not in opts:
+        opts["pool_size"] = max(board.ram_bytes - stack, 0)
+    return CompileOptions(**opts)
+
+
+def check_fit(compiled: CompiledModel, board: Board, stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
+    """Refuse, before any C compiler runs, a model whose weights or activations cannot fit."""
+    weights = sum(c.buffer.nbytes for c in compiled.module.consts)
+    pool = compiled.plan.activation_bytes
+    problems = []
+    if weights > board.flash_bytes:
+        problems.append(f"{weights:,} bytes of weights but {board.flash_bytes:,} bytes of flash")
+    if pool + stack_bytes > board.ram_bytes:
+        problems.append(f"{pool:,} bytes of activations + {stack_bytes:,} bytes of stack but {board.ram_bytes:,} "
+                        f"bytes of RAM")
+    if problems:
+        largest = sorted(compiled.plan.buffers, key=lambda b: -b.size)[:3]
+        raise FitError(f"model {compiled.model.name} does not fit board {board.name}: " + "; ".join(problems)
+                       + (f" (largest tensors: {', '.join(f'{b.name} {b.size:,} B' for b in largest)})"
+                          if largest else "") + "; choose a bigger board or a smaller model")
+
+
+def _compile_for_board(model: Model, board: Board, options: Mapping[str, Any]) -> CompiledModel:
+    stack = int(options.get("stack_bytes", DEFAULT_STACK_BYTES))
+    opts = board_options(board, options)
+    try:
+        compiled = compile_model(model, opts)
+    except FitError as e:
+        raise FitError(f"model {model.name} does not fit board {board.name} ({board.ram_bytes:,} bytes of RAM, "
+                       f"{stack:,} reserved for the stack): {e}") from None
+    check_fit(compiled, board, stack)
+    return compiled
+
+
+def host_expected(compiled: CompiledModel, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    from .api import Library
+    outs = Library(compiled, "c").run(inputs)
+    return [outs[v.name] for v in compiled.model.outputs]
+
+
+def make_project(model: Model, board_name: str, out_dir: Path, inputs: Mapping[str, np.ndarray],
+                 backend: str = "c", **options: Any) -> BoardBuild:
+    """Write a complete project for the board; the expected outputs come from a host run."""
+    from .project import generate_project
+    from .reference import check_inputs
+
+    board = load_board(board_name)
+    stack = int(options.get("stack_bytes", DEFAULT_STACK_BYTES))
+    compiled = _compile_for_board(model, board, options)
+    args = check_inputs(model, inputs)
+    expected = host_expected(compiled, inputs)
+    out_dir = Path(out_dir)
+    with tempfile.TemporaryDirectory(prefix="aot_lib_") as tmp:
+        lib_dir = Path(tmp) / "lib"
+        target = None
+        if backend == "llvm":
+            from .llvm import LLVMTarget
+            target = LLVMTarget(board.llvm_triple(), board.llvm_cpu(), board.llvm_features())
+        export_library(compiled, lib_dir, backend, llvm_target=target)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent if out_dir.parent.exists()
+                                        else None))
+        try:
+            generate_project(lib_dir, board, staging, prefix=compiled.options.prefix,
+                             input_bytes=[a.tobytes() for a in args],
+                             expected_output_bytes=[e.tobytes() for e in expected], stack_bytes=stack)
+            files = {str(p.relative_to(staging)): p.read_bytes() for p in sorted(staging.rglob("*")) if p.is_file()}
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    write_atomically(out_dir, files)
+    return BoardBuild(board, compiled, out_dir, expected)
+
+
+def run_on_board(model: Model, inputs: Mapping[str, np.ndarray], board_name: str, backend: str = "c",
+                 keep_dir: Path | None = None, **options: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Build the project in a temporary directory, run it in QEMU, return outputs and figures."""
+    from .footprint import footprint
+    from .runners.qemu import build_project, run_elf
+
+    board = load_board(board_name)
+    if not board.emulated:
+        raise Error(f"board {board.name} has no emulator; `aot project` builds it, QEMU runs only "
+                    f"mps2-an385, mps2-an386, mps2-an500 and mps3-an547")
+    tmp = Path(tempfile.mkdtemp(prefix="aot_qemu_")) if keep_dir is None else Path(keep_dir)
+    try:
+        bb = make_project(model, board_name, tmp / "project", inputs, backend=backend, **options)
+        elf = build_project(bb.project_dir)
+        res = run_elf(elf, board)
+        if res.fault:
+            raise Error(f"the program faulted on {board.name}: {res.fault}")
+        if res.status != 0:
+            raise Error(f"the model returned error {res.status} on {board.name}")
+        outs = {}
+        for v, raw in zip(model.outputs, res.outputs):
+            outs[v.name] = np.frombuffer(raw, dtype=v.type.np_dtype).reshape(v.type.shape).copy()
+        fp = footprint(elf, [bb.project_dir / "build"], prefix=bb.compiled.options.prefix)
+        extra = {"board": board.name, "instructions": res.instructions, "match_host": bool(res.match),
+                 "flash_bytes": fp.flash, "ram_bytes": fp.ram if fp.ram is not None else fp.ram_static,
+                 "pool_bytes": bb.compiled.plan.activation_bytes,
+                 "stack_bytes": fp.stack.worst_case,
+                 "footprint": fp.to_dict()}
+        return outs, extra
+    finally:
+        if keep_dir is None:
+            shutil.rmtree(tmp, ignore_errors=True)
