@@ -89,6 +89,9 @@ class CPrinter:
         a, b = self.expr(e.a), self.expr(e.b)
         if e.op in ("min", "max"):
             return f"aot_{e.op}_{e.dtype}({a}, {b})"
+        if e.op == "<<":  # through unsigned: shifting a negative value left is undefined in C
+            u = {"i32": "uint32_t", "i64": "uint64_t"}[e.dtype]
+            return f"(({C_TYPES[e.dtype]})(({u})({a}) << {b}))"
         return f"({a} {e.op} {b})"
 
     # -------------------------------------------------------------- statements

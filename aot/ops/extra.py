@@ -1,0 +1,549 @@
+"""Ops the ONNX frontend needs beyond the TFLite set: layout and indexing (transpose,
+strided_slice, take, broadcast_to, tile, pad_mode), matrix products with a dynamic second
+operand (batch_matmul), grouped convolution, pools with dilation or ONNX's
+count_include_pad, softmax on any axis, generic reductions and hard_sigmoid.
+
+Layouts as in aot.ops.nn: activations NHWC, conv weights OHWI (group_conv2d: O H W (C/groups)).
+Data-movement ops work on every dtype and keep the input's quantization; the arithmetic
+ops are float32.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import ShapeError, UnsupportedError
+from ..ir import TensorType
+from ..kernel import ir as K
+from ..kernel.intrinsics import call as intrinsic
+from .common import apply_activation_expr, apply_activation_np, check_activation, conv_out_size, guard, window_axis
+from .lowering import Accessor, LowerCtx, OutputWriter, kdtype
+from .registry import REGISTRY, Attrs, OpDef
+
+ALL_DTYPES = ("float32", "int8", "uint8", "int16", "int32")
+F32_MAX = 3.4028234663852886e38
+
+
+def _f(v: float) -> K.Const:
+    return K.Const(float(v), "f32")
+
+
+def _same(x: TensorType, shape: Sequence[int]) -> TensorType:
+    return TensorType(tuple(int(d) for d in shape), x.dtype, x.quant)
+
+
+# ------------------------------------------------------------------ transpose
+def transpose_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x = ts[0]
+    perm = tuple(attrs["perm"])
+    if sorted(perm) != list(range(len(x.shape))):
+        raise ShapeError(f"transpose perm {perm} is not a permutation of the {len(x.shape)} axes of {x.shape}")
+    return _same(x, [x.shape[p] for p in perm])
+
+
+def transpose_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    return np.ascontiguousarray(np.transpose(xs[0], tuple(attrs["perm"])))
+
+
+def transpose_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+    perm = call.attrs["perm"]
+    src: list[K.Expr] = [K.Const(0)] * len(perm)
+    for i, p in enumerate(perm):
+        src[p] = idx[i]
+    return args[0](src)
+
+
+# output element i reads input element perm^-1(i): pure index arithmetic, so it inlines
+# into the kernel that consumes it (no buffer, no extra pass over memory)
+REGISTRY.register(OpDef("transpose", "elementwise", transpose_infer, transpose_ref, expr=transpose_expr,
+                        inline_into_kernels=True, dtypes=ALL_DTYPES))
+
+
+# ------------------------------------------------------------------ strided_slice
+def slice_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x = ts[0]
+    begin, step, size = tuple(attrs["begin"]), tuple(attrs["step"]), tuple(attrs["size"])
+    if not (len(begin) == len(step) == len(size) == len(x.shape)):
+        raise ShapeError(f"strided_slice needs begin/step/size for each of the {len(x.shape)} axes")
+    for d, (b, s, n) in enumerate(zip(begin, step, size)):
+        if s == 0 or n < 0 or (n > 0 and not (0 <= b < x.shape[d] and 0 <= b + (n - 1) * s < x.shape[d])):
+            raise ShapeError(f"strided_slice axis {d}: begin {b}, step {s}, size {n} leaves 0..{x.shape[d] - 1}")
+    return _same(x, size)
+
+
+def slice_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    x = xs[0]
+    for d, (b, s, n) in enumerate(zip(attrs["begin"], attrs["step"], attrs["size"])):
+        x = np.take(x, [b + i * s for i in range(n)], axis=d)
+    return np.ascontiguousarray(x)
+
+
+def slice_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+    src = []
+    for i, b, s in zip(idx, call.attrs["begin"], call.attrs["step"]):
+        e = i * s if s != 1 else i
+        src.append(e + b if b else e)
+    return args[0](src)
+
+
+REGISTRY.register(OpDef("strided_slice", "elementwise", slice_infer, slice_ref, expr=slice_expr,
+                        inline_into_kernels=True, dtypes=ALL_DTYPES))
+
+
+# ------------------------------------------------------------------ take (gather with constant indices)
+def take_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x = ts[0]
+    axis = attrs["axis"]
+    ishape = tuple(attrs["indices_shape"])
+    ind = tuple(attrs["indices"])
+    if not 0 <= axis < len(x.shape):
+        raise ShapeError(f"take axis {axis} out of range for {x.shape}")
+    if int(np.prod(ishape, dtype=np.int64)) != len(ind) or any(not 0 <= i < x.shape[axis] for i in ind):
+        raise ShapeError(f"take indices {ind} (shape {ishape}) out of range 0..{x.shape[axis] - 1}")
+    return _same(x, x.shape[:axis] + ishape + x.shape[axis + 1:])
+
+
+def take_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    ind = np.asarray(attrs["indices"], dtype=np.int64).reshape(tuple(attrs["indices_shape"]))
+    return np.ascontiguousarray(np.take(xs[0], ind, axis=attrs["axis"]))
+
+
+def take_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+    from .lowering import flat_index
+    axis = call.attrs["axis"]
+    ishape = tuple(call.attrs["indices_shape"])
+    ind = np.asarray(call.attrs["indices"], dtype=np.int32)
+    sub = list(idx[axis:axis + len(ishape)])
+    j = flat_index(ishape, sub) if ishape else K.Const(0)
+    if len(ind) == 1:
+        pos: K.Expr = K.Const(int(ind[0]))
+    elif np.all(np.diff(ind) == ind[1] - ind[0]):  # arithmetic progression: no table
+        pos = j * int(ind[1] - ind[0]) + int(ind[0])
+    else:
+        pos = K.Load(ctx.const(ind, "i32", "take"), j)
+    src = list(idx[:axis]) + [pos] + list(idx[axis + len(ishape):])
+    return args[0](src)
+
+
+REGISTRY.register(OpDef("take", "elementwise", take_infer, take_ref, expr=take_expr, inline_into_kernels=True,
+                        dtypes=ALL_DTYPES))
+
+
+# ------------------------------------------------------------------ broadcast_to / tile
+def broadcast_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x, shape = ts[0], tuple(attrs["shape"])
+    try:
+        if tuple(np.broadcast_shapes(x.shape, shape)) != shape:
+            raise ValueError
+    except ValueError:
+        raise ShapeError(f"cannot broadcast {x.shape} to {shape}") from None
+    return _same(x, shape)
+
+
+def broadcast_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    return np.ascontiguousarray(np.broadcast_to(xs[0], tuple(attrs["shape"])))
+
+
+REGISTRY.register(OpDef("broadcast_to", "elementwise", broadcast_infer, broadcast_ref,
+                        expr=lambda ctx, args, idx, call: args[0].broadcast_to(call.attrs["shape"])(idx),
+                        inline_into_kernels=True, dtypes=ALL_DTYPES))
+
+
+def tile_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x, reps = ts[0], tuple(attrs["reps"])
+    if len(reps) != len(x.shape) or min(reps, default=1) < 1:
+        raise ShapeError(f"tile needs one positive repeat count per axis of {x.shape}, got {reps}")
+    return _same(x, [d * r for d, r in zip(x.shape, reps)])
+
+
+def tile_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    return np.tile(xs[0], tuple(attrs["reps"]))
+
+
+def tile_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+    x = args[0]
+    return x([i % n if r > 1 and n > 1 else (K.Const(0) if n == 1 else i)
+              for i, n, r in zip(idx, x.shape, call.attrs["reps"])])
+
+
+REGISTRY.register(OpDef("tile", "elementwise", tile_infer, tile_ref, expr=tile_expr, inline_into_kernels=True,
+                        dtypes=ALL_DTYPES))
+
+
+# ------------------------------------------------------------------ pad_mode (reflect / edge / wrap)
+PAD_MODES = ("reflect", "edge", "wrap")
+
+
+def pad_mode_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x = ts[0]
+    pads, mode = attrs["pads"], attrs["mode"]
+    if mode not in PAD_MODES:
+        raise UnsupportedError(f"pad mode {mode!r}; supported: {', '.join(PAD_MODES)}")
+    if len(pads) != len(x.shape) or any(b < 0 or a < 0 for b, a in pads):
+        raise ShapeError(f"pad needs one non-negative (before, after) per dimension of {x.shape}, got {pads}")
+    for (b, a), n in zip(pads, x.shape):
+        if mode == "reflect" and (b or a) and (n < 2 or b > n - 1 or a > n - 1):
+            raise ShapeError(f"reflect padding ({b}, {a}) needs an axis longer than the padding, got {n}")
+        if mode == "wrap" and (b > n or a > n):
+            raise ShapeError(f"wrap padding ({b}, {a}) larger than the axis {n}")
+    return _same(x, [d + b + a for d, (b, a) in zip(x.shape, pads)])
+
+
+def pad_mode_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    return np.pad(xs[0], attrs["pads"], mode={"reflect": "reflect", "edge": "edge", "wrap": "wrap"}[attrs["mode"]])
+
+
+def pad_mode_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+    x = args[0]
+    mode = call.attrs["mode"]
+    src: list[K.Expr] = []
+    for i, (b, a), n in zip(idx, call.attrs["pads"], x.shape):
+        if not (b or a):
+            src.append(i)
+            continue
+        j = i - b if b else i
+        if mode == "edge":
+            j = K.minimum(K.maximum(j, 0), n - 1)
+        elif mode == "reflect":
+            j = K.Select(j < 0, 0 - j, j)
+            j = K.Select(j > n - 1, 2 * (n - 1) - j, j)
+        else:  # wrap: j in [-n, 2n)
+            j = K.Select(j < 0, j + n, K.Select(j > n - 1, j - n, j))
+        src.append(j)
+    return x(src)
+
+
+REGISTRY.register(OpDef("pad_mode", "elementwise", pad_mode_infer, pad_mode_ref, expr=pad_mode_expr,
+                        inline_into_kernels=True, dtypes=ALL_DTYPES))
+
+
+# ------------------------------------------------------------------ hard_sigmoid
+def _hard_sigmoid_np(x: np.ndarray, a: Attrs) -> np.ndarray:
+    y = x.astype(np.float32) * np.float32(a["alpha"]) + np.float32(a["beta"])
+    return np.clip(y, np.float32(0), np.float32(1)).astype(np.float32)
+
+
+def _hard_sigmoid_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+    a = call.attrs
+    return K.minimum(K.maximum(args[0](idx) * _f(a["alpha"]) + _f(a["beta"]), _f(0.0)), _f(1.0))
+
+
+REGISTRY.register(OpDef("hard_sigmoid", "elementwise",
+                        lambda ts, attrs: TensorType(ts[0].shape, ts[0].dtype),
+                        lambda xs, ts, attrs, out: _hard_sigmoid_np(xs[0], attrs),
+                        expr=_hard_sigmoid_expr, inline_into_kernels=True))
+
+
+# ------------------------------------------------------------------ batch_matmul
+def bmm_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    a, b = ts
+    if len(a.shape) < 2 or len(b.shape) < 2:
+        raise ShapeError(f"batch_matmul needs operands of rank >= 2, got {a.shape} and {b.shape}")
+    if a.shape[-1] != b.shape[-2]:
+        raise ShapeError(f"batch_matmul inner dimensions differ: {a.shape} @ {b.shape}")
+    try:
+        batch = tuple(int(d) for d in np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    except ValueError:
+        raise ShapeError(f"batch dimensions of {a.shape} and {b.shape} do not broadcast") from None
+    check_activation(attrs.get("activation", "none"))
+    return TensorType(batch + (a.shape[-2], b.shape[-1]), "float32")
+
+
+def bmm_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    y = np.matmul(xs[0].astype(np.float32), xs[1].astype(np.float32))
+    return apply_activation_np(y, attrs.get("activation", "none"))
+
+
+def _bcast_index(own: Sequence[int], batch_idx: Sequence[K.Expr], tail: Sequence[K.Expr]) -> list[K.Expr]:
+    """Index of an operand with batch dims `own[:-2]` inside the broadcast batch index."""
+    nb = len(own) - 2
+    lead = len(batch_idx) - nb
+    return [K.Const(0) if own[d] == 1 else batch_idx[lead + d] for d in range(nb)] + list(tail)
+
+
+def bmm_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
+    a, b = args
+    shape = out.shape
+    m_n, n_n, k_n = shape[-2], shape[-1], a.shape[-1]
+    bidx = [ctx.var(f"b{d}_") for d in range(len(shape) - 2)]
+    m, n, k = ctx.var("m"), ctx.var("n"), ctx.var("k")
+    acc = ctx.var("acc", "f32")
+    term = a(_bcast_index(a.shape, bidx, [m, k])) * b(_bcast_index(b.shape, bidx, [k, n]))
+    body: K.Stmt = K.seq(
+        K.Let(acc, _f(0.0)),
+        K.For(k, k_n, K.Assign(acc, acc + term)),  # float accumulator, sum in k order
+        out.store(list(bidx) + [m, n], apply_activation_expr(acc, call.attrs.get("activation", "none"))))
+    body = K.For(m, m_n, K.For(n, n_n, body))
+    for d in reversed(range(len(bidx))):
+        body = K.For(bidx[d], shape[d], body)
+    return body
+
+
+REGISTRY.register(OpDef("batch_matmul", "kernel", bmm_infer, bmm_ref, emit=bmm_emit,
+                        macs=lambda ts, out, attrs: out.size * ts[0].shape[-1]))
+
+
+# ------------------------------------------------------------------ group_conv2d
+def _window_out(x: TensorType, kh: int, kw: int, attrs: Attrs) -> tuple[int, int]:
+    sh, sw = attrs["strides"]
+    dh, dw = attrs.get("dilation", (1, 1))
+    pt, pb, pl, pr = attrs["padding"]
+    return (conv_out_size(x.shape[1], kh, sh, dh, pt, pb), conv_out_size(x.shape[2], kw, sw, dw, pl, pr))
+
+
+def gconv_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x, w = ts[0], ts[1]
+    g = int(attrs["groups"])
+    if len(x.shape) != 4 or len(w.shape) != 4:
+        raise ShapeError(f"group_conv2d expects NHWC input and OHWI weights, got {x.shape} and {w.shape}")
+    if g < 1 or x.shape[3] % g or w.shape[0] % g or w.shape[3] * g != x.shape[3]:
+        raise ShapeError(f"group_conv2d: {g} groups do not split {x.shape[3]} input channels "
+                         f"into weights {w.shape} (O H W C/groups)")
+    if len(ts) > 2 and ts[2].shape != (w.shape[0],):
+        raise ShapeError(f"group_conv2d bias shape {ts[2].shape} != ({w.shape[0]},)")
+    check_activation(attrs.get("activation", "none"))
+    oh, ow = _window_out(x, w.shape[1], w.shape[2], attrs)
+    return TensorType((x.shape[0], oh, ow, w.shape[0]), "float32")
+
+
+def gconv_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    from .nn import conv2d_ref
+    g = int(attrs["groups"])
+    x, w = xs[0].astype(np.float32), xs[1].astype(np.float32)
+    cg, og = w.shape[3], w.shape[0] // g
+    sub = {k: v for k, v in attrs.items() if k not in ("groups", "activation")}
+    parts = []
+    for i in range(g):
+        wi = w[i * og:(i + 1) * og]
+        xi = x[..., i * cg:(i + 1) * cg]
+        ot = TensorType(out.shape[:3] + (og,), "float32")
+        parts.append(conv2d_ref([xi, wi], [], sub, ot))
+    y = np.concatenate(parts, axis=3)
+    if len(xs) > 2:
+        y = y + xs[2].astype(np.float32)
+    return apply_activation_np(y, attrs.get("activation", "none"))
+
+
+def gconv_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
+    from .arith import mac_arith
+    from .nn import _emit_window_mac
+    x, w = args[0], args[1]
+    bias = args[2] if len(args) > 2 else None
+    arith = mac_arith(ctx, "conv2d", x.type, w.type, out.type, bias, call.attrs)
+    g = int(call.attrs["groups"])
+    cg, og = w.shape[3], w.shape[0] // g
+    ic = ctx.var("ic")
+
+    def inner(n, iy, ix, oc, ky, kx, acc):  # noqa: ANN001, ANN202
+        base = (oc / og) * cg  # first input channel of this output channel's group
+        return K.For(ic, cg, K.Assign(acc, acc + arith.term(x([n, iy, ix, base + ic]), w([oc, ky, kx, ic]))))
+
+    return _emit_window_mac(ctx, x, out, call.attrs, w.shape[1], w.shape[2], inner, arith, "group_conv2d")
+
+
+REGISTRY.register(OpDef("group_conv2d", "kernel", gconv_infer, gconv_ref, emit=gconv_emit,
+                        macs=lambda ts, out, attrs: out.size * ts[1].shape[1] * ts[1].shape[2] * ts[1].shape[3]))
+
+
+# ------------------------------------------------------------------ pools with dilation / counted padding
+def xpool_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x = ts[0]
+    if len(x.shape) != 4:
+        raise ShapeError(f"pooling expects NHWC input, got {x.shape}")
+    kh, kw = attrs["pool_size"]
+    check_activation(attrs.get("activation", "none"))
+    if "count_padding" in attrs:
+        cp, p = attrs["count_padding"], attrs["padding"]
+        if len(cp) != 4 or any(c < 0 or c > q for c, q in zip(cp, p)):
+            raise ShapeError(f"count_padding {cp} must lie within padding {p}")
+    oh, ow = _window_out(x, kh, kw, attrs)
+    return TensorType((x.shape[0], oh, ow, x.shape[3]), x.dtype, x.quant)
+
+
+def _xpool_ref(kind: str):  # noqa: ANN202
+    def ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+        from .nn import _windows_np
+        x = xs[0].astype(np.float32)
+        kh, kw = attrs["pool_size"]
+        oh, ow = out.shape[1], out.shape[2]
+        if kind == "max":
+            acc = np.full(out.shape, -np.inf, dtype=np.float32)
+            for _, _, patch, _ in _windows_np(x, kh, kw, attrs, oh, ow, -np.inf):
+                acc = np.maximum(acc, patch)
+            return apply_activation_np(acc, attrs.get("activation", "none"))
+        sh, sw = attrs["strides"]
+        dh, dw = attrs.get("dilation", (1, 1))
+        pt, _, pl, _ = attrs["padding"]
+        ct, cb, cl, cr = attrs["count_padding"]
+        h, w = x.shape[1], x.shape[2]
+        acc = np.zeros(out.shape, dtype=np.float32)
+        for _, _, patch, _ in _windows_np(x, kh, kw, attrs, oh, ow, 0.0):
+            acc += patch
+        iy = np.arange(oh)[:, None] * sh - pt + np.arange(kh)[None, :] * dh
+        ix = np.arange(ow)[:, None] * sw - pl + np.arange(kw)[None, :] * dw
+        cy = ((iy >= -ct) & (iy < h + cb)).sum(axis=1)
+        cx = ((ix >= -cl) & (ix < w + cr)).sum(axis=1)
+        count = (cy[:, None] * cx[None, :]).astype(np.float32)
+        return apply_activation_np(acc / count[None, :, :, None], attrs.get("activation", "none"))
+    return ref
+
+
+def _xpool_emit(kind: str):  # noqa: ANN202
+    def emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
+        x = args[0]
+        attrs = call.attrs
+        kh, kw = attrs["pool_size"]
+        n_, oh, ow, c_n = out.shape
+        sh, sw = attrs["strides"]
+        dh, dw = attrs.get("dilation", (1, 1))
+        pt, _, pl, _ = attrs["padding"]
+        h, w = x.shape[1], x.shape[2]
+        n, oy, ox, c, ky, kx = (ctx.var(v) for v in ("n", "oy", "ox", "c", "ky", "kx"))
+        iy, ix = oy * sh - pt + ky * dh, ox * sw - pl + kx * dw
+        ylo, yhi = window_axis(oh, sh, pt, kh, dh, h)
+        xlo, xhi = window_axis(ow, sw, pl, kw, dw, w)
+        in_y = ([iy >= 0] if ylo else []) + ([iy < h] if yhi else [])
+        in_x = ([ix >= 0] if xlo else []) + ([ix < w] if xhi else [])
+        acc = ctx.var("acc", "f32")
+        v = x([n, iy, ix, c])
+        act = attrs.get("activation", "none")
+        if kind == "max":
+            loops = K.For(ky, kh, guard(in_y, K.For(kx, kw, guard(in_x, K.Assign(acc, K.maximum(acc, v))))))
+            body = K.seq(K.Let(acc, _f(-F32_MAX)), loops,
+                         out.store([n, oy, ox, c], apply_activation_expr(acc, act)))
+            return K.For(n, n_, K.For(oy, oh, K.For(ox, ow, K.For(c, c_n, body))))
+        # average: sum the in-bounds taps, divide by the taps inside the counted region
+        # (count_padding = the declared pads for count_include_pad=1, zeros for 0)
+        ct, cb, cl, cr = attrs["count_padding"]
+        cnt_y = ([iy >= -ct] if ylo else []) + ([iy < h + cb] if yhi else [])
+        cnt_x = ([ix >= -cl] if xlo else []) + ([ix < w + cr] if xhi else [])
+        count = ctx.var("count")
+        loops = K.For(ky, kh, K.seq(
+            guard(in_y, K.For(kx, kw, guard(in_x, K.Assign(acc, acc + v)))),
+            guard(cnt_y, K.For(kx, kw, guard(cnt_x, K.Assign(count, count + 1))))))
+        res = apply_activation_expr(acc / count.cast("f32"), act)
+        body = K.seq(K.Let(acc, _f(0.0)), K.Let(count, K.Const(0)), loops, out.store([n, oy, ox, c], res))
+        return K.For(n, n_, K.For(oy, oh, K.For(ox, ow, K.For(c, c_n, body))))
+    return emit
+
+
+REGISTRY.register(OpDef("max_pool2d_dilated", "kernel", xpool_infer, _xpool_ref("max"), emit=_xpool_emit("max")))
+REGISTRY.register(OpDef("avg_pool2d_inclusive", "kernel", xpool_infer, _xpool_ref("avg"), emit=_xpool_emit("avg")))
+
+
+# ------------------------------------------------------------------ softmax on any axis
+def softmax_axis_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x = ts[0]
+    if not 0 <= attrs["axis"] < len(x.shape):
+        raise ShapeError(f"softmax axis {attrs['axis']} out of range for {x.shape}")
+    return TensorType(x.shape, x.dtype)
+
+
+def softmax_axis_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    x = xs[0].astype(np.float32)
+    a = attrs["axis"]
+    beta = np.float32(attrs.get("beta", 1.0))
+    e = np.exp((x - x.max(axis=a, keepdims=True)) * beta)
+    return (e / e.sum(axis=a, keepdims=True)).astype(np.float32)
+
+
+def softmax_axis_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
+    x = args[0]
+    a = call.attrs["axis"]
+    shape = x.shape
+    outer = [ctx.var(f"i{d}_") for d in range(len(shape))]
+    j = ctx.var("j")
+    mx, total = ctx.var("mx", "f32"), ctx.var("sum", "f32")
+
+    def at(jj: K.Expr) -> list[K.Expr]:
+        return [jj if d == a else outer[d] for d in range(len(shape))]
+
+    beta = float(call.attrs.get("beta", 1.0))
+    ex = intrinsic("expf", (x(at(j)) - mx) * _f(beta))
+    body: K.Stmt = K.seq(
+        K.Let(mx, _f(-F32_MAX)),
+        K.For(j, shape[a], K.Assign(mx, K.maximum(mx, x(at(j))))),
+        K.Let(total, _f(0.0)),
+        K.For(j, shape[a], K.Assign(total, total + ex)),
+        K.For(j, shape[a], out.store(at(j), ex / total)),
+    )
+    for d in reversed(range(len(shape))):
+        if d != a:
+            body = K.For(outer[d], shape[d], body)
+    return body
+
+
+REGISTRY.register(OpDef("softmax_axis", "kernel", softmax_axis_infer, softmax_axis_ref, emit=softmax_axis_emit))
+
+
+# ------------------------------------------------------------------ reduce (sum, max, min, prod, sum_square, l1)
+REDUCE_KINDS = ("sum", "max", "min", "prod", "sum_square", "l1")
+
+
+def reduce_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x = ts[0]
+    if attrs["kind"] not in REDUCE_KINDS:
+        raise UnsupportedError(f"reduction {attrs['kind']!r}; supported: {', '.join(REDUCE_KINDS)}")
+    axes = sorted(set(a % len(x.shape) for a in attrs["axes"])) if x.shape else []
+    if attrs.get("keep_dims", False):
+        shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape))
+    else:
+        shape = tuple(n for d, n in enumerate(x.shape) if d not in axes)
+    return TensorType(shape, x.dtype)
+
+
+def reduce_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    x = xs[0].astype(np.float32)
+    axes = tuple(sorted(set(a % x.ndim for a in attrs["axes"]))) if x.ndim else ()
+    kind = attrs["kind"]
+    if kind == "sum":
+        y = np.sum(x, axis=axes, dtype=np.float32)
+    elif kind == "max":
+        y = np.max(x, axis=axes) if x.size else np.full(out.shape, -F32_MAX, np.float32)
+    elif kind == "min":
+        y = np.min(x, axis=axes) if x.size else np.full(out.shape, F32_MAX, np.float32)
+    elif kind == "prod":
+        y = np.prod(x, axis=axes, dtype=np.float32)
+    elif kind == "sum_square":
+        y = np.sum(x * x, axis=axes, dtype=np.float32)
+    else:
+        y = np.sum(np.abs(x), axis=axes, dtype=np.float32)
+    return np.asarray(y, dtype=np.float32).reshape(out.shape)
+
+
+def reduce_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
+    x = args[0]
+    rank = len(x.shape)
+    axes = sorted(set(a % rank for a in call.attrs["axes"])) if rank else []
+    keep = call.attrs.get("keep_dims", False)
+    kind = call.attrs["kind"]
+    outer = [ctx.var(f"o{d}_") for d in range(rank)]
+    inner = {d: ctx.var(f"r{d}_") for d in axes}
+    src = [inner[d] if d in inner else outer[d] for d in range(rank)]
+    acc = ctx.var("acc", "f32")
+    v = x(src)
+    init, step = {
+        "sum": (_f(0.0), lambda: acc + v),
+        "max": (_f(-F32_MAX), lambda: K.maximum(acc, v)),
+        "min": (_f(F32_MAX), lambda: K.minimum(acc, v)),
+        "prod": (_f(1.0), lambda: acc * v),
+        "sum_square": (_f(0.0), lambda: acc + v * v),
+        "l1": (_f(0.0), lambda: acc + K.Select(v < _f(0.0), _f(0.0) - v, v)),
+    }[kind]
+    red: K.Stmt = K.Assign(acc, step())
+    for d in reversed(axes):
+        red = K.For(inner[d], x.shape[d], red)
+    oidx = [K.Const(0) if d in inner else outer[d] for d in range(rank)] if keep else \
+        [outer[d] for d in range(rank) if d not in inner]
+    body: K.Stmt = K.seq(K.Let(acc, init), red, out.store(oidx, acc))
+    for d in reversed(range(rank)):
+        if d not in inner:
+            body = K.For(outer[d], x.shape[d], body)
+    return body
+
+
+REGISTRY.register(OpDef("reduce", "kernel", reduce_infer, reduce_ref, emit=reduce_emit))
+
+
+__all__ = ["PAD_MODES", "REDUCE_KINDS", "kdtype"]
