@@ -67,6 +67,30 @@ def cmd_footprint(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(a: argparse.Namespace) -> int:
+    from .bench import draw_bench, format_markdown, rows_json, run_bench
+    from .cli import _compile_kwargs
+    anchors = Path(a.anchors) if a.anchors else _default_anchors()
+    rows = run_bench([Path(m) for m in a.models], a.board, anchors, with_tflm=not a.no_tflm, **_compile_kwargs(a))
+    if a.md:
+        header = (f"<!-- regenerate: aot bench {' '.join(a.models)} "
+                  f"{' '.join('--board ' + b for b in a.board)} --md {a.md} -->\n")
+        Path(a.md).write_text(header + format_markdown(rows))
+    if a.png:
+        draw_bench(rows, a.png)
+    print(rows_json(rows) if a.json else format_markdown(rows))
+    return 0
+
+
+def _default_anchors() -> Path | None:
+    from .assets import asset_dir
+    for base in (Path.cwd(), asset_dir("boards").parent):
+        p = base.parent / "shared" / "anchors.json"
+        if p.is_file():
+            return p
+    return None
+
+
 def add_commands(sub: "argparse._SubParsersAction", compile_opts: Callable[[argparse.ArgumentParser], None]) -> None:
     b = sub.add_parser("boards", help="list the boards (cpu, flash, RAM, emulated or not)")
     b.add_argument("--json", action="store_true")
@@ -81,6 +105,17 @@ def add_commands(sub: "argparse._SubParsersAction", compile_opts: Callable[[argp
     p.add_argument("--seed", type=int, default=0)
     compile_opts(p)
     p.set_defaults(fn=cmd_project)
+
+    bn = sub.add_parser("bench", help="flash, RAM and speed on a board, beside TensorFlow Lite Micro")
+    bn.add_argument("models", nargs="+", metavar="MODEL")
+    bn.add_argument("--board", action="append", required=True, help="board (repeat for several)")
+    bn.add_argument("--json", action="store_true")
+    bn.add_argument("--md", metavar="FILE", help="write the table as Markdown")
+    bn.add_argument("--png", metavar="FILE", help="draw ours vs TensorFlow Lite Micro")
+    bn.add_argument("--anchors", metavar="JSON", help="reference figures (default: ../shared/anchors.json)")
+    bn.add_argument("--no-tflm", action="store_true", help="skip measuring TensorFlow Lite Micro's arena")
+    compile_opts(bn)
+    bn.set_defaults(fn=cmd_bench)
 
     f = sub.add_parser("footprint", help="flash, RAM and stack of a built ELF or project")
     f.add_argument("path", metavar="ELF_OR_PROJECT")

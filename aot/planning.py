@@ -138,8 +138,8 @@ def _no_fit_message(module: K.KernelModule, reqs: list[BufferRequest], mp: Memor
     live_at = [sum(r.size for r in reqs if r.first_use <= s <= r.last_use) for s in range(len(calls))]
     peak_step = max(range(len(calls)), key=lambda s: live_at[s]) if calls else 0
     live = sorted((r for r in reqs if r.first_use <= peak_step <= r.last_use), key=lambda r: -r.size)[:3]
-    largest = ", ".join(f"{r.name} ({r.size} B)" for r in live)
+    largest = ", ".join(f"{r.name} ({r.size:,} B)" for r in live)
     op = calls[peak_step].callee if calls else "?"
-    return (f"the model needs {mp.peak_bytes} bytes of activation memory but pool {pool!r} has {pool_size}; "
-            f"the live set peaks at {live_at[peak_step] if calls else 0} bytes at operator {op} "
+    return (f"the model needs {mp.peak_bytes:,} bytes of activation memory but pool {pool!r} has {pool_size:,}; "
+            f"the live set peaks at {live_at[peak_step] if calls else 0:,} bytes at operator {op} "
             f"(largest tensors: {largest}); use a board with more RAM, a larger --pool, or a smaller model")

@@ -80,7 +80,6 @@ _OPTIONS: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "TANH": (None, ()),
     "RELU": (None, ()),
     "RELU6": (None, ()),
-    "RELU_N1_TO_1": (None, ()),
     "HARD_SWISH": (None, ()),
     "LEAKY_RELU": ("LeakyReluOptions", ("Alpha",)),
 }
@@ -858,7 +857,6 @@ _HANDLERS: dict[str, Callable[[_Converter, _Op, dict[str, Any]], None]] = {
     "TANH": _unary("tanh"),
     "RELU": _unary("relu"),
     "RELU6": _unary("relu6"),
-    "RELU_N1_TO_1": _unary("relu_n1_to_1"),
     "HARD_SWISH": _unary("hard_swish"),
     "LEAKY_RELU": _unary("leaky_relu"),
 }
