@@ -143,6 +143,15 @@ def cmd_plan(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(a: argparse.Namespace) -> int:
+    from .debug import compare_with_tflm
+    model = _load(a.model)
+    inputs = _inputs(model, a.input, a.seed)
+    report = compare_with_tflm(a.model, inputs, backend="llvm" if a.target == "llvm" else "c")
+    print(report.format_report())
+    return 0 if report.equal else 1
+
+
 def cmd_ops(a: argparse.Namespace) -> int:
     from .ops import REGISTRY
     for name in REGISTRY.names():
@@ -194,6 +203,13 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--png", metavar="FILE")
     compile_opts(pl)
     pl.set_defaults(fn=cmd_plan)
+
+    cp = sub.add_parser("compare", help="run here and in TensorFlow Lite Micro; print the first tensor that differs")
+    cp.add_argument("model")
+    cp.add_argument("--input", action="append", metavar="IN.npy")
+    cp.add_argument("--seed", type=int, default=0)
+    cp.add_argument("--target", choices=["host", "llvm"], default="host")
+    cp.set_defaults(fn=cmd_compare)
 
     o = sub.add_parser("ops", help="list the supported ops")
     o.set_defaults(fn=cmd_ops)

@@ -55,32 +55,42 @@ def tensor_key(v: Var) -> str:
     return v.origin or c_identifier(v.name)
 
 
+class IntermediateRunner:
+    """A host build of `model` in which every op output is an output; call it with the model's
+    inputs to get every non-constant tensor (inputs first, then each op output in execution
+    order), keyed by `tensor_key`. Build once, run many times."""
+
+    def __init__(self, model: Model, backend: str = "c", **build_options: Any) -> None:
+        from .api import build
+        self.model = model
+        self.probe = _probe_model(model)
+        self.library = build(self.probe, backend=backend, **build_options)
+        used: set[str] = set()
+        self.keys: dict[int, str] = {}
+        for v in list(model.inputs) + [v for v in self.probe.outputs if v not in model.inputs]:
+            key, i = tensor_key(v), 1
+            base = key
+            while key in used:
+                key = f"{base}_{i}"
+                i += 1
+            used.add(key)
+            self.keys[id(v)] = key
+
+    def __call__(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        args = check_inputs(self.model, inputs)
+        outs = self.library.run({p.name: a for p, a in zip(self.model.inputs, args)})
+        result = {self.keys[id(p)]: a for p, a in zip(self.model.inputs, args)}
+        for v in self.probe.outputs:
+            if v not in self.model.inputs:
+                result[self.keys[id(v)]] = outs[v.name]
+        return result
+
+
 def intermediates(model: Model, inputs: Mapping[str, np.ndarray], backend: str = "c",
                   **build_options: Any) -> dict[str, np.ndarray]:
     """Every non-constant tensor of a compiled host run (inputs first, then each op output in
     execution order), keyed by `tensor_key`."""
-    from .api import build
-    args = check_inputs(model, inputs)
-    probe = _probe_model(model)
-    outs = build(probe, backend=backend, **build_options).run({p.name: a for p, a in zip(model.inputs, args)})
-    result: dict[str, np.ndarray] = {}
-    used: set[str] = set()
-
-    def put(v: Var, arr: np.ndarray) -> None:
-        key, i = tensor_key(v), 1
-        base = key
-        while key in used:
-            key = f"{base}_{i}"
-            i += 1
-        used.add(key)
-        result[key] = arr
-
-    for p, a in zip(model.inputs, args):
-        put(p, a)
-    for v in probe.outputs:
-        if v not in model.inputs:
-            put(v, outs[v.name])
-    return result
+    return IntermediateRunner(model, backend, **build_options)(inputs)
 
 
 def dump_intermediates(model: Model, inputs: Mapping[str, np.ndarray], out_dir: "str | Path",

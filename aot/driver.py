@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 from .executor import build_kernel_module
 from .ir import Model, verify
+from .limits import check_limits
 from .kernel import ir as K
 from .kernel.allocations import AllocationPolicy, get_policy, lower_allocations, lower_workspaces
 from .kernel.simplify import simplify
@@ -27,6 +28,22 @@ class CompileOptions:
     alignment: int = 16
     seed: int = 0
     verify: bool = True
+
+    def __post_init__(self) -> None:
+        import re
+
+        from .errors import Error
+        from .executor import C_RESERVED
+        if not isinstance(self.prefix, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,31}", self.prefix) \
+                or self.prefix in C_RESERVED or self.prefix.startswith(("aot_", "__")):
+            raise Error(f"prefix {self.prefix!r} must be a C identifier of at most 32 characters "
+                        f"(letters, digits, underscores; not a C keyword, not starting with aot_)")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,31}", str(self.pool)):
+            raise Error(f"pool name {self.pool!r} must be a C identifier of at most 32 characters")
+        if self.alignment < 1 or self.alignment & (self.alignment - 1) or self.alignment > 4096:
+            raise Error(f"alignment {self.alignment} must be a power of two up to 4096")
+        if self.pool_size is not None and self.pool_size < 0:
+            raise Error(f"pool size {self.pool_size} must not be negative")
 
 
 @dataclass(frozen=True)
@@ -60,6 +77,7 @@ def compile_model(model: Model, options: CompileOptions | None = None) -> Compil
     policy_name = "mixed" if isinstance(policy, Mapping) else policy.name
     timings = PassTimings()
     instruments = [_verify_instrument] if o.verify else []
+    check_limits(model)
     if o.verify:
         verify(model, infer_call)
     fused = run_passes(model, graph_pipeline(), instruments, timings)

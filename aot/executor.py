@@ -16,10 +16,27 @@ from .lower import lower_function
 from .ops.lowering import LowerCtx, kdtype
 
 
-def c_identifier(name: str) -> str:
+C_RESERVED = frozenset("""
+auto break case char const continue default do double else enum extern float for goto if inline int long
+register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
+_Bool _Complex _Imaginary bool true false NULL main errno assert int8_t uint8_t int16_t uint16_t int32_t
+uint32_t int64_t uint64_t size_t uintptr_t in out pool rc arc
+""".split())
+MAX_IDENTIFIER = 40
+
+
+def c_identifier(name: str, reserved_prefixes: tuple[str, ...] = ("aot_", "AOT_", "__")) -> str:
+    """A safe C identifier for a name from a model file: only [A-Za-z0-9_], not starting with a
+    digit, no C keyword or runtime name, at most 40 characters (long names end in a hash)."""
+    import hashlib
+
     s = re.sub(r"[^A-Za-z0-9_]", "_", name)
     if not s or s[0].isdigit():
         s = "t_" + s
+    if s in C_RESERVED or s.startswith(reserved_prefixes):
+        s = "v_" + s
+    if len(s) > MAX_IDENTIFIER:
+        s = s[:MAX_IDENTIFIER - 9] + "_" + hashlib.sha1(name.encode("utf-8", "replace")).hexdigest()[:8]
     return s
 
 
@@ -42,9 +59,13 @@ def build_kernel_module(model: Model, prefix: str = "model") -> K.KernelModule:
             kernels[call.op.name] = lower_function(ctx, model.functions[call.op.name])
 
     used = {"pool", "rc", prefix}
-    in_bufs = [K.Buffer(_unique(c_identifier(p.name), used), kdtype(p.type), max(p.type.size, 1))
+
+    def ident(name: str) -> str:
+        s = c_identifier(name)
+        return "t_" + s if s.startswith(prefix + "_") else s  # never shadow a generated function
+    in_bufs = [K.Buffer(_unique(ident(p.name), used), kdtype(p.type), max(p.type.size, 1))
                for p in main.params]
-    out_bufs = [K.Buffer(_unique(c_identifier(r.name), used), kdtype(r.type), max(r.type.size, 1))
+    out_bufs = [K.Buffer(_unique(ident(r.name), used), kdtype(r.type), max(r.type.size, 1))
                 for r in main.results]
 
     alias: dict[int, Var] = {}
@@ -73,7 +94,7 @@ def build_kernel_module(model: Model, prefix: str = "model") -> K.KernelModule:
     def buffer_of(v: Var) -> K.Buffer:
         r = root(v)
         if id(r) not in storage:
-            b = K.Buffer(_unique(c_identifier(r.name), used), kdtype(r.type), max(r.type.size, 1))
+            b = K.Buffer(_unique(ident(r.name), used), kdtype(r.type), max(r.type.size, 1))
             storage[id(r)] = b
             unplanned.append(b)
         return storage[id(r)]

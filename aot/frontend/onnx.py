@@ -663,6 +663,8 @@ class _Importer:
         if n.op in ("QuantizeLinear", "DequantizeLinear", "Constant", "Identity", "Dropout"):
             if handler is not None:
                 return handler(self, n)
+        if n.op == "Transpose" and any(v is not None and v.deq is not None for v in n.ins) and handler:
+            return handler(self, n)  # keep the int8 form of transposed QDQ weights
         if inputs_const and n.op not in NONDETERMINISTIC and (n.ins or n.op == "Constant"):
             folded = self._fold(n)
             if folded is not None:
@@ -824,3 +826,1102 @@ def handler(*ops: str) -> Callable:
         return fn
     return deco
 
+# ====================================================================== op handlers
+# Each handler takes the importer and the node (inputs resolved in node.ins) and returns
+# the Vals of the node's outputs. Inputs that are all constants were already folded.
+
+
+def _ints(v: Val | None, what: str) -> list[int] | None:
+    if v is None:
+        return None
+    if v.const is None:
+        raise unsupported(f"run-time {what}")
+    return [int(a) for a in np.asarray(v.const).reshape(-1)]
+
+
+def _norm_axes(axes: Sequence[int], r: int) -> list[int]:
+    out = []
+    for a in axes:
+        a = int(a)
+        if not -r <= a < r:
+            raise ShapeError(f"axis {a} out of range for rank {r}")
+        out.append(a % r)
+    return out
+
+
+def _is_qview(v: Val | None) -> bool:
+    return v is not None and v.deq is not None and v.deq.const is None and v.ir is None
+
+
+def _lift(im: _Importer, v: Val, fn: Callable[[Val], Val]) -> Val:
+    """Apply a data-movement op; on a QDQ view it runs on the int8 tensor (exact: data
+    movement commutes with dequantize) and the result stays a view."""
+    if _is_qview(v):
+        q = fn(v.deq)  # type: ignore[arg-type]
+        return Val(q.shape, "float32", deq=q, perm=q.perm)
+    return fn(v)
+
+
+def _hint(n: Node, k: int = 0) -> str:
+    return n.outputs[k] if k < len(n.outputs) and n.outputs[k] else n.name
+
+
+def _finish_qlinear(im: _Importer, n: Node, v: Val, quant: Quant | None) -> Val:
+    """QLinear* ops and QDQ patterns: make sure the result is int8 with `quant`."""
+    if quant is None:
+        return v
+    if v.dtype == "int8" and v.ir is not None:
+        return im.runtime_val(im.requant(v.ir, quant, _hint(n)), v.shape, v.perm)  # type: ignore[arg-type]
+    ir = im.emit("quantize", [im.rt(v, _hint(n))], _hint(n) + "_q", out_quant=quant, dtype="int8")
+    return im.runtime_val(ir, v.shape, v.perm)
+
+
+# ------------------------------------------------------------------ constants, identity
+@handler("Constant")
+def _constant(im: _Importer, n: Node) -> list[Val | None]:
+    for key, dt in (("value", None), ("value_float", np.float32), ("value_floats", np.float32),
+                    ("value_int", np.int64), ("value_ints", np.int64)):
+        if key in n.attrs:
+            arr = np.asarray(n.attrs[key], dtype=dt)
+            return [Val(tuple(arr.shape), arr.dtype.name, const=arr)]
+    raise unsupported("Constant without a numeric value (sparse or string)")
+
+
+@handler("Identity", "Dropout")
+def _identity(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    if n.op == "Dropout":
+        tm = n.inp(2)
+        if tm is not None and (tm.const is None or bool(np.asarray(tm.const).reshape(-1)[0])):
+            raise unsupported("training_mode")
+    return [x]
+
+
+# ------------------------------------------------------------------ quantize / dequantize
+def _qparams(im: _Importer, n: Node, si: int, zi: int, x_dtype: str | None = None
+             ) -> tuple[np.ndarray, np.ndarray, str]:
+    s, z = n.inp(si), n.inp(zi)
+    if s is None or s.const is None or (z is not None and z.const is None):
+        raise unsupported("run-time quantization parameters")
+    if n.attr("block_size", 0):
+        raise unsupported("blocked quantization")
+    if z is not None:
+        dt = z.const.dtype.name  # type: ignore[union-attr]
+    elif x_dtype is not None:
+        dt = x_dtype
+    else:
+        dt = {None: "uint8", 2: "uint8", 3: "int8"}.get(n.attr("output_dtype"), "other")
+    scale = np.asarray(s.const, dtype=np.float32).reshape(-1)
+    zp = np.asarray(z.const).astype(np.int64).reshape(-1) if z is not None else np.zeros(scale.size, np.int64)
+    return scale, zp, dt
+
+
+def _per_axis(arr: np.ndarray, v: np.ndarray, axis: int) -> np.ndarray:
+    if v.size == 1:
+        return v.reshape(())
+    shape = [1] * arr.ndim
+    shape[axis] = v.size
+    return v.reshape(shape)
+
+
+@handler("QuantizeLinear")
+def _quantize(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    scale, zp, dt = _qparams(im, n, 1, 2)
+    if dt not in ("int8", "uint8"):
+        raise unsupported(f"quantization to {dt}")
+    shift = 128 if dt == "uint8" else 0
+    axis = n.attr("axis", 1) % max(x.rank, 1)
+    if x.const is not None and x.deq is None:
+        xf = np.asarray(x.const, dtype=np.float32)
+        q = np.rint(xf / _per_axis(xf, scale, axis)) + _per_axis(xf, zp, axis)
+        lo, hi = (0, 255) if dt == "uint8" else (-128, 127)
+        q8 = (np.clip(q, lo, hi) - shift).astype(np.int8)
+        quant = Quant(tuple(float(s) for s in scale), tuple(int(z) - shift for z in zp),
+                      axis if scale.size > 1 else None)
+        return [Val(x.shape, "int8", const=q8, quant=quant)]
+    if scale.size != 1:
+        raise unsupported("per-axis quantization of a run-time tensor")
+    quant = Quant((float(scale[0]),), (int(zp[0]) - shift,))
+    if _is_qview(x):  # Q(DQ(q)): requantize the int8 tensor
+        q = x.deq
+        assert q is not None and q.ir is not None
+        return [im.runtime_val(im.requant(q.ir, quant, _hint(n)), q.shape, q.perm)]  # type: ignore[arg-type]
+    if x.dtype == "int8" and x.ir is not None and x.ir.type.quant is not None:  # an int8 op's result
+        return [im.runtime_val(im.requant(x.ir, quant, _hint(n)), x.shape, x.perm)]  # type: ignore[arg-type]
+    ir = im.emit("quantize", [im.f32(x, x.perm, _hint(n))], _hint(n), out_quant=quant, dtype="int8")
+    return [im.runtime_val(ir, x.shape, x.perm)]
+
+
+@handler("DequantizeLinear")
+def _dequantize(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    if x.const is not None and x.deq is None:
+        arr = np.asarray(x.const)
+        scale, zp, _ = _qparams(im, n, 1, 2, arr.dtype.name)
+        axis = n.attr("axis", 1) % max(arr.ndim, 1)
+        real = ((arr.astype(np.float64) - _per_axis(arr, zp, axis)) * _per_axis(arr, scale, axis)).astype(np.float32)
+        deq = None
+        if arr.dtype in (np.int8, np.uint8):
+            shift = 128 if arr.dtype == np.uint8 else 0
+            q8 = (arr.astype(np.int16) - shift).astype(np.int8)
+            deq = Val(x.shape, "int8", const=q8,
+                      quant=Quant(tuple(float(s) for s in scale), tuple(int(z) - shift for z in zp),
+                                  axis if scale.size > 1 else None))
+        return [Val(x.shape, "float32", const=real, deq=deq)]
+    if x.deq is not None or x.dtype not in ("int8", "uint8"):
+        raise unsupported(f"dequantize of a run-time {x.dtype} tensor")
+    scale, zp, dt = _qparams(im, n, 1, 2, x.dtype)
+    if scale.size != 1:
+        raise unsupported("per-axis dequantization of a run-time tensor")
+    shift = 128 if dt == "uint8" else 0
+    want = Quant((float(scale[0]),), (int(zp[0]) - shift,))
+    have = x.ir.type.quant if x.ir is not None else None
+    if have is None or have.scale != want.scale or have.zero_point != want.zero_point:
+        raise unsupported(f"dequantization parameters {want} differ from the tensor's {have}")
+    return [Val(x.shape, "float32", deq=x, perm=x.perm)]
+
+
+# ------------------------------------------------------------------ elementwise arithmetic
+def _binary(im: _Importer, op: str, a: Val, b: Val, hint: str, act: str = "none",
+            quant: Quant | None = None) -> Val:
+    r = max(a.rank, b.rank)
+    a = im.expand_rank(a, r, hint + "_a")
+    b = im.expand_rank(b, r, hint + "_b")
+    shape = tuple(int(d) for d in np.broadcast_shapes(a.shape, b.shape))
+    runtime = [v for v in (a, b) if v.const is None and v.rank == r]
+    perm = runtime[0].perm if runtime else _ident(r)
+    if quant is not None and op in ("add", "sub", "mul") and (im.qview(a) is not None or im.qview(b) is not None):
+        ia, ib = _int8_operand(im, a, perm, hint), _int8_operand(im, b, perm, hint)
+        if ia is not None and ib is not None:
+            y = im.emit(op, [ia, ib], hint, activation=act, out_quant=quant)
+            return im.runtime_val(y, shape, perm)
+    args = [im.f32(a, perm, hint + "_a"), im.f32(b, perm, hint + "_b")]
+    y = im.emit(op, args, hint, **({"activation": act} if act != "none" else {}))
+    return im.runtime_val(y, shape, perm)
+
+
+def _int8_operand(im: _Importer, v: Val, perm: Sequence[int], hint: str) -> Var | Constant | None:
+    """The int8 IR operand of a QDQ view (run time) or of a per-tensor int8 constant."""
+    q = im.qview(v)
+    if q is not None:
+        return im.as_layout(q, perm, hint)
+    w = im.qweight(v)
+    if w is None or w[1].axis is not None or len(w[1].scale) != 1:
+        return None
+    arr, quant = w
+    return im.const_ir(np.transpose(arr, perm) if arr.ndim else arr, hint + "_q8", quant=quant, dtype="int8")
+
+
+def _legacy_broadcast(im: _Importer, n: Node, a: Val, b: Val) -> Val:
+    """Opset < 7 arithmetic: `broadcast=1, axis=k` aligns B with A's axis k."""
+    if im.opset >= 7 or not n.attr("broadcast", 0) or "axis" not in n.attrs:
+        return b
+    axis = n.attr("axis") % max(a.rank, 1)
+    trail = a.rank - axis - b.rank
+    return im.reshape_val(b, b.shape + (1,) * trail, _hint(n) + "_bc") if trail > 0 else b
+
+
+@handler("Add", "Sub", "Mul", "Div")
+def _arith(im: _Importer, n: Node) -> list[Val | None]:
+    a, b = n.ins[0], n.ins[1]
+    assert a is not None and b is not None
+    b = _legacy_broadcast(im, n, a, b)
+    op = n.op.lower()
+    act, absorbed, pq = im.finish_chain(n, n.outputs[0])
+    quant = pq[0] if pq else None
+    y = _binary(im, op, a, b, _hint(n), act, quant)
+    im.set_chain_outputs(absorbed, y)
+    return [y]
+
+
+@handler("Sum", "Max", "Min", "Mean")
+def _variadic(im: _Importer, n: Node) -> list[Val | None]:
+    vals = [v for v in n.ins if v is not None]
+    op = {"Sum": "add", "Mean": "add", "Max": "maximum", "Min": "minimum"}[n.op]
+    acc = vals[0]
+    for i, v in enumerate(vals[1:]):
+        acc = _binary(im, op, acc, v, f"{_hint(n)}_{i}" if i < len(vals) - 2 or n.op == "Mean" else _hint(n))
+    if n.op == "Mean" and len(vals) > 1:
+        acc = _binary(im, "mul", acc, Val((), "float32", const=np.float32(1.0 / len(vals))), _hint(n))
+    return [acc]
+
+
+@handler("PRelu")
+def _prelu(im: _Importer, n: Node) -> list[Val | None]:
+    x, slope = n.ins[0], n.ins[1]
+    assert x is not None and slope is not None
+    if im.opset < 7 and slope.rank == 1 and x.rank > 2 and slope.shape[0] == x.shape[1]:
+        slope = im.reshape_val(slope, slope.shape + (1,) * (x.rank - 2), _hint(n) + "_s")
+    h = _hint(n)
+    zero = Val((), "float32", const=np.float32(0))
+    pos = _binary(im, "maximum", x, zero, h + "_pos")
+    neg = _binary(im, "minimum", x, zero, h + "_neg")
+    return [_binary(im, "add", pos, _binary(im, "mul", neg, slope, h + "_scaled"), h)]
+
+
+def _unary(im: _Importer, x: Val, op: str, hint: str, quant: Quant | None = None, **attrs: Any) -> Val:
+    q = im.qview(x) if quant is not None else None
+    if q is not None and op in ("relu", "relu6", "relu_n1_to_1", "sigmoid", "tanh", "leaky_relu", "hard_swish"):
+        y = im.emit(op, [im.rt(q, hint)], hint, out_quant=quant, **attrs)
+        return im.runtime_val(y, x.shape, q.perm)
+    y = im.emit(op, [im.f32(x, x.perm, hint)], hint, **attrs)
+    return im.runtime_val(y, x.shape, x.perm)
+
+
+UNARY_MAP = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Abs": "abs", "Neg": "neg", "Exp": "exp",
+             "HardSwish": "hard_swish"}
+
+
+@handler(*UNARY_MAP)
+def _simple_unary(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    pq = im.pending_q(n.outputs[0])
+    return [_unary(im, x, UNARY_MAP[n.op], _hint(n), pq[0] if pq else None)]
+
+
+@handler("LeakyRelu")
+def _leaky(im: _Importer, n: Node) -> list[Val | None]:
+    pq = im.pending_q(n.outputs[0])
+    return [_unary(im, n.ins[0], "leaky_relu", _hint(n), pq[0] if pq else None,  # type: ignore[arg-type]
+                   alpha=float(n.attr("alpha", 0.01)))]
+
+
+@handler("HardSigmoid")
+def _hard_sigmoid(im: _Importer, n: Node) -> list[Val | None]:
+    return [_unary(im, n.ins[0], "hard_sigmoid", _hint(n), alpha=float(n.attr("alpha", 0.2)),  # type: ignore[arg-type]
+                   beta=float(n.attr("beta", 0.5)))]
+
+
+@handler("Clip")
+def _clip(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    lo, hi = im._clip_bounds(n)
+    if lo is None or hi is None:
+        raise unsupported("run-time clip bounds")
+    pq = im.pending_q(n.outputs[0])
+    quant = pq[0] if pq else None
+    h = _hint(n)
+    for act, (a, b) in (("relu", (0.0, math.inf)), ("relu6", (0.0, 6.0)), ("relu_n1_to_1", (-1.0, 1.0))):
+        if lo == a and hi == b:
+            return [_unary(im, x, act, h, quant)]
+    if math.isinf(lo) and math.isinf(hi):
+        return [x]
+    if math.isinf(lo) or math.isinf(hi):
+        bound = Val((), "float32", const=np.float32(hi if math.isinf(lo) else lo))
+        return [_binary(im, "minimum" if math.isinf(lo) else "maximum", x, bound, h)]
+    return [_unary(im, x, "clip", h, min=float(lo), max=float(hi))]
+
+
+@handler("Elu", "Selu")
+def _elu(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    h = _hint(n)
+    alpha = float(n.attr("alpha", 1.0 if n.op == "Elu" else 1.67326319217681884765625))
+    zero = Val((), "float32", const=np.float32(0))
+    pos = _binary(im, "maximum", x, zero, h + "_pos")
+    e = _unary(im, _binary(im, "minimum", x, zero, h + "_neg"), "exp", h + "_exp")
+    neg = _binary(im, "mul", _binary(im, "sub", e, Val((), "float32", const=np.float32(1)), h + "_em1"),
+                  Val((), "float32", const=np.float32(alpha)), h + "_alpha")
+    y = _binary(im, "add", pos, neg, h if n.op == "Elu" else h + "_elu")
+    if n.op == "Selu":
+        gamma = float(n.attr("gamma", 1.05070102214813232421875))
+        y = _binary(im, "mul", y, Val((), "float32", const=np.float32(gamma)), h)
+    return [y]
+
+
+@handler("Softsign")
+def _softsign(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    h = _hint(n)
+    den = _binary(im, "add", _unary(im, x, "abs", h + "_abs"), Val((), "float32", const=np.float32(1)), h + "_den")
+    return [_binary(im, "div", x, den, h)]
+
+
+@handler("Reciprocal")
+def _reciprocal(im: _Importer, n: Node) -> list[Val | None]:
+    return [_binary(im, "div", Val((), "float32", const=np.float32(1)), n.ins[0], _hint(n))]  # type: ignore[arg-type]
+
+
+@handler("Pow")
+def _pow(im: _Importer, n: Node) -> list[Val | None]:
+    x, e = n.ins[0], n.ins[1]
+    assert x is not None and e is not None
+    if e.const is None or e.const.size != 1:
+        raise unsupported("exponent other than a constant scalar")
+    p = float(np.asarray(e.const).reshape(-1)[0])
+    h = _hint(n)
+    if p == 1.0:
+        return [x]
+    if p == 2.0:
+        return [_binary(im, "mul", x, x, h)]
+    if p == 3.0:
+        return [_binary(im, "mul", _binary(im, "mul", x, x, h + "_sq"), x, h)]
+    if p == -1.0:
+        return [_binary(im, "div", Val((), "float32", const=np.float32(1)), x, h)]
+    raise unsupported(f"exponent {p:g} (supported: 1, 2, 3, -1)")
+
+
+@handler("Cast")
+def _cast(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    to = im._np_dtype(int(n.attr("to", 0)))
+    if to == x.dtype or (to == "float32" and x.deq is not None):
+        return [x]
+    raise unsupported(f"cast of a run-time {x.dtype} tensor to {to}")
+
+
+# ------------------------------------------------------------------ convolution
+def _bn_affine(im: _Importer, bn: Node) -> tuple[np.ndarray, np.ndarray]:
+    g, b, m, v = (np.asarray(im.vals[i].const, dtype=np.float64) for i in bn.inputs[1:5])
+    eps = float(bn.attr("epsilon", 1e-5))
+    scale = g / np.sqrt(v + eps)
+    return scale.astype(np.float32), (b - m * scale).astype(np.float32)
+
+
+def _conv_impl(im: _Importer, n: Node, x: Val, w: Val, b: Val | None, quant: Quant | None,
+               chain: bool = True) -> Val:
+    if w.const is None:
+        raise unsupported("run-time weights")
+    if x.rank not in (3, 4):
+        raise unsupported(f"{x.rank - 2}-D convolution (1-D and 2-D are supported)")
+    W = np.asarray(w.const, dtype=np.float32)
+    sp = x.rank - 2
+    k = list(W.shape[2:])
+    strides = list(n.attr("strides", [1] * sp))
+    dil = list(n.attr("dilations", [1] * sp))
+    group = int(n.attr("group", 1))
+    pb, pe = im.resolve_pads(n, x.shape[2:], k, strides, dil)
+    c_in, o = x.shape[1], W.shape[0]
+    if W.shape[1] * group != c_in:
+        raise ShapeError(f"{n.label()}: weights {W.shape} with group {group} for {c_in} input channels")
+    if b is not None and b.const is None:
+        raise unsupported("run-time bias")
+    bias = None if b is None else np.asarray(b.const, dtype=np.float32).reshape(-1)
+    tensor = n.outputs[0]
+    absorbed: list[Node] = []
+    act = "none"
+    folded_bn = False
+    if chain:
+        bn = im.follow_bn(tensor)
+        if bn is not None:
+            scale, shift = _bn_affine(im, bn)
+            W = W * scale.reshape((-1,) + (1,) * (W.ndim - 1))
+            bias = (bias if bias is not None else np.zeros(o, np.float32)) * scale + shift
+            absorbed.append(bn)
+            tensor = bn.outputs[0]
+            folded_bn = True
+        act, more, pq = im.finish_chain(n, tensor)
+        absorbed += more
+        if pq is not None:
+            quant = pq[0]
+    x4, hint = x, _hint(n)
+    if sp == 1:
+        x4 = _lift(im, x, lambda v: im.to_2d(v, hint + "_2d"))
+        W = W[:, :, None, :]
+        strides, dil, pb, pe = [1] + strides, [1] + dil, [0] + pb, [0] + pe
+    kh, kw = W.shape[2], W.shape[3]
+    attrs: dict[str, Any] = dict(strides=tuple(strides), dilation=tuple(dil), padding=(pb[0], pe[0], pb[1], pe[1]),
+                                 activation=act)
+    if group == 1:
+        op, wt, waxis = "conv2d", W.transpose(0, 2, 3, 1), 0
+    elif group == c_in and o % c_in == 0:
+        op, wt, waxis = "depthwise_conv2d", W[:, 0].transpose(1, 2, 0)[None], 3
+        attrs["depth_multiplier"] = o // c_in
+    else:
+        op, wt, waxis = "group_conv2d", W.transpose(0, 2, 3, 1), 0
+        attrs["groups"] = group
+    y: Var | None = None
+    xq = im.qview(x4)
+    wq = im.qweight(w)
+    if quant is not None and xq is not None and wq is not None and not folded_bn and op != "group_conv2d":
+        warr, wquant = wq
+        if wquant.axis in (None, 0):
+            sx = xq.ir.type.quant.scale[0]  # type: ignore[union-attr]
+            sw = np.asarray(wquant.scale, dtype=np.float64)
+            q8 = np.asarray(warr)
+            if sp == 1:
+                q8 = q8[:, :, None, :]
+            q8t = q8.transpose(0, 2, 3, 1) if op == "conv2d" else q8[:, 0].transpose(1, 2, 0)[None]
+            per = len(sw) > 1
+            wc = im.const_ir(q8t, hint + "_w", dtype="int8",
+                             quant=Quant(tuple(float(s) for s in sw), (0,) * len(sw), waxis if per else None))
+            args: list[Var | Constant] = [im.as_layout(xq, NHWC, hint), wc]
+            if bias is not None:
+                bscale = sx * sw
+                bq = np.rint(bias.astype(np.float64) / np.broadcast_to(bscale, bias.shape)).astype(np.int64)
+                bq = np.clip(bq, -2**31, 2**31 - 1).astype(np.int32)
+                args.append(im.const_ir(bq, hint + "_b", dtype="int32",
+                                        quant=Quant(tuple(float(s) for s in np.broadcast_to(bscale, bias.shape))
+                                                    if per else (float(bscale.reshape(-1)[0]),),
+                                                    (0,) * (len(bias) if per else 1), 0 if per else None)))
+            y = im.emit(op, args, hint, out_quant=quant, **attrs)
+    if y is None:
+        args = [im.f32(x4, NHWC, hint), im.const_ir(wt, hint + "_w")]
+        if bias is not None:
+            args.append(im.const_ir(bias, hint + "_b"))
+        y = im.emit(op, args, hint, **attrs)
+    shape4 = (x.shape[0], o, y.type.shape[1], y.type.shape[2])
+    out = im.runtime_val(y, shape4, NHWC)
+    if sp == 1:
+        out = im.reshape_val(out, (x.shape[0], o, shape4[3]), hint + "_1d")
+    im.set_chain_outputs(absorbed, out)
+    return out
+
+
+@handler("Conv")
+def _conv(im: _Importer, n: Node) -> list[Val | None]:
+    return [_conv_impl(im, n, n.ins[0], n.ins[1], n.inp(2), None)]  # type: ignore[arg-type]
+
+
+def _qlinear_val(im: _Importer, n: Node, xi: int, si: int, zi: int) -> Val:
+    """A QLinear* operand as a DQ view (run-time int8) or a dequantized constant."""
+    x = n.ins[xi]
+    assert x is not None
+    fake = Node(n.proto, n.index, "DequantizeLinear", n.name, [n.inputs[xi], n.inputs[si], n.inputs[zi]],
+                n.outputs[:1], {"axis": 0 if xi == 3 and n.op == "QLinearConv" else n.attrs.get("axis", 1)},
+                [x, n.ins[si], n.ins[zi]])
+    if n.op == "QLinearMatMul" and xi == 3 and n.ins[si] is not None and n.ins[si].const is not None \
+            and n.ins[si].const.size > 1:  # type: ignore[union-attr]
+        fake.attrs["axis"] = x.rank - 1
+    return _dequantize(im, fake)[0]  # type: ignore[return-value]
+
+
+def _out_quant(im: _Importer, n: Node, si: int, zi: int) -> Quant:
+    scale, zp, dt = _qparams(im, n, si, zi)
+    if scale.size != 1 or dt not in ("int8", "uint8"):
+        raise unsupported("per-axis or non-8-bit output quantization")
+    return Quant((float(scale[0]),), (int(zp[0]) - (128 if dt == "uint8" else 0),))
+
+
+@handler("QLinearConv")
+def _qlinear_conv(im: _Importer, n: Node) -> list[Val | None]:
+    x = _qlinear_val(im, n, 0, 1, 2)
+    w = _qlinear_val(im, n, 3, 4, 5)
+    quant = _out_quant(im, n, 6, 7)
+    b = n.inp(8)
+    bias = None
+    if b is not None:
+        if b.const is None:
+            raise unsupported("run-time bias")
+        sx = float(np.asarray(n.ins[1].const).reshape(-1)[0])  # type: ignore[union-attr]
+        sw = np.asarray(n.ins[4].const, dtype=np.float64).reshape(-1)  # type: ignore[union-attr]
+        bias = Val(b.shape, "float32", const=(np.asarray(b.const, np.float64) * sx * sw).astype(np.float32))
+    y = _conv_impl(im, n, x, w, bias, quant, chain=False)
+    return [_finish_qlinear(im, n, y, quant)]
+
+
+# ------------------------------------------------------------------ matrix products
+def _fc(im: _Importer, n: Node, a: Val, w: np.ndarray, bias: np.ndarray | None, hint: str, act: str,
+        quant: Quant | None, wdeq: tuple[np.ndarray, Quant] | None) -> Val:
+    """y[..., N] = a[..., K] @ w[N, K].T + bias, with `a` row-major (logical order)."""
+    k = w.shape[1]
+    lead = a.shape[:-1] if a.rank >= 2 else ()
+    xq = im.qview(a)
+    if quant is not None and xq is not None and wdeq is not None and wdeq[1].axis in (None, 0):
+        warr, wquant = wdeq
+        sx = xq.ir.type.quant.scale[0]  # type: ignore[union-attr]
+        sw = np.asarray(wquant.scale, dtype=np.float64)
+        per = len(sw) > 1
+        wc = im.const_ir(warr, hint + "_w", dtype="int8",
+                         quant=Quant(tuple(float(s) for s in sw), (0,) * len(sw), 0 if per else None))
+        args: list[Var | Constant] = [im.as_layout(xq, _ident(xq.rank), hint), wc]
+        if bias is not None:
+            bscale = np.broadcast_to(sx * sw, bias.shape)
+            bq = np.clip(np.rint(bias.astype(np.float64) / bscale), -2**31, 2**31 - 1).astype(np.int32)
+            args.append(im.const_ir(bq, hint + "_b", dtype="int32",
+                                    quant=Quant(tuple(float(s) for s in bscale) if per else (float(bscale[0]),),
+                                                (0,) * (len(bias) if per else 1), 0 if per else None)))
+        y = im.emit("fully_connected", args, hint, activation=act, keep_num_dims=a.rank > 2, out_quant=quant)
+    else:
+        args = [im.f32(a, _ident(a.rank), hint), im.const_ir(w, hint + "_w")]
+        if bias is not None:
+            args.append(im.const_ir(bias, hint + "_b"))
+        y = im.emit("fully_connected", args, hint, activation=act, keep_num_dims=a.rank > 2)
+    shape = tuple(lead) + (w.shape[0],) if a.rank >= 2 else (1, w.shape[0])
+    del k
+    return im.runtime_val(y, shape)
+
+
+@handler("Gemm")
+def _gemm(im: _Importer, n: Node) -> list[Val | None]:
+    a, b, c = n.ins[0], n.ins[1], n.inp(2)
+    assert a is not None and b is not None
+    alpha, beta = float(n.attr("alpha", 1.0)), float(n.attr("beta", 1.0))
+    if a.rank != 2 or b.rank != 2:
+        raise ShapeError(f"{n.label()}: Gemm needs 2-D operands, got {a.shape} and {b.shape}")
+    h = _hint(n)
+    if n.attr("transA", 0):
+        a = _lift(im, a, lambda v: im.transpose_val(v, (1, 0)))
+    if n.attr("transB", 0):
+        b = _lift(im, b, lambda v: im.transpose_val(v, (1, 0)))
+    m, nn = a.shape[0], b.shape[1]
+    act, absorbed, pq = im.finish_chain(n, n.outputs[0])
+    quant = pq[0] if pq else None
+    if b.const is not None:
+        w = (np.asarray(b.const, dtype=np.float32) * np.float32(alpha)).T
+        bias = None
+        if c is not None and c.const is not None and beta != 0 and (c.const.size == 1 or c.shape in ((nn,), (1, nn))):
+            bias = np.broadcast_to(np.asarray(c.const, np.float32).reshape(-1) * np.float32(beta), (nn,)).copy()
+            c = None
+        wdeq = None
+        if alpha == 1.0 and b.deq is not None:
+            qw = im.qweight(b)
+            if qw is not None:
+                wdeq = (np.ascontiguousarray(qw[0].T), _quant_axis(qw[1], (1, 0)))  # type: ignore[arg-type]
+        post = c is not None and beta != 0
+        y = _fc(im, n, a, np.ascontiguousarray(w), bias, h if not post else h + "_mm",
+                act if not post else "none", quant if not post else None, wdeq)
+    else:
+        y = _matmul_dyn(im, a, b, h + "_mm" if (alpha != 1.0 or c is not None) else h)
+        if alpha != 1.0:
+            y = _binary(im, "mul", y, Val((), "float32", const=np.float32(alpha)), h + "_alpha" if c is not None else h)
+        post = c is not None and beta != 0
+        if act != "none" and not post:
+            y = _unary(im, y, act, h + "_act")
+    if c is not None and beta != 0:
+        cc = c if beta == 1.0 else _binary(im, "mul", c, Val((), "float32", const=np.float32(beta)), h + "_beta")
+        y = _binary(im, "add", y, cc, h, act)
+    del m
+    im.set_chain_outputs(absorbed, y)
+    return [y]
+
+
+def _matmul_dyn(im: _Importer, a: Val, b: Val, hint: str) -> Val:
+    """numpy.matmul of two operands, any of them at run time (batch_matmul)."""
+    a2 = im.reshape_val(a, (1,) + a.shape, hint + "_a2") if a.rank == 1 else a
+    b2 = im.reshape_val(b, b.shape + (1,), hint + "_b2") if b.rank == 1 else b
+    ia = im.f32(a2, _ident(a2.rank), hint + "_a")
+    ib = im.f32(b2, _ident(b2.rank), hint + "_b")
+    y = im.emit("batch_matmul", [ia, ib], hint)
+    shape = tuple(y.type.shape)
+    out = im.runtime_val(y, shape)
+    final = list(shape)
+    if a.rank == 1:
+        final.pop(-2)
+    if b.rank == 1:
+        final.pop(-1)
+    return im.reshape_val(out, tuple(final), hint + "_v") if tuple(final) != shape else out
+
+
+def _matmul_impl(im: _Importer, n: Node, a: Val, b: Val, quant: Quant | None) -> Val:
+    h = _hint(n)
+    act, absorbed, pq = im.finish_chain(n, n.outputs[0]) if quant is None else ("none", [], None)
+    if pq is not None:
+        quant = pq[0]
+    if b.const is not None and b.rank in (1, 2) and a.rank >= 1:
+        w = np.asarray(b.const, dtype=np.float32)
+        w = w[:, None] if w.ndim == 1 else w
+        wdeq = None
+        qw = im.qweight(b) if b.rank == 2 else None
+        if qw is not None and (qw[1].axis in (None, 1)):
+            wdeq = (np.ascontiguousarray(qw[0].T), _quant_axis(qw[1], (1, 0)))  # type: ignore[arg-type]
+        a2 = a if a.rank >= 2 else _lift(im, a, lambda v: im.reshape_val(v, (1, a.shape[0]), h + "_a2"))
+        y = _fc(im, n, a2, np.ascontiguousarray(w.T), None, h, act, quant, wdeq)
+        final = list(y.shape)
+        if a.rank == 1:
+            final.pop(-2)
+        if b.rank == 1:
+            final.pop(-1)
+        if tuple(final) != y.shape:
+            y = im.reshape_val(y, tuple(final), h + "_v")
+    else:
+        y = _matmul_dyn(im, a, b, h)
+        if act != "none":
+            y = _unary(im, y, act, h + "_act")
+    im.set_chain_outputs(absorbed, y)
+    return y
+
+
+@handler("MatMul")
+def _matmul(im: _Importer, n: Node) -> list[Val | None]:
+    return [_matmul_impl(im, n, n.ins[0], n.ins[1], None)]  # type: ignore[arg-type]
+
+
+@handler("QLinearMatMul")
+def _qlinear_matmul(im: _Importer, n: Node) -> list[Val | None]:
+    a = _qlinear_val(im, n, 0, 1, 2)
+    b = _qlinear_val(im, n, 3, 4, 5)
+    quant = _out_quant(im, n, 6, 7)
+    y = _matmul_impl(im, n, a, b, quant)
+    return [_finish_qlinear(im, n, y, quant)]
+
+
+# ------------------------------------------------------------------ normalization
+@handler("BatchNormalization")
+def _batchnorm(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    if n.attr("training_mode", 0):
+        raise unsupported("training_mode")
+    if im.opset < 9 and n.attr("spatial", 1) == 0:
+        raise unsupported("spatial=0")
+    if any(v is None or v.const is None for v in n.ins[1:5]):
+        raise unsupported("run-time statistics")
+    scale, shift = _bn_affine(im, n)
+    shape = (x.shape[1],) + (1,) * (x.rank - 2)
+    h = _hint(n)
+    y = _binary(im, "mul", x, Val(shape, "float32", const=scale.reshape(shape)), h + "_scale")
+    return [_binary(im, "add", y, Val(shape, "float32", const=shift.reshape(shape)), h)]
+
+
+# ------------------------------------------------------------------ pools
+def _pool_geometry(im: _Importer, n: Node, x: Val) -> dict[str, Any]:
+    sp = x.rank - 2
+    k = list(n.attr("kernel_shape", []))
+    if len(k) != sp:
+        raise ShapeError(f"{n.label()}: kernel_shape {k} for {sp} spatial axes")
+    strides = list(n.attr("strides", [1] * sp))
+    dil = list(n.attr("dilations", [1] * sp))
+    pb, pe = im.resolve_pads(n, x.shape[2:], k, strides, dil)
+    decl_e = list(pe)
+    ceil = bool(n.attr("ceil_mode", 0)) and n.attr("auto_pad", "NOTSET") in ("NOTSET", "")
+    for i in range(sp):
+        size, eff = x.shape[2 + i], (k[i] - 1) * dil[i] + 1
+        total = size + pb[i] + pe[i]
+        if total < eff:
+            raise ShapeError(f"{n.label()}: window {eff} larger than the padded input {total}")
+        if ceil:
+            out = -(-(total - eff) // strides[i]) + 1
+            if (out - 1) * strides[i] >= size + pb[i]:
+                out -= 1
+        else:
+            out = (total - eff) // strides[i] + 1
+        pe[i] += max(0, (out - 1) * strides[i] + eff - total)
+    if sp == 1:
+        k, strides, dil, pb, pe, decl_e = [1] + k, [1] + strides, [1] + dil, [0] + pb, [0] + pe, [0] + decl_e
+    return dict(pool_size=tuple(k), strides=tuple(strides), dilation=tuple(dil),
+                padding=(pb[0], pe[0], pb[1], pe[1]), count_padding=(pb[0], decl_e[0], pb[1], decl_e[1]))
+
+
+@handler("MaxPool", "AveragePool")
+def _pool(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    if x.rank not in (3, 4):
+        raise unsupported(f"{x.rank - 2}-D pooling (1-D and 2-D are supported)")
+    if n.op == "MaxPool" and n.attr("storage_order", 0) and len(n.outputs) > 1 and n.outputs[1]:
+        raise unsupported("indices output")
+    geo = _pool_geometry(im, n, x)
+    h = _hint(n)
+    x4 = _lift(im, x, lambda v: im.to_2d(v, h + "_2d")) if x.rank == 3 else x
+    dil1 = geo["dilation"] == (1, 1)
+    base = {k: geo[k] for k in ("pool_size", "strides", "padding")}
+    pq = im.pending_q(n.outputs[0]) if n.op == "AveragePool" else None
+    y: Var | None = None
+    out_deq = False
+    if n.op == "MaxPool" and dil1 and _is_qview(x4) and im.qview(x4) is not None:
+        # max commutes with dequantize (scale > 0): pool the int8 tensor, stay a QDQ view
+        y = im.emit("max_pool2d", [im.as_layout(x4.deq, NHWC, h)], h, **base)  # type: ignore[arg-type]
+        out_deq = True
+    elif pq is not None and im.qview(x4) is not None and dil1 and not n.attr("count_include_pad", 0):
+        y = im.emit("avg_pool2d", [im.as_layout(x4.deq, NHWC, h)], h, **base)  # type: ignore[arg-type]
+        y = im.requant(y, pq[0], h)
+    else:
+        xi = im.f32(x4, NHWC, h)
+        if n.op == "MaxPool":
+            y = im.emit("max_pool2d" if dil1 else "max_pool2d_dilated", [xi], h,
+                        **(base if dil1 else {**base, "dilation": geo["dilation"]}))
+        elif dil1 and not n.attr("count_include_pad", 0):
+            y = im.emit("avg_pool2d", [xi], h, **base)
+        else:
+            cp = geo["count_padding"] if n.attr("count_include_pad", 0) else (0, 0, 0, 0)
+            y = im.emit("avg_pool2d_inclusive", [xi], h, **base, dilation=geo["dilation"], count_padding=cp)
+    shape4 = (x.shape[0], x.shape[1], y.type.shape[1], y.type.shape[2])
+    out = im.runtime_val(y, shape4, NHWC)
+    if out_deq:
+        out = Val(shape4, "float32", deq=out, perm=NHWC)
+    if x.rank == 3:
+        out = _lift(im, out, lambda v: im.reshape_val(v, (x.shape[0], x.shape[1], shape4[3]), h + "_1d"))
+    return [out]
+
+
+@handler("GlobalAveragePool", "GlobalMaxPool")
+def _global_pool(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    if x.rank < 3:
+        raise ShapeError(f"{n.label()}: input rank {x.rank} < 3")
+    axes = list(range(2, x.rank))
+    kind = "mean" if n.op == "GlobalAveragePool" else "max"
+    return [_reduce_impl(im, n, x, axes, True, kind)]
+
+
+# ------------------------------------------------------------------ reductions
+REDUCE_OPS = {"ReduceMean": "mean", "ReduceSum": "sum", "ReduceMax": "max", "ReduceMin": "min",
+              "ReduceProd": "prod", "ReduceSumSquare": "sum_square", "ReduceL1": "l1"}
+
+
+def _reduce_impl(im: _Importer, n: Node, x: Val, axes: list[int], keep: bool, kind: str) -> Val:
+    h = _hint(n)
+    r = x.rank
+    if keep:
+        shape = tuple(1 if d in axes else s for d, s in enumerate(x.shape))
+        out_perm = x.perm
+    else:
+        shape = tuple(s for d, s in enumerate(x.shape) if d not in axes)
+        renum = {d: i for i, d in enumerate(dd for dd in range(r) if dd not in axes)}
+        out_perm = tuple(renum[p] for p in x.perm if p not in axes)
+    pa = sorted(x.perm.index(a) for a in axes)
+    if kind == "mean":
+        pq = im.pending_q(n.outputs[0])
+        q = im.qview(x) if pq is not None else None
+        if q is not None:
+            y = im.emit("mean", [im.rt(q, h)], h, axes=tuple(pa), keep_dims=keep, out_quant=pq[0])  # type: ignore[index]
+        else:
+            y = im.emit("mean", [im.f32(x, x.perm, h)], h, axes=tuple(pa), keep_dims=keep)
+    else:
+        y = im.emit("reduce", [im.f32(x, x.perm, h)], h, kind=kind, axes=tuple(pa), keep_dims=keep)
+    return im.runtime_val(y, shape, out_perm)
+
+
+@handler(*REDUCE_OPS)
+def _reduce(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    axes_from_input = (n.op == "ReduceSum" and im.opset >= 13) or im.opset >= 18
+    axes = _ints(n.inp(1), "axes") if axes_from_input else n.attr("axes")
+    keep = bool(n.attr("keepdims", 1))
+    if not axes:
+        if n.attr("noop_with_empty_axes", 0):
+            return [x]
+        axes = list(range(x.rank))
+    return [_reduce_impl(im, n, x, sorted(set(_norm_axes(axes, x.rank))), keep, REDUCE_OPS[n.op])]
+
+
+# ------------------------------------------------------------------ softmax
+@handler("Softmax")
+def _softmax(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    r = x.rank
+    h = _hint(n)
+    axis = _norm_axes([n.attr("axis", -1 if im.opset >= 13 else 1)], r)[0]
+    if im.opset < 13:
+        tail = [a for a in range(axis, r) if x.shape[a] != 1]
+        if len(tail) > 1:  # softmax over the flattened trailing axes
+            rows = int(np.prod(x.shape[:axis], dtype=np.int64))
+            x2 = im.reshape_val(x, (rows, int(np.prod(x.shape[axis:], dtype=np.int64))), h + "_2d")
+            y2 = _softmax_axis(im, n, x2, 1, h + "_sm")
+            return [im.reshape_val(y2, x.shape, h)]
+        axis = tail[0] if tail else axis
+    return [_softmax_axis(im, n, x, axis, h)]
+
+
+def _softmax_axis(im: _Importer, n: Node, x: Val, axis: int, hint: str) -> Val:
+    pa = x.perm.index(axis)
+    pq = im.pending_q(n.outputs[0])
+    q = im.qview(x) if pq is not None else None
+    if pa == x.rank - 1:
+        if q is not None:
+            y = im.emit("softmax", [im.rt(q, hint)], hint, beta=1.0, out_quant=pq[0])  # type: ignore[index]
+        else:
+            y = im.emit("softmax", [im.f32(x, x.perm, hint)], hint, beta=1.0)
+    else:
+        y = im.emit("softmax_axis", [im.f32(x, x.perm, hint)], hint, axis=pa, beta=1.0)
+    return im.runtime_val(y, x.shape, x.perm)
+
+
+# ------------------------------------------------------------------ shape manipulation
+@handler("Reshape")
+def _reshape(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    shape = _ints(n.inp(1), "target shape") if im.opset >= 5 else list(n.attr("shape", []))
+    assert shape is not None
+    allowzero = n.attr("allowzero", 0)
+    out = [x.shape[i] if (d == 0 and not allowzero and i < x.rank) else d for i, d in enumerate(shape)]
+    if out.count(-1) == 1:
+        known = int(np.prod([d for d in out if d != -1], dtype=np.int64))
+        out[out.index(-1)] = int(np.prod(x.shape, dtype=np.int64)) // max(known, 1)
+    if int(np.prod(out, dtype=np.int64)) != int(np.prod(x.shape, dtype=np.int64)):
+        raise ShapeError(f"{n.label()}: cannot reshape {x.shape} to {shape}")
+    return [_lift(im, x, lambda v: im.reshape_val(v, out, _hint(n)))]
+
+
+@handler("Flatten")
+def _flatten(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    axis = int(n.attr("axis", 1))
+    axis = axis + x.rank if axis < 0 else axis
+    shape = (int(np.prod(x.shape[:axis], dtype=np.int64)), int(np.prod(x.shape[axis:], dtype=np.int64)))
+    return [_lift(im, x, lambda v: im.reshape_val(v, shape, _hint(n)))]
+
+
+@handler("Squeeze", "Unsqueeze")
+def _squeeze(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    axes = _ints(n.inp(1), "axes") if im.opset >= 13 else n.attr("axes")
+    if n.op == "Squeeze":
+        ax = set(_norm_axes(axes, x.rank)) if axes else {d for d, s in enumerate(x.shape) if s == 1}
+        if any(x.shape[a] != 1 for a in ax):
+            raise ShapeError(f"{n.label()}: cannot squeeze non-unit axes {sorted(ax)} of {x.shape}")
+        shape = tuple(s for d, s in enumerate(x.shape) if d not in ax)
+    else:
+        r = x.rank + len(axes or [])
+        ax = set(_norm_axes(axes or [], r))
+        it = iter(x.shape)
+        shape = tuple(1 if d in ax else next(it) for d in range(r))
+    return [_lift(im, x, lambda v: im.reshape_val(v, shape, _hint(n)))]
+
+
+@handler("Transpose")
+def _transpose(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    perm = n.attr("perm") or list(reversed(range(x.rank)))
+    return [_lift(im, x, lambda v: im.transpose_val(v, perm))]
+
+
+@handler("Concat")
+def _concat(im: _Importer, n: Node) -> list[Val | None]:
+    vals = [v for v in n.ins if v is not None]
+    r = vals[0].rank
+    axis = _norm_axes([n.attr("axis", 1 if im.opset < 4 else 0)], r)[0]
+    parts = [v for v in vals if 0 not in v.shape]
+    h = _hint(n)
+    if len(parts) == 1:
+        return [parts[0]]
+    shape = list(parts[0].shape)
+    shape[axis] = sum(v.shape[axis] for v in parts)
+    runtime = [v for v in parts if v.const is None]
+    perm = runtime[0].perm if runtime else _ident(r)
+    pa = perm.index(axis)
+    qs = [im.qview(v) for v in parts]
+    if all(q is not None for q in qs) and len({q.ir.type.quant for q in qs}) == 1:  # type: ignore[union-attr]
+        quant = qs[0].ir.type.quant  # type: ignore[union-attr]
+        y = im.emit("concat", [im.as_layout(q, perm, h) for q in qs], h, axis=pa, out_quant=quant)  # type: ignore[arg-type]
+        return [Val(tuple(shape), "float32", deq=im.runtime_val(y, shape, perm), perm=perm)]
+    pq = im.pending_q(n.outputs[0])
+    if pq is not None and all(q is not None for q in qs):
+        y = im.emit("concat", [im.as_layout(q, perm, h) for q in qs], h, axis=pa, out_quant=pq[0])  # type: ignore[arg-type]
+        return [im.runtime_val(y, shape, perm)]
+    y = im.emit("concat", [im.f32(v, perm, h) for v in parts], h, axis=pa)
+    return [im.runtime_val(y, shape, perm)]
+
+
+@handler("Pad")
+def _pad(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    r = x.rank
+    if im.opset < 11:
+        pads = list(n.attr("pads", n.attr("paddings", [])))
+        value = float(n.attr("value", 0.0))
+        axes = list(range(r))
+    else:
+        pads = _ints(n.inp(1), "pads") or []
+        cv = n.inp(2)
+        if cv is not None and cv.const is None:
+            raise unsupported("run-time pad value")
+        value = float(np.asarray(cv.const).reshape(-1)[0]) if cv is not None and cv.const.size else 0.0  # type: ignore[union-attr]
+        axes = _norm_axes(_ints(n.inp(3), "axes") or list(range(r)), r)
+    mode = n.attr("mode", "constant")
+    if len(pads) != 2 * len(axes):
+        raise ShapeError(f"{n.label()}: {len(pads)} pads for {len(axes)} axes")
+    before, after = [0] * r, [0] * r
+    for i, a in enumerate(axes):
+        before[a], after[a] = pads[i], pads[i + len(axes)]
+    h = _hint(n)
+    if min(before + after) < 0:  # negative pads crop
+        begin = [max(0, -b) for b in before]
+        size = [x.shape[d] - begin[d] - max(0, -after[d]) for d in range(r)]
+        x = _slice_val(im, x, begin, [1] * r, size, h + "_crop")
+        before, after = [max(0, b) for b in before], [max(0, a) for a in after]
+    if not any(before) and not any(after):
+        return [x]
+    shape = tuple(s + b + a for s, b, a in zip(x.shape, before, after))
+
+    def run(v: Val, pad_value: float | None) -> Val:
+        ir = im.rt(v, h)
+        pp = tuple((before[p], after[p]) for p in v.perm)
+        if mode == "constant":
+            y = im.emit("pad", [ir], h, pads=pp, value=pad_value)
+        elif mode in ("reflect", "edge", "wrap"):
+            y = im.emit("pad_mode", [ir], h, pads=pp, mode=mode)
+        else:
+            raise unsupported(f"mode {mode!r}")
+        return im.runtime_val(y, shape, v.perm)
+
+    if _is_qview(x) and im.qview(x) is not None:
+        q = x.deq
+        assert q is not None
+        qt = q.ir.type.quant  # type: ignore[union-attr]
+        zq = value / qt.scale[0] + qt.zero_point[0]  # type: ignore[union-attr]
+        if mode != "constant" or (float(zq).is_integer() and -128 <= zq <= 127):
+            y = run(q, None if mode != "constant" else int(zq))
+            return [Val(shape, "float32", deq=y, perm=y.perm)]
+    if x.deq is not None:  # a QDQ view padded in float
+        x = Val(x.shape, "float32", ir=im.rt(x, h), perm=x.perm)
+    elif x.dtype != "float32":
+        value = int(value)  # type: ignore[assignment]
+    return [run(x, value if mode == "constant" else None)]
+
+
+def _slice_val(im: _Importer, x: Val, begin: Sequence[int], step: Sequence[int], size: Sequence[int],
+               hint: str) -> Val:
+    """x[begin[d] : : step[d]][:size[d]] per logical axis, on the physical layout."""
+    if x.const is not None:
+        arr = x.const
+        for d in range(x.rank):
+            arr = np.take(arr, [begin[d] + i * step[d] for i in range(size[d])], axis=d)
+        return Val(tuple(arr.shape), x.dtype, const=arr)
+    shape = tuple(int(s) for s in size)
+    if tuple(shape) == x.shape and all(s == 1 for s in step) and not any(begin):
+        return x
+
+    def run(v: Val) -> Val:
+        ir = im.rt(v, hint)
+        y = im.emit("strided_slice", [ir], hint, begin=tuple(int(begin[p]) for p in v.perm),
+                    step=tuple(int(step[p]) for p in v.perm), size=tuple(shape[p] for p in v.perm))
+        return im.runtime_val(y, shape, v.perm)
+
+    return _lift(im, x, run)
+
+
+@handler("Slice")
+def _slice(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    r = x.rank
+    if im.opset < 10:
+        starts, ends = list(n.attr("starts", [])), list(n.attr("ends", []))
+        axes = list(n.attr("axes", range(len(starts))))
+        steps = [1] * len(starts)
+    else:
+        starts, ends = _ints(n.inp(1), "starts") or [], _ints(n.inp(2), "ends") or []
+        axes = _ints(n.inp(3), "axes") or list(range(len(starts)))
+        steps = _ints(n.inp(4), "steps") or [1] * len(starts)
+    begin, step, size = [0] * r, [1] * r, list(x.shape)
+    for s, e, a, st in zip(starts, ends, _norm_axes(axes, r), steps):
+        if st == 0:
+            raise ShapeError(f"{n.label()}: step 0")
+        rr = range(*slice(s, e, st).indices(x.shape[a]))
+        begin[a], step[a], size[a] = (rr.start if len(rr) else 0), st, len(rr)
+    if 0 in size:
+        raise unsupported("empty result")
+    return [_slice_val(im, x, begin, step, size, _hint(n))]
+
+
+@handler("Split")
+def _split(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    axis = _norm_axes([n.attr("axis", 0)], x.rank)[0]
+    parts = _ints(n.inp(1), "split sizes") if im.opset >= 13 else n.attr("split")
+    k = len([o for o in n.outputs])
+    if not parts:
+        num = int(n.attr("num_outputs", k))
+        size = -(-x.shape[axis] // num)
+        parts = [min(size, x.shape[axis] - i * size) for i in range(num)]
+    out: list[Val | None] = []
+    off = 0
+    for i, p in enumerate(parts):
+        begin = [0] * x.rank
+        begin[axis] = off
+        size = list(x.shape)
+        size[axis] = p
+        out.append(_slice_val(im, x, begin, [1] * x.rank, size, _hint(n, i)) if p > 0 else None)
+        off += p
+    return out
+
+
+@handler("Gather")
+def _gather(im: _Importer, n: Node) -> list[Val | None]:
+    x, ind = n.ins[0], n.ins[1]
+    assert x is not None and ind is not None
+    if ind.const is None:
+        raise unsupported("run-time indices")
+    axis = _norm_axes([n.attr("axis", 0)], x.rank)[0]
+    idx = np.asarray(ind.const).astype(np.int64)
+    idx = np.where(idx < 0, idx + x.shape[axis], idx)
+    q = idx.ndim
+    shape = x.shape[:axis] + tuple(idx.shape) + x.shape[axis + 1:]
+    h = _hint(n)
+
+    def run(v: Val) -> Val:
+        ir = im.rt(v, h)
+        pa = v.perm.index(axis)
+        y = im.emit("take", [ir], h, axis=pa, indices=tuple(int(i) for i in idx.reshape(-1)),
+                    indices_shape=tuple(int(d) for d in idx.shape))
+        perm: list[int] = []
+        for p in v.perm:
+            if p < axis:
+                perm.append(p)
+            elif p == axis:
+                perm.extend(range(axis, axis + q))
+            else:
+                perm.append(p + q - 1)
+        return im.runtime_val(y, shape, perm)
+
+    return [_lift(im, x, run)]
+
+
+@handler("Expand")
+def _expand(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    target = _ints(n.inp(1), "shape") or []
+    r = max(x.rank, len(target))
+    shape = tuple(int(d) for d in np.broadcast_shapes(x.shape, tuple(target)))
+    h = _hint(n)
+
+    def run(v: Val) -> Val:
+        v = im.expand_rank(v, r, h + "_r")
+        if v.shape == shape:
+            return v
+        ir = im.rt(v, h)
+        y = im.emit("broadcast_to", [ir], h, shape=phys_shape(shape, v.perm))
+        return im.runtime_val(y, shape, v.perm)
+
+    return [_lift(im, x, run)]
+
+
+@handler("Tile")
+def _tile(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    reps = _ints(n.inp(1), "repeats") or []
+    shape = tuple(s * r for s, r in zip(x.shape, reps))
+    h = _hint(n)
+
+    def run(v: Val) -> Val:
+        y = im.emit("tile", [im.rt(v, h)], h, reps=tuple(int(reps[p]) for p in v.perm))
+        return im.runtime_val(y, shape, v.perm)
+
+    return [_lift(im, x, run)]
+
+
+@handler("DepthToSpace", "SpaceToDepth")
+def _depth_space(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    if x.rank != 4:
+        raise ShapeError(f"{n.label()}: needs a 4-D input")
+    b = int(n.attr("blocksize"))
+    nb, c, hh, ww = x.shape
+    h = _hint(n)
+
+    def run(v: Val) -> Val:
+        if n.op == "DepthToSpace":
+            if n.attr("mode", "DCR") == "DCR":
+                t = im.reshape_val(v, (nb, b, b, c // (b * b), hh, ww), h + "_r")
+                t = im.transpose_val(t, (0, 3, 4, 1, 5, 2))
+            else:
+                t = im.reshape_val(v, (nb, c // (b * b), b, b, hh, ww), h + "_r")
+                t = im.transpose_val(t, (0, 1, 4, 2, 5, 3))
+            return im.reshape_val(t, (nb, c // (b * b), hh * b, ww * b), h)
+        t = im.reshape_val(v, (nb, c, hh // b, b, ww // b, b), h + "_r")
+        t = im.transpose_val(t, (0, 3, 5, 1, 2, 4))
+        return im.reshape_val(t, (nb, c * b * b, hh // b, ww // b), h)
+
+    return [_lift(im, x, run)]

@@ -113,7 +113,10 @@ class _Tensor:
 
     @property
     def label(self) -> str:
-        return f"tensor {self.index} ({self.name!r})" if self.name else f"tensor {self.index}"
+        if not self.name:
+            return f"tensor {self.index}"
+        short = self.name if len(self.name) <= 40 else self.name[:37] + "..."
+        return f"tensor {self.index} ({short!r})"
 
 
 @dataclass
@@ -889,9 +892,8 @@ def load_tflite(data: bytes, name: str = "model") -> Model:
     except Error:
         raise
     except Exception as e:  # noqa: BLE001 - any failure of the lazy accessors is a corrupt file
-        detail = " ".join(str(e).split())[:120]
-        raise ModelFormatError(f"{name}: corrupt or truncated TFLite file ({type(e).__name__}"
-                               f"{': ' + detail if detail else ''})") from None
+        raise ModelFormatError(f"{name}: corrupt or truncated TFLite file ({_describe_parse_failure(e, len(data))})"
+                               ) from None
     order = _check_graph(f)
     _check_model_kind(f)
     try:
@@ -913,6 +915,16 @@ def producers_of(data: bytes, name: str = "model") -> dict[int, str]:
     except Exception as e:  # noqa: BLE001
         raise ModelFormatError(f"{name}: corrupt or truncated TFLite file ({type(e).__name__})") from None
     return {i: f"{op.name} #{op.index}" for op in f.ops for i in op.outputs}
+
+
+def _describe_parse_failure(e: Exception, size: int) -> str:
+    import struct
+    if isinstance(e, (struct.error, IndexError)) or "buffer" in str(e):
+        m = re.search(r"at offset (-?\d+)", str(e))
+        where = f" (offset {m.group(1)})" if m else ""
+        return f"a flatbuffer offset points outside the {size}-byte file{where}"
+    detail = " ".join(str(e).split())[:100]
+    return f"{type(e).__name__}{': ' + detail if detail else ''}"
 
 
 def _guess_format(data: bytes) -> str:

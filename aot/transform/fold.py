@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..ir import Call, Constant, Function, Model, Var
+from ..limits import MAX_FOLD_ELEMENTS
 from ..ops import REGISTRY
 
 
@@ -14,7 +15,7 @@ def fold_constants(model: Model) -> Model:
         for c in fn.body:
             args = tuple(subst.get(id(a), a) if isinstance(a, Var) else a for a in c.args)
             if not isinstance(c.op, str) or not args or not all(isinstance(a, Constant) for a in args) \
-                    or c.out in fn.results:
+                    or c.out in fn.results or c.out.type.size > MAX_FOLD_ELEMENTS:
                 body.append(c if args == c.args else Call(c.op, args, c.out, c.attrs))
                 continue
             op = REGISTRY.get(c.op)

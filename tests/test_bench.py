@@ -1,0 +1,54 @@
+"""`aot bench` on a small model: every JSON field is there and every figure is computed."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aot
+from aot.bench import model_macs
+from aot.tflm import tflm_arena
+from conftest import shared_model
+
+FIELDS = ["model", "board", "flash_bytes", "weights_bytes", "ram_bytes", "pool_bytes", "stack_bytes",
+          "instructions", "macs", "tflm_arena_bytes", "lower_bound_bytes", "code_bytes", "runtime_bytes",
+          "static_bytes", "macs_per_instruction", "compile_seconds", "tflm_activation_bytes", "ram_vs_tflm_arena",
+          "planned_vs_lower_bound", "bit_exact_with_host"]
+
+
+@pytest.mark.usefixtures("arm_toolchain")
+def test_bench_json_fields_are_computed(tmp_path: Path) -> None:
+    path = shared_model("micro_speech_quantized.tflite")
+    md, png = tmp_path / "b.md", tmp_path / "b.png"
+    r = subprocess.run([sys.executable, "-m", "aot", "bench", str(path), "--board", "mps2-an386", "--json",
+                        "--md", str(md), "--png", str(png)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["rows"]
+    assert len(rows) == 1
+    row = rows[0]
+    for f in FIELDS:
+        assert f in row, f
+    assert row["model"] == "micro_speech_quantized" and row["board"] == "mps2-an386"
+    # consistency: sums and ratios are derived from the measured parts
+    assert row["ram_bytes"] == row["pool_bytes"] + row["static_bytes"] + row["stack_bytes"]
+    assert row["flash_bytes"] == row["code_bytes"] + row["weights_bytes"] + row["runtime_bytes"]
+    assert row["macs"] == model_macs(aot.load(path)) == 336_000  # README of ../shared/models
+    assert row["macs_per_instruction"] == pytest.approx(row["macs"] / row["instructions"], abs=1e-3)
+    # TFLM's arena measured in this run equals an independent measurement
+    a = tflm_arena(path)
+    assert row["tflm_arena_bytes"] == a.arena_bytes and row["tflm_activation_bytes"] == a.activation_bytes
+    # instructions equal a separate QEMU run of the same input
+    from aot.board_flow import run_on_board
+    from aot.cli import random_inputs
+    model = aot.load(path)
+    _, extra = run_on_board(model, random_inputs(model, 0), "mps2-an386")
+    assert row["instructions"] == extra["instructions"]
+    assert row["pool_bytes"] == aot.build(model, policy="micro").compiled.plan.activation_bytes
+    assert row["ram_bytes"] < row["tflm_arena_bytes"]
+    assert row["bit_exact_with_host"] is True
+    assert md.read_text().startswith("<!-- regenerate: aot bench")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
