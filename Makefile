@@ -5,6 +5,7 @@ APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc ma
 JOBS ?= 2
 
 .PHONY: setup demo test test-fast fuzz clean
+FUZZ_SECONDS ?= 600
 
 setup:
 	@missing=""; \
@@ -23,6 +24,9 @@ test: setup
 
 test-fast:
 	$(PYTHON) -m pytest -n $(JOBS) -q -m "not slow" tests
+
+fuzz: setup
+	$(PYTHON) tools/fuzz.py --seconds $(FUZZ_SECONDS) --jobs $(JOBS)
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache out

