@@ -47,6 +47,7 @@ class CPrinter:
             K.Const: lambda e: c_const(e.value, e.dtype),
             K.ScalarVar: lambda e: e.name,
             K.Load: lambda e: f"{e.buffer.name}[{self.expr(e.index)}]",
+            K.LoadWord: lambda e: f"aot_load_word(&{e.buffer.name}[{self.expr(e.index)}])",
             K.Binary: self._binary,
             K.Compare: lambda e: f"({self.expr(e.a)} {e.op} {self.expr(e.b)})",
             K.Logic: lambda e: f"({self.expr(e.a)} {'&&' if e.op == 'and' else '||'} {self.expr(e.b)})",

@@ -253,6 +253,64 @@ def test_float16_model(monkeypatch) -> None:  # noqa: ANN001
     expect(UnsupportedError, b.finish(), "float16 model", "tensor 1", "float32")
 
 
+def test_requantizing_reshape() -> None:
+    """TFLite Micro's RESHAPE copies raw bytes: an output quantized differently cannot be a view."""
+    b = TFLiteModelBuilder()
+    x = b.add_tensor("x", [1, 2, 4], "int8", scale=0.1, zero_point=0)
+    y = b.add_tensor("y", [1, 8], "int8", scale=0.2, zero_point=0)
+    b.add_operator("RESHAPE", [x], [y], {"new_shape": [1, 8]})
+    b.set_inputs([x])
+    b.set_outputs([y])
+    expect(UnsupportedError, b.finish(), "#0 RESHAPE v1", "quantization")
+
+
+def _two_subgraph_model() -> bytes:
+    import flatbuffers
+    Buffer, Model, SubGraph, Tensor = (tflite_writer._mod(n) for n in ("Buffer", "Model", "SubGraph", "Tensor"))
+    b = flatbuffers.Builder(256)
+
+    def ivec(start, values):  # noqa: ANN001, ANN202
+        start(b, len(values))
+        for v in reversed(values):
+            b.PrependInt32(v)
+        return b.EndVector()
+
+    def ovec(start, offs):  # noqa: ANN001, ANN202
+        start(b, len(offs))
+        for o in reversed(offs):
+            b.PrependUOffsetTRelative(o)
+        return b.EndVector()
+
+    subgraphs = []
+    for _ in range(2):
+        shape = ivec(Tensor.StartShapeVector, [1, 4])
+        Tensor.Start(b)
+        Tensor.AddShape(b, shape)
+        Tensor.AddType(b, 0)
+        Tensor.AddBuffer(b, 0)
+        t = Tensor.End(b)
+        tensors = ovec(SubGraph.StartTensorsVector, [t])
+        ins, outs = ivec(SubGraph.StartInputsVector, [0]), ivec(SubGraph.StartOutputsVector, [0])
+        SubGraph.Start(b)
+        SubGraph.AddTensors(b, tensors)
+        SubGraph.AddInputs(b, ins)
+        SubGraph.AddOutputs(b, outs)
+        subgraphs.append(SubGraph.End(b))
+    Buffer.Start(b)
+    buf = Buffer.End(b)
+    sgs, bufs = ovec(Model.StartSubgraphsVector, subgraphs), ovec(Model.StartBuffersVector, [buf])
+    Model.Start(b)
+    Model.AddVersion(b, 3)
+    Model.AddSubgraphs(b, sgs)
+    Model.AddBuffers(b, bufs)
+    b.Finish(Model.End(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def test_several_subgraphs() -> None:
+    expect(UnsupportedError, _two_subgraph_model(), "2 subgraphs", "single-subgraph")
+
+
 def test_int16_activations() -> None:
     b = TFLiteModelBuilder()
     x = b.add_tensor("x", [1, 8], "int16", scale=0.01, zero_point=0)

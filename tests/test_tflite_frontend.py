@@ -98,7 +98,8 @@ class Group:
         return float(self.rng.uniform(0.02, 0.08)), int(self.rng.integers(-20, 21))
 
     def mac(self, kind: str, label: str, in_shape, cout_or_mult, k=(3, 3), stride=(1, 1), dil=(1, 1),
-            padding="SAME", act="none", bias=True, per_channel=True, keep_num_dims=False, fc_k=None):
+            padding="SAME", act="none", bias=True, per_channel=True, keep_num_dims=False, fc_k=None,
+            out_shape=None):
         """conv / depthwise / fully connected with random weights and a non-saturating output scale."""
         rng = self.rng
         f32 = self.dtype == "float32"
@@ -122,6 +123,7 @@ class Group:
                 cout = cin * cout_or_mult
                 wshape, taps, qdim = (1, k[0], k[1], cout), k[0] * k[1], 3
             oshape = (n, oh, ow, cout)
+        oshape = out_shape or oshape
         nsc = cout if per_channel and kind != "fc" else 1
         if f32:
             wt = (rng.standard_normal(wshape) / math.sqrt(taps)).astype(np.float32)
@@ -221,6 +223,8 @@ def _fc(g: Group) -> None:
     g.mac("fc", "batch3", (3, 16), 7)
     g.mac("fc", "4d_input_flattened", (1, 2, 3, 8), 5, fc_k=48, act="relu6")
     g.mac("fc", "4d_input_rows", (1, 2, 3, 8), 4, fc_k=8)
+    # keep_num_dims false, yet the file's output keeps the input's leading dimensions
+    g.mac("fc", "4d_rows_output_4d", (1, 2, 3, 8), 4, fc_k=8, out_shape=(1, 2, 3, 4))
     g.mac("fc", "keep_num_dims_3d", (2, 3, 12), 6, keep_num_dims=True)
     g.mac("fc", "no_bias", (1, 30), 9, bias=False)
 

@@ -72,6 +72,7 @@ class Val:
     perm: tuple[int, ...] = ()
     deq: "Val | None" = None  # this float tensor is dequantize(deq) (QDQ), emitted lazily
     quant: Quant | None = None  # quantization of a constant int8 tensor (axis logical)
+    cmp: "tuple[str, Val, Val] | None" = None  # a run-time comparison, only consumed by Where
 
     def __post_init__(self) -> None:
         if not self.perm or len(self.perm) != len(self.shape):
@@ -198,8 +199,9 @@ class _Importer:
         self.params: list[Var] = []
         self.used_names: set[str] = set()
         self.reserved: set[str] = {o.name for o in self.g.output}
-        self.layout_cache: dict[tuple[int, tuple[int, ...]], Var | Constant] = {}
-        self.deq_cache: dict[int, Var] = {}
+        # (id(Val), perm) -> (the Val, kept alive so its id is not reused; its IR value in that order)
+        self.layout_cache: dict[tuple[int, tuple[int, ...]], tuple[Val, Var | Constant]] = {}
+        self.deq_cache: dict[int, tuple[Val, Var]] = {}
         self.absorbed: set[int] = set()  # node indices folded into an earlier node
         self.cur: Node | None = None
         from importlib.util import find_spec
@@ -237,7 +239,7 @@ class _Importer:
                 dtype = "int32"
             else:
                 raise unsupported(f"{a.dtype} tensors at run time")
-        a = np.ascontiguousarray(a.astype(dtype))
+        a = np.array(a, dtype=dtype, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
         return Constant(self._name(hint), TensorType(tuple(int(d) for d in a.shape), dtype, quant), a)
 
     def rt(self, v: Val, hint: str = "t") -> Var | Constant:
@@ -250,13 +252,15 @@ class _Importer:
         if v.const is not None:
             v.ir = self.const_ir(np.transpose(v.const, v.perm) if v.rank else v.const, hint)
             return v.ir
+        if v.cmp is not None:
+            raise unsupported("boolean tensors at run time (a comparison is supported only as Where's condition)")
         raise unsupported("value has no run-time form")
 
     def dequantized(self, q: Val, hint: str) -> Var:
         key = id(q)
         if key not in self.deq_cache:
-            self.deq_cache[key] = self.emit("dequantize", [self.rt(q)], hint + "_dq")
-        return self.deq_cache[key]
+            self.deq_cache[key] = (q, self.emit("dequantize", [self.rt(q)], hint + "_dq"))
+        return self.deq_cache[key][1]
 
     def runtime_val(self, ir: Var | Constant, shape: Sequence[int], perm: Sequence[int] | None = None) -> Val:
         perm = tuple(perm) if perm is not None else _ident(len(shape))
@@ -274,14 +278,14 @@ class _Importer:
                 arr = arr.astype(dtype)
             key = (id(v), perm)
             if key not in self.layout_cache:
-                self.layout_cache[key] = self.const_ir(arr, hint)
-            return self.layout_cache[key]
+                self.layout_cache[key] = (v, self.const_ir(arr, hint))
+            return self.layout_cache[key][1]
         ir = self.rt(v, hint)
         if v.perm == perm:
             return ir
         key = (id(v), perm)
         if key in self.layout_cache:
-            return self.layout_cache[key]
+            return self.layout_cache[key][1]
         target = phys_shape(v.shape, perm)
         src_order = [p for p in v.perm if v.shape[p] != 1]
         dst_order = [p for p in perm if v.shape[p] != 1]
@@ -290,7 +294,7 @@ class _Importer:
         else:
             t = tuple(v.perm.index(p) for p in perm)
             out = self.emit("transpose", [ir], hint + "_t", perm=t)
-        self.layout_cache[key] = out
+        self.layout_cache[key] = (v, out)
         return out
 
     def f32(self, v: Val, perm: Sequence[int], hint: str = "t") -> Var | Constant:
@@ -623,9 +627,9 @@ class _Importer:
         for v in self.vals.values():
             if v.ir is old:
                 v.ir = new
-        for k, ir in list(self.layout_cache.items()):
+        for k, (v, ir) in list(self.layout_cache.items()):
             if ir is old:
-                self.layout_cache[k] = new
+                self.layout_cache[k] = (v, new)
 
     # ------------------------------------------------------------------ one node
     def _convert(self, n: Node) -> None:
@@ -663,6 +667,11 @@ class _Importer:
         if n.op in ("QuantizeLinear", "DequantizeLinear", "Constant", "Identity", "Dropout"):
             if handler is not None:
                 return handler(self, n)
+        if n.op == "CastLike" and n.ins[0] is not None and n.ins[0].const is not None and n.ins[1] is not None:
+            like = n.ins[1]
+            dt = "float32" if like.deq is not None else (like.const.dtype.name if like.const is not None else like.dtype)
+            arr = np.asarray(n.ins[0].const).astype(dt)
+            return [Val(tuple(arr.shape), arr.dtype.name, const=arr)]
         if n.op == "Transpose" and any(v is not None and v.deq is not None for v in n.ins) and handler:
             return handler(self, n)  # keep the int8 form of transposed QDQ weights
         if inputs_const and n.op not in NONDETERMINISTIC and (n.ins or n.op == "Constant"):
@@ -985,14 +994,20 @@ def _dequantize(im: _Importer, n: Node) -> list[Val | None]:
 
 
 # ------------------------------------------------------------------ elementwise arithmetic
+def _broadcast(im: _Importer, vals: Sequence[Val], hint: str) -> tuple[list[Val], tuple[int, ...], tuple[int, ...]]:
+    """Operands of an elementwise op at a common rank; the output's shape and physical order
+    (that of the first run-time operand of full rank: constants are permuted at import)."""
+    r = max(v.rank for v in vals)
+    vals = [im.expand_rank(v, r, f"{hint}_{i}") for i, v in enumerate(vals)]
+    shape = tuple(int(d) for d in np.broadcast_shapes(*[v.shape for v in vals]))
+    runtime = [v for v in vals if v.const is None]
+    perm = runtime[0].perm if runtime else _ident(r)
+    return vals, shape, perm
+
+
 def _binary(im: _Importer, op: str, a: Val, b: Val, hint: str, act: str = "none",
             quant: Quant | None = None) -> Val:
-    r = max(a.rank, b.rank)
-    a = im.expand_rank(a, r, hint + "_a")
-    b = im.expand_rank(b, r, hint + "_b")
-    shape = tuple(int(d) for d in np.broadcast_shapes(a.shape, b.shape))
-    runtime = [v for v in (a, b) if v.const is None and v.rank == r]
-    perm = runtime[0].perm if runtime else _ident(r)
+    (a, b), shape, perm = _broadcast(im, (a, b), hint)
     if quant is not None and op in ("add", "sub", "mul") and (im.qview(a) is not None or im.qview(b) is not None):
         ia, ib = _int8_operand(im, a, perm, hint), _int8_operand(im, b, perm, hint)
         if ia is not None and ib is not None:
@@ -1807,8 +1822,8 @@ def _slice(im: _Importer, n: Node) -> list[Val | None]:
             raise ShapeError(f"{n.label()}: step 0")
         rr = range(*slice(s, e, st).indices(x.shape[a]))
         begin[a], step[a], size[a] = (rr.start if len(rr) else 0), st, len(rr)
-    if 0 in size:
-        raise unsupported("empty result")
+    if 0 in size:  # an empty tensor holds no data: a constant
+        return [Val(tuple(size), x.dtype if x.deq is None else "float32", const=np.zeros(size, np.float32))]
     return [_slice_val(im, x, begin, step, size, _hint(n))]
 
 
@@ -1830,7 +1845,8 @@ def _split(im: _Importer, n: Node) -> list[Val | None]:
         begin[axis] = off
         size = list(x.shape)
         size[axis] = p
-        out.append(_slice_val(im, x, begin, [1] * x.rank, size, _hint(n, i)) if p > 0 else None)
+        out.append(_slice_val(im, x, begin, [1] * x.rank, size, _hint(n, i)) if p > 0 else
+                   Val(tuple(size), "float32", const=np.zeros(size, np.float32)))
         off += p
     return out
 
@@ -1925,3 +1941,62 @@ def _depth_space(im: _Importer, n: Node) -> list[Val | None]:
         return im.reshape_val(t, (nb, c * b * b, hh // b, ww // b), h)
 
     return [_lift(im, x, run)]
+
+
+# ------------------------------------------------------------------ comparisons and Where
+CMP = {"Less": "lt", "LessOrEqual": "le", "Greater": "gt", "GreaterOrEqual": "ge", "Equal": "eq"}
+NOT_CMP = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq"}
+
+
+@handler(*CMP)
+def _compare(im: _Importer, n: Node) -> list[Val | None]:
+    a, b = n.ins[0], n.ins[1]
+    assert a is not None and b is not None
+    for v in (a, b):
+        if v.dtype != "float32" and v.deq is None and not (v.const is not None and v.const.dtype.kind == "f"):
+            raise unsupported(f"comparison of {v.dtype} tensors at run time")
+    shape = tuple(int(d) for d in np.broadcast_shapes(a.shape, b.shape))
+    return [Val(shape, "bool", cmp=(CMP[n.op], a, b))]
+
+
+@handler("Not")
+def _not(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    if x.cmp is None:
+        raise unsupported("boolean tensors at run time")
+    op, a, b = x.cmp
+    return [Val(x.shape, "bool", cmp=(NOT_CMP[op], a, b))]
+
+
+@handler("Where")
+def _where(im: _Importer, n: Node) -> list[Val | None]:
+    c, x, y = n.ins[0], n.ins[1], n.ins[2]
+    assert c is not None and x is not None and y is not None
+    if c.cmp is not None:
+        op, a, b = c.cmp
+    elif c.const is not None:
+        op, a, b = "gt", Val(c.shape, "float32", const=np.asarray(c.const, dtype=np.float32)), \
+            Val((), "float32", const=np.float32(0.5))
+    else:
+        raise unsupported("run-time boolean condition")
+    h = _hint(n)
+    vals, shape, perm = _broadcast(im, (a, b, x, y), h)
+    args = [im.f32(v, perm, f"{h}_{i}") for i, v in enumerate(vals)]
+    out = im.emit("select_cmp", args, h, cmp=op)
+    return [im.runtime_val(out, shape, perm)]
+
+
+@handler("Shape", "Size")
+def _shape(im: _Importer, n: Node) -> list[Val | None]:
+    return im._shape_op(n)
+
+
+@handler("CastLike")
+def _castlike(im: _Importer, n: Node) -> list[Val | None]:
+    x, like = n.ins[0], n.ins[1]
+    assert x is not None and like is not None
+    want = "float32" if like.deq is not None else like.dtype
+    if x.dtype == want or (want == "float32" and x.deq is not None):
+        return [x]
+    raise unsupported(f"cast of a run-time {x.dtype} tensor to {want}")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import importlib
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -322,6 +323,8 @@ def _check_graph(f: _File) -> list[_Op]:
                 raise bad(f"{what} refers to tensor {i}; the subgraph has {n} tensors")
     if not f.outputs:
         raise bad("the subgraph has no outputs")
+    if len(set(f.inputs)) != len(f.inputs):
+        raise bad(f"the subgraph lists an input tensor twice: {list(f.inputs)}")
     for op in f.ops:
         for kind, idxs in (("input", op.inputs), ("output", op.outputs)):
             for k, i in enumerate(idxs):
@@ -336,7 +339,7 @@ def _check_graph(f: _File) -> list[_Op]:
             raise UnsupportedError(f"{f.name}: {t.label} has a dynamic shape {list(t.shape)}; "
                                    "static shapes only")
         dt = t.dtype
-        count = int(np.prod(t.shape, dtype=np.int64)) if t.shape else 1
+        count = math.prod(t.shape)
         itemsize = np.dtype(dt).itemsize if dt else 1
         if count * itemsize > MAX_TENSOR_BYTES:
             raise bad(f"{t.label} of shape {list(t.shape)} would take {count * itemsize} bytes")
@@ -413,6 +416,12 @@ def _check_model_kind(f: _File) -> None:
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_]+")
 
 
+_C_KEYWORDS = frozenset(
+    "auto break case char const continue default do double else enum extern float for goto if inline int long "
+    "register restrict return short signed sizeof static struct switch typedef union unsigned void volatile "
+    "while main".split())
+
+
 def _clean_name(raw: str) -> str:
     """A short C-friendly-ish name from a TFLite tensor name ("a/b/Relu;a/c" -> "a_b_Relu")."""
     s = raw.split(";")[0]
@@ -423,7 +432,7 @@ def _clean_name(raw: str) -> str:
         s = tail.split("_", 1)[1] if "_" in tail[1:] else tail
     if s and s[0].isdigit():
         s = "t_" + s
-    return s
+    return s + "_" if s in _C_KEYWORDS else s
 
 
 class _Unsupported(Exception):
@@ -452,7 +461,7 @@ class _Converter:
             return None
         if t.dtype == "float32":
             return None
-        if not all(np.isfinite(s) and s > 0 for s in t.scale):
+        if t.data is None and not all(np.isfinite(s) and s > 0 for s in t.scale):
             raise ModelFormatError(f"{self.f.name}: {t.label} has a non-positive or non-finite scale")
         axis = t.qdim if len(t.scale) > 1 else None
         if axis is not None and not (0 <= axis < len(t.shape) and t.shape[axis] == len(t.scale)):
@@ -478,6 +487,8 @@ class _Converter:
         if i in self.values:
             return self.values[i]
         t = self.f.tensors[i]
+        if t.is_variable:
+            raise _Unsupported(f"{t.label} is a variable (stateful) tensor")
         if t.data is None:
             raise ModelFormatError(f"{self.f.name}: {t.label} is read before it is written")
         tt = self.ttype(t)
@@ -698,8 +709,12 @@ def _depthwise(cv: _Converter, op: _Op, opts: dict[str, Any]) -> None:
     if cout % cin:
         raise ModelFormatError(f"{cv.f.name}: {op.label}: {cout} output channels are not a multiple of "
                                f"{cin} input channels")
-    # like TFLite's kernels, the multiplier comes from the shapes (old files store 0 or a stale value)
+    # the multiplier follows from the shapes (some converters store 0); a contradicting one is refused
     mult = cout // cin
+    stored = int(opts.get("DepthMultiplier", 0))
+    if stored not in (0, mult):
+        raise ModelFormatError(f"{cv.f.name}: {op.label} has depth_multiplier {stored}, but {cin} input and "
+                               f"{cout} output channels give {mult}")
     strides, dil = _stride(opts, op), _dilation(opts, op)
     pads = resolve_padding(_padding(opts), x.type.shape[1:3], w.type.shape[1:3], strides, dil)
     attrs = {"strides": strides, "dilation": dil, "padding": pads, "depth_multiplier": mult,
@@ -756,9 +771,9 @@ def _unary(irop: str, with_quant: bool = True) -> Callable[[_Converter, _Op, dic
         _check_int8_or_float(cv, op, x)
         attrs: dict[str, Any] = {}
         if irop == "leaky_relu":
-            attrs["alpha"] = 0.2
+            attrs["alpha"] = float(np.float32(opts.get("Alpha", 0.0)))  # TFLM: 0 without options
         if irop == "softmax":
-            attrs["beta"] = float(np.float32(opts.get("Beta", 1.0)))
+            attrs["beta"] = float(np.float32(opts.get("Beta", 0.0)))
         cv.emit(op, irop, [x], cv.out_quant(op, attrs) if with_quant else attrs)
     return handler
 

@@ -91,6 +91,14 @@ class Interpreter:
         v = arr[idx]
         return float(v) if e.buffer.dtype == "f32" else (bool(v) if e.buffer.dtype == "bool" else int(v))
 
+    def e_LoadWord(self, e: K.LoadWord, fr: _Frame):  # noqa: ANN201
+        idx = self.expr(e.index, fr)
+        arr = fr.buffers[id(e.buffer)]
+        if not 0 <= idx <= arr.size - 4:
+            raise IndexError(f"word load {e.buffer.name}[{idx}..{idx + 3}] out of bounds (size {arr.size})")
+        raw = arr[idx:idx + 4].astype(np.uint8)
+        return wrap(int(raw[0]) | int(raw[1]) << 8 | int(raw[2]) << 16 | int(raw[3]) << 24, "i32")
+
     def e_Binary(self, e: K.Binary, fr: _Frame):  # noqa: ANN201
         return _binary(e.op, self.expr(e.a, fr), self.expr(e.b, fr), e.dtype)
 

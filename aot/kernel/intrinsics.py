@@ -53,6 +53,88 @@ def clz32(x: int) -> int:
     return 32 - u.bit_length()
 
 
+# ---------------------------------------------------------------- packed 16-bit pairs (DSP)
+# A "pair" is an i32 holding two signed 16-bit lanes: bits 0-15 (bottom) and 16-31 (top).
+# These are the ARMv7E-M DSP instructions (ACLE __smlad, __sxtb16, ...); every backend has an
+# exact portable fallback. All results wrap to 32 bits (the Q flag of the hardware is ignored).
+
+def _s32(v: int) -> int:
+    return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def _s16(v: int) -> int:
+    return ((v + (1 << 15)) & 0xFFFF) - (1 << 15)
+
+
+def _s8(v: int) -> int:
+    return ((v + (1 << 7)) & 0xFF) - (1 << 7)
+
+
+def _bot(x: int) -> int:
+    return _s16(x)
+
+
+def _top(x: int) -> int:
+    return _s16(x >> 16)
+
+
+def smlad(a: int, b: int, acc: int) -> int:
+    """acc + bot(a)*bot(b) + top(a)*top(b): two 16x16 multiply-accumulates (SMLAD)."""
+    return _s32(acc + _bot(a) * _bot(b) + _top(a) * _top(b))
+
+
+def smlabb(a: int, b: int, acc: int) -> int:
+    """acc + bot(a)*bot(b) (SMLABB)."""
+    return _s32(acc + _bot(a) * _bot(b))
+
+
+def smlatt(a: int, b: int, acc: int) -> int:
+    """acc + top(a)*top(b) (SMLATT)."""
+    return _s32(acc + _top(a) * _top(b))
+
+
+def _pair(lo: int, hi: int) -> int:
+    return _s32((lo & 0xFFFF) | ((hi & 0xFFFF) << 16))
+
+
+def sxtb16(x: int) -> int:
+    """Bytes 0 and 2 of x, sign-extended into the bottom and top lanes (SXTB16)."""
+    return _pair(_s8(x), _s8(x >> 16))
+
+
+def sxtb16_ror8(x: int) -> int:
+    """Bytes 1 and 3 of x, sign-extended into the bottom and top lanes (SXTB16 x, ROR #8)."""
+    return _pair(_s8(x >> 8), _s8(x >> 24))
+
+
+def sxtab16(a: int, x: int) -> int:
+    """Lanes of a plus bytes 0 and 2 of x sign-extended, each lane mod 2^16 (SXTAB16)."""
+    return _pair(_bot(a) + _s8(x), _top(a) + _s8(x >> 16))
+
+
+def sxtab16_ror8(a: int, x: int) -> int:
+    """Lanes of a plus bytes 1 and 3 of x sign-extended, each lane mod 2^16 (SXTAB16 ROR #8)."""
+    return _pair(_bot(a) + _s8(x >> 8), _top(a) + _s8(x >> 24))
+
+
+def pack16(lo: int, hi: int) -> int:
+    """The pair (bottom = lo mod 2^16, top = hi mod 2^16) (PKHBT lo, hi, LSL #16)."""
+    return _pair(lo, hi)
+
+
+def requant_q31(y: int, m: int, lo: int, hi: int, rs: int) -> int:
+    """(((y*m + P + (y < 0 ? -2^31 : 0)) mod 2^64 as int64) >> 32, as int32) >> rs, where the
+    64-bit P = hi*2^32 + (lo mod 2^32). With the constants of aot.schedule.requant this is TFLite's
+    requantize (two roundings) + output offset in one 32x32->64 multiply-accumulate; 0 <= rs <= 31."""
+    if not 0 <= rs <= 31:
+        raise ValueError(f"requant_q31 shift {rs} outside 0..31")
+    p = ((hi & 0xFFFFFFFF) << 32) | (lo & 0xFFFFFFFF)
+    n = (p + y * m + (-(1 << 31) if y < 0 else 0)) & 0xFFFFFFFFFFFFFFFF
+    if n >= 1 << 63:
+        n -= 1 << 64
+    return _s32(n >> 32) >> rs
+
+
 def _f32(fn: Callable[[float], float]) -> Callable[[float], float]:
     return lambda x: float(np.float32(fn(float(np.float32(x)))))
 
@@ -73,6 +155,16 @@ INTRINSICS: dict[str, IntrinsicDef] = {
         IntrinsicDef("rdbpot", ("i32", "i32"), "i32", rdbpot, rdbpot.__doc__ or ""),
         IntrinsicDef("requantize", ("i32", "i32", "i32"), "i32", requantize, requantize.__doc__ or ""),
         IntrinsicDef("clz32", ("i32",), "i32", clz32, clz32.__doc__ or ""),
+        IntrinsicDef("smlad", ("i32", "i32", "i32"), "i32", smlad, smlad.__doc__ or ""),
+        IntrinsicDef("smlabb", ("i32", "i32", "i32"), "i32", smlabb, smlabb.__doc__ or ""),
+        IntrinsicDef("smlatt", ("i32", "i32", "i32"), "i32", smlatt, smlatt.__doc__ or ""),
+        IntrinsicDef("sxtb16", ("i32",), "i32", sxtb16, sxtb16.__doc__ or ""),
+        IntrinsicDef("sxtb16_ror8", ("i32",), "i32", sxtb16_ror8, sxtb16_ror8.__doc__ or ""),
+        IntrinsicDef("sxtab16", ("i32", "i32"), "i32", sxtab16, sxtab16.__doc__ or ""),
+        IntrinsicDef("sxtab16_ror8", ("i32", "i32"), "i32", sxtab16_ror8, sxtab16_ror8.__doc__ or ""),
+        IntrinsicDef("pack16", ("i32", "i32"), "i32", pack16, pack16.__doc__ or ""),
+        IntrinsicDef("requant_q31", ("i32", "i32", "i32", "i32", "i32"), "i32", requant_q31,
+                     requant_q31.__doc__ or ""),
         IntrinsicDef("expf", ("f32",), "f32", _f32(math.exp), "float exp"),
         IntrinsicDef("tanhf", ("f32",), "f32", _f32(math.tanh), "float tanh"),
         IntrinsicDef("roundf", ("f32",), "f32", _f32(lambda v: math.floor(abs(v) + 0.5) * (1 if v >= 0 else -1)),

@@ -111,6 +111,16 @@ class Load(Expr):
 
 
 @dataclass(frozen=True, eq=False)
+class LoadWord(Expr):
+    """Four consecutive 8-bit elements buffer[index] .. buffer[index + 3] as one i32, little-endian
+    (buffer[index] in bits 0-7, buffer[index + 3] in bits 24-31); no alignment required. Feeds the
+    packed-pair intrinsics (sxtb16 & co.) from int8 activations with one 32-bit load."""
+    buffer: Buffer
+    index: Expr
+    dtype: str = field(default="i32", init=False)
+
+
+@dataclass(frozen=True, eq=False)
 class Binary(Expr):
     op: str  # + - * / % >> << & | min max
     a: Expr

@@ -21,9 +21,8 @@ def _srdhm(mod: ir.Module) -> ir.Function:
     imin = ir.Constant(I32, -(1 << 31))
     overflow = b.and_(b.icmp_signed("==", a, x), b.icmp_signed("==", a, imin))
     ab = b.mul(b.sext(a, I64), b.sext(x, I64))
-    nudge = b.select(b.icmp_signed(">=", ab, ir.Constant(I64, 0)), ir.Constant(I64, 1 << 30),
-                     ir.Constant(I64, 1 - (1 << 30)))
-    q = b.trunc(b.sdiv(b.add(ab, nudge), ir.Constant(I64, 1 << 31)), I32)
+    # (ab + nudge) / 2^31 truncated, with TFLite's sign-dependent nudge, == floor((ab + 2^30) / 2^31)
+    q = b.trunc(b.ashr(b.add(ab, ir.Constant(I64, 1 << 30)), ir.Constant(I64, 31)), I32)
     b.ret(b.select(overflow, ir.Constant(I32, (1 << 31) - 1), q))
     return fn
 
@@ -58,6 +57,89 @@ def _clz32(mod: ir.Module) -> ir.Function:
     return fn
 
 
+# ---------------------------------------------------------------- packed 16-bit pairs (DSP)
+def dsp_native(triple: str) -> bool:
+    """Triples whose cores always have the DSP extension: the llvm.arm.* intrinsics select there;
+    everywhere else (the host JIT, v6-M, v7-M, v8-M mainline without DSP) the portable IR below."""
+    return triple.startswith(("thumbv7em", "thumbv8.1m.main", "armv7e"))
+
+
+def _arm(mod: ir.Module, name: str, nargs: int) -> ir.Function:
+    g = mod.globals.get(f"llvm.arm.{name}")
+    return g if g is not None else ir.Function(mod, ir.FunctionType(I32, [I32] * nargs), f"llvm.arm.{name}")
+
+
+def _bot(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    return b.ashr(b.shl(x, ir.Constant(I32, 16)), ir.Constant(I32, 16))
+
+
+def _top(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    return b.ashr(x, ir.Constant(I32, 16))
+
+
+def _byte(b: ir.IRBuilder, x: ir.Value, k: int) -> ir.Value:
+    """Byte k of x, sign-extended."""
+    return b.ashr(b.shl(x, ir.Constant(I32, 24 - 8 * k)), ir.Constant(I32, 24))
+
+
+def _pair(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value) -> ir.Value:
+    return b.or_(b.and_(lo, ir.Constant(I32, 0xFFFF)), b.shl(hi, ir.Constant(I32, 16)))
+
+
+def _ror8(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    return b.or_(b.lshr(x, ir.Constant(I32, 8)), b.shl(x, ir.Constant(I32, 24)))
+
+
+def _dsp(mod: ir.Module, name: str) -> ir.Function:
+    native = dsp_native(mod.triple or "")
+    nargs = {"smlad": 3, "smlabb": 3, "smlatt": 3, "sxtb16": 1, "sxtb16_ror8": 1, "sxtab16": 2,
+             "sxtab16_ror8": 2, "pack16": 2}[name]
+    fn, b = _fn(mod, name, I32, [I32] * nargs)
+    a = list(fn.args)
+    if name == "pack16":
+        b.ret(_pair(b, a[0], a[1]))
+    elif native:
+        base = name.replace("_ror8", "")
+        args = a[:-1] + [_ror8(b, a[-1])] if name.endswith("_ror8") else a
+        if base in ("smlad", "smlabb", "smlatt"):  # llvm.arm.smlad(a, b, acc)
+            b.ret(b.call(_arm(mod, base, 3), args))
+        else:
+            b.ret(b.call(_arm(mod, base, len(args)), args))
+    elif name in ("smlad", "smlabb", "smlatt"):
+        x, y, acc = a
+        lo = b.mul(_bot(b, x), _bot(b, y))
+        hi = b.mul(_top(b, x), _top(b, y))
+        r = acc
+        if name in ("smlad", "smlabb"):
+            r = b.add(r, lo)
+        if name in ("smlad", "smlatt"):
+            r = b.add(r, hi)
+        b.ret(r)
+    else:
+        ror = name.endswith("_ror8")
+        x = a[-1]
+        lo, hi = _byte(b, x, 1 if ror else 0), _byte(b, x, 3 if ror else 2)
+        if name.startswith("sxtab16"):
+            lo = b.add(lo, a[0])
+            hi = b.add(hi, _top(b, a[0]))
+        b.ret(_pair(b, lo, hi))
+    return fn
+
+
+def _requant_q31(mod: ir.Module) -> ir.Function:
+    fn, b = _fn(mod, "requant_q31", I32, [I32] * 5)
+    y, m, lo, hi, rs = fn.args
+    p = b.or_(b.shl(b.zext(hi, I64), ir.Constant(I64, 32)), b.zext(lo, I64))
+    n = b.add(p, b.mul(b.sext(y, I64), b.sext(m, I64)))
+    n = b.add(n, b.sext(b.and_(y, ir.Constant(I32, -(1 << 31))), I64))
+    h = b.trunc(b.lshr(n, ir.Constant(I64, 32)), I32)
+    b.ret(b.ashr(h, rs))
+    return fn
+
+
+DSP_INTRINSICS = ("smlad", "smlabb", "smlatt", "sxtb16", "sxtb16_ror8", "sxtab16", "sxtab16_ror8", "pack16")
+
+
 def _libm(mod: ir.Module, name: str, c_name: str) -> ir.Function:
     ext = mod.globals.get(c_name)
     if ext is None:
@@ -79,6 +161,10 @@ def define_intrinsic(mod: ir.Module, name: str) -> ir.Function:
         return _requantize(mod)
     if name == "clz32":
         return _clz32(mod)
+    if name in DSP_INTRINSICS:
+        return _dsp(mod, name)
+    if name == "requant_q31":
+        return _requant_q31(mod)
     if name in ("expf", "tanhf", "roundf"):
         return _libm(mod, name, name)
     from ..errors import UnsupportedError

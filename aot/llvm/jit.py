@@ -81,7 +81,11 @@ def llvm_ir_text(module: K.KernelModule, target: LLVMTarget | None = None, optim
 
 def emit_object_bytes(module: K.KernelModule, target: LLVMTarget) -> bytes:
     ref, tm = compile_ir(module, target)
-    return tm.emit_object(ref)
+    obj = tm.emit_object(ref)
+    if target.triple.startswith(("thumb", "arm")) and target.triple.endswith("eabihf"):
+        from .armattrs import mark_hard_float
+        obj = mark_hard_float(obj)
+    return obj
 
 
 @functools.lru_cache(maxsize=None)

@@ -46,7 +46,8 @@ class FunctionEmitter:
         self.rc: ir.Value | None = None
         self.platform_live: list[ir.Value] = []
         self.expr_table: dict[type, Callable[[K.Expr], ir.Value]] = {
-            K.Const: self.e_const, K.ScalarVar: self.e_var, K.Load: self.e_load, K.Binary: self.e_binary,
+            K.Const: self.e_const, K.ScalarVar: self.e_var, K.Load: self.e_load, K.LoadWord: self.e_load_word,
+            K.Binary: self.e_binary,
             K.Compare: self.e_compare, K.Logic: self.e_logic, K.Cast: self.e_cast, K.Select: self.e_select,
             K.Intrinsic: self.e_intrinsic,
         }
@@ -93,6 +94,12 @@ class FunctionEmitter:
 
     def e_load(self, e: K.Load) -> ir.Value:
         return self.b.load(self.elem_ptr(e.buffer, e.index), typ=LL[e.buffer.dtype])
+
+    def e_load_word(self, e: K.LoadWord) -> ir.Value:
+        """Four bytes as one little-endian i32 (both targets are little-endian), align 1."""
+        ld = self.b.load(self.elem_ptr(e.buffer, e.index), typ=I32)
+        ld.align = 1
+        return ld
 
     def e_binary(self, e: K.Binary) -> ir.Value:
         a, b = self.expr(e.a), self.expr(e.b)

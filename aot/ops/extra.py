@@ -547,3 +547,32 @@ REGISTRY.register(OpDef("reduce", "kernel", reduce_infer, reduce_ref, emit=reduc
 
 
 __all__ = ["PAD_MODES", "REDUCE_KINDS", "kdtype"]
+
+
+# ------------------------------------------------------------------ select_cmp (ONNX Where of a comparison)
+CMP_OPS = {"lt": ("<", np.less), "le": ("<=", np.less_equal), "gt": (">", np.greater),
+           "ge": (">=", np.greater_equal), "eq": ("==", np.equal), "ne": ("!=", np.not_equal)}
+
+
+def select_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    if attrs["cmp"] not in CMP_OPS:
+        raise UnsupportedError(f"comparison {attrs['cmp']!r}; supported: {', '.join(CMP_OPS)}")
+    try:
+        shape = tuple(int(d) for d in np.broadcast_shapes(*[t.shape for t in ts]))
+    except ValueError:
+        raise ShapeError(f"select_cmp operands {[t.shape for t in ts]} do not broadcast") from None
+    return TensorType(shape, "float32")
+
+
+def select_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    a, b, x, y = (v.astype(np.float32) for v in xs)
+    return np.broadcast_to(np.where(CMP_OPS[attrs["cmp"]][1](a, b), x, y), out.shape).astype(np.float32)
+
+
+def select_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+    a, b, x, y = (v.broadcast_to(call.out.type.shape)(idx) for v in args)
+    return K.Select(K.Compare(CMP_OPS[call.attrs["cmp"]][0], a, b), x, y)
+
+
+# out = (a <cmp> b) ? x : y, elementwise with numpy broadcasting of all four operands
+REGISTRY.register(OpDef("select_cmp", "elementwise", select_infer, select_ref, expr=select_expr))
