@@ -23,7 +23,7 @@ import heapq
 import importlib
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -142,7 +142,6 @@ class _File:
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
     n_subgraphs: int
-    buffer_sizes: list[int] = field(default_factory=list)
 
 
 # ====================================================================== stage 1: parse
@@ -212,7 +211,6 @@ def _read_file(data: bytes, name: str) -> _File:
         if b is None:
             raise r.fail(f"buffer {i} is missing")
         buffers.append(b)
-    buffer_sizes = [-1] * n_buf
     # operator codes
     n_codes = r.length(m.OperatorCodesLength(), 4, "the operator code list")
     codes: list[tuple[str, int]] = []
@@ -263,7 +261,6 @@ def _read_file(data: bytes, name: str) -> _File:
                 if off + size > len(data):
                     raise r.fail(f"buffer {rec.buffer} lies outside the file ({off}+{size} > {len(data)})")
                 rec.data = np.frombuffer(data, dtype=np.uint8, count=size, offset=off)
-        buffer_sizes[rec.buffer] = 0 if rec.data is None else int(rec.data.size)
         tensors.append(rec)
     # operators
     n_ops = r.length(g.OperatorsLength(), 4, "the operator list")
@@ -283,7 +280,7 @@ def _read_file(data: bytes, name: str) -> _File:
         ops.append(rec_op)
     ins = r.ints(g, "Inputs", "the subgraph inputs")
     outs = r.ints(g, "Outputs", "the subgraph outputs")
-    return _File(name, tensors, ops, ins, outs, n_sub, buffer_sizes)
+    return _File(name, tensors, ops, ins, outs, n_sub)
 
 
 def _read_options(r: _Reader, o: Any, op: _Op, opt_names: dict[int, str]) -> dict[str, Any] | None:
@@ -566,6 +563,8 @@ class _Converter:
             try:
                 if handler is None:
                     raise _Unsupported("")
+                if len(op.outputs) != 1:
+                    raise ModelFormatError(f"{f.name}: {op.label} has {len(op.outputs)} outputs, expected 1")
                 if op.options is None and op.name in _REQUIRED_OPTIONS:
                     raise ModelFormatError(f"{f.name}: {op.label} has no options table")
                 for i in op.inputs:

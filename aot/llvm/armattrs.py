@@ -1,10 +1,12 @@
 """ARM build attributes of LLVM objects.
 
-LLVM takes the hard-float calling convention from an `eabihf` triple but llvmlite cannot set
-the target option that also records it in the object's `.ARM.attributes`, so GNU ld refuses
-to link the object with hard-float C ("uses VFP register arguments, x.o does not"). This
-adds Tag_ABI_VFP_args = 1 (VFP registers) to the File attributes: the object's code does use
-the VFP argument registers, so the attribute states the truth.
+llvmlite cannot set LLVM's float-ABI target option, so objects for `eabihf` triples use the
+base AAPCS by default and do not claim the VFP argument registers; GNU ld then refuses to
+link them with hard-float C ("uses VFP register arguments, x.o does not"). The LLVM printer
+therefore calls every float-taking C function with `arm_aapcs_vfpcc` (floats in s0..)
+on hard-float targets (tested in QEMU against the C backend), and the exported entry points
+take only pointers and sizes. The object then follows the hard-float ABI at every boundary,
+and this module records it: Tag_ABI_VFP_args = 1 (VFP registers) in the File attributes.
 """
 from __future__ import annotations
 

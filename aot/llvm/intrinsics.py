@@ -142,10 +142,15 @@ DSP_INTRINSICS = ("smlad", "smlabb", "smlatt", "sxtb16", "sxtb16_ror8", "sxtab16
 
 def _libm(mod: ir.Module, name: str, c_name: str) -> ir.Function:
     ext = mod.globals.get(c_name)
+    # the C library's float functions take and return floats in VFP registers on hard-float
+    # targets; LLVM's default convention there is the base (integer register) AAPCS
+    cconv = "arm_aapcs_vfpcc" if mod.triple.endswith("eabihf") and mod.triple.startswith(("thumb", "arm")) else None
     if ext is None:
         ext = ir.Function(mod, ir.FunctionType(F32, [F32]), c_name)
+        if cconv:
+            ext.calling_convention = cconv
     fn, b = _fn(mod, name, F32, [F32])
-    b.ret(b.call(ext, [fn.args[0]]))
+    b.ret(b.call(ext, [fn.args[0]], cconv=cconv))
     return fn
 
 
