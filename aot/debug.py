@@ -261,7 +261,9 @@ class CompareReport:
 
 
 def _num(v: float) -> str:
-    return f"{v:.4g}" if v != int(v) else str(int(v))
+    if not np.isfinite(v):
+        return "-" if np.isnan(v) else "inf"
+    return str(int(v)) if v == int(v) else f"{v:.4g}"
 
 
 def _diff(key: str, tensor: int | None, op: str, ours: np.ndarray, theirs: np.ndarray) -> TensorDiff:
@@ -310,6 +312,9 @@ def compare_with_tflm(model_path: "str | Path", inputs: "Mapping[str, np.ndarray
     from .frontend.tflite import producers_of
     path = Path(model_path)
     model = load(path)
+    data = path.read_bytes()
+    if data[4:8] != b"TFL3":
+        raise Error(f"{path}: comparing with TensorFlow Lite Micro needs a .tflite model")
     if inputs is None:
         inputs = _random_inputs(model, seed)
     elif not isinstance(inputs, Mapping):
@@ -318,7 +323,6 @@ def compare_with_tflm(model_path: "str | Path", inputs: "Mapping[str, np.ndarray
             raise Error(f"{path.stem} takes {len(model.inputs)} inputs, {len(seq)} given")
         inputs = {v.name: a for v, a in zip(model.inputs, seq)}
     args = check_inputs(model, inputs)
-    data = path.read_bytes()
     producer = producers_of(data, path.stem)  # tensor index -> "CONV_2D #3"
     ours = intermediates(model, inputs, backend, **build_options)
     indices = sorted({int(k[1:]) for k in ours if k[:1] == "t" and k[1:].isdigit()})

@@ -195,3 +195,44 @@ int main(void) {
     assert frames and all(sz <= 64 + 96 for sz in frames.values()), frames
     meta = json.loads((lib_dir / "metadata.json").read_text())
     assert meta["policy"] == "micro" and any(b["kind"] == "workspace" for b in meta["buffers"])
+
+
+def _mobilenet(res: int, residual: bool, alpha: float = 0.25):  # noqa: ANN202
+    rng = np.random.default_rng(res)
+    g = aot.GraphBuilder("mnet")
+    x = g.input("x", (1, res, res, 3))
+    c = int(32 * alpha)
+    y = g.conv2d(x, rng.standard_normal((c, 3, 3, 3)).astype(np.float32), strides=(2, 2), padding="same",
+                 activation="relu6")
+    for o, s in [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)] + [(512, 1)] * 5 + [(1024, 2), (1024, 1)]:
+        o = int(o * alpha)
+        inp = y
+        y = g.depthwise_conv2d(y, rng.standard_normal((1, 3, 3, c)).astype(np.float32), strides=(s, s),
+                               padding="same", activation="relu6")
+        y = g.conv2d(y, rng.standard_normal((o, 1, 1, c)).astype(np.float32), activation="relu6")
+        if residual and s == 1 and o == c:
+            y = g.add(y, inp)
+        c = o
+    y = g.reshape(g.avg_pool2d(y, (y.type.shape[1], y.type.shape[2])), (1, -1))
+    g.output(g.softmax(g.fully_connected(y, rng.standard_normal((10, c)).astype(np.float32))), "p")
+    return g.finish()
+
+
+@pytest.mark.parametrize("res,residual", [(96, False), (128, True)])
+@pytest.mark.parametrize("policy", ["host", "micro"])
+def test_mobilenet_style_plans_within_2_percent_of_lower_bound(res: int, residual: bool, policy: str) -> None:
+    cm = compile_model(_mobilenet(res, residual), CompileOptions(policy=policy, stack_limit=64))
+    p = cm.plan
+    assert p.activation_bytes <= 1.02 * p.lower_bound_bytes, (p.activation_bytes, p.lower_bound_bytes)
+    if policy == "micro":
+        assert any(b.kind == "workspace" for b in p.buffers)
+
+
+def test_shared_models_plan_at_or_below_the_activation_lower_bound() -> None:
+    from conftest import shared_model
+    # ../shared/models/README.md: peak of simultaneously live tensors without in-place
+    readme_bounds = {"kws_int8": 16_000, "ad_int8": 768, "micro_speech_quantized": 5_960}
+    for name, bound in readme_bounds.items():
+        cm = compile_model(aot.load(shared_model(f"{name}.tflite")), CompileOptions(policy="micro"))
+        assert cm.plan.activation_bytes <= bound, (name, cm.plan.activation_bytes)
+        assert cm.plan.activation_bytes <= cm.plan.lower_bound_bytes

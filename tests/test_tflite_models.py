@@ -219,3 +219,17 @@ def test_compare_with_tflm_without_tflite_micro_is_a_clear_error(monkeypatch) ->
     monkeypatch.setattr(dbg, "tflm_available", lambda: False)
     with pytest.raises(aot.Error, match=r"pip install microaot\[test\]"):
         compare_with_tflm(shared_model("ad_int8.tflite"))
+
+
+def test_report_of_a_long_model_fits_one_screen() -> None:
+    from aot.debug import TensorDiff
+    rows = [TensorDiff(f"t{i:03d}", i, f"CONV_2D #{i}", (1, 8, 8, 4), "int8", 0.0, 0, 256) for i in range(90)]
+    rows[70] = TensorDiff("t070", 70, "ADD #70", (1, 8, 8, 4), "int8", 2.0, 5, 256)
+    rows[80] = TensorDiff("t080", 80, "MEAN #80", (1, 4), "int8", float("nan"), 4, 4, "shape [4]")
+    rep = CompareReport("big", "c", rows, outputs_equal=False)
+    lines = rep.format_report().splitlines()
+    assert len(lines) <= 45
+    assert lines[0].endswith("first difference at t070 (ADD #70): max |diff| 2, 5 of 256 elements differ")
+    assert any("t070" in ln and ln.endswith("<-- first difference") for ln in lines)
+    assert lines[2].startswith("  ... ") and lines[-1] == "outputs: DIFFER"
+    assert any("t080" in ln and "shape [4]" in ln for ln in lines)

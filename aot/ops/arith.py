@@ -33,6 +33,9 @@ class MacArith:
     act_min: int = 0
     act_max: int = 0
     filter_offset: int = 0
+    # the integer values behind `multipliers` / `shifts` (compile-time schedules fold them)
+    mult_values: tuple[int, ...] = ()
+    shift_values: tuple[int, ...] = ()
 
     def init(self) -> K.Expr:
         return K.Const(0.0, "f32") if self.acc_dtype == "f32" else K.Const(0, "i32")
@@ -74,4 +77,5 @@ def mac_arith(ctx: LowerCtx, kind: str, x: TensorType, w: TensorType, out: Tenso
     mult = ctx.const(np.asarray(p.multipliers, dtype=np.int32), "i32", "mult")
     shift = ctx.const(np.asarray(p.shifts, dtype=np.int32), "i32", "shift")
     return MacArith("i32", p.input_offset, bias, act, mult, shift, p.output_offset, p.act_min, p.act_max,
-                    p.filter_offset)
+                    p.filter_offset, tuple(int(v) for v in np.asarray(p.multipliers).reshape(-1)),
+                    tuple(int(v) for v in np.asarray(p.shifts).reshape(-1)))
