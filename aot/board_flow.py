@@ -32,9 +32,21 @@ def board_options(board: Board, options: Mapping[str, Any]) -> CompileOptions:
     opts = dict(options)
     opts.setdefault("policy", "micro")
     stack = int(opts.pop("stack_bytes", DEFAULT_STACK_BYTES))
-    if "pool_size" not in opts:
-        opts["pool_size"] = max(board.ram_bytes - stack, 0)
+    rams = [r for r in board.memory if r.kind == "ram" and r.pools]
+    if "pool_size" not in opts and not opts.get("pools"):
+        if len(rams) > 1:  # one pool per RAM region, filled in the board's order (e.g. DTCM first)
+            opts["pools"] = tuple((r.name, max(r.size - (stack if r.name == board.ram_region else 0), 0))
+                                  for r in rams)
+        else:
+            opts["pool_size"] = max(board.ram_bytes - stack, 0)
     return CompileOptions(**opts)
+
+
+def pool_placement(board: Board, compiled: CompiledModel) -> dict[str, str] | None:
+    """Pools named after a RAM region of the board go to that region."""
+    regions = {r.name for r in board.memory if r.kind == "ram"}
+    placed = {p.name: p.name for p in compiled.module.pools if p.name in regions}
+    return placed or None
 
 
 def check_fit(compiled: CompiledModel, board: Board, stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
@@ -96,7 +108,8 @@ def make_project(model: Model, board_name: str, out_dir: Path, inputs: Mapping[s
         try:
             generate_project(lib_dir, board, staging, prefix=compiled.options.prefix,
                              input_bytes=[a.tobytes() for a in args],
-                             expected_output_bytes=[e.tobytes() for e in expected], stack_bytes=stack)
+                             expected_output_bytes=[e.tobytes() for e in expected], stack_bytes=stack,
+                             pool_placement=pool_placement(board, compiled))
             files = {str(p.relative_to(staging)): p.read_bytes() for p in sorted(staging.rglob("*")) if p.is_file()}
         finally:
             shutil.rmtree(staging, ignore_errors=True)

@@ -55,14 +55,17 @@ def _compile_kwargs(a: argparse.Namespace) -> dict[str, Any]:
         if v is not None:
             kw[k] = v
     pools = getattr(a, "pool", None) or []
-    if pools:
-        if len(pools) > 1:
-            raise Error("one --pool is supported per build for now (NAME:BYTES)")
-        name, _, size = pools[0].partition(":")
+    parsed = []
+    for spec in pools:
+        name, _, size = spec.partition(":")
         try:
-            kw["pool"], kw["pool_size"] = name, int(size)
+            parsed.append((name, int(size)))
         except ValueError:
-            raise Error(f"--pool expects NAME:BYTES, got {pools[0]!r}") from None
+            raise Error(f"--pool expects NAME:BYTES, got {spec!r}") from None
+    if len(parsed) == 1:
+        kw["pool"], kw["pool_size"] = parsed[0]
+    elif parsed:
+        kw["pools"] = tuple(parsed)
     return kw
 
 
@@ -129,16 +132,19 @@ def cmd_plan(a: argparse.Namespace) -> int:
     compiled = compile_model(model, CompileOptions(**_compile_kwargs(a)))
     p = compiled.plan
     rows = sorted(p.buffers, key=lambda b: (b.offset, b.first_use))
-    print(f"{'buffer':32} {'kind':9} {'offset':>8} {'size':>8} {'live':>9}")
+    rows = sorted(p.buffers, key=lambda b: (b.pool, b.offset, b.first_use))
+    print(f"{'buffer':32} {'kind':9} {'pool':8} {'offset':>8} {'size':>8} {'live':>9}")
     for b in rows:
-        print(f"{b.name[:32]:32} {b.kind:9} {b.offset:8} {b.size:8} {b.first_use:4}-{b.last_use:<4}")
+        print(f"{b.name[:32]:32} {b.kind:9} {b.pool[:8]:8} {b.offset:8} {b.size:8} {b.first_use:4}-{b.last_use:<4}")
     print(f"pool {p.pool}: {p.activation_bytes} bytes planned ({p.planner}), lower bound {p.lower_bound_bytes} bytes")
     if a.png:
         from .memory import BufferRequest, MemoryPlan
         from .memory.plot import draw_plan
-        reqs = [BufferRequest(b.name, b.size, b.first_use, b.last_use) for b in p.buffers]
-        mp = MemoryPlan({b.name: b.offset for b in p.buffers}, p.activation_bytes, p.lower_bound_bytes, p.planner)
-        draw_plan(reqs, mp, a.png, title=f"{Path(a.model).stem}: {p.planner}")
+        first_pool = compiled.module.pools[0]
+        bufs = [b for b in p.buffers if b.pool == first_pool.name]
+        reqs = [BufferRequest(b.name, b.size, b.first_use, b.last_use) for b in bufs]
+        mp = MemoryPlan({b.name: b.offset for b in bufs}, first_pool.size, p.lower_bound_bytes, p.planner)
+        draw_plan(reqs, mp, a.png, title=f"{Path(a.model).stem}: pool {first_pool.name}, {p.planner}")
         print(f"wrote {a.png}")
     return 0
 

@@ -25,6 +25,7 @@ class CompileOptions:
     planner: str = "best"
     pool: str = "sram"
     pool_size: int | None = None
+    pools: tuple[tuple[str, "int | None"], ...] = ()  # several memories: [(name, size)], filled in order
     alignment: int = 16
     seed: int = 0
     verify: bool = True
@@ -38,8 +39,11 @@ class CompileOptions:
                 or self.prefix in C_RESERVED or self.prefix.startswith(("aot_", "__")):
             raise Error(f"prefix {self.prefix!r} must be a C identifier of at most 32 characters "
                         f"(letters, digits, underscores; not a C keyword, not starting with aot_)")
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,31}", str(self.pool)):
-            raise Error(f"pool name {self.pool!r} must be a C identifier of at most 32 characters")
+        for name in [self.pool] + [n for n, _ in self.pools]:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,31}", str(name)):
+                raise Error(f"pool name {name!r} must be a C identifier of at most 32 characters")
+        if len({n for n, _ in self.pools}) != len(self.pools):
+            raise Error(f"pool names must differ: {[n for n, _ in self.pools]}")
         if self.alignment < 1 or self.alignment & (self.alignment - 1) or self.alignment > 4096:
             raise Error(f"alignment {self.alignment} must be a power of two up to 4096")
         if self.pool_size is not None and self.pool_size < 0:
@@ -90,7 +94,8 @@ def compile_model(model: Model, options: CompileOptions | None = None) -> Compil
              "workspace scratch becomes a kernel parameter the planner places (caller and callee together)"),
     ]
     kmod = run_passes(fused, kernel_passes, instruments, timings)
-    planned, report = plan_memory(kmod, o.pool, o.pool_size, o.alignment, o.planner, o.seed)
+    planned, report = plan_memory(kmod, o.pool, o.pool_size, o.alignment, o.planner, o.seed,
+                                  pools=o.pools or None)
     if o.verify:
         verify_kernel_module(planned, planned=True)
     return CompiledModel(model, fused, planned, report, o, dict(timings.seconds))

@@ -4,6 +4,7 @@ call order, a plan from aot.memory, and the rewrite of every call argument to (p
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Sequence
 
 from .errors import FitError
 from .kernel import ir as K
@@ -100,15 +101,45 @@ def liveness(module: K.KernelModule, alignment: int = 16, inplace: bool = True) 
     return [BufferRequest(name, size, f, l, alignment) for name, (f, l, size) in span.items()]
 
 
+def _split_pools(reqs: list[BufferRequest], pools: Sequence[tuple[str, int | None]], planner: str, seed: int,
+                 time_limit_s: float) -> dict[str, tuple[list[BufferRequest], MemoryPlan]]:
+    """Fill the pools in the order given: each takes what fits (evicting the buffers with the
+    largest size x lifetime first) and passes the rest on; the last pool takes what remains."""
+    out: dict[str, tuple[list[BufferRequest], MemoryPlan]] = {}
+    remaining = list(reqs)
+    for i, (name, size) in enumerate(pools):
+        chosen = list(remaining)
+        last = i == len(pools) - 1
+        if size is not None and not last:
+            while chosen and plan_buffers(chosen, planner="greedy-size").peak_bytes > size:
+                chosen.remove(max(chosen, key=lambda r: (r.size * (r.last_use - r.first_use + 1), r.size, r.name)))
+        mp = plan_buffers(chosen, planner=planner, seed=seed, time_limit_s=time_limit_s)
+        out[name] = (chosen, mp)
+        taken = {r.name for r in chosen}
+        remaining = [r for r in remaining if r.name not in taken]
+    return out
+
+
 def plan_memory(module: K.KernelModule, pool: str = "sram", pool_size: int | None = None, alignment: int = 16,
-                planner: str = "best", seed: int = 0, time_limit_s: float = 1.0
-                ) -> tuple[K.KernelModule, PlanReport]:
-    """Pass: place every unplanned buffer in the pool; fail with the numbers if it does not fit."""
+                planner: str = "best", seed: int = 0, time_limit_s: float = 1.0,
+                pools: Sequence[tuple[str, int | None]] | None = None) -> tuple[K.KernelModule, PlanReport]:
+    """Pass: place every unplanned buffer in the pool(s); fail with the numbers if they do not fit.
+    `pools` [(name, size)] overrides (pool, pool_size) for builds with several memories."""
+    pool_list = list(pools) if pools else [(pool, pool_size)]
     reqs = liveness(module, alignment)
-    mp: MemoryPlan = plan_buffers(reqs, planner=planner, seed=seed, time_limit_s=time_limit_s)
     calls = _calls(module.func(module.entry))
-    if pool_size is not None and mp.peak_bytes > pool_size:
-        raise FitError(_no_fit_message(module, reqs, mp, pool, pool_size, calls))
+    split = _split_pools(reqs, pool_list, planner, seed, time_limit_s)
+    for name, size in pool_list:
+        chosen, mp = split[name]
+        if size is not None and mp.peak_bytes > size:
+            raise FitError(_no_fit_message(module, reqs, plan_buffers(reqs, planner=planner, seed=seed,
+                                                                       time_limit_s=time_limit_s),
+                                           name if len(pool_list) == 1 else "+".join(n for n, _ in pool_list),
+                                           sum(sz or 0 for _, sz in pool_list), calls))
+    where: dict[str, tuple[str, int]] = {}
+    for name, (chosen, mp) in split.items():
+        for r in chosen:
+            where[r.name] = (name, mp.offsets[r.name])
     pairs = inplace_pairs(module)
 
     def root(name: str) -> str:
@@ -116,8 +147,8 @@ def plan_memory(module: K.KernelModule, pool: str = "sram", pool_size: int | Non
             name = pairs[name]
         return name
 
-    views = {b.name: K.PoolView(pool, mp.offsets[root(b.name)], b.dtype, b.size) for b in module.unplanned
-             if root(b.name) in mp.offsets}
+    views = {b.name: K.PoolView(where[root(b.name)][0], where[root(b.name)][1], b.dtype, b.size)
+             for b in module.unplanned if root(b.name) in where}
 
     entry = module.func(module.entry)
     body = entry.body.body if isinstance(entry.body, K.Seq) else (entry.body,)
@@ -125,9 +156,14 @@ def plan_memory(module: K.KernelModule, pool: str = "sram", pool_size: int | Non
                                                   for a in s.args))
                      if isinstance(s, K.CallKernel) else s for s in body)
     funcs = tuple(replace(f, body=K.Seq(new_body)) if f.name == module.entry else f for f in module.funcs)
-    new = replace(module, funcs=funcs, pools=(K.Pool(pool, mp.peak_bytes, alignment),), unplanned=())
-    report = PlanReport(pool, pool_size, mp.peak_bytes, mp.lower_bound_bytes, mp.planner,
-                        tuple(PlannedBuffer(r.name, pool, mp.offsets[r.name], r.size, r.first_use, r.last_use,
+    new_pools = tuple(K.Pool(name, split[name][1].peak_bytes, alignment) for name, _ in pool_list)
+    new = replace(module, funcs=funcs, pools=new_pools, unplanned=())
+    total = sum(p.size for p in new_pools)
+    lb = plan_buffers(reqs, planner="greedy-size").lower_bound_bytes if reqs else 0
+    planners = sorted({split[n][1].planner for n, _ in pool_list})
+    report = PlanReport(pool_list[0][0] if len(pool_list) == 1 else "+".join(n for n, _ in pool_list),
+                        pool_list[0][1] if len(pool_list) == 1 else None, total, lb, "+".join(planners),
+                        tuple(PlannedBuffer(r.name, where[r.name][0], where[r.name][1], r.size, r.first_use, r.last_use,
                                             "workspace" if r.name.startswith("ws_") else "tensor") for r in reqs),
                         tuple(c.callee for c in calls))
     return new, report

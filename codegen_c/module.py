@@ -53,8 +53,11 @@ def render_library(module: K.KernelModule, model_name: str, inputs: Sequence[Ten
     pool = module.pools[0]
     kernels = [printer.function(f) for f in module.funcs if f.name != module.entry]
     entry_fn = module.func(module.entry)
-    entry = printer.function(entry_fn, static=True, extra=f"uint8_t *pool_{pool.name}")
-    entry = entry.replace(") {\n", ") {\n    (void)pool_" + pool.name + "; /* unused when no tensor lives in the pool */\n", 1)
+    entry = printer.function(entry_fn, static=True, extra=", ".join(f"uint8_t *pool_{p.name}" for p in module.pools))
+    unused = "".join(f"    (void)pool_{p.name};\n" for p in module.pools)
+    entry = entry.replace(") {\n", ") {\n" + unused, 1)
+    pools = [{"name": x.name, "NAME": x.name.upper(), "size": x.size, "alignment": x.alignment}
+             for x in module.pools]
     common = {"prefix": p, "PREFIX": p.upper(), "version": VERSION, "model_name": model_name,
               "inputs": [t.as_template() for t in inputs], "outputs": [t.as_template() for t in outputs]}
     consts = [{"name": c.buffer.name, "ctype": c_type(c.buffer.dtype), "size": c.buffer.size,
@@ -63,13 +66,13 @@ def render_library(module: K.KernelModule, model_name: str, inputs: Sequence[Ten
     files = {
         f"include/{p}.h": env.get_template("model.h.j2").render(
             **common, guard=f"{p.upper()}_H_", pool_bytes=sum(x.size for x in module.pools),
-            pool_alignment=pool.alignment),
+            pool_alignment=pool.alignment, pools=pools),
         f"src/{p}_internal.h": env.get_template("internal.h.j2").render(
             **common, guard=f"{p.upper()}_INTERNAL_H_", consts=consts),
         f"src/{p}_constants.c": env.get_template("constants.c.j2").render(
             **common, consts=consts, const_alignment=const_alignment),
         f"src/{p}.c": env.get_template("model.c.j2").render(
             **common, kernels=kernels, entry=entry, entry_name=module.entry,
-            pools=[{"name": x.name, "size": x.size, "alignment": x.alignment} for x in module.pools]),
+            pools=pools),
     }
     return files

@@ -236,3 +236,40 @@ def test_shared_models_plan_at_or_below_the_activation_lower_bound() -> None:
         cm = compile_model(aot.load(shared_model(f"{name}.tflite")), CompileOptions(policy="micro"))
         assert cm.plan.activation_bytes <= bound, (name, cm.plan.activation_bytes)
         assert cm.plan.activation_bytes <= cm.plan.lower_bound_bytes
+
+
+def test_several_pools_are_filled_in_order_and_run() -> None:
+    model = conv_chain(3, c=8, hw=10)  # three 3.2 KB float tensors live at a time at most two
+    cm = compile_model(model, CompileOptions(pools=(("dtcm", 4096), ("sram", 1 << 20)), policy="micro",
+                                             stack_limit=64))
+    pools = {p.name: p.size for p in cm.module.pools}
+    assert list(pools) == ["dtcm", "sram"] and 0 < pools["dtcm"] <= 4096 and pools["sram"] > 0
+    assert {b.pool for b in cm.plan.buffers} == {"dtcm", "sram"}
+    data = {"x": RNG.standard_normal((1, 10, 10, 8)).astype(np.float32)}
+    ref = aot.reference(model, data)["y"]
+    for backend in ("c", "llvm"):
+        lib = aot.build(model, backend=backend, pools=(("dtcm", 4096), ("sram", 1 << 20)), policy="micro",
+                        stack_limit=64)
+        np.testing.assert_allclose(lib.run(data)["y"], ref, rtol=1e-5, atol=1e-5)
+    with pytest.raises(aot.FitError, match="dtcm\\+sram"):
+        compile_model(model, CompileOptions(pools=(("dtcm", 1024), ("sram", 2048))))
+
+
+@pytest.mark.usefixtures("arm_toolchain")
+def test_board_with_two_ram_regions_builds_with_two_pools(tmp_path: Path) -> None:
+    from aot.board_flow import make_project
+    from aot.runners.qemu import build_project
+    from elftools.elf.elffile import ELFFile
+    g = aot.GraphBuilder("big")
+    x = g.input("x", (1, 64, 64, 1))
+    a = g.conv2d(x, np.ones((3, 1, 1, 1), np.float32))  # 48 KiB: fits the 64 KiB DTCM
+    b = g.conv2d(a, np.ones((12, 1, 1, 3), np.float32))  # 192 KiB: only the SRAM holds it
+    g.output(g.conv2d(b, np.ones((1, 1, 1, 12), np.float32)), "y")
+    model = g.finish()
+    bb = make_project(model, "stm32f746g-disco", tmp_path / "p", {"x": np.zeros((1, 64, 64, 1), np.float32)})
+    assert [p.name for p in bb.compiled.module.pools] == ["dtcm", "sram"]
+    elf = build_project(bb.project_dir)
+    with open(elf, "rb") as f:
+        syms = {s.name: s["st_value"] for s in ELFFile(f).get_section_by_name(".symtab").iter_symbols()}
+    assert 0x20000000 <= syms["model_pool_dtcm"] < 0x20010000  # DTCM
+    assert syms["model_pool_sram"] >= 0x20010000  # SRAM1/2

@@ -58,3 +58,13 @@ def test_sanitizer_harness_catches_out_of_bounds() -> None:
     files["src/m.c"] = files["src/m.c"]
     with pytest.raises(aot.Error, match="heap-buffer-overflow"):
         build_and_run_executable(files, "m", ["x"], ["y"], [np.zeros(4, np.int32)], [((4,), np.int32)])
+
+
+@pytest.mark.parametrize("name", ["kws_int8", "ad_int8", "micro_speech_quantized"])
+@pytest.mark.parametrize("policy", ["host", "micro"])
+def test_shared_models_clean_under_asan_ubsan(name: str, policy: str) -> None:
+    from conftest import shared_model
+    model = aot.load(shared_model(f"{name}.tflite"))
+    x = np.load(shared_model(f"{name}.input.npy"))
+    out = _run_sanitized(model, {model.inputs[0].name: x}, policy=policy, stack_limit=128)
+    np.testing.assert_array_equal(out[0].reshape(-1), np.load(shared_model(f"{name}.tflm_out.npy")).reshape(-1))

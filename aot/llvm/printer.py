@@ -3,7 +3,7 @@ C printer; both print the same kernel IR, so a kernel cannot mean different thin
 
 Scalars and loop variables live in entry-block allocas (promoted to registers by mem2reg);
 stack allocations are entry-block allocas; constants are byte-array globals read through
-typed pointers; the pool is a zero-initialised global in section .bss.aot_pool.
+typed pointers; each pool is a zero-initialised global in section .bss.aot_pool.<name>.
 """
 from __future__ import annotations
 
@@ -339,55 +339,82 @@ class ModulePrinter:
         return self.mod
 
     def _entry_points(self) -> None:
-        """<prefix>_run_with_pool(in, out, pool, bytes) and <prefix>_run(in, out): struct-of-pointer ABI."""
+        """<prefix>_run_with_pools(in, out, pools[], bytes[]), <prefix>_run_with_pool (one pool) and
+        <prefix>_run(in, out): the struct-of-pointers ABI of the C backend's header."""
         km = self.km
         p = km.prefix
-        pool = km.pools[0]
         entry = self.functions[km.entry]
-        rwp = ir.Function(self.mod, ir.FunctionType(I32, [PTR, PTR, PTR, self.size_t]), f"{p}_run_with_pool")
+        st = self.size_t
+        rwp = ir.Function(self.mod, ir.FunctionType(I32, [PTR, PTR, PTR, PTR]), f"{p}_run_with_pools")
         b = ir.IRBuilder(rwp.append_basic_block("entry"))
-        in_s, out_s, pool_p, nbytes = rwp.args
+        in_s, out_s, pools_p, sizes_p = rwp.args
         null = ir.Constant(PTR, None)
         fail = rwp.append_basic_block("null")
-        fb = ir.IRBuilder(fail)
-        fb.ret(ir.Constant(I32, -1))  # AOT_ERR_NULL_ARGUMENT
-        bad = b.or_(b.icmp_unsigned("==", in_s, null), b.icmp_unsigned("==", out_s, null))
-        bad = b.or_(bad, b.icmp_unsigned("==", pool_p, null))
-        chk = rwp.append_basic_block("fields")
-        b.cbranch(bad, fail, chk)
-        b.position_at_end(chk)
+        ir.IRBuilder(fail).ret(ir.Constant(I32, -1))  # AOT_ERR_NULL_ARGUMENT
+        small = rwp.append_basic_block("small")
+        ir.IRBuilder(small).ret(ir.Constant(I32, -4))  # AOT_ERR_POOL_TOO_SMALL
+        bad = ir.Constant(I1, 0)
+        for v in (in_s, out_s, pools_p, sizes_p):
+            bad = b.or_(bad, b.icmp_unsigned("==", v, null))
+        nxt = rwp.append_basic_block("fields")
+        b.cbranch(bad, fail, nxt)
+        b.position_at_end(nxt)
         ptrs = []
-        bad2 = ir.Constant(I1, 0)
+        bad = ir.Constant(I1, 0)
         for struct, bufs in ((in_s, km.inputs), (out_s, km.outputs)):
             for i, _ in enumerate(bufs):
                 v = b.load(b.gep(struct, [ir.Constant(I32, i)], inbounds=True, source_etype=PTR), typ=PTR)
-                bad2 = b.or_(bad2, b.icmp_unsigned("==", v, null))
+                bad = b.or_(bad, b.icmp_unsigned("==", v, null))
                 ptrs.append(v)
-        size_ok = rwp.append_basic_block("size")
-        b.cbranch(bad2, fail, size_ok)
-        b.position_at_end(size_ok)
-        small = rwp.append_basic_block("small")
-        ir.IRBuilder(small).ret(ir.Constant(I32, -4))  # AOT_ERR_POOL_TOO_SMALL
+        pool_ptrs = []
+        for i, _ in enumerate(km.pools):
+            v = b.load(b.gep(pools_p, [ir.Constant(I32, i)], inbounds=True, source_etype=PTR), typ=PTR)
+            bad = b.or_(bad, b.icmp_unsigned("==", v, null))
+            pool_ptrs.append(v)
+        nxt = rwp.append_basic_block("sizes")
+        b.cbranch(bad, fail, nxt)
+        b.position_at_end(nxt)
+        too_small = ir.Constant(I1, 0)
+        for i, (pool, v) in enumerate(zip(km.pools, pool_ptrs)):
+            n = b.load(b.gep(sizes_p, [ir.Constant(I32, i)], inbounds=True, source_etype=st), typ=st)
+            too_small = b.or_(too_small, b.icmp_unsigned("<", n, ir.Constant(st, pool.size)))
+            misaligned = b.icmp_unsigned("!=", b.and_(b.ptrtoint(v, st), ir.Constant(st, pool.alignment - 1)),
+                                         ir.Constant(st, 0))
+            too_small = b.or_(too_small, misaligned)
         run = rwp.append_basic_block("run")
-        too_small = b.icmp_unsigned("<", nbytes, ir.Constant(self.size_t, pool.size))
-        misaligned = b.icmp_unsigned("!=", b.and_(b.ptrtoint(pool_p, self.size_t),
-                                                  ir.Constant(self.size_t, pool.alignment - 1)),
-                                     ir.Constant(self.size_t, 0))
-        b.cbranch(b.or_(too_small, misaligned), small, run)
+        b.cbranch(too_small, small, run)
         b.position_at_end(run)
-        b.ret(b.call(entry, ptrs + [pool_p]))
+        b.ret(b.call(entry, ptrs + pool_ptrs))
 
-        ty = ir.ArrayType(I8, max(pool.size, 1))
-        g = ir.GlobalVariable(self.mod, ty, f"{p}_pool_{pool.name}")
-        g.initializer = ir.Constant(ty, None)
-        g.align = pool.alignment
-        g.linkage = "internal"
-        if self.pool_section:
-            g.section = self.pool_section
+        globals_ = []
+        for pool in km.pools:
+            ty = ir.ArrayType(I8, max(pool.size, 1))
+            g = ir.GlobalVariable(self.mod, ty, f"{p}_pool_{pool.name}")
+            g.initializer = ir.Constant(ty, None)
+            g.align = pool.alignment
+            g.linkage = "internal"
+            if self.pool_section:
+                g.section = f"{self.pool_section}.{pool.name}"
+            globals_.append(g)
+        n = len(km.pools)
+
+        def call_with_arrays(bb: ir.IRBuilder, ins: ir.Value, outs: ir.Value, pool_vals: list, size_vals: list) -> None:
+            arr = bb.alloca(PTR, size=ir.Constant(I32, n))
+            sizes = bb.alloca(st, size=ir.Constant(I32, n))
+            for i, (pv, sv) in enumerate(zip(pool_vals, size_vals)):
+                bb.store(pv, bb.gep(arr, [ir.Constant(I32, i)], source_etype=PTR))
+                bb.store(sv, bb.gep(sizes, [ir.Constant(I32, i)], source_etype=st))
+            bb.ret(bb.call(rwp, [ins, outs, arr, sizes]))
+
+        if n == 1:
+            one = ir.Function(self.mod, ir.FunctionType(I32, [PTR, PTR, PTR, st]), f"{p}_run_with_pool")
+            ob = ir.IRBuilder(one.append_basic_block("entry"))
+            call_with_arrays(ob, one.args[0], one.args[1], [one.args[2]], [one.args[3]])
         run_fn = ir.Function(self.mod, ir.FunctionType(I32, [PTR, PTR]), f"{p}_run")
         rb = ir.IRBuilder(run_fn.append_basic_block("entry"))
-        rb.ret(rb.call(rwp, [run_fn.args[0], run_fn.args[1], rb.gep(g, [ir.Constant(I32, 0)], source_etype=I8),
-                             ir.Constant(self.size_t, max(pool.size, 1))]))
+        call_with_arrays(rb, run_fn.args[0], run_fn.args[1],
+                         [rb.gep(g, [ir.Constant(I32, 0)], source_etype=I8) for g in globals_],
+                         [ir.Constant(st, max(pool.size, 1)) for pool in km.pools])
 
 
 def print_module(module: K.KernelModule, triple: str = "", data_layout: str = "", pointer_bits: int = 64) -> ir.Module:

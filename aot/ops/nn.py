@@ -103,6 +103,10 @@ def conv2d_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call
     x, w = args[0], args[1]
     bias = args[2] if len(args) > 2 else None
     arith = mac_arith(ctx, "conv2d", x.type, w.type, out.type, bias, call.attrs)
+    from ..schedule.kernels import schedule_conv2d
+    scheduled = schedule_conv2d(ctx, x, w, bias, out, call.attrs, arith)
+    if scheduled is not None:
+        return scheduled
     kh, kw, cin = w.shape[1], w.shape[2], w.shape[3]
     if kh * kw > 1:
         return _conv2d_im2col(ctx, x, w, out, call.attrs, arith)
@@ -199,6 +203,10 @@ def dw_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) ->
     x, w = args[0], args[1]
     bias = args[2] if len(args) > 2 else None
     arith = mac_arith(ctx, "depthwise_conv2d", x.type, w.type, out.type, bias, call.attrs)
+    from ..schedule.kernels import schedule_depthwise
+    scheduled = schedule_depthwise(ctx, x, w, bias, out, call.attrs, arith)
+    if scheduled is not None:
+        return scheduled
     m = w.shape[3] // x.shape[3]
 
     def inner(n, iy, ix, oc, ky, kx, acc):  # noqa: ANN001, ANN202
@@ -255,10 +263,15 @@ def fc_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) ->
     rows = x.type.size // k_n
     if x.buffer is not None:
         xbuf = x.buffer
-        xf = Accessor(x.type.with_shape((rows, k_n)), lambda idx: K.Load(xbuf, idx[0] * k_n + idx[1]))
+        xf = Accessor(x.type.with_shape((rows, k_n)), lambda idx: K.Load(xbuf, idx[0] * k_n + idx[1]), xbuf)
     else:
         xf = Accessor(x.type.with_shape((rows, k_n)),
                       lambda idx: x.get(_unflatten(x.shape, idx[0] * k_n + idx[1])))
+    from ..schedule.kernels import schedule_fully_connected
+    scheduled = schedule_fully_connected(ctx, xf, w, bias, out, arith, rows,
+                                         lambda b_, o_: _unflatten(out.shape[:-1], b_) + [o_])
+    if scheduled is not None:
+        return scheduled
     b, o, k = ctx.var("b"), ctx.var("o"), ctx.var("k")
     acc = ctx.var("acc", arith.acc_dtype)
     out_idx = _unflatten(out.shape[:-1], b) + [o]

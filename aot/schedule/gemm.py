@@ -28,12 +28,17 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..kernel import ir as K
-from ..kernel.intrinsics import call as intrinsic
+from ..kernel.simplify import simplify_expr
+from ..kernel.intrinsics import call as intrinsic, pack16
 from ..ops.common import window_axis
 from .requant import Requant
 from .target import ScheduleTarget
 
 ElemGet = Callable[[K.Expr, K.Expr, K.Expr, K.Expr], K.Expr]
+
+
+def _word(buf: K.Buffer, index: K.Expr) -> K.Expr:
+    return K.LoadWord(buf, simplify_expr(index))
 
 
 @dataclass(frozen=True)
@@ -153,7 +158,7 @@ class ColumnLayout:
 
 
 def column_layout(g: Geometry) -> ColumnLayout:
-    words = g.buf is not None and g.buf.dtype in ("i8", "u8")
+    words = g.buf is not None and g.buf.dtype == "i8"
     row_mode = g.dw == 1 and g.C % 4 != 0 and g.kw > 1 and g.kw * g.C <= 64
     if row_mode:
         return ColumnLayout(True, g.kw * g.C, 1, tuple(run_pairs(g.kw * g.C, words)), words)
@@ -177,8 +182,7 @@ class _Fill:
     def __init__(self, ctx, g: Geometry, lay: ColumnLayout | None, col: K.Buffer, slots: int,  # noqa: ANN001
                  speed: bool) -> None:
         self.ctx, self.g, self.lay, self.col, self.slots, self.speed = ctx, g, lay, col, slots, speed
-        self.pad_pair = K.Const(((g.zp_in & 0xFFFF) | ((g.zp_in & 0xFFFF) << 16)) - (1 << 32)
-                                if g.zp_in < 0 else (g.zp_in | (g.zp_in << 16)))
+        self.pad_pair = K.Const(pack16(g.zp_in, g.zp_in))
 
     # -- destinations
     def dst_pair(self, slot: int, j: K.Expr) -> K.Expr:
@@ -238,18 +242,16 @@ class _Fill:
             b0 = base()
             buf = g.buf
             assert buf is not None
-            word = (lambda a: K.LoadWord(buf, b0 + a))  # noqa: E731
+            word = (lambda a: _word(buf, b0 + a))  # noqa: E731
         groups = lay.run_len // 4 if lay.words else 0
         if groups > 8:  # long run: a loop over groups of four bytes, the rest unrolled
             gi = self.ctx.var("fg")
             v = self.ctx.var("xw")
             assert word is not None and g.buf is not None
             loop = K.For(gi, groups, K.seq(
-                K.Let(v, K.LoadWord(g.buf, base() + gi * 4)),
+                K.Let(v, _word(g.buf, base() + gi * 4)),
                 K.Store(self.col, self.dst_pair(slot, j0 + gi * 2), intrinsic("sxtb16", v)),
                 K.Store(self.col, self.dst_pair(slot, j0 + gi * 2 + 1), intrinsic("sxtb16_ror8", v))))
-            rest = self._pairs_store(slot, j0, lambda a: get(K.Const(a)), None, pairs[2 * groups:])
-            # _pairs_store numbers from 0: shift the rest after the groups
             rest = self._pairs_store(slot, j0 + 2 * groups, lambda a: get(K.Const(a)), None, pairs[2 * groups:])
             return K.seq(loop, *rest)
         if len(pairs) > 32 and not lay.words:  # long run read through an accessor
@@ -272,7 +274,7 @@ class _Fill:
         return K.For(e, count, K.Store(self.col, self.dst_elem(slot, e0 + e), K.Const(self.g.zp_in, self.col.dtype)))
 
     # -- rows
-    def row_fast(self, pix: Pixel, slot: int, ky: K.Var, iy: K.Expr) -> K.Stmt:  # type: ignore[name-defined]
+    def row_fast(self, pix: Pixel, slot: int, ky: K.ScalarVar, iy: K.Expr) -> K.Stmt:
         g, lay = self.g, self.lay
         if lay is None:
             kx = self.ctx.var("fkx")
@@ -424,7 +426,7 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
             st: list[K.Stmt] = []
             xs = []
             for s in range(nsl):
-                v = ctx.var("xv", col.dtype if (dsp or bases_all_none) else g.buf.dtype)  # type: ignore[union-attr]
+                v = ctx.var("xv", col.dtype)
                 st.append(K.Let(v, x_at(s, k)))
                 xs.append(v)
             for c in range(size):
@@ -456,8 +458,6 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
                 p = pixs[s]
                 post.append(g.store(p.n, p.oy, p.ox, oc0 + c, rq.value(cc, accs[s][c])))
         return K.seq(*pre, *body, *post)
-
-    bases_all_none = not direct
 
     def pixel_group(qs: list[K.Expr | int]) -> K.Stmt:
         stmts: list[K.Stmt] = []
