@@ -57,6 +57,8 @@ NHWC = (0, 2, 3, 1)  # physical order of a logical NCHW tensor
 IR_DTYPES = {"float32", "int8", "uint8", "int16", "int32"}
 ACT_OPS = {"conv2d", "depthwise_conv2d", "group_conv2d", "fully_connected", "batch_matmul", "add", "sub", "mul",
            "div"}
+# elementwise ops whose output element i reads another input index (not fusable as an epilogue)
+INDEX_REMAP_OPS = {"transpose", "strided_slice", "take", "tile", "broadcast_to", "pad_mode"}
 NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli",
                     "Multinomial"}
 
@@ -222,6 +224,12 @@ class _Importer:
         frozen = freeze_attrs(attrs)
         where = self.cur.name if self.cur is not None else hint
         t = infer_checked(opdef, [a.type for a in args], frozen, node=where)
+        if op in INDEX_REMAP_OPS and isinstance(args[0], Var) and args[0].type.shape == t.shape \
+                and all(args[0] is not p for p in self.params):
+            # fusion joins a same-shape elementwise consumer to its producer's kernel as an
+            # epilogue evaluated at the kernel's own index, which is wrong for an op that
+            # reads another index; a view in between keeps this op out of that epilogue
+            args = [self.emit("reshape", [args[0]], hint + "_v", shape=t.shape)] + list(args[1:])
         out = Var(self._name(hint), t, origin=hint)
         self.calls.append(Call(op, tuple(args), out, frozen))
         return out

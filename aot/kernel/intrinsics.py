@@ -122,6 +122,11 @@ def pack16(lo: int, hi: int) -> int:
     return _pair(lo, hi)
 
 
+def ssat8(x: int) -> int:
+    """x clamped to [-128, 127] (SSAT #8)."""
+    return -128 if x < -128 else (127 if x > 127 else x)
+
+
 def requant_q31(y: int, m: int, lo: int, hi: int, rs: int) -> int:
     """(((y*m + P + (y < 0 ? -2^31 : 0)) mod 2^64 as int64) >> 32, as int32) >> rs, where the
     64-bit P = hi*2^32 + (lo mod 2^32). With the constants of aot.schedule.requant this is TFLite's
@@ -163,6 +168,7 @@ INTRINSICS: dict[str, IntrinsicDef] = {
         IntrinsicDef("sxtab16", ("i32", "i32"), "i32", sxtab16, sxtab16.__doc__ or ""),
         IntrinsicDef("sxtab16_ror8", ("i32", "i32"), "i32", sxtab16_ror8, sxtab16_ror8.__doc__ or ""),
         IntrinsicDef("pack16", ("i32", "i32"), "i32", pack16, pack16.__doc__ or ""),
+        IntrinsicDef("ssat8", ("i32",), "i32", ssat8, ssat8.__doc__ or ""),
         IntrinsicDef("requant_q31", ("i32", "i32", "i32", "i32", "i32"), "i32", requant_q31,
                      requant_q31.__doc__ or ""),
         IntrinsicDef("expf", ("f32",), "f32", _f32(math.exp), "float exp"),

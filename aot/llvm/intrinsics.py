@@ -170,6 +170,12 @@ def define_intrinsic(mod: ir.Module, name: str) -> ir.Function:
         return _dsp(mod, name)
     if name == "requant_q31":
         return _requant_q31(mod)
+    if name == "ssat8":  # smin/smax: the ARM backend selects SSAT
+        fn, b = _fn(mod, name, I32, [I32])
+        x = fn.args[0]
+        lo = b.select(b.icmp_signed("<", x, ir.Constant(I32, -128)), ir.Constant(I32, -128), x)
+        b.ret(b.select(b.icmp_signed(">", lo, ir.Constant(I32, 127)), ir.Constant(I32, 127), lo))
+        return fn
     if name in ("expf", "tanhf", "roundf"):
         return _libm(mod, name, name)
     from ..errors import UnsupportedError

@@ -404,14 +404,15 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
     unroll = (4 if dsp else 4) if speed else 1
 
     def x_at_factory(pixs: list[Pixel], bases: list[K.Expr | None]):  # noqa: ANN202
-        def x_at(s: int, k: K.Expr) -> K.Expr:
+        def x_at(s: int, kb: K.Expr, j: int) -> K.Expr:
+            """Column value j after the (loop-invariant or per-iteration) base kb."""
             if dsp:
-                return K.Load(col, k * slots + s if slots > 1 else k)
+                return K.Load(col, kb * slots + (j * slots + s) if slots > 1 else kb + j)
             base = bases[s]
             if base is not None:
                 assert g.buf is not None
-                return K.Load(g.buf, base + k)
-            return K.Load(col, k + s * depth if s else k)
+                return K.Load(g.buf, base + kb + j)
+            return K.Load(col, kb + (j + s * depth))
         return x_at
 
     def block(nsl: int, size: int, oc0: K.Expr, seg: K.Expr, pixs: list[Pixel], x_at) -> K.Stmt:  # noqa: ANN001
@@ -422,16 +423,17 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
             pre.append(K.Let(b, K.Load(btab, oc0 + c)))
             pre += [K.Let(accs[s][c], b) for s in range(nsl)]
 
-        def step(k: K.Expr) -> list[K.Stmt]:
+        def step(kb: K.Expr, wb: K.Expr, j: int) -> list[K.Stmt]:
+            """k = kb + j: every index is a per-iteration base plus a constant (one pointer each)."""
             st: list[K.Stmt] = []
             xs = []
             for s in range(nsl):
                 v = ctx.var("xv", col.dtype)
-                st.append(K.Let(v, x_at(s, k)))
+                st.append(K.Let(v, x_at(s, kb, j)))
                 xs.append(v)
             for c in range(size):
                 wv = ctx.var("wv", wdtype)
-                st.append(K.Let(wv, K.Load(wtab, seg + k * size + c)))
+                st.append(K.Let(wv, K.Load(wtab, wb + (j * size + c))))
                 for s in range(nsl):
                     if dsp:
                         st.append(K.Assign(accs[s][c], intrinsic("smlad", xs[s], wv, accs[s][c])))
@@ -444,12 +446,14 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         body: list[K.Stmt] = []
         if main == 1:
             for j in range(u):
-                body += step(K.Const(j))
+                body += step(K.Const(0), seg, j)
         elif main > 1:
             kk = ctx.var("kk")
-            body.append(K.For(kk, main, K.seq(*[x for j in range(u) for x in step(kk * u + j)])))
+            kb, wb = ctx.var("kb"), ctx.var("wb")
+            it = [K.Let(kb, kk * u), K.Let(wb, seg + kk * (u * size))]
+            body.append(K.For(kk, main, K.seq(*it, *[x for j in range(u) for x in step(kb, wb, j)])))
         for k in range(main * u, kdim):
-            body += step(K.Const(k))
+            body += step(K.Const(0), seg, k)
         post: list[K.Stmt] = []
         for c in range(size):
             lets, cc = rq.channel(ctx, oc0 + c)

@@ -104,6 +104,8 @@ class Requant:
         zp = v["zp"]
         if not (isinstance(zp, K.Const) and zp.value == 0):
             out = out + zp
+        if (self.act_min, self.act_max) == (-128, 127):
+            return intrinsic("ssat8", out)
         return K.minimum(K.maximum(out, self.act_min), self.act_max)
 
 
