@@ -60,10 +60,14 @@ def check_fit(compiled: CompiledModel, board: Board, stack_bytes: int = DEFAULT_
         problems.append(f"{pool:,} bytes of activations + {stack_bytes:,} bytes of stack but {board.ram_bytes:,} "
                         f"bytes of RAM")
     if problems:
-        largest = sorted(compiled.plan.buffers, key=lambda b: -b.size)[:3]
+        if weights > board.flash_bytes:
+            big = sorted(compiled.module.consts, key=lambda c: -c.buffer.nbytes)[:3]
+            largest = "largest constants: " + ", ".join(f"{c.buffer.name} {c.buffer.nbytes:,} B" for c in big)
+        else:
+            big_t = sorted(compiled.plan.buffers, key=lambda b: -b.size)[:3]
+            largest = "largest tensors: " + ", ".join(f"{b.name} {b.size:,} B" for b in big_t)
         raise FitError(f"model {compiled.model.name} does not fit board {board.name}: " + "; ".join(problems)
-                       + (f" (largest tensors: {', '.join(f'{b.name} {b.size:,} B' for b in largest)})"
-                          if largest else "") + "; choose a bigger board or a smaller model")
+                       + f" ({largest}); choose a bigger board or a smaller model")
 
 
 def _compile_for_board(model: Model, board: Board, options: Mapping[str, Any]) -> CompiledModel:

@@ -51,6 +51,7 @@ import numpy as np
 
 from ..errors import Error, ModelFormatError, ShapeError, UnsupportedError
 from ..ir import Call, Constant, Function, Model, Quant, TensorType, Var, freeze_attrs, make_model, verify
+from ..limits import MAX_TENSOR_ELEMENTS
 from ..ops import REGISTRY, infer_call, infer_checked
 
 NHWC = (0, 2, 3, 1)  # physical order of a logical NCHW tensor
@@ -59,6 +60,7 @@ ACT_OPS = {"conv2d", "depthwise_conv2d", "group_conv2d", "fully_connected", "bat
            "div"}
 # elementwise ops whose output element i reads another input index (not fusable as an epilogue)
 INDEX_REMAP_OPS = {"transpose", "strided_slice", "take", "tile", "broadcast_to", "pad_mode"}
+NO_FOLD = {"Loop", "Scan", "If", "SequenceMap", "Resize", "Upsample"}
 NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli",
                     "Multinomial"}
 
@@ -75,6 +77,9 @@ class Val:
     deq: "Val | None" = None  # this float tensor is dequantize(deq) (QDQ), emitted lazily
     quant: Quant | None = None  # quantization of a constant int8 tensor (axis logical)
     cmp: "tuple[str, Val, Val] | None" = None  # a run-time comparison, only consumed by Where
+    # a flattened (N, K) tensor kept in its physical order: column j holds logical column
+    # cols[j]; only a Gemm/MatMul with constant weights reads it (it permutes the weights)
+    cols: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if not self.perm or len(self.perm) != len(self.shape):
@@ -415,6 +420,32 @@ class _Importer:
             zp -= 128
         return Quant((float(s.const.reshape(-1)[0]),), (zp,)), qn
 
+    def int8_ok(self, op: str, types: Sequence[TensorType], out_quant: Quant | None, attrs: dict[str, Any]) -> bool:
+        """Whether the int8 kernel accepts these quantization parameters (TFLite Micro's
+        constraints, e.g. softmax and logistic outputs fixed at 1/256 and -128); if not,
+        the op stays DQ -> float -> Q."""
+        from ..ops import quantized as Qz
+        out = TensorType(types[0].shape, "int8", out_quant)
+        act = attrs.get("activation", "none")
+        try:
+            if op in ("conv2d", "depthwise_conv2d", "fully_connected"):
+                Qz.mac_params(op, types[0], types[1], out, act)
+            elif op in ("add", "sub", "mul"):
+                Qz._binary_params(op, types[0], types[1], out, act)
+            elif op in ("relu", "relu6", "sigmoid", "tanh", "leaky_relu", "hard_swish"):
+                Qz.unary_table(op, types[0], out, attrs)
+            elif op in ("max_pool2d", "avg_pool2d"):
+                Qz._pool_params(types[0], out, attrs)
+            elif op == "mean":
+                Qz._mean_params(types[0], out)
+            elif op == "softmax":
+                Qz._softmax_params(types[0], out, attrs)
+            elif op == "concat":
+                Qz._check_concat(types, out)
+        except Error:
+            return False
+        return True
+
     def requant(self, ir: Var, quant: Quant, hint: str) -> Var:
         t = ir.type
         if t.quant == quant:
@@ -560,20 +591,20 @@ class _Importer:
             self.problems.append(f"input {vi.name!r}: empty tensor")
             self.poisoned.add(vi.name)
             return
+        if int(np.prod(shape, dtype=np.float64)) > MAX_TENSOR_ELEMENTS:
+            self.problems.append(f"input {vi.name!r}: {shape} exceeds {MAX_TENSOR_ELEMENTS:,} elements")
+            self.poisoned.add(vi.name)
+            return
         perm = NHWC if self.layout == "nhwc" and len(shape) == 4 and np_dt == "float32" else _ident(len(shape))
         if quant is not None and np_dt == "uint8":
-            quant = Quant(quant.scale, (quant.zero_point[0],))
+            self.problems.append(f"input {vi.name!r}: quantized uint8 model input (int8 and float32 are supported)")
+            self.poisoned.add(vi.name)
+            return
         t = TensorType(phys_shape(shape, perm), np_dt, quant if np_dt in ("int8", "uint8") else None)
         self.used_names.add(vi.name)
         v = Var(vi.name, t, origin=vi.name)
         self.params.append(v)
-        val = Val(shape, np_dt, ir=v, perm=perm)
-        if np_dt == "uint8" and quant is not None:
-            # int8 inside: q_int8 = q_uint8 - 128 with zero point - 128 (exact)
-            q8 = Quant(quant.scale, (quant.zero_point[0] - 128,))
-            val = Val(shape, "int8", ir=self.emit("quantize", [v], vi.name + "_s8", out_quant=q8, dtype="int8"),
-                      perm=perm)
-        self.vals[vi.name] = val
+        self.vals[vi.name] = Val(shape, np_dt, ir=v, perm=perm)
 
     def _np_dtype(self, elem: int) -> str:
         from onnx import helper
@@ -610,11 +641,9 @@ class _Importer:
             ir = self.as_layout(v, perm, o.name, dtype=want if want in IR_DTYPES else None)
         else:
             ir = self.as_layout(v, perm, o.name)
-            if want in ("int8", "uint8") and ir.type.dtype == "int8" and want == "uint8" and ir.type.quant is not None:
-                q = ir.type.quant
-                ir = self.emit("quantize", [ir], o.name + "_u8", out_quant=Quant(q.scale, (q.zero_point[0] + 128,)),
-                               dtype="uint8")
-            elif want != ir.type.dtype:
+            if want == "uint8" and ir.type.dtype == "int8" and ir.type.quant is not None:
+                raise unsupported("quantized uint8 model output (int8 and float32 are supported)")
+            if want != ir.type.dtype:
                 raise unsupported(f"output dtype {want} (the model computes {ir.type.dtype})")
         if isinstance(ir, Constant) or id(ir) in params or id(ir) in used:
             out = Var(o.name, ir.type, origin=o.name)
@@ -661,6 +690,11 @@ class _Importer:
             self.problems.append(f"{n.label()}: {_one_line(e)}")
             self.poisoned.update(o for o in n.outputs if o)
             return
+        except Error:
+            raise
+        except Exception as e:  # a malformed node (wrong attribute types, inconsistent shapes, ...)
+            raise ModelFormatError(f"{self.model_name}: {n.label()} cannot be read "
+                                   f"({type(e).__name__}: {_one_line(e)})") from None
         for name, v in zip(n.outputs, outs):
             if name and v is not None:
                 self.vals[name] = v
@@ -696,6 +730,9 @@ class _Importer:
         """Evaluate a node on constants with onnx's reference implementation."""
         from onnx import helper, numpy_helper
         from onnx.reference import ReferenceEvaluator
+        if n.op in NO_FOLD or n.proto.domain not in ("", "ai.onnx"):
+            return None
+        _check_fold_size(n)
         feeds: dict[str, np.ndarray] = {}
         vis = []
         for name, v in zip(n.inputs, n.ins):
@@ -714,6 +751,8 @@ class _Importer:
             return None
         out: list[Val | None] = []
         for r in res:
+            if isinstance(r, np.ndarray) and r.size > MAX_TENSOR_ELEMENTS:
+                raise unsupported(f"a constant of {r.size:,} elements (the limit is {MAX_TENSOR_ELEMENTS:,})")
             if not isinstance(r, np.ndarray):
                 if isinstance(r, (np.generic, int, float, bool)):
                     r = np.asarray(r)
@@ -825,6 +864,29 @@ class _Importer:
     def to_2d(self, x: Val, hint: str) -> Val:
         """(N, C, L) -> (N, C, 1, L) so 1-D convolutions and pools run as 2-D ones."""
         return self.reshape_val(x, (x.shape[0], x.shape[1], 1, x.shape[2]), hint)
+
+
+def _check_fold_size(n: Node) -> None:
+    """Refuse, before computing it, a constant that would be absurdly large."""
+    def count(shape: Any) -> float:
+        return float(np.prod(np.asarray(shape, dtype=np.float64).reshape(-1))) if np.size(shape) else 1.0
+
+    ins = [v.const if v is not None else None for v in n.ins]
+    size = 0.0
+    try:
+        if n.op == "ConstantOfShape":
+            size = count(ins[0])
+        elif n.op == "Expand":
+            size = count(np.broadcast_shapes(ins[0].shape, tuple(int(d) for d in np.asarray(ins[1]).reshape(-1))))
+        elif n.op == "Tile":
+            size = count(ins[0].shape) * count(ins[1])
+        elif n.op == "Range":
+            start, limit, delta = (float(np.asarray(v).reshape(-1)[0]) for v in ins[:3])
+            size = abs((limit - start) / delta) if delta else math.inf
+    except (TypeError, ValueError, IndexError, AttributeError, OverflowError):
+        return  # let the evaluator report the malformed node
+    if size > MAX_TENSOR_ELEMENTS:
+        raise unsupported(f"a constant of {size:,.0f} elements (the limit is {MAX_TENSOR_ELEMENTS:,})")
 
 
 def _quant_axis(q: Quant | None, mapping: Sequence[int]) -> Quant | None:
@@ -1018,7 +1080,7 @@ def _binary(im: _Importer, op: str, a: Val, b: Val, hint: str, act: str = "none"
     (a, b), shape, perm = _broadcast(im, (a, b), hint)
     if quant is not None and op in ("add", "sub", "mul") and (im.qview(a) is not None or im.qview(b) is not None):
         ia, ib = _int8_operand(im, a, perm, hint), _int8_operand(im, b, perm, hint)
-        if ia is not None and ib is not None:
+        if ia is not None and ib is not None and im.int8_ok(op, [ia.type, ib.type], quant, {"activation": act}):
             y = im.emit(op, [ia, ib], hint, activation=act, out_quant=quant)
             return im.runtime_val(y, shape, perm)
     args = [im.f32(a, perm, hint + "_a"), im.f32(b, perm, hint + "_b")]
@@ -1087,7 +1149,8 @@ def _prelu(im: _Importer, n: Node) -> list[Val | None]:
 
 def _unary(im: _Importer, x: Val, op: str, hint: str, quant: Quant | None = None, **attrs: Any) -> Val:
     q = im.qview(x) if quant is not None else None
-    if q is not None and op in ("relu", "relu6", "relu_n1_to_1", "sigmoid", "tanh", "leaky_relu", "hard_swish"):
+    if q is not None and op in ("relu", "relu6", "sigmoid", "tanh", "leaky_relu", "hard_swish") \
+            and im.int8_ok(op, [q.ir.type], quant, attrs):  # type: ignore[union-attr]
         y = im.emit(op, [im.rt(q, hint)], hint, out_quant=quant, **attrs)
         return im.runtime_val(y, x.shape, q.perm)
     y = im.emit(op, [im.f32(x, x.perm, hint)], hint, **attrs)
@@ -1285,7 +1348,8 @@ def _conv_impl(im: _Importer, n: Node, x: Val, w: Val, b: Val | None, quant: Qua
                                         quant=Quant(tuple(float(s) for s in np.broadcast_to(bscale, bias.shape))
                                                     if per else (float(bscale.reshape(-1)[0]),),
                                                     (0,) * (len(bias) if per else 1), 0 if per else None)))
-            y = im.emit(op, args, hint, out_quant=quant, **attrs)
+            if im.int8_ok(op, [a.type for a in args], quant, attrs):
+                y = im.emit(op, args, hint, out_quant=quant, **attrs)
     if y is None:
         args = [im.f32(x4, NHWC, hint), im.const_ir(wt, hint + "_w")]
         if bias is not None:
@@ -1304,16 +1368,14 @@ def _conv(im: _Importer, n: Node) -> list[Val | None]:
     return [_conv_impl(im, n, n.ins[0], n.ins[1], n.inp(2), None)]  # type: ignore[arg-type]
 
 
-def _qlinear_val(im: _Importer, n: Node, xi: int, si: int, zi: int) -> Val:
-    """A QLinear* operand as a DQ view (run-time int8) or a dequantized constant."""
+def _qlinear_val(im: _Importer, n: Node, xi: int, si: int, zi: int, axis: int = 0) -> Val:
+    """A QLinear* operand as a DQ view (run-time int8) or a dequantized constant; `axis` is
+    the per-channel axis of constant weights."""
     x = n.ins[xi]
     assert x is not None
-    fake = Node(n.proto, n.index, "DequantizeLinear", n.name, [n.inputs[xi], n.inputs[si], n.inputs[zi]],
-                n.outputs[:1], {"axis": 0 if xi == 3 and n.op == "QLinearConv" else n.attrs.get("axis", 1)},
-                [x, n.ins[si], n.ins[zi]])
-    if n.op == "QLinearMatMul" and xi == 3 and n.ins[si] is not None and n.ins[si].const is not None \
-            and n.ins[si].const.size > 1:  # type: ignore[union-attr]
-        fake.attrs["axis"] = x.rank - 1
+    zname = n.inputs[zi] if zi < len(n.inputs) else ""
+    fake = Node(n.proto, n.index, "DequantizeLinear", n.name, [n.inputs[xi], n.inputs[si], zname],
+                n.outputs[:1], {"axis": axis % max(x.rank, 1)}, [x, n.ins[si], n.inp(zi)])
     return _dequantize(im, fake)[0]  # type: ignore[return-value]
 
 
@@ -1327,7 +1389,7 @@ def _out_quant(im: _Importer, n: Node, si: int, zi: int) -> Quant:
 @handler("QLinearConv")
 def _qlinear_conv(im: _Importer, n: Node) -> list[Val | None]:
     x = _qlinear_val(im, n, 0, 1, 2)
-    w = _qlinear_val(im, n, 3, 4, 5)
+    w = _qlinear_val(im, n, 3, 4, 5, axis=0)
     quant = _out_quant(im, n, 6, 7)
     b = n.inp(8)
     bias = None
@@ -1344,9 +1406,14 @@ def _qlinear_conv(im: _Importer, n: Node) -> list[Val | None]:
 # ------------------------------------------------------------------ matrix products
 def _fc(im: _Importer, n: Node, a: Val, w: np.ndarray, bias: np.ndarray | None, hint: str, act: str,
         quant: Quant | None, wdeq: tuple[np.ndarray, Quant] | None) -> Val:
-    """y[..., N] = a[..., K] @ w[N, K].T + bias, with `a` row-major (logical order)."""
-    k = w.shape[1]
+    """y[..., N] = a[..., K] @ w[N, K].T + bias, with `a` row-major (logical order), or a
+    flattened tensor in its physical column order `a.cols` (the weights' columns follow)."""
+    if a.cols is not None:
+        w = np.ascontiguousarray(w[:, a.cols])
+        if wdeq is not None:
+            wdeq = (np.ascontiguousarray(wdeq[0][:, a.cols]), wdeq[1])
     lead = a.shape[:-1] if a.rank >= 2 else ()
+    shape = tuple(lead) + (w.shape[0],) if a.rank >= 2 else (1, w.shape[0])
     xq = im.qview(a)
     if quant is not None and xq is not None and wdeq is not None and wdeq[1].axis in (None, 0):
         warr, wquant = wdeq
@@ -1355,26 +1422,64 @@ def _fc(im: _Importer, n: Node, a: Val, w: np.ndarray, bias: np.ndarray | None, 
         per = len(sw) > 1
         wc = im.const_ir(warr, hint + "_w", dtype="int8",
                          quant=Quant(tuple(float(s) for s in sw), (0,) * len(sw), 0 if per else None))
-        args: list[Var | Constant] = [im.as_layout(xq, _ident(xq.rank), hint), wc]
+        args: list[Var | Constant] = [im.as_layout(xq, xq.perm if a.cols is not None else _ident(xq.rank), hint), wc]
         if bias is not None:
             bscale = np.broadcast_to(sx * sw, bias.shape)
             bq = np.clip(np.rint(bias.astype(np.float64) / bscale), -2**31, 2**31 - 1).astype(np.int32)
             args.append(im.const_ir(bq, hint + "_b", dtype="int32",
                                     quant=Quant(tuple(float(s) for s in bscale) if per else (float(bscale[0]),),
                                                 (0,) * (len(bias) if per else 1), 0 if per else None)))
-        y = im.emit("fully_connected", args, hint, activation=act, keep_num_dims=a.rank > 2, out_quant=quant)
-    else:
-        args = [im.f32(a, _ident(a.rank), hint), im.const_ir(w, hint + "_w")]
-        if bias is not None:
-            args.append(im.const_ir(bias, hint + "_b"))
-        y = im.emit("fully_connected", args, hint, activation=act, keep_num_dims=a.rank > 2)
-    shape = tuple(lead) + (w.shape[0],) if a.rank >= 2 else (1, w.shape[0])
-    del k
+        attrs = {"activation": act}
+        if im.int8_ok("fully_connected", [t.type for t in args], quant, attrs):
+            y = im.emit("fully_connected", args, hint, activation=act, keep_num_dims=a.rank > 2, out_quant=quant)
+            return im.runtime_val(y, shape)
+    x = im.rt(a, hint) if a.cols is not None else im.f32(a, _ident(a.rank), hint)
+    args = [x, im.const_ir(w, hint + "_w")]
+    if bias is not None:
+        args.append(im.const_ir(bias, hint + "_b"))
+    y = im.emit("fully_connected", args, hint, activation=act, keep_num_dims=a.rank > 2)
     return im.runtime_val(y, shape)
+
+
+def _flatten_for_fc(im: _Importer, n: Node, x: Val, shape: Sequence[int]) -> Val | None:
+    """Flatten/Reshape (N, ...) -> (N, K) feeding only a Gemm/MatMul with constant weights:
+    reshape the physical tensor as it is and permute the weights' columns instead of
+    transposing the activations at run time (NHWC flatten order vs ONNX's NCHW)."""
+    if len(shape) != 2 or x.const is not None or x.rank < 3 or x.perm[0] != 0 or shape[0] != x.shape[0]:
+        return None
+    src = [p for p in x.perm if x.shape[p] != 1]
+    if src == sorted(src):
+        return None  # a plain reshape is already free
+    c = im.single_consumer(n.outputs[0])
+    if c is None or c.inputs[0] != n.outputs[0] or c.index in im.absorbed:
+        return None
+    b = im.vals.get(c.inputs[1]) if len(c.inputs) > 1 else None
+    if b is None or b.const is None or b.rank != 2:
+        return None
+    if not ((c.op == "Gemm" and not c.attr("transA", 0)) or c.op == "MatMul"):
+        return None
+    tail = x.shape[1:]
+    cols = np.arange(int(np.prod(tail, dtype=np.int64))).reshape(tail).transpose([p - 1 for p in x.perm[1:]]).ravel()
+
+    def run(v: Val) -> Val:
+        ir = im.rt(v, _hint(n))
+        y = im.emit("reshape", [ir], _hint(n), shape=tuple(int(d) for d in shape))
+        out = im.runtime_val(y, shape)
+        return out
+
+    out = _lift(im, x, run)
+    out.cols = cols
+    if out.deq is not None:
+        out.deq.cols = cols
+    return out
 
 
 @handler("Gemm")
 def _gemm(im: _Importer, n: Node) -> list[Val | None]:
+    return [_gemm_impl(im, n, None)]
+
+
+def _gemm_impl(im: _Importer, n: Node, quant: Quant | None) -> Val:
     a, b, c = n.ins[0], n.ins[1], n.inp(2)
     assert a is not None and b is not None
     alpha, beta = float(n.attr("alpha", 1.0)), float(n.attr("beta", 1.0))
@@ -1385,9 +1490,10 @@ def _gemm(im: _Importer, n: Node) -> list[Val | None]:
         a = _lift(im, a, lambda v: im.transpose_val(v, (1, 0)))
     if n.attr("transB", 0):
         b = _lift(im, b, lambda v: im.transpose_val(v, (1, 0)))
-    m, nn = a.shape[0], b.shape[1]
-    act, absorbed, pq = im.finish_chain(n, n.outputs[0])
-    quant = pq[0] if pq else None
+    nn = b.shape[1]
+    act, absorbed, pq = im.finish_chain(n, n.outputs[0]) if quant is None else ("none", [], None)
+    if pq is not None:
+        quant = pq[0]
     if b.const is not None:
         w = (np.asarray(b.const, dtype=np.float32) * np.float32(alpha)).T
         bias = None
@@ -1412,9 +1518,8 @@ def _gemm(im: _Importer, n: Node) -> list[Val | None]:
     if c is not None and beta != 0:
         cc = c if beta == 1.0 else _binary(im, "mul", c, Val((), "float32", const=np.float32(beta)), h + "_beta")
         y = _binary(im, "add", y, cc, h, act)
-    del m
     im.set_chain_outputs(absorbed, y)
-    return [y]
+    return y
 
 
 def _matmul_dyn(im: _Importer, a: Val, b: Val, hint: str) -> Val:
@@ -1471,9 +1576,56 @@ def _matmul(im: _Importer, n: Node) -> list[Val | None]:
 @handler("QLinearMatMul")
 def _qlinear_matmul(im: _Importer, n: Node) -> list[Val | None]:
     a = _qlinear_val(im, n, 0, 1, 2)
-    b = _qlinear_val(im, n, 3, 4, 5)
+    b = _qlinear_val(im, n, 3, 4, 5, axis=-1)
     quant = _out_quant(im, n, 6, 7)
     y = _matmul_impl(im, n, a, b, quant)
+    return [_finish_qlinear(im, n, y, quant)]
+
+
+# onnxruntime's contrib QOperator ops (com.microsoft), as written by its quantizer
+@handler("com.microsoft::QLinearAdd", "com.microsoft::QLinearMul")
+def _qlinear_binary(im: _Importer, n: Node) -> list[Val | None]:
+    a = _qlinear_val(im, n, 0, 1, 2)
+    b = _qlinear_val(im, n, 3, 4, 5)
+    quant = _out_quant(im, n, 6, 7)
+    y = _binary(im, "add" if n.op.endswith("Add") else "mul", a, b, _hint(n), "none", quant)
+    return [_finish_qlinear(im, n, y, quant)]
+
+
+@handler("com.microsoft::QLinearGlobalAveragePool")
+def _qlinear_gap(im: _Importer, n: Node) -> list[Val | None]:
+    if n.attr("channels_last", 0):
+        raise unsupported("channels_last")
+    x = _qlinear_val(im, n, 0, 1, 2)
+    quant = _out_quant(im, n, 3, 4)
+    q = im.qview(x)
+    h = _hint(n)
+    axes = list(range(2, x.rank))
+    shape = tuple(1 if d in axes else s for d, s in enumerate(x.shape))
+    if q is not None and im.int8_ok("mean", [q.ir.type], quant, {}):  # type: ignore[union-attr]
+        y = im.emit("mean", [im.rt(q, h)], h, axes=tuple(sorted(q.perm.index(a) for a in axes)), keep_dims=True,
+                    out_quant=quant)
+        return [im.runtime_val(y, shape, q.perm)]
+    y = im.emit("mean", [im.f32(x, x.perm, h)], h, axes=tuple(sorted(x.perm.index(a) for a in axes)), keep_dims=True)
+    return [_finish_qlinear(im, n, im.runtime_val(y, shape, x.perm), quant)]
+
+
+@handler("com.microsoft::QGemm")
+def _qgemm(im: _Importer, n: Node) -> list[Val | None]:
+    a = _qlinear_val(im, n, 0, 1, 2)
+    b = _qlinear_val(im, n, 3, 4, 5, axis=0 if n.attr("transB", 0) else 1)
+    quant = _out_quant(im, n, 7, 8) if n.inp(7) is not None else None
+    c = n.inp(6)
+    if c is not None:
+        if c.const is None:
+            raise unsupported("run-time bias")
+        sa = float(np.asarray(n.ins[1].const).reshape(-1)[0])  # type: ignore[union-attr]
+        sb = np.asarray(n.ins[4].const, dtype=np.float64).reshape(-1)  # type: ignore[union-attr]
+        c = Val(c.shape, "float32", const=(np.asarray(c.const, np.float64) * sa * sb).astype(np.float32))
+    fake = Node(n.proto, n.index, "Gemm", n.name, [n.inputs[0], n.inputs[3]] + ([n.inputs[6]] if c else []),
+                n.outputs, {k: v for k, v in n.attrs.items() if k in ("alpha", "transA", "transB")},
+                [a, b] + ([c] if c else []))
+    y = _gemm_impl(im, fake, quant)
     return [_finish_qlinear(im, n, y, quant)]
 
 
@@ -1540,7 +1692,10 @@ def _pool(im: _Importer, n: Node) -> list[Val | None]:
     pq = im.pending_q(n.outputs[0]) if n.op == "AveragePool" else None
     y: Var | None = None
     out_deq = False
-    if n.op == "MaxPool" and dil1 and _is_qview(x4) and im.qview(x4) is not None:
+    if n.op == "MaxPool" and dil1 and x4.deq is None and x4.dtype == "int8" and x4.ir is not None \
+            and x4.ir.type.quant is not None:  # QOperator graphs pool the int8 tensor itself
+        y = im.emit("max_pool2d", [im.as_layout(x4, NHWC, h)], h, **base)
+    elif n.op == "MaxPool" and dil1 and _is_qview(x4) and im.qview(x4) is not None:
         # max commutes with dequantize (scale > 0): pool the int8 tensor, stay a QDQ view
         y = im.emit("max_pool2d", [im.as_layout(x4.deq, NHWC, h)], h, **base)  # type: ignore[arg-type]
         out_deq = True
@@ -1596,7 +1751,7 @@ def _reduce_impl(im: _Importer, n: Node, x: Val, axes: list[int], keep: bool, ki
     if kind == "mean":
         pq = im.pending_q(n.outputs[0])
         q = im.qview(x) if pq is not None else None
-        if q is not None:
+        if q is not None and im.int8_ok("mean", [q.ir.type], pq[0], {}):  # type: ignore[union-attr,index]
             y = im.emit("mean", [im.rt(q, h)], h, axes=tuple(pa), keep_dims=keep, out_quant=pq[0])  # type: ignore[index]
         else:
             y = im.emit("mean", [im.f32(x, x.perm, h)], h, axes=tuple(pa), keep_dims=keep)
@@ -1643,7 +1798,7 @@ def _softmax_axis(im: _Importer, n: Node, x: Val, axis: int, hint: str) -> Val:
     pq = im.pending_q(n.outputs[0])
     q = im.qview(x) if pq is not None else None
     if pa == x.rank - 1:
-        if q is not None:
+        if q is not None and im.int8_ok("softmax", [q.ir.type], pq[0], {"beta": 1.0}):  # type: ignore[union-attr,index]
             y = im.emit("softmax", [im.rt(q, hint)], hint, beta=1.0, out_quant=pq[0])  # type: ignore[index]
         else:
             y = im.emit("softmax", [im.f32(x, x.perm, hint)], hint, beta=1.0)
@@ -1666,7 +1821,8 @@ def _reshape(im: _Importer, n: Node) -> list[Val | None]:
         out[out.index(-1)] = int(np.prod(x.shape, dtype=np.int64)) // max(known, 1)
     if int(np.prod(out, dtype=np.int64)) != int(np.prod(x.shape, dtype=np.int64)):
         raise ShapeError(f"{n.label()}: cannot reshape {x.shape} to {shape}")
-    return [_lift(im, x, lambda v: im.reshape_val(v, out, _hint(n)))]
+    fc = _flatten_for_fc(im, n, x, out)
+    return [fc if fc is not None else _lift(im, x, lambda v: im.reshape_val(v, out, _hint(n)))]
 
 
 @handler("Flatten")
@@ -1676,7 +1832,8 @@ def _flatten(im: _Importer, n: Node) -> list[Val | None]:
     axis = int(n.attr("axis", 1))
     axis = axis + x.rank if axis < 0 else axis
     shape = (int(np.prod(x.shape[:axis], dtype=np.int64)), int(np.prod(x.shape[axis:], dtype=np.int64)))
-    return [_lift(im, x, lambda v: im.reshape_val(v, shape, _hint(n)))]
+    fc = _flatten_for_fc(im, n, x, shape) if axis == 1 else None
+    return [fc if fc is not None else _lift(im, x, lambda v: im.reshape_val(v, shape, _hint(n)))]
 
 
 @handler("Squeeze", "Unsqueeze")
@@ -1726,7 +1883,9 @@ def _concat(im: _Importer, n: Node) -> list[Val | None]:
         return [Val(tuple(shape), "float32", deq=im.runtime_val(y, shape, perm), perm=perm)]
     pq = im.pending_q(n.outputs[0])
     if pq is not None and all(q is not None for q in qs):
-        y = im.emit("concat", [im.as_layout(q, perm, h) for q in qs], h, axis=pa, out_quant=pq[0])  # type: ignore[arg-type]
+        # int8 concatenation needs one quantization: requantize the inputs to the output's
+        args = [im.requant(im.as_layout(q, perm, h), pq[0], h) for q in qs]  # type: ignore[arg-type]
+        y = im.emit("concat", args, h, axis=pa, out_quant=pq[0])
         return [im.runtime_val(y, shape, perm)]
     y = im.emit("concat", [im.f32(v, perm, h) for v in parts], h, axis=pa)
     return [im.runtime_val(y, shape, perm)]

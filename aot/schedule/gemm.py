@@ -34,6 +34,20 @@ from ..ops.common import window_axis
 from .requant import Requant
 from .target import ScheduleTarget
 
+MAX_UNROLL = 8  # speed: reduction steps per loop iteration
+FULL_UNROLL = 64  # speed, one pixel: reductions up to this many steps are unrolled completely
+
+
+def _unroll_factor(kdim: int, limit: int) -> int:
+    """Steps per iteration of the reduction loop: a divisor of kdim (no tail) that keeps at least
+    two iterations. The loop must stay: with constant column indices gcc hoists every column
+    load out of the channel-block loop and spills them."""
+    for u in range(min(limit, kdim // 2), 1, -1):
+        if kdim % u == 0:
+            return u
+    return max(1, min(limit, 4, kdim))
+
+
 ElemGet = Callable[[K.Expr, K.Expr, K.Expr, K.Expr], K.Expr]
 
 
@@ -401,7 +415,7 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
     wtab = ctx.const(np.concatenate(segs), wdtype, "wpack" if dsp else "wblk")
     btab = ctx.const(biasf.astype(np.int32), "i32", "biasf")
     fill = _Fill(ctx, g, lay, col, slots, speed)
-    unroll = (4 if dsp else 4) if speed else 1
+    unroll = MAX_UNROLL if speed else 1
 
     def x_at_factory(pixs: list[Pixel], bases: list[K.Expr | None]):  # noqa: ANN202
         def x_at(s: int, kb: K.Expr, j: int) -> K.Expr:
@@ -431,17 +445,24 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
                 v = ctx.var("xv", col.dtype)
                 st.append(K.Let(v, x_at(s, kb, j)))
                 xs.append(v)
-            for c in range(size):
-                wv = ctx.var("wv", wdtype)
-                st.append(K.Let(wv, K.Load(wtab, wb + (j * size + c))))
-                for s in range(nsl):
-                    if dsp:
-                        st.append(K.Assign(accs[s][c], intrinsic("smlad", xs[s], wv, accs[s][c])))
-                    else:
-                        st.append(K.Assign(accs[s][c], accs[s][c] + xs[s].cast("i32") * wv.cast("i32")))
+            for c0 in range(0, size, 2):  # weights of two channels are adjacent: one LDRD
+                cs = list(range(c0, min(c0 + 2, size)))
+                ws = []
+                for c in cs:
+                    wv = ctx.var("wv", wdtype)
+                    st.append(K.Let(wv, K.Load(wtab, wb + (j * size + c))))
+                    ws.append(wv)
+                for c, wv in zip(cs, ws):
+                    for s in range(nsl):
+                        if dsp:
+                            st.append(K.Assign(accs[s][c], intrinsic("smlad", xs[s], wv, accs[s][c])))
+                        else:
+                            st.append(K.Assign(accs[s][c], accs[s][c] + xs[s].cast("i32") * wv.cast("i32")))
             return st
 
-        u = max(1, min(unroll, kdim))
+        # one pixel: the column is the same for every channel block anyway, a complete unroll
+        # costs nothing in loads; two pixels: keep a loop (see _unroll_factor)
+        u = kdim if (speed and nsl == 1 and kdim <= FULL_UNROLL) else _unroll_factor(kdim, unroll)
         main = kdim // u
         body: list[K.Stmt] = []
         if main == 1:
