@@ -75,7 +75,7 @@ def _anchors(path: Path | None, model: str, board: str) -> dict[str, Any]:
 def bench_model(path: Path, board: str, anchors: Path | None = None, with_tflm: bool = True,
                 **options: Any) -> BenchRow:
     from .board_flow import run_on_board
-    from .cli import random_inputs
+    from .reference import random_inputs
     from .driver import CompileOptions, compile_model
     from .frontend import load
 

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .errors import Error
+from .reference import random_inputs  # noqa: F401  (also used by aot.bench)
 
 
 def _load(path: str):  # noqa: ANN202
@@ -32,20 +33,6 @@ def _inputs(model, paths: Sequence[str] | None, seed: int) -> dict[str, np.ndarr
             out[v.name] = arr
         return out
     return random_inputs(model, seed)
-
-
-def random_inputs(model, seed: int = 0) -> dict[str, np.ndarray]:  # noqa: ANN001
-    """Seeded random inputs of the model's dtypes (full int range, standard normal floats)."""
-    rng = np.random.default_rng(seed)
-    out = {}
-    for v in model.inputs:
-        t = v.type
-        if t.dtype == "float32":
-            out[v.name] = rng.standard_normal(t.shape).astype(np.float32)
-        else:
-            info = np.iinfo(t.np_dtype)
-            out[v.name] = rng.integers(info.min, info.max + 1, size=t.shape, dtype=t.np_dtype)
-    return out
 
 
 def _compile_kwargs(a: argparse.Namespace) -> dict[str, Any]:

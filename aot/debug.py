@@ -287,19 +287,6 @@ def _diff(key: str, tensor: int | None, op: str, ours: np.ndarray, theirs: np.nd
                       n, int(ours.size), note)
 
 
-def _random_inputs(model: Model, seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    out = {}
-    for v in model.inputs:
-        t = v.type
-        if t.dtype == "float32":
-            out[v.name] = rng.standard_normal(t.shape).astype(np.float32)
-        else:
-            info = np.iinfo(t.np_dtype)
-            out[v.name] = rng.integers(info.min, info.max + 1, size=t.shape, dtype=t.np_dtype)
-    return out
-
-
 def compare_with_tflm(model_path: "str | Path", inputs: "Mapping[str, np.ndarray] | Sequence[np.ndarray] | None"
                       = None, backend: str = "c", arena_size: int | None = None, seed: int = 0,
                       **build_options: Any) -> CompareReport:
@@ -316,7 +303,8 @@ def compare_with_tflm(model_path: "str | Path", inputs: "Mapping[str, np.ndarray
     if data[4:8] != b"TFL3":
         raise Error(f"{path}: comparing with TensorFlow Lite Micro needs a .tflite model")
     if inputs is None:
-        inputs = _random_inputs(model, seed)
+        from .reference import random_inputs
+        inputs = random_inputs(model, seed)
     elif not isinstance(inputs, Mapping):
         seq = list(inputs)
         if len(seq) != len(model.inputs):

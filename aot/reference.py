@@ -59,3 +59,17 @@ def reference(model: Model, inputs: Mapping[str, np.ndarray], trace: dict[str, n
     args = check_inputs(model, inputs)
     outs = evaluate(model, model.main, args, trace)
     return {r.name: o for r, o in zip(model.outputs, outs)}
+
+
+def random_inputs(model: Model, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded random inputs of the model's dtypes (full int range, standard normal floats)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for v in model.inputs:
+        t = v.type
+        if t.dtype == "float32":
+            out[v.name] = rng.standard_normal(t.shape).astype(np.float32)
+        else:
+            info = np.iinfo(t.np_dtype)
+            out[v.name] = rng.integers(info.min, info.max + 1, size=t.shape, dtype=t.np_dtype)
+    return out
