@@ -26,6 +26,9 @@ INT32_MIN = -(1 << 31)
 def _q(t: TensorType, what: str) -> Quant:
     if t.quant is None:
         raise UnsupportedError(f"{what} of dtype {t.dtype} has no quantization parameters")
+    if not all(np.isfinite(s) and s > 0 for s in t.quant.scale):
+        raise UnsupportedError(f"{what} has invalid quantization scales {list(t.quant.scale)[:4]} "
+                               f"(must be finite and positive)")
     return t.quant
 
 
@@ -34,11 +37,27 @@ def _s(t: TensorType, what: str) -> tuple[float, int]:
     return q.scale[0], q.zero_point[0]
 
 
+def _prepared(fn):  # noqa: ANN001, ANN202
+    """Parameters TensorFlow Lite Micro's Prepare would refuse (a multiplier out of range, a
+    degenerate beta) become an UnsupportedError naming the op, not a Python exception."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        try:
+            return fn(*args, **kwargs)
+        except (ValueError, OverflowError, ZeroDivisionError, FloatingPointError) as e:
+            what = args[0] if args and isinstance(args[0], str) else fn.__name__.strip("_").replace("_params", "")
+            raise UnsupportedError(f"int8 {what}: quantization parameters out of range ({e})") from None
+    return wrapper
+
+
 def _clamp(v: K.Expr, lo: int, hi: int) -> K.Expr:
     return K.minimum(K.maximum(v, lo), hi)
 
 
 # ------------------------------------------------------------------ conv / depthwise / fc
+@_prepared
 def mac_params(kind: str, x: TensorType, w: TensorType, out: TensorType, act: str) -> P.RequantParams:
     xs, xz = _s(x, f"{kind} input")
     os_, oz = _s(out, f"{kind} output")
@@ -63,6 +82,7 @@ def mac_reference(kind: str, xs: Sequence[np.ndarray], ts: Sequence[TensorType],
 
 
 # ------------------------------------------------------------------ pools
+@_prepared
 def _pool_params(x: TensorType, out: TensorType, attrs: Attrs) -> P.PoolParams:
     xs, xz = _s(x, "pool input")
     os_, oz = _s(out, "pool output")
@@ -88,6 +108,7 @@ def pool_finish(kind: str, acc: K.Expr, count: K.Expr | None, x: TensorType, out
 
 
 # ------------------------------------------------------------------ add / sub / mul
+@_prepared
 def _binary_params(name: str, a: TensorType, b: TensorType, out: TensorType, act: str):  # noqa: ANN202
     s1, z1 = _s(a, f"{name} input 1")
     s2, z2 = _s(b, f"{name} input 2")
@@ -122,6 +143,7 @@ def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType,
 
 
 # ------------------------------------------------------------------ unary ops as tables
+@_prepared
 def _unary_params(name: str, x: TensorType, out: TensorType, attrs: Attrs):  # noqa: ANN202
     xs, xz = _s(x, f"{name} input")
     os_, oz = _s(out, f"{name} output")
@@ -154,6 +176,7 @@ def unary_reference(name: str, x: np.ndarray, t: TensorType, attrs: Attrs, out: 
 
 
 # ------------------------------------------------------------------ quantize / dequantize
+@_prepared
 def quantize_reference(x: np.ndarray, t: TensorType, out: TensorType) -> np.ndarray:
     if t.dtype == "int8":
         return unary_reference("requantize", x, t, {}, out)
@@ -166,6 +189,7 @@ def quantize_reference(x: np.ndarray, t: TensorType, out: TensorType) -> np.ndar
     return np.clip(np.clip(r, -1e6, 1e6).astype(np.int64) + zo, -128, 127).astype(np.int8)
 
 
+@_prepared
 def quantize_expr(ctx, v: K.Expr, t: TensorType, out: TensorType) -> K.Expr:  # noqa: ANN001
     if t.dtype == "int8":
         table = ctx.const(unary_table("requantize", t, out, {}), "i8", "requant")
@@ -178,6 +202,7 @@ def quantize_expr(ctx, v: K.Expr, t: TensorType, out: TensorType) -> K.Expr:  # 
     return _clamp(r.cast("i32") + zo, -128, 127)
 
 
+@_prepared
 def dequantize_table(t: TensorType) -> np.ndarray:
     s, z = _s(t, "dequantize input")
     return R.dequantize(np.arange(-128, 128, dtype=np.int64), P.dequantize_params(s, z))
@@ -217,6 +242,7 @@ def concat_value(ctx, v: K.Expr, t: TensorType, out: TensorType) -> K.Expr:  # n
 
 
 # ------------------------------------------------------------------ mean
+@_prepared
 def _mean_params(x: TensorType, out: TensorType) -> P.MeanParams:
     xs, xz = _s(x, "mean input")
     os_, oz = _s(out, "mean output")
@@ -235,6 +261,7 @@ def mean_finish(acc: K.Expr, count: int, x: TensorType, out: TensorType) -> K.Ex
 
 
 # ------------------------------------------------------------------ softmax
+@_prepared
 def _softmax_params(x: TensorType, out: TensorType, attrs: Attrs) -> P.SoftmaxParams:
     xs, _ = _s(x, "softmax input")
     os_, oz = _s(out, "softmax output")
