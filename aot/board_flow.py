@@ -31,6 +31,11 @@ def board_options(board: Board, options: Mapping[str, Any]) -> CompileOptions:
     after the stack, so the planner itself refuses what cannot fit."""
     opts = dict(options)
     opts.setdefault("policy", "micro")
+    from .schedule.target import target_for_board
+    t = target_for_board(board, opts.get("opt", "speed"))
+    opts.setdefault("cpu", t.cpu)
+    opts.setdefault("cpu_features", tuple(sorted(t.features)))
+    opts.setdefault("flash_bytes", t.flash_bytes)
     stack = int(opts.pop("stack_bytes", DEFAULT_STACK_BYTES))
     rams = [r for r in board.memory if r.kind == "ram" and r.pools]
     if "pool_size" not in opts and not opts.get("pools"):

@@ -37,7 +37,7 @@ def _inputs(model, paths: Sequence[str] | None, seed: int) -> dict[str, np.ndarr
 
 def _compile_kwargs(a: argparse.Namespace) -> dict[str, Any]:
     kw: dict[str, Any] = {}
-    for k in ("prefix", "policy", "planner", "stack_limit"):
+    for k in ("prefix", "policy", "planner", "stack_limit", "opt", "cpu"):
         v = getattr(a, k, None)
         if v is not None:
             kw[k] = v
@@ -170,6 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--prefix", help="C name prefix of the generated library (default: model)")
         sp.add_argument("--pool", action="append", metavar="NAME:BYTES", help="activation pool and its size")
         sp.add_argument("--stack-limit", type=int, help="largest kernel scratch buffer on the stack, bytes")
+        sp.add_argument("--opt", choices=["speed", "size", "reference"],
+                        help="kernel schedules: fastest (default), smallest code, or plain reference loops")
+        sp.add_argument("--cpu", help="schedule kernels for this core (e.g. cortex-m4) when no --board says it")
 
     r = sub.add_parser("run", help="run a model on the host (C or LLVM) or in QEMU")
     r.add_argument("model")

@@ -73,8 +73,12 @@ def cmd_bench(a: argparse.Namespace) -> int:
     anchors = Path(a.anchors) if a.anchors else _default_anchors()
     rows = run_bench([Path(m) for m in a.models], a.board, anchors, with_tflm=not a.no_tflm, **_compile_kwargs(a))
     if a.md:
-        header = (f"<!-- regenerate: aot bench {' '.join(a.models)} "
-                  f"{' '.join('--board ' + b for b in a.board)} --md {a.md} -->\n")
+        command = f"aot bench {' '.join(a.models)} {' '.join('--board ' + b for b in a.board)} --md {a.md}"
+        header = (f"<!-- regenerate: {command} -->\n# Benchmarks\n\nRegenerate with `{command}` "
+                  f"(from the repository root, ../shared beside it).\n\nEvery figure in the first table is "
+                  f"measured by that command: QEMU instructions per inference (`-icount shift=0`), flash and RAM "
+                  f"from the linked ELF (RAM = planned pools + other statics + worst-case stack), TensorFlow Lite "
+                  f"Micro's arena from its host interpreter (the smallest arena that works).\n\n")
         Path(a.md).write_text(header + format_markdown(rows))
     if a.png:
         draw_bench(rows, a.png)

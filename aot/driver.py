@@ -9,7 +9,7 @@ from .ir import Model, verify
 from .limits import check_limits
 from .kernel import ir as K
 from .kernel.allocations import AllocationPolicy, get_policy, lower_allocations, lower_workspaces
-from .kernel.simplify import simplify
+from .kernel.simplify import prune_constants, simplify
 from .kernel.verify import verify_kernel_module
 from .ops import infer_call
 from .passes import Pass, PassTimings, run_passes
@@ -29,6 +29,11 @@ class CompileOptions:
     alignment: int = 16
     seed: int = 0
     verify: bool = True
+    # the core the kernels are scheduled for (None: portable C for any core, e.g. the host)
+    cpu: str | None = None
+    cpu_features: tuple[str, ...] | None = None
+    opt: str = "speed"  # speed | size | reference (plain loops)
+    flash_bytes: int | None = None  # bounds the flash spent on re-laid-out weights
 
     def __post_init__(self) -> None:
         import re
@@ -46,6 +51,9 @@ class CompileOptions:
             raise Error(f"pool names must differ: {[n for n, _ in self.pools]}")
         if self.alignment < 1 or self.alignment & (self.alignment - 1) or self.alignment > 4096:
             raise Error(f"alignment {self.alignment} must be a power of two up to 4096")
+        from .schedule.target import OPT_LEVELS
+        if self.opt not in OPT_LEVELS:
+            raise Error(f"opt {self.opt!r}: choose one of {', '.join(OPT_LEVELS)}")
         if self.pool_size is not None and self.pool_size < 0:
             raise Error(f"pool size {self.pool_size} must not be negative")
 
@@ -75,6 +83,14 @@ def graph_pipeline() -> list[Pass]:
     ]
 
 
+def _lower_for_target(model: Model, o: CompileOptions) -> K.KernelModule:
+    from .schedule.target import make_target, use_target
+    target = make_target(o.cpu, o.cpu_features, o.opt, o.flash_bytes) if (o.cpu or o.opt != "speed"
+                                                                          or o.flash_bytes) else None
+    with use_target(target):
+        return build_kernel_module(model, o.prefix)
+
+
 def compile_model(model: Model, options: CompileOptions | None = None) -> CompiledModel:
     o = options or CompileOptions()
     policy = o.policy if isinstance(o.policy, Mapping) else get_policy(o.policy, o.stack_limit)
@@ -86,7 +102,9 @@ def compile_model(model: Model, options: CompileOptions | None = None) -> Compil
         verify(model, infer_call)
     fused = run_passes(model, graph_pipeline(), instruments, timings)
     kernel_passes = [
-        Pass("lower", lambda m: build_kernel_module(m, o.prefix), "each primitive function becomes one kernel"),
+        Pass("lower", lambda m: _lower_for_target(m, o), "each primitive function becomes one kernel, "
+             "scheduled for the target core"),
+        Pass("prune_constants", prune_constants, "re-laid-out weights leave the original tables unused"),
         Pass("simplify", simplify, "fold index arithmetic the lowering spelled out"),
         Pass("lower_allocations", lambda km: lower_allocations(km, policy),
              f"policy {policy_name}: decide stack / platform / workspace for every kernel scratch buffer"),

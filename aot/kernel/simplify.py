@@ -79,3 +79,51 @@ def simplify(module: K.KernelModule) -> K.KernelModule:
     """Pass: simplify every function body."""
     funcs = tuple(replace(f, body=simplify_stmt(f.body)) for f in module.funcs)
     return replace(module, funcs=funcs)
+
+
+def _used_buffers(module: K.KernelModule) -> set[int]:
+    used: set[int] = set()
+
+    def expr(e: K.Expr) -> None:
+        buf = getattr(e, "buffer", None)
+        if isinstance(buf, K.Buffer):
+            used.add(id(buf))
+        for name in ("a", "b", "cond", "value", "index"):
+            sub = getattr(e, name, None)
+            if isinstance(sub, K.Expr):
+                expr(sub)
+        for a in getattr(e, "args", ()) or ():
+            if isinstance(a, K.Expr):
+                expr(a)
+
+    def stmt(s: K.Stmt) -> None:
+        if isinstance(s, K.Seq):
+            for b in s.body:
+                stmt(b)
+            return
+        if isinstance(s, K.CallKernel):
+            for a in s.args:
+                used.add(id(a))
+            return
+        for name in ("index", "value", "cond"):
+            sub = getattr(s, name, None)
+            if isinstance(sub, K.Expr):
+                expr(sub)
+        buf = getattr(s, "buffer", None)
+        if isinstance(buf, K.Buffer):
+            used.add(id(buf))
+        for name in ("body", "then", "orelse"):
+            sub = getattr(s, name, None)
+            if isinstance(sub, K.Stmt):
+                stmt(sub)
+
+    for f in module.funcs:
+        stmt(f.body)
+    return used
+
+
+def prune_constants(module: K.KernelModule) -> K.KernelModule:
+    """Pass: drop constant buffers no function reads (e.g. weights a schedule re-laid out)."""
+    used = _used_buffers(module)
+    kept = tuple(c for c in module.consts if id(c.buffer) in used)
+    return module if len(kept) == len(module.consts) else replace(module, consts=kept)

@@ -8,7 +8,7 @@ acc += (x + input_offset) * w (int32), bias, per-channel requantization with two
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping, Any
 
 import numpy as np
@@ -36,6 +36,15 @@ class MacArith:
     # the integer values behind `multipliers` / `shifts` (compile-time schedules fold them)
     mult_values: tuple[int, ...] = ()
     shift_values: tuple[int, ...] = ()
+    # where `finish` puts the multiplier / shift tables when it needs them (a schedule that
+    # folds the constants itself leaves no unused tables behind)
+    ctx: Any = field(default=None, compare=False, repr=False)
+
+    def _tables(self) -> tuple[K.Buffer, K.Buffer]:
+        if self.multipliers is not None and self.shifts is not None:
+            return self.multipliers, self.shifts
+        return (self.ctx.const(np.asarray(self.mult_values, dtype=np.int32), "i32", "mult"),
+                self.ctx.const(np.asarray(self.shift_values, dtype=np.int32), "i32", "shift"))
 
     def init(self) -> K.Expr:
         return K.Const(0.0, "f32") if self.acc_dtype == "f32" else K.Const(0, "i32")
@@ -59,9 +68,9 @@ class MacArith:
             return apply_activation_expr(v, self.act)
         if self.bias is not None:
             acc = acc + self.bias([oc]).cast("i32")
-        assert self.multipliers is not None and self.shifts is not None
-        mult = self.multipliers[oc if self.multipliers.size > 1 else 0]
-        shift = self.shifts[oc if self.shifts.size > 1 else 0]
+        mults, shifts = self._tables()
+        mult = mults[oc if mults.size > 1 else 0]
+        shift = shifts[oc if shifts.size > 1 else 0]
         v = intrinsic("requantize", acc, mult, shift) + self.output_offset
         return K.minimum(K.maximum(v, self.act_min), self.act_max)
 
@@ -74,8 +83,6 @@ def mac_arith(ctx: LowerCtx, kind: str, x: TensorType, w: TensorType, out: Tenso
     from .quantized import mac_params  # int8 parameters follow TFLite Micro's Prepare
 
     p = mac_params(kind, x, w, out, act)
-    mult = ctx.const(np.asarray(p.multipliers, dtype=np.int32), "i32", "mult")
-    shift = ctx.const(np.asarray(p.shifts, dtype=np.int32), "i32", "shift")
-    return MacArith("i32", p.input_offset, bias, act, mult, shift, p.output_offset, p.act_min, p.act_max,
+    return MacArith("i32", p.input_offset, bias, act, None, None, p.output_offset, p.act_min, p.act_max,
                     p.filter_offset, tuple(int(v) for v in np.asarray(p.multipliers).reshape(-1)),
-                    tuple(int(v) for v in np.asarray(p.shifts).reshape(-1)))
+                    tuple(int(v) for v in np.asarray(p.shifts).reshape(-1)), ctx)

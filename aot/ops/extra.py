@@ -1,7 +1,14 @@
 """Ops the ONNX frontend needs beyond the TFLite set: layout and indexing (transpose,
-strided_slice, take, broadcast_to, tile, pad_mode), matrix products with a dynamic second
-operand (batch_matmul), grouped convolution, pools with dilation or ONNX's
-count_include_pad, softmax on any axis, generic reductions and hard_sigmoid.
+strided_slice, take, broadcast_to, tile, pad_mode, resize), matrix products with a dynamic
+second operand (batch_matmul), grouped and transposed convolution (group_conv2d,
+conv_transpose2d), pools with dilation or ONNX's count_include_pad (max_pool2d_dilated,
+avg_pool2d_inclusive), softmax on any axis (softmax_axis), reductions (reduce),
+hard_sigmoid and select_cmp (ONNX Where of a comparison).
+
+Index-remapping elementwise ops (transpose, strided_slice, take, broadcast_to, tile,
+pad_mode, resize) read their input at another index than the one they write: they fuse
+as prologues (inlined into the consumer's loads) but must not join a producer kernel's
+epilogue; the ONNX frontend keeps them out of it with a view in between.
 
 Layouts as in aot.ops.nn: activations NHWC, conv weights OHWI (group_conv2d: O H W (C/groups)).
 Data-movement ops work on every dtype and keep the input's quantization; the arithmetic
@@ -18,7 +25,7 @@ from ..ir import TensorType
 from ..kernel import ir as K
 from ..kernel.intrinsics import call as intrinsic
 from .common import apply_activation_expr, apply_activation_np, check_activation, conv_out_size, guard, window_axis
-from .lowering import Accessor, LowerCtx, OutputWriter, kdtype
+from .lowering import Accessor, LowerCtx, OutputWriter
 from .registry import REGISTRY, Attrs, OpDef
 
 ALL_DTYPES = ("float32", "int8", "uint8", "int16", "int32")
@@ -546,8 +553,6 @@ def reduce_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call
 REGISTRY.register(OpDef("reduce", "kernel", reduce_infer, reduce_ref, emit=reduce_emit))
 
 
-__all__ = ["PAD_MODES", "REDUCE_KINDS", "kdtype"]
-
 
 # ------------------------------------------------------------------ select_cmp (ONNX Where of a comparison)
 CMP_OPS = {"lt": ("<", np.less), "le": ("<=", np.less_equal), "gt": (">", np.greater),
@@ -576,3 +581,168 @@ def select_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], 
 
 # out = (a <cmp> b) ? x : y, elementwise with numpy broadcasting of all four operands
 REGISTRY.register(OpDef("select_cmp", "elementwise", select_infer, select_ref, expr=select_expr))
+
+
+# ------------------------------------------------------------------ conv_transpose2d
+def _tconv_out(size: int, k: int, stride: int, dil: int, pad_b: int, pad_e: int, out_pad: int) -> int:
+    return stride * (size - 1) + out_pad + (k - 1) * dil + 1 - pad_b - pad_e
+
+
+def tconv_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x, w = ts[0], ts[1]
+    g = int(attrs.get("groups", 1))
+    if len(x.shape) != 4 or len(w.shape) != 4:
+        raise ShapeError(f"conv_transpose2d expects NHWC input and O H W (C/groups) weights, got {x.shape}, {w.shape}")
+    if x.shape[3] % g or w.shape[0] % g or w.shape[3] * g != x.shape[3]:
+        raise ShapeError(f"conv_transpose2d: {g} groups, weights {w.shape}, {x.shape[3]} input channels")
+    if len(ts) > 2 and ts[2].shape != (w.shape[0],):
+        raise ShapeError(f"conv_transpose2d bias shape {ts[2].shape} != ({w.shape[0]},)")
+    check_activation(attrs.get("activation", "none"))
+    (sh, sw), (dh, dw) = attrs["strides"], attrs.get("dilation", (1, 1))
+    pt, pb, pl, pr = attrs["padding"]
+    oph, opw = attrs.get("output_padding", (0, 0))
+    oh = _tconv_out(x.shape[1], w.shape[1], sh, dh, pt, pb, oph)
+    ow = _tconv_out(x.shape[2], w.shape[2], sw, dw, pl, pr, opw)
+    if oh <= 0 or ow <= 0:
+        raise ShapeError(f"conv_transpose2d output {oh}x{ow} is empty")
+    return TensorType((x.shape[0], oh, ow, w.shape[0]), "float32")
+
+
+def tconv_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    """Scatter form: every input pixel adds its weighted kernel into the output."""
+    x, w = xs[0].astype(np.float32), xs[1].astype(np.float32)
+    g = int(attrs.get("groups", 1))
+    (sh, sw), (dh, dw) = attrs["strides"], attrs.get("dilation", (1, 1))
+    pt, _, pl, _ = attrs["padding"]
+    n, h, wd, c = x.shape
+    o, kh, kw, cg = w.shape
+    og = o // g
+    _, oh, ow, _ = out.shape
+    big = np.zeros((n, (h - 1) * sh + (kh - 1) * dh + 1 + oh + pt, (wd - 1) * sw + (kw - 1) * dw + 1 + ow + pl, o),
+                   np.float32)
+    for gi in range(g):
+        xg = x[..., gi * cg:(gi + 1) * cg]
+        wg = w[gi * og:(gi + 1) * og]
+        for ky in range(kh):
+            for kx in range(kw):
+                contrib = xg @ wg[:, ky, kx, :].T  # n, h, w, og
+                big[:, ky * dh:ky * dh + (h - 1) * sh + 1:sh, kx * dw:kx * dw + (wd - 1) * sw + 1:sw,
+                    gi * og:(gi + 1) * og] += contrib
+    y = big[:, pt:pt + oh, pl:pl + ow, :]
+    if len(xs) > 2:
+        y = y + xs[2].astype(np.float32)
+    return apply_activation_np(y, attrs.get("activation", "none"))
+
+
+def tconv_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
+    """Gather form: out[n, oy, ox, oc] sums x[n, iy, ix, ic] * w[oc, ky, kx, ic] over the taps
+    with oy + pad_top - ky * dh = iy * sh (likewise for x), iy inside the input."""
+    x, w = args[0], args[1]
+    bias = args[2] if len(args) > 2 else None
+    attrs = call.attrs
+    g = int(attrs.get("groups", 1))
+    (sh, sw), (dh, dw) = attrs["strides"], attrs.get("dilation", (1, 1))
+    pt, _, pl, _ = attrs["padding"]
+    n_, oh, ow, oc_n = out.shape
+    _, kh, kw, cg = w.shape
+    og = oc_n // g
+    h, wd = x.shape[1], x.shape[2]
+    n, oy, ox, oc, ky, kx, ic = (ctx.var(v) for v in ("n", "oy", "ox", "oc", "ky", "kx", "ic"))
+    ty, tx = ctx.var("ty"), ctx.var("tx")
+    acc = ctx.var("acc", "f32")
+
+    def axis(t: K.Expr, s: int, size: int) -> tuple[list[K.Expr], K.Expr]:
+        conds = [t >= 0] + ([(t % s).eq(0)] if s > 1 else [])
+        i = t / s if s > 1 else t
+        return conds + [i < size], i
+
+    cy, iy = axis(ty, sh, h)
+    cx, ix = axis(tx, sw, wd)
+    base = (oc / og) * cg if g > 1 else None
+    xin = x([n, iy, ix, ic if base is None else base + ic])
+    tap = K.For(ic, cg, K.Assign(acc, acc + xin * w([oc, ky, kx, ic])))
+    body = K.For(ky, kh, K.seq(K.Let(ty, oy + pt - ky * dh), guard(cy, K.For(kx, kw, K.seq(
+        K.Let(tx, ox + pl - kx * dw), guard(cx, tap))))))
+    res: K.Expr = acc + bias([oc]) if bias is not None else acc
+    per_out = K.seq(K.Let(acc, _f(0.0)), body, out.store([n, oy, ox, oc],
+                                                          apply_activation_expr(res, attrs.get("activation", "none"))))
+    return K.For(n, n_, K.For(oy, oh, K.For(ox, ow, K.For(oc, oc_n, per_out))))
+
+
+REGISTRY.register(OpDef("conv_transpose2d", "kernel", tconv_infer, tconv_ref, emit=tconv_emit,
+                        macs=lambda ts, out, attrs: ts[0].size * ts[1].shape[0] // int(attrs.get("groups", 1))
+                        * ts[1].shape[1] * ts[1].shape[2]))
+
+
+# ------------------------------------------------------------------ resize (nearest / linear)
+# attrs: shape (output), maps: one entry per axis: () keeps the axis; ("nearest", src) reads
+# input index src[o]; ("linear", i0, i1, w) blends x[i0[o]] * (1 - w[o]) + x[i1[o]] * w[o].
+# Tables are computed at import from ONNX's coordinate-transformation rules.
+def resize_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x, shape, maps = ts[0], tuple(attrs["shape"]), attrs["maps"]
+    if len(shape) != len(x.shape) or len(maps) != len(x.shape):
+        raise ShapeError(f"resize: shape {shape} / {len(maps)} axis maps for input {x.shape}")
+    for d, m in enumerate(maps):
+        if not m:
+            if shape[d] != x.shape[d]:
+                raise ShapeError(f"resize axis {d}: no map but size {x.shape[d]} -> {shape[d]}")
+            continue
+        tables = m[1:]
+        if m[0] not in ("nearest", "linear") or any(len(t) != shape[d] for t in tables):
+            raise ShapeError(f"resize axis {d}: bad map")
+        for t in tables[:2]:
+            if any(not 0 <= i < x.shape[d] for i in t):
+                raise ShapeError(f"resize axis {d}: source index out of range")
+        if m[0] == "linear" and x.dtype != "float32":
+            raise UnsupportedError("linear resize of a non-float tensor")
+    return _same(x, shape)
+
+
+def resize_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    y = xs[0]
+    maps = attrs["maps"]
+    for d, m in enumerate(maps):  # nearest axes first (pure gathers)
+        if m and m[0] == "nearest":
+            y = np.take(y, np.asarray(m[1], np.int64), axis=d)
+    for d in reversed(range(len(maps))):  # then linear, innermost axis first (as the kernel nests)
+        m = maps[d]
+        if m and m[0] == "linear":
+            shape = [1] * y.ndim
+            shape[d] = -1
+            w = np.asarray(m[3], np.float32).reshape(shape)
+            y0 = np.take(y, np.asarray(m[1], np.int64), axis=d).astype(np.float32)
+            y1 = np.take(y, np.asarray(m[2], np.int64), axis=d).astype(np.float32)
+            y = y0 * (np.float32(1) - w) + y1 * w
+    return np.ascontiguousarray(y).astype(out.np_dtype)
+
+
+def resize_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+    x = args[0]
+    maps = call.attrs["maps"]
+    src: list[K.Expr] = list(idx)
+    lin: list[int] = []
+    for d, m in enumerate(maps):
+        if not m:
+            continue
+        if m[0] == "nearest":
+            src[d] = K.Load(ctx.const(np.asarray(m[1], np.int32), "i32", "rsz_idx"), idx[d])
+        else:
+            lin.append(d)
+
+    def blend(k: int, cur: list[K.Expr]) -> K.Expr:
+        if k == len(lin):
+            return x(cur)
+        d = lin[k]
+        m = maps[d]
+        i0 = K.Load(ctx.const(np.asarray(m[1], np.int32), "i32", "rsz_i0"), idx[d])
+        i1 = K.Load(ctx.const(np.asarray(m[2], np.int32), "i32", "rsz_i1"), idx[d])
+        w = K.Load(ctx.const(np.asarray(m[3], np.float32), "f32", "rsz_w"), idx[d])
+        a = blend(k + 1, cur[:d] + [i0] + cur[d + 1:])
+        b = blend(k + 1, cur[:d] + [i1] + cur[d + 1:])
+        return a * (_f(1.0) - w) + b * w
+
+    return blend(0, src)
+
+
+REGISTRY.register(OpDef("resize", "elementwise", resize_infer, resize_ref, expr=resize_expr,
+                        inline_into_kernels=True, dtypes=ALL_DTYPES))

@@ -48,7 +48,8 @@ def _ranges(out_n: int, stride: int, pad: int, k: int, dil: int, size: int) -> l
     return out
 
 
-def emit_depthwise(ctx, tgt: ScheduleTarget, x, w, bias, out, attrs: Mapping[str, Any], arith) -> K.Stmt | None:  # noqa: ANN001
+def emit_depthwise(ctx, tgt: ScheduleTarget, x, w, bias, out, attrs: Mapping[str, Any],  # noqa: ANN001
+                   arith) -> K.Stmt | None:  # noqa: ANN001
     n_, oh, ow, oc_n = out.shape
     _, h, wd, cin = x.shape
     _, kh, kw, _ = w.shape

@@ -35,7 +35,7 @@ from .requant import Requant
 from .target import ScheduleTarget
 
 MAX_UNROLL = 8  # speed: reduction steps per loop iteration
-FULL_UNROLL = 64  # speed, one pixel: reductions up to this many steps are unrolled completely
+FULL_UNROLL = 16  # speed, one pixel: reductions up to this many steps are unrolled completely
 
 
 def _unroll_factor(kdim: int, limit: int) -> int:
@@ -376,60 +376,142 @@ def _blocks(oc_n: int, nb: int) -> tuple[int, list[tuple[int, int]]]:
     return full, tails
 
 
+def _pack_pairs(w2d: np.ndarray, order: Sequence[tuple[int, int]]) -> np.ndarray:
+    """[oc, len(order)] int32 pairs (bottom = first element, top = second; -1 -> 0)."""
+    oc_n = w2d.shape[0]
+    wq = w2d.astype(np.int64)
+    zero = np.zeros(oc_n, np.int64)
+    lo = np.stack([wq[:, a] if a >= 0 else zero for a, _ in order], axis=1)
+    hi = np.stack([wq[:, b] if b >= 0 else zero for _, b in order], axis=1)
+    return ((lo & 0xFFFF) | ((hi & 0xFFFF) << 16)).astype(np.uint32).view(np.int32)
+
+
+def _pack_bytes(w2d: np.ndarray, order: Sequence[tuple[int, int]]) -> np.ndarray:
+    """[oc, len(order) // 2] int32 words of four int8 weights: pairs 2j and 2j+1 as the bytes
+    (2j.a, 2j+1.a, 2j.b, 2j+1.b), so SXTB16 gives pair 2j and SXTB16 ROR 8 pair 2j+1."""
+    oc_n = w2d.shape[0]
+    wq = w2d.astype(np.int64)
+    zero = np.zeros(oc_n, np.int64)
+
+    def col(e: int) -> np.ndarray:
+        return (wq[:, e] if e >= 0 else zero) & 0xFF
+    words = []
+    for j in range(0, len(order), 2):
+        (a0, b0), (a1, b1) = order[j], order[j + 1]
+        words.append(col(a0) | (col(a1) << 8) | (col(b0) << 16) | (col(b1) << 24))
+    return np.stack(words, axis=1).astype(np.uint32).view(np.int32)
+
+
 def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.ndarray,  # noqa: ANN001
               rq: Requant) -> K.Stmt:
-    """The whole kernel: pixels two at a time (a tail pixel alone), channel blocks, epilogue."""
+    """The whole kernel: pixels two at a time (a tail pixel alone), channel blocks, epilogue.
+
+    Step kinds of the reduction (per pixel slot and output channel of a block):
+      widened   DSP, weights pre-widened to pairs: one column pair, one weight word, one SMLAD
+      packed8   DSP, int8 weights four to a word: two column pairs, one weight word split by
+                SXTB16 / SXTB16 ROR 8, two SMLADs (half the weight flash of `widened`)
+      scalar    no DSP: one int8 input, one int8 weight, one multiply-accumulate
+    """
+    from .target import current_budget
     dsp = tgt.dsp
     speed = tgt.speed
     oc_n, depth = w2d.shape
     P = g.pixels
     slots = 2 if (P > 1 and speed) else 1
-    nb = 4 if speed else 2
     ylo, yhi, xlo, xhi = g.pads
-    direct = (not dsp and g.buf is not None and g.kh == 1 and g.kw == 1 and not (ylo or yhi or xlo or xhi))
+    unpadded_1x1 = g.kh == 1 and g.kw == 1 and not (ylo or yhi or xlo or xhi) and g.buf is not None
 
+    lay: ColumnLayout | None = None
+    pad_pair_at: int | None = None
     if dsp:
         lay = column_layout(g)
         order = pair_order(g, lay)
-        kdim = len(order)
-        wq = w2d.astype(np.int64)
-        lo = np.stack([wq[:, a] for a, _ in order], axis=1)
-        hi = np.stack([wq[:, b] if b >= 0 else np.zeros(oc_n, np.int64) for _, b in order], axis=1)
-        wvals = ((lo & 0xFFFF) | ((hi & 0xFFFF) << 16)).astype(np.uint32).view(np.int32)  # [oc, kdim]
-        col = K.Buffer(ctx.fresh("col"), "i32", kdim * slots)
-        wdtype = "i32"
+        widened_bytes = oc_n * len(order) * 4
+        # one pixel and one channel block (a small fully connected layer): every weight is read
+        # once, so pre-widening only costs flash; reading input and weights four bytes at a time
+        # needs no column either
+        single = P == 1 and oc_n <= 4 and unpadded_1x1 and lay.words and g.C % 4 == 0
+        kind = "widened" if (speed and not single and current_budget().take(widened_bytes)) else "packed8"
+        if kind == "packed8" and len(order) % 2:
+            pad_pair_at = len(order)
+            order = order + [(-1, -1)]
+        nb = 4 if (kind == "widened" or slots == 1) else 2
+        if not speed:
+            nb = 2
+        if kind == "widened":
+            wvals, wdtype, ksteps, per_step = _pack_pairs(w2d, order), "i32", len(order), 1
+        else:
+            wvals, wdtype, ksteps, per_step = _pack_bytes(w2d, order), "i32", len(order) // 2, 2
+        full_blocks = oc_n // nb + (1 if oc_n % nb else 0)
+        direct = (kind == "packed8" and unpadded_1x1 and lay.words and g.C % 4 == 0
+                  and (full_blocks == 1 or len(order) * slots * 4 > 2048))
+        col = K.Buffer(ctx.fresh("col"), "i32", len(order) * slots)
     else:
-        lay = None
-        kdim = depth
-        wvals = w2d.astype(np.int8)
-        xdt = g.buf.dtype if g.buf is not None else "i8"
-        col = K.Buffer(ctx.fresh("col"), xdt, depth * slots)
-        wdtype = "i8"
+        kind = "scalar"
+        nb = 4 if speed else 2
+        wvals, wdtype, ksteps, per_step = w2d.astype(np.int8), "i8", depth, 1
+        direct = unpadded_1x1
+        col = K.Buffer(ctx.fresh("col"), g.buf.dtype if g.buf is not None else "i8", depth * slots)
 
     full, tails = _blocks(oc_n, nb)
-    segs: list[np.ndarray] = []
-    for b in range(full):
-        segs.append(wvals[b * nb:(b + 1) * nb].T.reshape(-1))  # [k][c]
-    for oc0, size in tails:
-        segs.append(wvals[oc0:oc0 + size].T.reshape(-1))
-    wtab = ctx.const(np.concatenate(segs), wdtype, "wpack" if dsp else "wblk")
+    # Weight layout. natural: the op's own int8 weights [oc][k] (the same constant, no extra flash;
+    # packed8 reads them four at a time, which is its pair order whenever every run of the column
+    # is a multiple of four long); interleaved: [block][step][channel], a table of its own.
+    natural = kind == "scalar" or (kind == "packed8" and lay is not None and lay.words
+                                   and all(a == 4 * (j // 2) + (j % 2) and b == a + 2
+                                           for j, (a, b) in enumerate(order)))
+    if natural:
+        wtab = ctx.const(w2d.astype(np.int8).reshape(-1), "i8", "w")  # deduplicated with the op's weights
+        wrow, wper = depth, (4 if kind == "packed8" else 1)  # elements per channel row / per step
+    else:
+        segs: list[np.ndarray] = []
+        for b in range(full):
+            segs.append(wvals[b * nb:(b + 1) * nb].T.reshape(-1))  # [step][channel]
+        for oc0, size in tails:
+            segs.append(wvals[oc0:oc0 + size].T.reshape(-1))
+        wtab = ctx.const(np.concatenate(segs), wdtype, "wpairs" if kind == "widened" else "wpack8")
+        wrow, wper = 0, 0
+
+    def w_base(oc0: K.Expr, seg: K.Expr, kb: K.Expr, size: int) -> K.Expr:
+        return oc0 * wrow + kb * wper if natural else seg + kb * size
+
+    def w_load(wb: K.Expr, c: int, j: int, size: int) -> K.Expr:
+        if not natural:
+            return K.Load(wtab, wb + (j * size + c))
+        if kind == "packed8":
+            return _word(wtab, wb + (c * wrow + j * wper))
+        return K.Load(wtab, wb + (c * wrow + j))
     btab = ctx.const(biasf.astype(np.int32), "i32", "biasf")
     fill = _Fill(ctx, g, lay, col, slots, speed)
-    unroll = MAX_UNROLL if speed else 1
+    # one pixel: twice the steps per iteration (fewer live values, the loop overhead halves)
+    unroll = (MAX_UNROLL * (2 if slots == 1 else 1) // per_step) if speed else 1
 
-    def x_at_factory(pixs: list[Pixel], bases: list[K.Expr | None]):  # noqa: ANN202
-        def x_at(s: int, kb: K.Expr, j: int) -> K.Expr:
-            """Column value j after the (loop-invariant or per-iteration) base kb."""
-            if dsp:
-                return K.Load(col, kb * slots + (j * slots + s) if slots > 1 else kb + j)
-            base = bases[s]
+    def x_values(st: list[K.Stmt], s: int, base: K.Expr | None, kb: K.Expr, j: int) -> list[K.Expr]:
+        """The step's input values of slot s (step index kb + j), as locals appended to st."""
+        vals: list[K.Expr] = []
+        if kind == "scalar":
             if base is not None:
                 assert g.buf is not None
-                return K.Load(g.buf, base + kb + j)
-            return K.Load(col, kb + (j + s * depth))
-        return x_at
+                src = K.Load(g.buf, base + kb + j)
+            else:
+                src = K.Load(col, kb + (j + s * depth))
+            v = ctx.var("xv", src.dtype)
+            st.append(K.Let(v, src))
+            return [v]
+        if direct:
+            assert base is not None and g.buf is not None
+            w, a, b = ctx.var("xw"), ctx.var("xa"), ctx.var("xb")
+            st += [K.Let(w, _word(g.buf, base + kb * 4 + j * 4)), K.Let(a, intrinsic("sxtb16", w)),
+                   K.Let(b, intrinsic("sxtb16_ror8", w))]
+            return [a, b]
+        for t in range(per_step):
+            v = ctx.var("xv")
+            pair = (kb * per_step + (j * per_step + t))
+            st.append(K.Let(v, K.Load(col, pair * slots + s if slots > 1 else pair)))
+            vals.append(v)
+        return vals
 
-    def block(nsl: int, size: int, oc0: K.Expr, seg: K.Expr, pixs: list[Pixel], x_at) -> K.Stmt:  # noqa: ANN001
+    def block(nsl: int, size: int, oc0: K.Expr, seg: K.Expr, pixs: list[Pixel], bases: list[K.Expr | None]) -> K.Stmt:
         accs = [[ctx.var(f"acc{s}_{c}") for c in range(size)] for s in range(nsl)]
         pre: list[K.Stmt] = []
         for c in range(size):
@@ -438,43 +520,46 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
             pre += [K.Let(accs[s][c], b) for s in range(nsl)]
 
         def step(kb: K.Expr, wb: K.Expr, j: int) -> list[K.Stmt]:
-            """k = kb + j: every index is a per-iteration base plus a constant (one pointer each)."""
+            """Step kb + j: every index is a per-iteration base plus a constant (one pointer each)."""
             st: list[K.Stmt] = []
-            xs = []
-            for s in range(nsl):
-                v = ctx.var("xv", col.dtype)
-                st.append(K.Let(v, x_at(s, kb, j)))
-                xs.append(v)
+            xs = [x_values(st, s, bases[s], kb, j) for s in range(nsl)]
             for c0 in range(0, size, 2):  # weights of two channels are adjacent: one LDRD
                 cs = list(range(c0, min(c0 + 2, size)))
-                ws = []
+                ws: list[list[K.Expr]] = []
                 for c in cs:
                     wv = ctx.var("wv", wdtype)
-                    st.append(K.Let(wv, K.Load(wtab, wb + (j * size + c))))
-                    ws.append(wv)
-                for c, wv in zip(cs, ws):
+                    st.append(K.Let(wv, w_load(wb, c, j, size)))
+                    ws.append([wv])
+                if kind == "packed8":
+                    for i, c in enumerate(cs):
+                        wa, wb_ = ctx.var("wa"), ctx.var("wb")
+                        st += [K.Let(wa, intrinsic("sxtb16", ws[i][0])), K.Let(wb_, intrinsic("sxtb16_ror8", ws[i][0]))]
+                        ws[i] = [wa, wb_]
+                for c, wl in zip(cs, ws):
                     for s in range(nsl):
-                        if dsp:
-                            st.append(K.Assign(accs[s][c], intrinsic("smlad", xs[s], wv, accs[s][c])))
-                        else:
-                            st.append(K.Assign(accs[s][c], accs[s][c] + xs[s].cast("i32") * wv.cast("i32")))
+                        for xv, wv in zip(xs[s], wl):
+                            if kind == "scalar":
+                                st.append(K.Assign(accs[s][c], accs[s][c] + xv.cast("i32") * wv.cast("i32")))
+                            else:
+                                st.append(K.Assign(accs[s][c], intrinsic("smlad", xv, wv, accs[s][c])))
             return st
 
         # one pixel: the column is the same for every channel block anyway, a complete unroll
         # costs nothing in loads; two pixels: keep a loop (see _unroll_factor)
-        u = kdim if (speed and nsl == 1 and kdim <= FULL_UNROLL) else _unroll_factor(kdim, unroll)
-        main = kdim // u
+        u = ksteps if (speed and nsl == 1 and ksteps * per_step <= FULL_UNROLL) else _unroll_factor(ksteps, unroll)
+        main = ksteps // u
         body: list[K.Stmt] = []
+        w0 = simplify_expr(w_base(oc0, seg, K.Const(0), size))
         if main == 1:
             for j in range(u):
-                body += step(K.Const(0), seg, j)
+                body += step(K.Const(0), w0, j)
         elif main > 1:
             kk = ctx.var("kk")
             kb, wb = ctx.var("kb"), ctx.var("wb")
-            it = [K.Let(kb, kk * u), K.Let(wb, seg + kk * (u * size))]
+            it = [K.Let(kb, kk * u), K.Let(wb, w_base(oc0, seg, kk * u, size))]
             body.append(K.For(kk, main, K.seq(*it, *[x for j in range(u) for x in step(kb, wb, j)])))
-        for k in range(main * u, kdim):
-            body += step(K.Const(0), seg, k)
+        for k in range(main * u, ksteps):
+            body += step(K.Const(0), w0, k)
         post: list[K.Stmt] = []
         for c in range(size):
             lets, cc = rq.channel(ctx, oc0 + c)
@@ -498,16 +583,18 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
                 bases.append(b)
             else:
                 stmts.append(fill.fill(p, s))
+                if pad_pair_at is not None:
+                    stmts.append(K.Store(col, K.Const(pad_pair_at * slots + s if slots > 1 else pad_pair_at),
+                                         fill.pad_pair))
                 bases.append(None)
-        x_at = x_at_factory(pixs, bases)
         nsl = len(qs)
         if full:
             ob = ctx.var("ob")
-            stmts.append(K.For(ob, full, block(nsl, nb, ob * nb, ob * (nb * kdim), pixs, x_at)))
-        seg = full * nb * kdim
+            stmts.append(K.For(ob, full, block(nsl, nb, ob * nb, ob * (nb * ksteps), pixs, bases)))
+        seg = full * nb * ksteps
         for oc0, size in tails:
-            stmts.append(block(nsl, size, K.Const(oc0), K.Const(seg), pixs, x_at))
-            seg += size * kdim
+            stmts.append(block(nsl, size, K.Const(oc0), K.Const(seg), pixs, bases))
+            seg += size * ksteps
         return K.seq(*stmts)
 
     parts: list[K.Stmt] = []

@@ -66,9 +66,28 @@ def schedule_fully_connected(ctx, xf, w, bias, out, arith, rows: int,  # noqa: A
 
 def schedule_depthwise(ctx, x, w, bias, out, attrs: Attrs, arith) -> K.Stmt | None:  # noqa: ANN001
     from .depthwise import emit_depthwise
+    from .gemm import Geometry, emit_gemm
     tgt = current_target()
     if tgt.reference or not _int8_mac(x, w, bias, out, arith):
         return None
+    n_, oh, ow, oc_n = out.shape
+    _, h, wd, cin = x.shape
+    _, kh, kw, _ = w.shape
+    if cin == 1:
+        # one input channel: output channel m sums x * w[.., m] over the window, a convolution
+        # with oc_n output channels (the depth multiplier) and a one-channel input
+        w2d = np.asarray(w.const).reshape(kh * kw, oc_n).T
+        biasf = fold_bias(w2d, None if bias is None else bias.const, arith.input_offset)
+        if biasf is None:
+            return None
+        sh, sw = attrs["strides"]
+        dh, dw = attrs.get("dilation", (1, 1))
+        pt, _, pl, _ = attrs["padding"]
+        buf = x.buffer if (x.buffer is not None and x.buffer.dtype == "i8") else None
+        g = Geometry(n_, h, wd, 1, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow,
+                     get=lambda n, iy, ix, ic: x([n, iy, ix, ic]), buf=buf,
+                     store=lambda n, oy, ox, oc, v: out.store([n, oy, ox, oc], v), zp_in=-arith.input_offset)
+        return emit_gemm(ctx, tgt, g, w2d, biasf, Requant(ctx, arith, oc_n))
     return emit_depthwise(ctx, tgt, x, w, bias, out, attrs, arith)
 
 

@@ -37,6 +37,8 @@ class ScheduleTarget:
     cpu: str = ""
     features: frozenset[str] = field(default_factory=frozenset)
     opt: str = "speed"
+    # the device's flash: a quarter of it may go to weights pre-widened for speed (None: no limit)
+    flash_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if self.opt not in OPT_LEVELS:
@@ -73,33 +75,54 @@ def target_for_board(board: Any, opt: str = "speed") -> ScheduleTarget:
         feats.add("dsp")
     else:
         feats.discard("dsp")
-    return ScheduleTarget(board.cpu, frozenset(feats), opt)
+    return ScheduleTarget(board.cpu, frozenset(feats), opt, int(board.flash_bytes))
 
 
 def make_target(cpu: str | None = None, features: Iterable[str] | None = None,
-                opt: str | None = None) -> ScheduleTarget:
+                opt: str | None = None, flash_bytes: int | None = None) -> ScheduleTarget:
     """From CompileOptions-style fields (each optional)."""
-    if cpu:
-        return target_for_cpu(cpu, features, opt or "speed")
-    return ScheduleTarget("", frozenset(features or ()), opt or "speed")
+    feats = frozenset(features) if features is not None else CPU_FEATURES.get(cpu or "", frozenset())
+    return ScheduleTarget(cpu or "", feats, opt or "speed", flash_bytes)
 
 
-_CURRENT: contextvars.ContextVar[ScheduleTarget | None] = contextvars.ContextVar("aot_schedule_target",
-                                                                                  default=None)
+class WeightBudget:
+    """Extra flash that schedules may still spend on re-laid-out weights in this compilation."""
+
+    def __init__(self, nbytes: int | None) -> None:
+        self.remaining = nbytes
+
+    def take(self, nbytes: int) -> bool:
+        if self.remaining is None:
+            return True
+        if nbytes > self.remaining:
+            return False
+        self.remaining -= nbytes
+        return True
+
+
+_CURRENT: contextvars.ContextVar[tuple[ScheduleTarget, WeightBudget] | None] = contextvars.ContextVar(
+    "aot_schedule_target", default=None)
 
 
 def current_target() -> ScheduleTarget:
     t = _CURRENT.get()
-    return t if t is not None else DEFAULT_TARGET
+    return t[0] if t is not None else DEFAULT_TARGET
+
+
+def current_budget() -> WeightBudget:
+    t = _CURRENT.get()
+    return t[1] if t is not None else WeightBudget(None)
 
 
 @contextlib.contextmanager
 def use_target(target: ScheduleTarget | None) -> Iterator[ScheduleTarget]:
-    """Lower kernels for `target` inside the block (None: keep the enclosing one)."""
+    """Lower kernels for `target` inside the block (None: keep the enclosing one). Each scope
+    has its own weight budget (a quarter of target.flash_bytes)."""
     if target is None:
         yield current_target()
         return
-    token = _CURRENT.set(target)
+    budget = WeightBudget(target.flash_bytes // 4 if target.flash_bytes else None)
+    token = _CURRENT.set((target, budget))
     try:
         yield target
     finally:

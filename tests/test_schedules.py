@@ -1,0 +1,318 @@
+"""Issue 8: kernel schedules for Cortex-M (aot/schedule). Every schedule is bit-exact with the
+numpy reference (TFLite Micro's integer arithmetic) on the kernel interpreter, host C and the
+LLVM JIT, for small awkward shapes and every target kind; the new intrinsics agree on all
+three; the DSP path runs in QEMU on a Cortex-M4 and the portable one on a Cortex-M3."""
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aot
+from aot.boards import load_board
+from aot.driver import CompileOptions, compile_model
+from aot.ir import Quant
+from aot.kernel import ir as K
+from aot.kernel.intrinsics import INTRINSICS, call as intrinsic, requantize
+from aot.kernel.verify import verify_kernel_module
+from aot.runners.kernel_module import run_kernel_module
+from aot.schedule import ScheduleTarget, target_for_board, target_for_cpu, use_target
+from aot.schedule.requant import q31_constants
+from aot.schedule.target import current_budget, current_target
+
+M4 = target_for_cpu("cortex-m4")
+TARGETS = {
+    "nodsp-speed": ScheduleTarget(),
+    "dsp-speed": M4,  # no flash limit: weights pre-widened to 16-bit pairs
+    "dsp-small-flash": ScheduleTarget("cortex-m4", frozenset({"dsp"}), "speed", flash_bytes=64),  # int8 weights
+    "dsp-size": target_for_cpu("cortex-m4", opt="size"),
+    "nodsp-size": target_for_cpu("cortex-m3", opt="size"),
+}
+
+
+# ----------------------------------------------------------------------------- int8 models
+def _q(scale: float, zp: int = 0) -> Quant:
+    return Quant((float(np.float32(scale)),), (int(zp),))
+
+
+def _weights(rng: np.random.Generator, g: aot.GraphBuilder, shape: tuple[int, ...], axis: int | None,
+             in_scale: float, name: str):  # noqa: ANN202
+    w = rng.integers(-127, 128, shape).astype(np.int8)
+    n = shape[axis] if axis is not None else 1
+    scales = tuple(float(np.float32(s)) for s in rng.uniform(0.003, 0.02, n))
+    wq = Quant(scales, (0,) * n, axis) if axis is not None else Quant(scales, (0,))
+    b = rng.integers(-2000, 2000, shape[axis] if axis is not None else shape[0]).astype(np.int32)
+    bs = tuple(float(np.float32(in_scale * s)) for s in scales)
+    bq = Quant(bs, (0,) * len(bs), 0) if len(bs) > 1 else Quant(bs, (0,))
+    return g.constant(w, f"{name}_w", quant=wq), g.constant(b, f"{name}_b", quant=bq)
+
+
+def conv_chain(seed: int, x_shape: tuple[int, ...], ops: list[dict]) -> aot.ir.Model:
+    """An int8 model: a chain of conv2d / depthwise_conv2d / fully_connected with random
+    per-channel weights, zero points and output scales."""
+    rng = np.random.default_rng(seed)
+    g = aot.GraphBuilder(f"chain{seed}")
+    scale = 0.05
+    x = g.input("x", x_shape, "int8", _q(scale, int(rng.integers(-100, 60))))
+    for i, op in enumerate(ops):
+        kind = op["kind"]
+        out_q = _q(op.get("out_scale", rng.uniform(0.04, 0.2)), int(rng.integers(-128, 10)))
+        act = op.get("act", "relu")
+        cin = x.type.shape[-1]
+        if kind == "conv":
+            kh, kw = op["k"]
+            w, b = _weights(rng, g, (op["oc"], kh, kw, cin), None if op.get("per_tensor") else 0, scale, f"c{i}")
+            x = g.conv2d(x, w, b, strides=op.get("s", (1, 1)), padding=op.get("pad", "same"),
+                         dilation=op.get("d", (1, 1)), activation=act, out_quant=out_q)
+        elif kind == "dw":
+            kh, kw = op["k"]
+            m = op.get("m", 1)
+            w, b = _weights(rng, g, (1, kh, kw, cin * m), 3, scale, f"d{i}")
+            x = g.depthwise_conv2d(x, w, b, strides=op.get("s", (1, 1)), padding=op.get("pad", "same"),
+                                   dilation=op.get("d", (1, 1)), depth_multiplier=m, activation=act,
+                                   out_quant=out_q)
+        else:
+            if len(x.type.shape) != 2:
+                x = g.reshape(x, (x.type.shape[0], -1))
+            k = x.type.shape[-1]
+            w, b = _weights(rng, g, (op["oc"], k), 0 if op.get("per_channel") else None, scale, f"f{i}")
+            x = g.fully_connected(x, w, b, activation=act, out_quant=out_q)
+        scale = out_q.scale[0]
+    g.output(x, "y")
+    return g.finish()
+
+
+CHAINS = {
+    # odd sizes, stride 2, asymmetric SAME padding, cin = 1 (pairs along the kernel row)
+    "conv-odd": ((1, 9, 7, 1), [dict(kind="conv", oc=5, k=(4, 3), s=(2, 2)), dict(kind="conv", oc=6, k=(1, 1))]),
+    # per-tensor weights; an output scale below the accumulator's (left shifts: the generic
+    # requantization) with a tiny accumulator range
+    "conv-scales": ((1, 5, 5, 4), [dict(kind="conv", oc=6, k=(3, 3), per_tensor=True),
+                                   dict(kind="conv", oc=3, k=(1, 1), out_scale=1e-5, act="none")]),
+    # explicit asymmetric padding, dilation, odd cin, channel tails (7 = 4 + 2 + 1)
+    "conv-pad-dil": ((1, 6, 7, 3), [dict(kind="conv", oc=7, k=(3, 2), pad=(1, 0, 2, 1), d=(2, 1)),
+                                    dict(kind="conv", oc=4, k=(1, 1), s=(2, 1), pad="valid")]),
+    # depthwise: quads and tail channels, stride 2, dilation, border classes
+    "dw": ((1, 7, 6, 6), [dict(kind="dw", k=(3, 3)), dict(kind="dw", k=(3, 2), s=(2, 2), d=(1, 2), act="relu6")]),
+    # depth multiplier (cin = 1: as a convolution; cin = 3: per channel) and asymmetric padding
+    "dw-mult": ((1, 8, 5, 1), [dict(kind="dw", k=(3, 3), m=4, s=(2, 1)),
+                               dict(kind="dw", k=(2, 2), m=2, pad=(0, 1, 1, 0))]),
+    # fully connected: per-tensor and per-channel, odd depth, batch of 3, act none
+    "fc": ((3, 37), [dict(kind="fc", oc=10), dict(kind="fc", oc=5, per_channel=True, act="none")]),
+    # a small DS-CNN block: conv -> dw -> pw -> fc
+    "dscnn": ((1, 10, 4, 2), [dict(kind="conv", oc=8, k=(3, 3), s=(2, 1)), dict(kind="dw", k=(3, 3)),
+                              dict(kind="conv", oc=12, k=(1, 1)), dict(kind="fc", oc=4)]),
+}
+
+
+def _input(model, seed: int = 0) -> dict:  # noqa: ANN001
+    v = model.inputs[0]
+    return {v.name: np.random.default_rng(seed).integers(-128, 128, v.type.shape).astype(np.int8)}
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+@pytest.mark.parametrize("chain", list(CHAINS))
+def test_schedule_bit_exact_on_interp_c_and_llvm(chain: str, target: str) -> None:
+    x_shape, ops = CHAINS[chain]
+    model = conv_chain(len(chain), x_shape, ops)
+    inputs = _input(model)
+    ref = aot.reference(model, inputs)["y"]
+    with use_target(TARGETS[target]):
+        cm = compile_model(model, CompileOptions(policy="micro", stack_limit=256))
+    verify_kernel_module(cm.module, planned=True)
+    flat = [inputs["x"]]
+    for backend in ("interp", "c", "llvm"):
+        got = run_kernel_module(cm.module, flat, backend)[0].reshape(ref.shape)
+        np.testing.assert_array_equal(got, ref, err_msg=f"{chain} / {target} / {backend}")
+
+
+def _intrinsics_used(module: K.KernelModule) -> set[str]:
+    from codegen_c.printer import CPrinter
+    text = "\n".join(CPrinter().function(f) for f in module.funcs)
+    used = {name for name in INTRINSICS if f"aot_{name}(" in text}
+    return used | ({"load_word"} if "aot_load_word(" in text else set())
+
+
+def test_schedules_choose_by_target() -> None:
+    """DSP cores get the packed-pair kernels, others the portable ones, `reference` the loop nests."""
+    x_shape, ops = CHAINS["dscnn"]
+    model = conv_chain(1, x_shape, ops)
+    used = {}
+    for name, tgt in [("nodsp", ScheduleTarget()), ("dsp", M4), ("ref", ScheduleTarget(opt="reference"))]:
+        with use_target(tgt):
+            used[name] = _intrinsics_used(compile_model(model).module)
+    assert {"smlad", "sxtb16", "smlabb", "smlatt", "sxtab16", "requant_q31"} <= used["dsp"]
+    assert not {"smlad", "sxtb16", "smlabb"} & used["nodsp"] and "requant_q31" in used["nodsp"]
+    assert used["ref"] <= {"requantize"}
+
+
+def test_target_scope_and_weight_budget() -> None:
+    assert current_target() == ScheduleTarget() and not current_target().dsp
+    board = load_board("mps2-an386")
+    t = target_for_board(board)
+    assert t.dsp and t.cpu == "cortex-m4" and t.flash_bytes == board.flash_bytes
+    assert not target_for_board(load_board("mps2-an385")).dsp
+    with use_target(t):
+        assert current_target() is t
+        assert current_budget().take(board.flash_bytes // 4) and not current_budget().take(1)
+        with use_target(None):
+            assert current_target() is t
+    assert current_target() == ScheduleTarget()
+    with pytest.raises(aot.Error, match="opt"):
+        ScheduleTarget(opt="fast")
+
+
+def test_flash_budget_keeps_int8_weights() -> None:
+    """A device with little flash keeps the op's own int8 weights (read four at a time): no
+    new weight table, the op's constant is the one referenced."""
+    model = conv_chain(3, (1, 64), [dict(kind="fc", oc=8)])
+    with use_target(TARGETS["dsp-small-flash"]):
+        small = compile_model(model).module
+    with use_target(M4):
+        big = compile_model(model).module
+    names = lambda m: {c.buffer.name for c in m.consts}  # noqa: E731
+    assert not any("wpairs" in n for n in names(small)) and any("wpairs" in n for n in names(big))
+
+
+# ----------------------------------------------------------------------------- intrinsics
+PAIR_INTRINSICS = ["smlad", "smlabb", "smlatt", "sxtb16", "sxtb16_ror8", "sxtab16", "sxtab16_ror8", "pack16",
+                   "ssat8", "requant_q31"]
+
+
+def _intrinsic_module(name: str, n: int) -> K.KernelModule:
+    d = INTRINSICS[name]
+    bufs = [K.Buffer(f"a{j}", t, n) for j, t in enumerate(d.arg_dtypes)]
+    o = K.Buffer("o", d.dtype, n)
+    i = K.ScalarVar("i")
+    kernel = K.PrimFunc("k", tuple(bufs) + (o,), K.For(i, n, K.Store(o, i, intrinsic(name, *[b[i] for b in bufs]))))
+    ins = [K.Buffer(f"x{j}", t, n) for j, t in enumerate(d.arg_dtypes)]
+    outs = [K.Buffer("y", d.dtype, n)]
+    entry = K.PrimFunc("m_main", tuple(ins) + tuple(outs), K.Seq((K.CallKernel("k", tuple(ins) + tuple(outs)),
+                                                                  K.ReturnOnError())))
+    return K.KernelModule("m", (kernel, entry), (), (K.Pool("sram", 0),), "m_main", tuple(ins), tuple(outs))
+
+
+def test_pair_intrinsics_python_c_llvm_agree() -> None:
+    """One module computes every new intrinsic on random and edge operands (one C build, one JIT)."""
+    rng = np.random.default_rng(11)
+    n = 256
+    edge = np.array([-(2 ** 31), 2 ** 31 - 1, 0, 1, -1, 0x7FFF7FFF, -0x7FFF8000, 0x00800080, 0x7F80807F], np.int64)
+    args = [np.concatenate([edge, rng.integers(-(2 ** 31), 2 ** 31, n - len(edge))]).astype(np.int32)
+            for _ in range(3)]
+    small = rng.integers(-400, 400, n).astype(np.int32)
+    mult = rng.integers(0, 2 ** 31, n).astype(np.int32)
+    hi = rng.integers(-2 ** 20, 2 ** 20, n).astype(np.int32)
+    rs = rng.integers(0, 32, n).astype(np.int32)
+    ins = [K.Buffer(f"a{j}", "i32", n) for j in range(3)] + [K.Buffer(f"s{j}", "i32", n) for j in range(4)]
+    a, (sm, mu, hh, rr) = ins[:3], ins[3:]
+    o = K.Buffer("o", "i32", n * len(PAIR_INTRINSICS))
+    i = K.ScalarVar("i")
+    operands = {"ssat8": [sm], "requant_q31": [a[0], mu, a[2], hh, rr]}
+    stores = []
+    for k, name in enumerate(PAIR_INTRINSICS):
+        bufs = operands.get(name, a[:len(INTRINSICS[name].arg_dtypes)])
+        stores.append(K.Store(o, i * len(PAIR_INTRINSICS) + k, intrinsic(name, *[b[i] for b in bufs])))
+    kernel = K.PrimFunc("k", tuple(ins) + (o,), K.For(i, n, K.seq(*stores)))
+    xs = [K.Buffer(f"x{j}", "i32", n) for j in range(7)]
+    y = K.Buffer("y", "i32", o.size)
+    entry = K.PrimFunc("m_main", tuple(xs) + (y,), K.Seq((K.CallKernel("k", tuple(xs) + (y,)), K.ReturnOnError())))
+    m = K.KernelModule("m", (kernel, entry), (), (K.Pool("sram", 0),), "m_main", tuple(xs), (y,))
+    data = args + [small, mult, hi, rs]
+    host = dict(zip(("a0", "a1", "a2", "s0", "s1", "s2", "s3"), data))
+    spec = np.zeros(o.size, np.int32)
+    for k, name in enumerate(PAIR_INTRINSICS):
+        names = [b.name for b in operands.get(name, a[:len(INTRINSICS[name].arg_dtypes)])]
+        spec[k::len(PAIR_INTRINSICS)] = [INTRINSICS[name].py(*[int(host[nm][t]) for nm in names]) for t in range(n)]
+    for backend in ("interp", "c", "llvm"):
+        got = run_kernel_module(m, data, backend)[0]
+        for k, name in enumerate(PAIR_INTRINSICS):
+            np.testing.assert_array_equal(got[k::len(PAIR_INTRINSICS)], spec[k::len(PAIR_INTRINSICS)],
+                                          err_msg=f"{name} on {backend}")
+
+
+def test_intrinsic_specs_on_known_values() -> None:
+    py = {k: INTRINSICS[k].py for k in PAIR_INTRINSICS}
+    assert py["smlad"](0x0002FFFF, 0x00030004, 10) == 10 + (-1 * 4) + 2 * 3
+    assert py["smlabb"](0x0002FFFF, 0x00030004, 0) == -4 and py["smlatt"](0x0002FFFF, 0x00030004, 0) == 6
+    assert py["sxtb16"](0x7F80FF01) == ((-128) << 16) | 1  # bytes 0 and 2: 0x01, 0x80
+    assert py["sxtb16_ror8"](0x7F80FF01) == (0x7F << 16) | 0xFFFF  # bytes 1 and 3: 0xFF (-1), 0x7F
+    assert py["sxtab16"](0x00800080, 0x00800080) == 0  # -128 + 128 in both lanes
+    assert py["pack16"](-1, 2) == (2 << 16) | 0xFFFF and py["ssat8"](300) == 127 and py["ssat8"](-300) == -128
+
+
+def test_requant_q31_constants_match_tflite_requantize() -> None:
+    """The folded form equals MultiplyByQuantizedMultiplier + output offset, ties included."""
+    spec = INTRINSICS["requant_q31"].py
+    rnd = random.Random(5)
+    for _ in range(3000):
+        m = rnd.choice([rnd.randint(1 << 30, (1 << 31) - 1), (1 << 31) - 1, 1 << 30, 0])
+        shift, zp = rnd.randint(-31, -1), rnd.randint(-128, 127)
+        lo, hi, rs, after = q31_constants(m, shift, zp)
+        for y in (rnd.randint(-(1 << 31), (1 << 31) - 1), rnd.randint(-5000, 5000), -(1 << 31), (1 << 31) - 1):
+            assert spec(y, m, lo, hi, rs) + after == requantize(y, m, shift) + zp
+    for shift in range(-10, 0):  # dense small accumulators: every rounding tie of both steps
+        for m, zp in (((1 << 30), -128), ((1 << 31) - 1, 5), (1518500250, 127)):
+            lo, hi, rs, after = q31_constants(m, shift, zp)
+            for y in range(-3000, 3000):
+                assert spec(y, m, lo, hi, rs) + after == requantize(y, m, shift) + zp
+    assert q31_constants(1 << 30, 1, 0) is None and q31_constants(1 << 30, 0, 0) is None
+
+
+def test_load_word_reads_little_endian_and_verifies() -> None:
+    a, o, i = K.Buffer("a", "i8", 11), K.Buffer("o", "i32", 8), K.ScalarVar("i")
+    kernel = K.PrimFunc("k", (a, o), K.For(i, 8, K.Store(o, i, K.LoadWord(a, i))))
+    xin, yout = K.Buffer("x", "i8", 11), K.Buffer("y", "i32", 8)
+    entry = K.PrimFunc("m_main", (xin, yout), K.Seq((K.CallKernel("k", (xin, yout)), K.ReturnOnError())))
+    m = K.KernelModule("m", (kernel, entry), (), (K.Pool("sram", 0),), "m_main", (xin,), (yout,))
+    verify_kernel_module(m)
+    data = np.array([1, -1, 2, -128, 127, 0, 5, -7, 9, 10, -11], np.int8)
+    want = np.array([int.from_bytes(data[j:j + 4].tobytes(), "little", signed=True) for j in range(8)], np.int32)
+    for backend in ("interp", "c", "llvm"):
+        np.testing.assert_array_equal(run_kernel_module(m, [data], backend)[0], want, err_msg=backend)
+    b32 = K.Buffer("b", "i32", 4)
+    bad = K.PrimFunc("k", (b32, o), K.For(i, 4, K.Store(o, i, K.LoadWord(b32, i))))
+    entry2 = K.PrimFunc("m_main", (K.Buffer("x", "i32", 4), yout),
+                        K.Seq((K.CallKernel("k", (K.Buffer("x", "i32", 4), yout)), K.ReturnOnError())))
+    with pytest.raises(aot.VerifyError, match="rule 4"):
+        verify_kernel_module(K.KernelModule("m", (bad, entry2), (), (K.Pool("sram", 0),), "m_main", (), (yout,)))
+
+
+@pytest.mark.usefixtures("arm_toolchain")
+def test_llvm_selects_dsp_instructions_only_where_the_core_has_them(tmp_path: Path) -> None:
+    from aot.llvm import LLVMTarget, emit_object_bytes
+    objdump = shutil.which("arm-none-eabi-objdump")
+    assert objdump is not None
+    found = {}
+    for triple, cpu, feats in (("thumbv7em-none-eabihf", "cortex-m4", "+dsp,+vfp4d16sp,-fp64"),
+                               ("thumbv7m-none-eabi", "cortex-m3", "-dsp,+soft-float")):
+        text = ""
+        for name in ("smlad", "sxtab16_ror8"):
+            obj = tmp_path / f"{name}_{cpu}.o"
+            obj.write_bytes(emit_object_bytes(_intrinsic_module(name, 4), LLVMTarget(triple, cpu, feats)))
+            text += subprocess.run([objdump, "-d", str(obj)], capture_output=True, text=True, check=True).stdout
+        found[cpu] = text
+    import re
+    mnemonic = re.compile(r"^\s+[0-9a-f]+:\s+(?:[0-9a-f]{4}\s?)+\s+(\w+)", re.M)
+    ops = {cpu: set(mnemonic.findall(text)) for cpu, text in found.items()}
+    assert {"smlad", "sxtab16"} <= ops["cortex-m4"] and "ror #8" in found["cortex-m4"]
+    assert not {"smlad", "sxtab16"} & ops["cortex-m3"] and ops["cortex-m3"]
+
+
+# ----------------------------------------------------------------------------- QEMU
+@pytest.mark.usefixtures("arm_toolchain")
+@pytest.mark.parametrize("board,backend", [("mps2-an386", "c"), ("mps2-an385", "c"), ("mps2-an386", "llvm")])
+def test_schedules_in_qemu_bit_exact(board: str, backend: str) -> None:
+    from aot.board_flow import run_on_board
+    x_shape, ops = CHAINS["dscnn"]
+    model = conv_chain(7, x_shape, ops)
+    inputs = _input(model, 1)
+    ref = aot.reference(model, inputs)["y"]
+    b = load_board(board)
+    with use_target(target_for_board(b)):
+        outs, extra = run_on_board(model, inputs, board, backend=backend)
+    np.testing.assert_array_equal(outs["y"], ref)
+    assert extra["match_host"] is True
