@@ -55,6 +55,7 @@ def render_library(module: K.KernelModule, model_name: str, inputs: Sequence[Ten
     entry_fn = module.func(module.entry)
     entry = printer.function(entry_fn, static=True, extra=", ".join(f"uint8_t *pool_{p.name}" for p in module.pools))
     unused = "".join(f"    (void)pool_{p.name};\n" for p in module.pools)
+    unused += "".join(f"    (void){b.name};\n" for b in entry_fn.params)  # a model input no op reads
     entry = entry.replace(") {\n", ") {\n" + unused, 1)
     pools = [{"name": x.name, "NAME": x.name.upper(), "size": x.size, "alignment": x.alignment}
              for x in module.pools]

@@ -166,3 +166,20 @@ def test_constant_folding() -> None:
     assert ops == ["add"]
     assert isinstance(folded.main.body[0].args[1], Constant)
     np.testing.assert_array_equal(folded.main.body[0].args[1].data, [2, 4, 6])
+
+
+def test_index_remapping_op_never_joins_an_epilogue() -> None:
+    """A transpose after a pool whose output has equal dimensions keeps its own kernel: evaluated
+    at the pool's output index it would read the wrong element."""
+    from conftest import assert_close_to_reference
+    rng = np.random.default_rng(4)
+    g = aot.GraphBuilder("t")
+    x = g.input("x", (1, 8, 8, 4))
+    y = g.max_pool2d(x, (2, 2))  # (1, 4, 4, 4)
+    t = g.op("transpose", [y], perm=(0, 3, 1, 2))
+    g.output(g.relu(t), "y")
+    model = g.finish()
+    fused = fuse(model)
+    assert any(c.op_name == "transpose" for f in fused.functions.values() if f.primitive for c in f.body
+               if "max_pool2d" not in [k.op_name for k in f.body])
+    assert_close_to_reference(model, {"x": rng.standard_normal((1, 8, 8, 4)).astype(np.float32)})

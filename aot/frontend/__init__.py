@@ -7,8 +7,9 @@ from ..errors import ModelFormatError
 from ..ir import Model
 
 
-def load(path: "str | Path") -> Model:
-    """Load a .tflite or .onnx model file as a graph-IR Model."""
+def load(path: "str | Path", **options: object) -> Model:
+    """Load a .tflite or .onnx model file as a graph-IR Model. ONNX options: layout="onnx"
+    (NCHW inputs and outputs, converted once at import) or "nhwc" (no boundary transposes)."""
     p = Path(path)
     if not p.is_file():
         raise ModelFormatError(f"{p}: no such model file")
@@ -16,8 +17,11 @@ def load(path: "str | Path") -> Model:
     suffix = p.suffix.lower()
     if suffix == ".tflite" or (len(data) >= 8 and data[4:8] == b"TFL3"):
         from .tflite import load_tflite
+        if options:
+            from ..errors import Error
+            raise Error(f"TFLite models take no load options, got {sorted(options)}")
         return load_tflite(data, name=p.stem)
     if suffix == ".onnx":
         from .onnx import load_onnx  # type: ignore[import-not-found]
-        return load_onnx(data, name=p.stem)
+        return load_onnx(data, name=p.stem, **options)  # type: ignore[arg-type]
     raise ModelFormatError(f"{p}: not a TFLite (.tflite) or ONNX (.onnx) model")

@@ -1,5 +1,5 @@
-"""ONNX frontend: an ONNX model (opsets 11 to 21; older opsets where the op's old form is
-known) -> graph IR, converting ONNX's NCHW to the compiler's NHWC once, at import.
+"""ONNX frontend: an ONNX model (opsets 11 to 21; older and newer opsets where the op's
+form is known) -> graph IR, converting ONNX's NCHW to the compiler's NHWC once, at import.
 
 Layout. Every ONNX tensor is a `Val` with its *logical* (ONNX) shape; a run-time value's
 IR tensor stores the logical axes in the order `perm` (physical axis i holds logical axis
@@ -29,12 +29,29 @@ activation. Dropout and Identity are removed.
 
 int8. DequantizeLinear of a constant is an int8 weight with per-axis quantization;
 DequantizeLinear of a run-time int8 tensor is a lazy view (a `dequantize` op is emitted
-only if a float op reads it). For the pattern DQ -> op (-> Relu) -> Q the op is emitted as
-the int8 op with the Q's out_quant (conv2d, depthwise_conv2d, fully_connected, add,
-sub, mul, pools, mean, softmax, concat, unary activations; data movement such as
-Reshape/Transpose/Flatten/Squeeze/Pad/Slice runs on the int8 tensor directly). Anything
-else stays DQ -> float op -> Q. uint8 tensors become int8 with zero point - 128 (exact).
-QLinearConv and QLinearMatMul map onto the int8 ops.
+only if a float op reads it). For the pattern DQ -> op (-> Relu/Clip) -> Q the op is
+emitted as the int8 op with the Q's out_quant (conv2d, depthwise_conv2d, fully_connected,
+add, sub, mul, avg pool, mean, softmax, concat, relu/relu6/sigmoid/tanh/leaky_relu/
+hard_swish) when TFLite Micro's kernel accepts the parameters; data movement (Reshape,
+Flatten, Transpose, Squeeze, Unsqueeze, Slice, Split, Gather, Pad, MaxPool, nearest
+Resize, Concat of equal parameters) runs on the int8 tensor itself. Anything else stays
+DQ -> float op -> Q. uint8 quantized tensors inside the graph become int8 with zero point
+- 128 (exact); quantized uint8 model inputs and outputs are refused. QLinearConv,
+QLinearMatMul and onnxruntime's QOperator contrib ops (com.microsoft QLinearAdd,
+QLinearMul, QLinearGlobalAveragePool, QGemm) map onto the same int8 ops.
+
+Supported ops (default domain; older opset forms included): Abs, Add, AveragePool,
+BatchNormalization, Cast (no-op casts), CastLike, Clip, Concat, Constant, ConstantOfShape,
+Conv (1-D/2-D, groups, depthwise), ConvTranspose (1-D/2-D), DepthToSpace, DequantizeLinear,
+Div, Dropout, Elu, Equal/Greater/GreaterOrEqual/Less/LessOrEqual/Not (as Where's
+condition), Exp, Expand, Flatten, Gather (constant indices), Gelu (tanh approximation),
+Gemm, GlobalAveragePool, GlobalMaxPool, HardSigmoid, HardSwish, Identity, LeakyRelu, MatMul,
+Max, MaxPool, Mean, Min, Mul, Neg, Pad (constant/reflect/edge/wrap), Pow (exponent 1, 2, 3,
+-1), PRelu, QLinearConv, QLinearMatMul, QuantizeLinear, Reciprocal, ReduceL1/Max/Mean/Min/
+Prod/Sum/SumSquare, Relu, Reshape, Resize/Upsample (nearest, linear), Selu, Shape, Shrink,
+Sigmoid, Size, Slice, Softmax, Softsign, SpaceToDepth, Split, Squeeze, Sub, Sum, Swish,
+Tanh, ThresholdedRelu, Tile, Transpose, Unsqueeze, Where; any other op whose inputs are all
+constants is folded at import.
 
 Errors: a file that does not parse or is structurally broken raises one-line
 ModelFormatError; unsupported ops (or unsupported options of supported ops, dtypes) are
@@ -43,7 +60,6 @@ collected over the whole graph and raised as one UnsupportedError naming each no
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -56,10 +72,8 @@ from ..ops import REGISTRY, infer_call, infer_checked
 
 NHWC = (0, 2, 3, 1)  # physical order of a logical NCHW tensor
 IR_DTYPES = {"float32", "int8", "uint8", "int16", "int32"}
-ACT_OPS = {"conv2d", "depthwise_conv2d", "group_conv2d", "fully_connected", "batch_matmul", "add", "sub", "mul",
-           "div"}
 # elementwise ops whose output element i reads another input index (not fusable as an epilogue)
-INDEX_REMAP_OPS = {"transpose", "strided_slice", "take", "tile", "broadcast_to", "pad_mode"}
+INDEX_REMAP_OPS = {"transpose", "strided_slice", "take", "tile", "broadcast_to", "pad_mode", "resize"}
 NO_FOLD = {"Loop", "Scan", "If", "SequenceMap", "Resize", "Upsample"}
 NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli",
                     "Multinomial"}
@@ -83,7 +97,9 @@ class Val:
 
     def __post_init__(self) -> None:
         if not self.perm or len(self.perm) != len(self.shape):
-            self.perm = tuple(range(len(self.shape)))
+            # a QDQ view is laid out like its int8 tensor
+            self.perm = self.deq.perm if self.deq is not None and self.deq.rank == len(self.shape) \
+                else tuple(range(len(self.shape)))
 
     @property
     def is_const(self) -> bool:
@@ -119,8 +135,15 @@ def load_onnx(data: bytes, name: str = "model", layout: str = "onnx") -> Model:
         raise Error("the ONNX frontend needs the `onnx` package: pip install 'microaot[onnx]'") from None
     if layout not in ("onnx", "nhwc"):
         raise Error(f"layout must be 'onnx' or 'nhwc', got {layout!r}")
-    proto = _parse(onnx, data, name)
-    return _Importer(onnx, proto, name, layout).run()
+    try:
+        proto = _parse(onnx, data, name)
+        return _Importer(onnx, proto, name, layout).run()
+    except Error as e:  # names from the file may hold control characters: keep messages one line
+        msg = str(e)
+        clean = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in msg)
+        if clean != msg:
+            raise type(e)(clean) from None
+        raise
 
 
 def _one_line(msg: object) -> str:
@@ -140,6 +163,7 @@ def _parse(onnx: Any, data: bytes, name: str) -> Any:
         raise ModelFormatError(f"{name}: not a valid ONNX file (no graph or IR version)")
     if not m.graph.output:
         raise ModelFormatError(f"{name}: ONNX graph has no outputs")
+    _check_strings(m, name)
     if m.functions:
         try:
             from onnx import inliner
@@ -147,6 +171,18 @@ def _parse(onnx: Any, data: bytes, name: str) -> Any:
         except Exception as e:
             raise ModelFormatError(f"{name}: cannot inline the model's local functions ({_one_line(e)})") from None
     return m
+
+
+def _check_strings(m: Any, name: str) -> None:
+    """protobuf hands invalid UTF-8 in string fields back as bytes: such a file is corrupt."""
+    g = m.graph
+    fields: list[Any] = [o.domain for o in m.opset_import]
+    fields += [v.name for v in list(g.input) + list(g.output) + list(g.value_info)]
+    fields += [t.name for t in g.initializer]
+    for n in g.node:
+        fields += [n.op_type, n.domain, n.name] + list(n.input) + list(n.output) + [a.name for a in n.attribute]
+    if any(not isinstance(f, str) for f in fields):
+        raise ModelFormatError(f"{name}: not a valid ONNX file (a name or op type is not valid UTF-8)")
 
 
 def _attr_value(onnx: Any, a: Any) -> Any:
@@ -182,10 +218,6 @@ class Node:
 
     def inp(self, i: int) -> Val | None:
         return self.ins[i] if i < len(self.ins) else None
-
-
-def _q_dtype(onnx_elem: int) -> str | None:
-    return {2: "uint8", 3: "int8"}.get(onnx_elem)
 
 
 class _Importer:
@@ -252,6 +284,8 @@ class _Importer:
                 dtype = "int32"
             else:
                 raise unsupported(f"{a.dtype} tensors at run time")
+        if a.size == 0:
+            raise unsupported(f"empty tensor {a.shape} at run time")
         a = np.array(a, dtype=dtype, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
         return Constant(self._name(hint), TensorType(tuple(int(d) for d in a.shape), dtype, quant), a)
 
@@ -410,9 +444,12 @@ class _Importer:
         qn = cons[0]
         s = self.vals.get(qn.inputs[1]) if len(qn.inputs) > 1 else None
         z = self.vals.get(qn.inputs[2]) if len(qn.inputs) > 2 and qn.inputs[2] else None
-        if s is None or s.const is None or s.const.size != 1 or (z is not None and (z.const is None or z.const.size != 1)):
+        if s is None or s.const is None or s.const.size != 1:
             return None
-        zdt = z.const.dtype.name if z is not None else {None: "uint8", 3: "int8", 2: "uint8"}.get(qn.attr("output_dtype"))
+        if z is not None and (z.const is None or z.const.size != 1):
+            return None
+        zdt = z.const.dtype.name if z is not None else \
+            {None: "uint8", 3: "int8", 2: "uint8"}.get(qn.attr("output_dtype"))
         if zdt not in ("int8", "uint8"):
             return None
         zp = int(z.const.reshape(-1)[0]) if z is not None else 0
@@ -451,9 +488,6 @@ class _Importer:
         if t.quant == quant:
             return ir
         return self.emit("quantize", [ir], hint + "_rq", out_quant=quant, dtype="int8")
-
-    def int8_out(self, ir: Var, shape: Sequence[int], perm: Sequence[int], quant: Quant, hint: str) -> Val:
-        return self.runtime_val(self.requant(ir, quant, hint), shape, perm)
 
     # ------------------------------------------------------------------ graph walk
     def run(self) -> Model:
@@ -563,7 +597,8 @@ class _Importer:
         """Quantization of int8/uint8 model inputs, taken from their first DQ/QLinear consumer."""
         out: dict[str, Quant] = {}
         for n in nodes:
-            pairs = {"DequantizeLinear": [(0, 1, 2)], "QLinearConv": [(0, 1, 2)], "QLinearMatMul": [(0, 1, 2), (3, 4, 5)]}
+            pairs = {"DequantizeLinear": [(0, 1, 2)], "QLinearConv": [(0, 1, 2)],
+                     "QLinearMatMul": [(0, 1, 2), (3, 4, 5)]}
             for xi, si, zi in pairs.get(n.op, []):
                 if xi >= len(n.inputs) or n.inputs[xi] in out:
                     continue
@@ -631,6 +666,8 @@ class _Importer:
         return outs
 
     def _output(self, o: Any, v: Val, used: set[int], params: set[int]) -> Var:
+        if 0 in v.shape:
+            raise unsupported(f"empty output tensor {v.shape}")
         want = self._np_dtype(o.type.tensor_type.elem_type) if o.type.HasField("tensor_type") else v.dtype
         perm = NHWC if self.layout == "nhwc" and v.rank == 4 and want == "float32" else _ident(v.rank)
         if v.deq is not None and want == "float32":
@@ -711,7 +748,8 @@ class _Importer:
                 return handler(self, n)
         if n.op == "CastLike" and n.ins[0] is not None and n.ins[0].const is not None and n.ins[1] is not None:
             like = n.ins[1]
-            dt = "float32" if like.deq is not None else (like.const.dtype.name if like.const is not None else like.dtype)
+            dt = "float32" if like.deq is not None else \
+                (like.const.dtype.name if like.const is not None else like.dtype)
             arr = np.asarray(n.ins[0].const).astype(dt)
             return [Val(tuple(arr.shape), arr.dtype.name, const=arr)]
         if n.op == "Transpose" and any(v is not None and v.deq is not None for v in n.ins) and handler:
@@ -728,7 +766,7 @@ class _Importer:
 
     def _fold(self, n: Node) -> list[Val | None] | None:
         """Evaluate a node on constants with onnx's reference implementation."""
-        from onnx import helper, numpy_helper
+        from onnx import helper
         from onnx.reference import ReferenceEvaluator
         if n.op in NO_FOLD or n.proto.domain not in ("", "ai.onnx"):
             return None
@@ -738,9 +776,9 @@ class _Importer:
         for name, v in zip(n.inputs, n.ins):
             if not name or name in feeds:
                 continue
-            feeds[name] = v.const  # type: ignore[union-attr]
-            vis.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(v.const.dtype),  # type: ignore[union-attr]
-                                                     list(v.const.shape)))  # type: ignore[union-attr]
+            c = v.const  # type: ignore[union-attr]
+            feeds[name] = c
+            vis.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(c.dtype), list(c.shape)))
         outs = [helper.make_empty_tensor_value_info(o) if hasattr(helper, "make_empty_tensor_value_info")
                 else helper.make_value_info(o, self.onnx.TypeProto()) for o in n.outputs if o]
         try:
@@ -750,7 +788,12 @@ class _Importer:
         except Exception:
             return None
         out: list[Val | None] = []
-        for r in res:
+        it = iter(res)
+        for name in n.outputs:
+            if not name:
+                out.append(None)
+                continue
+            r = next(it)
             if isinstance(r, np.ndarray) and r.size > MAX_TENSOR_ELEMENTS:
                 raise unsupported(f"a constant of {r.size:,} elements (the limit is {MAX_TENSOR_ELEMENTS:,})")
             if not isinstance(r, np.ndarray):
@@ -759,7 +802,6 @@ class _Importer:
                 else:
                     return None
             out.append(Val(tuple(int(d) for d in r.shape), r.dtype.name, const=r))
-        del numpy_helper
         return out
 
     def _shape_op(self, n: Node) -> list[Val | None]:
@@ -949,6 +991,10 @@ def _finish_qlinear(im: _Importer, n: Node, v: Val, quant: Quant | None) -> Val:
     """QLinear* ops and QDQ patterns: make sure the result is int8 with `quant`."""
     if quant is None:
         return v
+    if _is_qview(v):  # the int8 tensor itself, requantized if its parameters differ
+        q = v.deq
+        assert q is not None
+        return im.runtime_val(im.requant(im.rt(q), quant, _hint(n)), v.shape, q.perm)  # type: ignore[arg-type]
     if v.dtype == "int8" and v.ir is not None:
         return im.runtime_val(im.requant(v.ir, quant, _hint(n)), v.shape, v.perm)  # type: ignore[arg-type]
     ir = im.emit("quantize", [im.rt(v, _hint(n))], _hint(n) + "_q", out_quant=quant, dtype="int8")
@@ -1187,11 +1233,16 @@ def _clip(im: _Importer, n: Node) -> list[Val | None]:
     x = n.ins[0]
     assert x is not None
     lo, hi = im._clip_bounds(n)
-    if lo is None or hi is None:
-        raise unsupported("run-time clip bounds")
+    h = _hint(n)
+    if lo is None or hi is None:  # bounds computed at run time: min(max(x, lo), hi)
+        y = x
+        for k, op in ((1, "maximum"), (2, "minimum")):
+            b = n.inp(k)
+            if b is not None:
+                y = _binary(im, op, y, b, h if k == 2 or n.inp(2) is None else h + "_lo")
+        return [y]
     pq = im.pending_q(n.outputs[0])
     quant = pq[0] if pq else None
-    h = _hint(n)
     for act, (a, b) in (("relu", (0.0, math.inf)), ("relu6", (0.0, 6.0)), ("relu_n1_to_1", (-1.0, 1.0))):
         if lo == a and hi == b:
             return [_unary(im, x, act, h, quant)]
@@ -1274,10 +1325,10 @@ def _bn_affine(im: _Importer, bn: Node) -> tuple[np.ndarray, np.ndarray]:
 
 def _conv_impl(im: _Importer, n: Node, x: Val, w: Val, b: Val | None, quant: Quant | None,
                chain: bool = True) -> Val:
-    if w.const is None:
-        raise unsupported("run-time weights")
     if x.rank not in (3, 4):
         raise unsupported(f"{x.rank - 2}-D convolution (1-D and 2-D are supported)")
+    if w.const is None or (b is not None and b.const is None):
+        return _conv_runtime_weights(im, n, x, w, b)
     W = np.asarray(w.const, dtype=np.float32)
     sp = x.rank - 2
     k = list(W.shape[2:])
@@ -1288,8 +1339,6 @@ def _conv_impl(im: _Importer, n: Node, x: Val, w: Val, b: Val | None, quant: Qua
     c_in, o = x.shape[1], W.shape[0]
     if W.shape[1] * group != c_in:
         raise ShapeError(f"{n.label()}: weights {W.shape} with group {group} for {c_in} input channels")
-    if b is not None and b.const is None:
-        raise unsupported("run-time bias")
     bias = None if b is None else np.asarray(b.const, dtype=np.float32).reshape(-1)
     tensor = n.outputs[0]
     absorbed: list[Node] = []
@@ -1363,9 +1412,113 @@ def _conv_impl(im: _Importer, n: Node, x: Val, w: Val, b: Val | None, quant: Qua
     return out
 
 
+def _conv_runtime_weights(im: _Importer, n: Node, x: Val, w: Val, b: Val | None) -> Val:
+    """Weights (or bias) computed at run time: the same kernels, the weights read through a
+    transpose to OHWI / 1HW(C*M) that fuses into the conv's loads."""
+    sp = x.rank - 2
+    if w.rank != x.rank:
+        raise ShapeError(f"{n.label()}: weights {w.shape} for input {x.shape}")
+    k = list(w.shape[2:])
+    strides = list(n.attr("strides", [1] * sp))
+    dil = list(n.attr("dilations", [1] * sp))
+    group = int(n.attr("group", 1))
+    pb, pe = im.resolve_pads(n, x.shape[2:], k, strides, dil)
+    c_in, o = x.shape[1], w.shape[0]
+    h = _hint(n)
+    x4, w4 = x, w
+    if sp == 1:
+        x4 = im.to_2d(x, h + "_2d")
+        w4 = im.reshape_val(w, (w.shape[0], w.shape[1], 1, w.shape[2]), h + "_w2d")
+        strides, dil, pb, pe = [1] + strides, [1] + dil, [0] + pb, [0] + pe
+    attrs: dict[str, Any] = dict(strides=tuple(strides), dilation=tuple(dil), padding=(pb[0], pe[0], pb[1], pe[1]),
+                                 activation="none")
+    if group == 1:
+        op, wperm = "conv2d", (0, 2, 3, 1)
+    elif group == c_in and o % c_in == 0:
+        op, wperm = "depthwise_conv2d", (1, 2, 3, 0)
+        attrs["depth_multiplier"] = o // c_in
+    else:
+        op, wperm = "group_conv2d", (0, 2, 3, 1)
+        attrs["groups"] = group
+    args = [im.f32(x4, NHWC, h), im.f32(w4, wperm, h + "_w")]
+    if b is not None:
+        args.append(im.f32(b, (0,), h + "_b"))
+    y = im.emit(op, args, h, **attrs)
+    out = im.runtime_val(y, (x.shape[0], o, y.type.shape[1], y.type.shape[2]), NHWC)
+    return im.reshape_val(out, (x.shape[0], o, y.type.shape[2]), h + "_1d") if sp == 1 else out
+
+
 @handler("Conv")
 def _conv(im: _Importer, n: Node) -> list[Val | None]:
     return [_conv_impl(im, n, n.ins[0], n.ins[1], n.inp(2), None)]  # type: ignore[arg-type]
+
+
+@handler("ConvTranspose")
+def _conv_transpose(im: _Importer, n: Node) -> list[Val | None]:
+    x, w, b = n.ins[0], n.ins[1], n.inp(2)
+    assert x is not None and w is not None
+    if x.rank not in (3, 4):
+        raise unsupported(f"{x.rank - 2}-D transposed convolution (1-D and 2-D are supported)")
+    sp = x.rank - 2
+    k = list(n.attr("kernel_shape", w.shape[2:]))
+    strides = list(n.attr("strides", [1] * sp))
+    dil = list(n.attr("dilations", [1] * sp))
+    opad = list(n.attr("output_padding", [0] * sp))
+    group = int(n.attr("group", 1))
+    auto = n.attr("auto_pad", "NOTSET")
+    out_shape = n.attr("output_shape")
+    c_in, og = x.shape[1], w.shape[1]
+    if w.shape[0] != c_in or c_in % group:
+        raise ShapeError(f"{n.label()}: weights {w.shape} for {c_in} input channels, group {group}")
+    if out_shape is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
+        want = list(out_shape)[-sp:] if out_shape is not None else [s * st for s, st in zip(x.shape[2:], strides)]
+        pb, pe = [], []
+        for i in range(sp):
+            total = strides[i] * (x.shape[2 + i] - 1) + opad[i] + (k[i] - 1) * dil[i] + 1 - want[i]
+            head = total // 2 if auto == "SAME_UPPER" else total - total // 2
+            pb.append(head)
+            pe.append(total - head)
+    else:
+        pads = list(n.attr("pads", [0] * (2 * sp))) if auto != "VALID" else [0] * (2 * sp)
+        pb, pe = pads[:sp], pads[sp:]
+    for i in range(sp):
+        if pe[i] < 0:  # the requested output is longer than the full result: extend the end
+            opad[i] -= pe[i]
+            pe[i] = 0
+    if min(pb) < 0:
+        raise unsupported("negative leading padding")
+    h = _hint(n)
+    x4, w4 = x, w
+    if sp == 1:
+        x4 = im.to_2d(x, h + "_2d")
+        w4 = im.reshape_val(w, (w.shape[0], w.shape[1], 1, w.shape[2]), h + "_w2d")
+        strides, dil, pb, pe, opad = [1] + strides, [1] + dil, [0] + pb, [0] + pe, [0] + opad
+    act, absorbed, _ = im.finish_chain(n, n.outputs[0])
+    attrs: dict[str, Any] = dict(strides=tuple(strides), dilation=tuple(dil), padding=(pb[0], pe[0], pb[1], pe[1]),
+                                 output_padding=tuple(opad), groups=group, activation=act)
+    if w4.const is not None:
+        W = np.asarray(w4.const, dtype=np.float32)  # (C_in, O/g, kh, kw) -> (O, kh, kw, C_in/g)
+        cg = c_in // group
+        wt = W.reshape(group, cg, og, W.shape[2], W.shape[3]).transpose(0, 2, 3, 4, 1).reshape(
+            group * og, W.shape[2], W.shape[3], cg)
+        warg: Var | Constant = im.const_ir(wt, h + "_w")
+    elif group == 1:
+        warg = im.f32(w4, (1, 2, 3, 0), h + "_w")
+    else:  # the same regrouping as above, on the run-time tensor
+        kh_, kw_ = w4.shape[2], w4.shape[3]
+        t = im.reshape_val(w4, (group, c_in // group, og, kh_, kw_), h + "_wg")
+        t = im.reshape_val(im.transpose_val(t, (0, 2, 3, 4, 1)), (group * og, kh_, kw_, c_in // group), h + "_wr")
+        warg = im.f32(t, _ident(4), h + "_w")
+    args = [im.f32(x4, NHWC, h), warg]
+    if b is not None:
+        args.append(im.f32(b, (0,), h + "_b"))
+    y = im.emit("conv_transpose2d", args, h, **attrs)
+    o = group * og
+    out = im.runtime_val(y, (x.shape[0], o, y.type.shape[1], y.type.shape[2]), NHWC)
+    if sp == 1:
+        out = im.reshape_val(out, (x.shape[0], o, y.type.shape[2]), h + "_1d")
+    im.set_chain_outputs(absorbed, out)
+    return [out]
 
 
 def _qlinear_val(im: _Importer, n: Node, xi: int, si: int, zi: int, axis: int = 0) -> Val:
@@ -1752,7 +1905,8 @@ def _reduce_impl(im: _Importer, n: Node, x: Val, axes: list[int], keep: bool, ki
         pq = im.pending_q(n.outputs[0])
         q = im.qview(x) if pq is not None else None
         if q is not None and im.int8_ok("mean", [q.ir.type], pq[0], {}):  # type: ignore[union-attr,index]
-            y = im.emit("mean", [im.rt(q, h)], h, axes=tuple(pa), keep_dims=keep, out_quant=pq[0])  # type: ignore[index]
+            y = im.emit("mean", [im.rt(q, h)], h, axes=tuple(pa), keep_dims=keep,
+                        out_quant=pq[0])  # type: ignore[index]
         else:
             y = im.emit("mean", [im.f32(x, x.perm, h)], h, axes=tuple(pa), keep_dims=keep)
     else:
@@ -1879,7 +2033,8 @@ def _concat(im: _Importer, n: Node) -> list[Val | None]:
     qs = [im.qview(v) for v in parts]
     if all(q is not None for q in qs) and len({q.ir.type.quant for q in qs}) == 1:  # type: ignore[union-attr]
         quant = qs[0].ir.type.quant  # type: ignore[union-attr]
-        y = im.emit("concat", [im.as_layout(q, perm, h) for q in qs], h, axis=pa, out_quant=quant)  # type: ignore[arg-type]
+        y = im.emit("concat", [im.as_layout(q, perm, h) for q in qs], h, axis=pa,  # type: ignore[arg-type]
+                    out_quant=quant)
         return [Val(tuple(shape), "float32", deq=im.runtime_val(y, shape, perm), perm=perm)]
     pq = im.pending_q(n.outputs[0])
     if pq is not None and all(q is not None for q in qs):
@@ -1905,7 +2060,8 @@ def _pad(im: _Importer, n: Node) -> list[Val | None]:
         cv = n.inp(2)
         if cv is not None and cv.const is None:
             raise unsupported("run-time pad value")
-        value = float(np.asarray(cv.const).reshape(-1)[0]) if cv is not None and cv.const.size else 0.0  # type: ignore[union-attr]
+        value = float(np.asarray(cv.const).reshape(-1)[0]) \
+            if cv is not None and cv.const is not None and cv.const.size else 0.0
         axes = _norm_axes(_ints(n.inp(3), "axes") or list(range(r)), r)
     mode = n.attr("mode", "constant")
     if len(pads) != 2 * len(axes):
@@ -2167,3 +2323,178 @@ def _castlike(im: _Importer, n: Node) -> list[Val | None]:
     if x.dtype == want or (want == "float32" and x.deq is not None):
         return [x]
     raise unsupported(f"cast of a run-time {x.dtype} tensor to {want}")
+
+
+# ------------------------------------------------------------------ Resize / Upsample
+def _resize_axis(mode: str, ctm: str, nearest_mode: str, n_in: int, n_out: int, scale: float
+                 ) -> tuple[Any, ...]:
+    """The per-axis map of the `resize` op: ONNX's coordinate transformation from output to
+    input coordinates (in float32, as onnxruntime computes it), then the nearest pixel or
+    the two linear neighbours."""
+    f = np.float32
+    x = np.arange(n_out, dtype=np.float32)
+    s = f(scale)
+    if ctm == "half_pixel":
+        xo = (x + f(0.5)) / s - f(0.5)
+    elif ctm == "half_pixel_symmetric":
+        adjustment = f(n_out) / (s * f(n_in))
+        xo = f(n_in) / f(2) * (f(1) - adjustment) + (x + f(0.5)) / s - f(0.5)
+    elif ctm == "pytorch_half_pixel":
+        xo = (x + f(0.5)) / s - f(0.5) if n_out > 1 else np.zeros(n_out, np.float32)
+    elif ctm == "align_corners":
+        xo = x * f(n_in - 1) / f(n_out - 1) if n_out > 1 else np.zeros(n_out, np.float32)
+    elif ctm == "asymmetric":
+        xo = x / s
+    elif ctm == "tf_half_pixel_for_nn":
+        xo = (x + f(0.5)) / s
+    else:
+        raise unsupported(f"coordinate_transformation_mode {ctm!r}")
+    xo = xo.astype(np.float32)
+    if mode == "nearest":
+        if nearest_mode == "round_prefer_floor":
+            src = np.ceil(xo - f(0.5))
+        elif nearest_mode == "round_prefer_ceil":
+            src = np.floor(xo + f(0.5))
+        elif nearest_mode == "floor":
+            src = np.floor(xo)
+        elif nearest_mode == "ceil":
+            src = np.ceil(xo)
+        elif nearest_mode == "simple":  # Upsample and Resize-10
+            src = np.ceil(xo) if scale < 1 else np.floor(xo)
+        else:
+            raise unsupported(f"nearest_mode {nearest_mode!r}")
+        src = np.clip(src, 0, n_in - 1).astype(np.int64)
+        if n_in == n_out and np.array_equal(src, np.arange(n_out)):
+            return ()
+        return ("nearest", tuple(int(i) for i in src))
+    xc = np.clip(xo, f(0), f(n_in - 1))
+    i0 = np.floor(xc).astype(np.int64)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    w = (xc - i0.astype(np.float32)).astype(np.float32)
+    if n_in == n_out and np.array_equal(i0, np.arange(n_out)) and not np.any(w):
+        return ()
+    return ("linear", tuple(int(i) for i in i0), tuple(int(i) for i in i1), tuple(float(v) for v in w))
+
+
+@handler("Resize", "Upsample")
+def _resize(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    r = x.rank
+    mode = n.attr("mode", "nearest")
+    if mode not in ("nearest", "linear"):
+        raise unsupported(f"mode {mode!r} (nearest and linear are supported)")
+    legacy = n.op == "Upsample" or im.opset < 11
+    if legacy:
+        scales_v = n.inp(1) if n.op == "Resize" or im.opset >= 9 else None
+        scales = list(n.attr("scales", [])) if scales_v is None else None
+        if scales_v is not None:
+            if scales_v.const is None:
+                raise unsupported("run-time scales")
+            scales = [float(v) for v in np.asarray(scales_v.const).reshape(-1)]
+        sizes = None
+        ctm, nearest_mode = "asymmetric", "simple"
+        axes = list(range(r))
+    else:
+        sv, zv = n.inp(2), n.inp(3)
+        for v, what in ((sv, "scales"), (zv, "sizes")):
+            if v is not None and v.const is None:
+                raise unsupported(f"run-time {what}")
+        scales = [float(v) for v in np.asarray(sv.const).reshape(-1)] \
+            if sv is not None and sv.const is not None and sv.const.size else None
+        sizes = [int(v) for v in np.asarray(zv.const).reshape(-1)] \
+            if zv is not None and zv.const is not None and zv.const.size else None
+        ctm = n.attr("coordinate_transformation_mode", "half_pixel")
+        nearest_mode = n.attr("nearest_mode", "round_prefer_floor")
+        axes = _norm_axes(n.attr("axes", list(range(r))), r)
+        if n.attr("keep_aspect_ratio_policy", "stretch") != "stretch" and sizes is not None:
+            raise unsupported("keep_aspect_ratio_policy other than stretch")
+        if ctm == "tf_crop_and_resize":
+            raise unsupported("tf_crop_and_resize")
+    if (scales is None) == (sizes is None):
+        raise ShapeError(f"{n.label()}: exactly one of scales and sizes is needed")
+    given = scales if scales is not None else sizes
+    if len(given) != len(axes):  # type: ignore[arg-type]
+        raise ShapeError(f"{n.label()}: {len(given)} scales/sizes for {len(axes)} axes")  # type: ignore[arg-type]
+    out_shape = list(x.shape)
+    axis_scale = [1.0] * r
+    for a, g in zip(axes, given):  # type: ignore[arg-type]
+        if scales is not None:
+            axis_scale[a] = float(np.float32(g))
+            out_shape[a] = int(np.floor(x.shape[a] * np.float32(g)))
+        else:
+            out_shape[a] = int(g)
+            axis_scale[a] = float(np.float32(g) / np.float32(x.shape[a]))
+        if out_shape[a] <= 0:
+            raise ShapeError(f"{n.label()}: output axis {a} would be empty")
+    if n.attr("antialias", 0) and mode == "linear" and any(axis_scale[a] < 1 for a in axes):
+        raise unsupported("antialiased downscaling")
+    maps = [_resize_axis(mode, ctm, nearest_mode, x.shape[d], out_shape[d], axis_scale[d]) if d in axes else ()
+            for d in range(r)]
+    if not any(maps):
+        return [x]
+    h = _hint(n)
+
+    def run(v: Val) -> Val:
+        y = im.emit("resize", [im.rt(v, h)], h, shape=phys_shape(out_shape, v.perm),
+                    maps=tuple(maps[p] for p in v.perm))
+        return im.runtime_val(y, out_shape, v.perm)
+
+    if mode == "nearest":
+        return [_lift(im, x, run)]
+    return [run(x if x.dtype == "float32" and x.deq is None else
+                Val(x.shape, "float32", ir=im.f32(x, x.perm, h), perm=x.perm))]
+
+
+# ------------------------------------------------------------------ more activations (compositions)
+def _select(im: _Importer, cmp: str, a: Val, b: Val, x: Val, y: Val, hint: str) -> Val:
+    vals, shape, perm = _broadcast(im, (a, b, x, y), hint)
+    args = [im.f32(v, perm, f"{hint}_{i}") for i, v in enumerate(vals)]
+    return im.runtime_val(im.emit("select_cmp", args, hint, cmp=cmp), shape, perm)
+
+
+def _scalar(v: float) -> Val:
+    return Val((), "float32", const=np.float32(v))
+
+
+@handler("ThresholdedRelu")
+def _thresholded_relu(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    return [_select(im, "gt", x, _scalar(n.attr("alpha", 1.0)), x, _scalar(0.0), _hint(n))]
+
+
+@handler("Shrink")
+def _shrink(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    lambd, bias = float(n.attr("lambd", 0.5)), float(n.attr("bias", 0.0))
+    h = _hint(n)
+    hi = _select(im, "gt", x, _scalar(lambd), _binary(im, "sub", x, _scalar(bias), h + "_sub"), _scalar(0.0),
+                 h + "_hi")
+    return [_select(im, "lt", x, _scalar(-lambd), _binary(im, "add", x, _scalar(bias), h + "_add"), hi, h)]
+
+
+@handler("Swish")
+def _swish(im: _Importer, n: Node) -> list[Val | None]:
+    x = n.ins[0]
+    assert x is not None
+    h = _hint(n)
+    alpha = float(n.attr("alpha", 1.0))
+    z = x if alpha == 1.0 else _binary(im, "mul", x, _scalar(alpha), h + "_ax")
+    return [_binary(im, "mul", x, _unary(im, z, "sigmoid", h + "_sig"), h)]
+
+
+@handler("Gelu")
+def _gelu(im: _Importer, n: Node) -> list[Val | None]:
+    """The tanh approximation: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
+    x = n.ins[0]
+    assert x is not None
+    if n.attr("approximate", "none") != "tanh":
+        raise unsupported("approximate='none' (needs erf); approximate='tanh' is supported")
+    h = _hint(n)
+    x3 = _binary(im, "mul", _binary(im, "mul", x, x, h + "_x2"), x, h + "_x3")
+    inner = _binary(im, "add", x, _binary(im, "mul", x3, _scalar(0.044715), h + "_c"), h + "_in")
+    t = _unary(im, _binary(im, "mul", inner, _scalar(math.sqrt(2.0 / math.pi)), h + "_k"), "tanh", h + "_tanh")
+    half_x = _binary(im, "mul", x, _scalar(0.5), h + "_hx")
+    return [_binary(im, "mul", half_x, _binary(im, "add", t, _scalar(1.0), h + "_1t"), h)]

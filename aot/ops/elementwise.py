@@ -197,6 +197,7 @@ def pad_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], cal
 
 
 REGISTRY.register(OpDef("pad", "elementwise", pad_infer, pad_ref, expr=pad_expr, inline_into_kernels=True,
+                        pointwise=False,
                         dtypes=("float32", "int8", "uint8", "int16", "int32")))
 
 

@@ -16,6 +16,8 @@ ops are float32.
 """
 from __future__ import annotations
 
+from dataclasses import replace as _replace
+
 from typing import Sequence
 
 import numpy as np
@@ -746,3 +748,8 @@ def resize_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], 
 
 REGISTRY.register(OpDef("resize", "elementwise", resize_infer, resize_ref, expr=resize_expr,
                         inline_into_kernels=True, dtypes=ALL_DTYPES))
+
+
+# index-remapping ops read their input away from the output's index: never an epilogue
+for _name in ("transpose", "strided_slice", "take", "broadcast_to", "tile", "pad_mode", "resize"):
+    REGISTRY.redefine(_replace(REGISTRY.get(_name), pointwise=False))

@@ -35,6 +35,9 @@ class OpDef:
     expr: "Callable[[LowerCtx, Sequence[Accessor], Sequence[Expr], Call], Expr] | None" = None
     emit: "Callable[[LowerCtx, Sequence[Accessor], OutputWriter, Call], Stmt] | None" = None
     inline_into_kernels: bool = False  # cheap enough to recompute per use inside a reduction
+    # reads each input only at the output's own index (may join a kernel's epilogue); false
+    # for index-remapping ops (transpose, slice, tile, pad, resize)
+    pointwise: bool = True
     dtypes: tuple[str, ...] = ("float32",)
     macs: "Callable[[Sequence[TensorType], TensorType, Attrs], int] | None" = None
 
@@ -48,6 +51,13 @@ class OpRegistry:
     def register(self, op: OpDef) -> OpDef:
         if op.name in self._ops:
             raise ValueError(f"op {op.name} registered twice")
+        self._ops[op.name] = op
+        return op
+
+    def redefine(self, op: OpDef) -> OpDef:
+        """Replace a registered op's definition (registration time only)."""
+        if op.name not in self._ops:
+            raise ValueError(f"op {op.name} is not registered")
         self._ops[op.name] = op
         return op
 

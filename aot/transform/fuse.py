@@ -52,7 +52,7 @@ def _group_calls(fn: Function) -> list[_Group | Call]:
         if kind == "view":
             order.append(c)
             continue
-        if kind == "elementwise":
+        if kind == "elementwise" and REGISTRY.get(c.op_name).pointwise:
             joined = False
             for a in c.args:
                 g = group_of.get(id(a)) if isinstance(a, Var) else None
