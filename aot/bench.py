@@ -76,12 +76,15 @@ def bench_model(path: Path, board: str, anchors: Path | None = None, with_tflm: 
                 **options: Any) -> BenchRow:
     from .board_flow import run_on_board
     from .reference import random_inputs
-    from .driver import CompileOptions, compile_model
+    from .driver import compile_model
     from .frontend import load
+
+    from .board_flow import board_options
+    from .boards import load_board
 
     model = load(path)
     t0 = time.perf_counter()
-    compiled = compile_model(model, CompileOptions(**{"policy": "micro", **options}))
+    compiled = compile_model(model, board_options(load_board(board), options))  # as the board build does
     compile_s = time.perf_counter() - t0
     inputs = random_inputs(model, 0)
     _, extra = run_on_board(model, inputs, board, **options)
