@@ -9,7 +9,6 @@ marked as reference figures.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -75,19 +74,12 @@ def _anchors(path: Path | None, model: str, board: str) -> dict[str, Any]:
 def bench_model(path: Path, board: str, anchors: Path | None = None, with_tflm: bool = True,
                 **options: Any) -> BenchRow:
     from .board_flow import run_on_board
-    from .reference import random_inputs
-    from .driver import compile_model
     from .frontend import load
-
-    from .board_flow import board_options
-    from .boards import load_board
+    from .reference import random_inputs
 
     model = load(path)
-    t0 = time.perf_counter()
-    compiled = compile_model(model, board_options(load_board(board), options))  # as the board build does
-    compile_s = time.perf_counter() - t0
     inputs = random_inputs(model, 0)
-    _, extra = run_on_board(model, inputs, board, **options)
+    _, extra = run_on_board(model, inputs, board, **options)  # compiles, builds, runs, measures once
     fp = extra["footprint"]
     groups = fp["groups"]
     ram = fp["ram"]
@@ -108,11 +100,11 @@ def bench_model(path: Path, board: str, anchors: Path | None = None, with_tflm: 
         runtime_bytes=fp["flash"]["total"] - groups.get("kernels", 0) - groups.get("weights", 0),
         ram_bytes=ram_total, pool_bytes=pools, static_bytes=ram["static"] - pools, stack_bytes=stack,
         instructions=instr, macs=macs, macs_per_instruction=round(macs / instr, 3) if instr else 0.0,
-        compile_seconds=round(compile_s, 2), lower_bound_bytes=compiled.plan.lower_bound_bytes,
+        compile_seconds=round(extra["compile_seconds"], 2), lower_bound_bytes=extra["lower_bound_bytes"],
         tflm_arena_bytes=tflm_arena, tflm_activation_bytes=tflm_act,
         ram_vs_tflm_arena=round(ram_total / tflm_arena, 3) if tflm_arena else None,
-        planned_vs_lower_bound=round(compiled.plan.activation_bytes / compiled.plan.lower_bound_bytes, 3)
-        if compiled.plan.lower_bound_bytes else 1.0,
+        planned_vs_lower_bound=round(extra["pool_bytes"] / extra["lower_bound_bytes"], 3)
+        if extra["lower_bound_bytes"] else 1.0,
         bit_exact_with_host=bool(extra["match_host"]),
         reference=_anchors(anchors, stem, board),
     )

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -13,7 +14,7 @@ from .boards import Board, load_board
 from .driver import CompileOptions, CompiledModel, compile_model
 from .errors import Error, FitError
 from .ir import Model
-from .library import export_library, write_atomically
+from .library import atomic_directory, export_library
 
 DEFAULT_STACK_BYTES = 16384
 
@@ -24,6 +25,7 @@ class BoardBuild:
     compiled: CompiledModel
     project_dir: Path
     expected: list[np.ndarray]
+    compile_seconds: float = 0.0  # microaot's compile (graph to C), without gcc
 
 
 def board_options(board: Board, options: Mapping[str, Any]) -> CompileOptions:
@@ -101,7 +103,9 @@ def make_project(model: Model, board_name: str, out_dir: Path, inputs: Mapping[s
 
     board = load_board(board_name)
     stack = int(options.get("stack_bytes", DEFAULT_STACK_BYTES))
+    t0 = time.perf_counter()
     compiled = _compile_for_board(model, board, options)
+    compile_seconds = time.perf_counter() - t0
     args = check_inputs(model, inputs)
     expected = host_expected(compiled, inputs)
     out_dir = Path(out_dir)
@@ -112,18 +116,12 @@ def make_project(model: Model, board_name: str, out_dir: Path, inputs: Mapping[s
             from .llvm import LLVMTarget
             target = LLVMTarget(board.llvm_triple(), board.llvm_cpu(), board.llvm_features())
         export_library(compiled, lib_dir, backend, llvm_target=target)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent if out_dir.parent.exists()
-                                        else None))
-        try:
+        with atomic_directory(out_dir) as staging:
             generate_project(lib_dir, board, staging, prefix=compiled.options.prefix,
                              input_bytes=[a.tobytes() for a in args],
                              expected_output_bytes=[e.tobytes() for e in expected], stack_bytes=stack,
                              pool_placement=pool_placement(board, compiled))
-            files = {str(p.relative_to(staging)): p.read_bytes() for p in sorted(staging.rglob("*")) if p.is_file()}
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    write_atomically(out_dir, files)
-    return BoardBuild(board, compiled, out_dir, expected)
+    return BoardBuild(board, compiled, out_dir, expected, compile_seconds)
 
 
 def run_on_board(model: Model, inputs: Mapping[str, np.ndarray], board_name: str, backend: str = "c",
@@ -152,6 +150,8 @@ def run_on_board(model: Model, inputs: Mapping[str, np.ndarray], board_name: str
         extra = {"board": board.name, "instructions": res.instructions, "match_host": bool(res.match),
                  "flash_bytes": fp.flash, "ram_bytes": fp.ram if fp.ram is not None else fp.ram_static,
                  "pool_bytes": bb.compiled.plan.activation_bytes,
+                 "lower_bound_bytes": bb.compiled.plan.lower_bound_bytes,
+                 "compile_seconds": round(bb.compile_seconds, 3),
                  "stack_bytes": fp.stack.worst_case,
                  "footprint": fp.to_dict()}
         return outs, extra

@@ -109,8 +109,3 @@ def build_kernel_module(model: Model, prefix: str = "model") -> K.KernelModule:
     return K.KernelModule(prefix, tuple(kernels.values()) + (entry,), tuple(ctx.consts), (), entry.name,
                           tuple(in_bufs), tuple(out_bufs), tuple(unplanned))
 
-
-def tensor_storage(model: Model, module: K.KernelModule) -> dict[str, str]:
-    """Var name -> buffer name, for debugging dumps (views resolve to their source)."""
-    out: dict[str, str] = {}
-    return out

@@ -8,13 +8,14 @@ Layout (fixed, reproducible: no timestamps, no absolute paths, sorted JSON keys)
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from codegen_c.module import TensorInfo, render_library
 
@@ -74,12 +75,26 @@ def library_files(compiled: CompiledModel) -> dict[str, str]:
     return render_library(compiled.module, compiled.model.name, ins, outs, compiled.options.alignment)
 
 
-def write_atomically(out_dir: Path, files: dict[str, "str | bytes"]) -> Path:
-    """Write a directory of files so that it appears complete or not at all."""
+@contextlib.contextmanager
+def atomic_directory(out_dir: Path) -> Iterator[Path]:
+    """A staging directory beside `out_dir` that replaces it when the block succeeds and is
+    removed when it fails: the output appears complete or not at all."""
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
+        yield tmp
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_atomically(out_dir: Path, files: dict[str, "str | bytes"]) -> Path:
+    """Write a directory of files so that it appears complete or not at all."""
+    with atomic_directory(out_dir) as tmp:
         for rel, content in sorted(files.items()):
             path = tmp / rel
             if os.path.isabs(rel) or ".." in Path(rel).parts:
@@ -89,13 +104,7 @@ def write_atomically(out_dir: Path, files: dict[str, "str | bytes"]) -> Path:
                 path.write_bytes(content)
             else:
                 path.write_text(content)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out_dir
+    return Path(out_dir)
 
 
 def export_library(compiled: CompiledModel, out_dir: Path, backend: str = "c", llvm_target: Any = None) -> Path:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .errors import UnsupportedError
-from .ir import Call, Constant, Function, TensorType, Var
+from .ir import Constant, Function, TensorType, Var
 from .kernel import ir as K
 from .ops import REGISTRY
 from .ops.lowering import Accessor, LowerCtx, OutputWriter, buffer_accessor, kdtype

@@ -8,7 +8,7 @@ from typing import Sequence
 
 from .errors import FitError
 from .kernel import ir as K
-from .memory import BufferRequest, MemoryPlan, plan as plan_buffers
+from .memory import BufferRequest, MemoryPlan, lower_bound, plan as plan_buffers
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,6 @@ def liveness(module: K.KernelModule, alignment: int = 16, inplace: bool = True) 
     """One request per storage: buffers written in place share their input's request."""
     first, last = _intervals(module)
     pairs = inplace_pairs(module) if inplace else {}
-    by_name = {b.name: b for b in module.unplanned}
 
     def root(name: str) -> str:
         while name in pairs:
@@ -97,7 +96,6 @@ def liveness(module: K.KernelModule, alignment: int = 16, inplace: bool = True) 
             f0, l0, s0 = span[r]
             f, l, size = min(f, f0), max(l, l0), max(size, s0)
         span[r] = (f, l, size)
-    del by_name
     return [BufferRequest(name, size, f, l, alignment) for name, (f, l, size) in span.items()]
 
 
@@ -159,7 +157,7 @@ def plan_memory(module: K.KernelModule, pool: str = "sram", pool_size: int | Non
     new_pools = tuple(K.Pool(name, split[name][1].peak_bytes, alignment) for name, _ in pool_list)
     new = replace(module, funcs=funcs, pools=new_pools, unplanned=())
     total = sum(p.size for p in new_pools)
-    lb = plan_buffers(reqs, planner="greedy-size").lower_bound_bytes if reqs else 0
+    lb = lower_bound(reqs)
     planners = sorted({split[n][1].planner for n, _ in pool_list})
     report = PlanReport(pool_list[0][0] if len(pool_list) == 1 else "+".join(n for n, _ in pool_list),
                         pool_list[0][1] if len(pool_list) == 1 else None, total, lb, "+".join(planners),

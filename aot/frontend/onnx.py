@@ -1362,7 +1362,6 @@ def _conv_impl(im: _Importer, n: Node, x: Val, w: Val, b: Val | None, quant: Qua
         x4 = _lift(im, x, lambda v: im.to_2d(v, hint + "_2d"))
         W = W[:, :, None, :]
         strides, dil, pb, pe = [1] + strides, [1] + dil, [0] + pb, [0] + pe
-    kh, kw = W.shape[2], W.shape[3]
     attrs: dict[str, Any] = dict(strides=tuple(strides), dilation=tuple(dil), padding=(pb[0], pe[0], pb[1], pe[1]),
                                  activation=act)
     if group == 1:
