@@ -220,6 +220,18 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _closed_pipe() -> int:
+    """The reader of our output went away (`aot ... | head`): end quietly with the shell's
+    conventional status for SIGPIPE, and keep Python from complaining at exit when it flushes."""
+    import os
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     a = parser.parse_args(argv)
@@ -227,7 +239,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(a.fn(a) or 0)
+        rc = int(a.fn(a) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at interpreter exit
+        return rc
     except Error as e:
         if a.debug:
             raise
@@ -236,6 +250,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("aot: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _closed_pipe()
     except Exception as e:  # noqa: BLE001 - the contract is one line, never a traceback
         if a.debug:
             raise

@@ -11,25 +11,44 @@ from .ops import REGISTRY
 
 
 def check_inputs(model: Model, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-    """Inputs in parameter order, checked for presence, shape and dtype."""
+    """Inputs in parameter order, checked for presence, exact shape and exact dtype. Nothing is
+    reshaped or converted: an NHWC array given to an NCHW model has the same element count
+    and would silently give a wrong answer."""
     out = []
     for p in model.inputs:
         if p.name not in inputs:
             raise Error(f"missing input {p.name!r}; the model takes {[v.name for v in model.inputs]}")
         arr = np.asarray(inputs[p.name])
-        if tuple(arr.shape) != p.type.shape and arr.size == p.type.size:
-            arr = arr.reshape(p.type.shape)
-        if tuple(arr.shape) != p.type.shape:
-            raise ShapeError(f"input {p.name!r} has shape {arr.shape}, the model expects {p.type.shape}")
+        want = tuple(p.type.shape)
+        if tuple(arr.shape) != want:
+            raise ShapeError(f"input {p.name!r} has shape {tuple(arr.shape)}, the model expects {want}"
+                             + _shape_hint(tuple(arr.shape), want))
         if arr.dtype != p.type.np_dtype:
-            if p.type.dtype != "float32" or arr.dtype.kind != "f":
-                raise ShapeError(f"input {p.name!r} has dtype {arr.dtype}, the model expects {p.type.dtype}")
-            arr = arr.astype(np.float32)
+            raise ShapeError(f"input {p.name!r} has dtype {arr.dtype}, the model expects {p.type.dtype}; "
+                             f"convert it first (array.astype(numpy.{p.type.np_dtype.name}))")
         out.append(np.ascontiguousarray(arr))
     extra = set(inputs) - {p.name for p in model.inputs}
     if extra:
         raise Error(f"unknown inputs {sorted(extra)}; the model takes {[v.name for v in model.inputs]}")
     return out
+
+
+def _shape_hint(got: tuple[int, ...], want: tuple[int, ...]) -> str:
+    """How to fix the usual mistakes: a layout (a permutation of the model's shape), a missing
+    or extra unit dimension."""
+    if len(got) == len(want) and sorted(got) == sorted(want):
+        perm: list[int] = []
+        for d in want:
+            perm.append(next(i for i, g in enumerate(got) if g == d and i not in perm))
+        hint = f"; if the data is in another layout, transpose it: array.transpose{tuple(perm)}"
+        if len(want) == 4 and got == (want[0], want[2], want[3], want[1]):
+            hint += " (NHWC -> NCHW), or load an ONNX model with layout='nhwc' to feed NHWC directly"
+        elif len(want) == 4 and got == (want[0], want[3], want[1], want[2]):
+            hint += " (NCHW -> NHWC)"
+        return hint
+    if int(np.prod(got, dtype=np.int64)) == int(np.prod(want, dtype=np.int64)):
+        return f"; the element counts match: reshape it explicitly (array.reshape({want})) if that is what you mean"
+    return ""
 
 
 def evaluate(model: Model, fn: Function, args: list[np.ndarray], trace: dict[str, np.ndarray] | None = None

@@ -1193,11 +1193,25 @@ def _prelu(im: _Importer, n: Node) -> list[Val | None]:
     return [_binary(im, "add", pos, _binary(im, "mul", neg, slope, h + "_scaled"), h)]
 
 
+def onnx_lut(op: str, in_quant: Quant, out_quant: Quant, attrs: dict[str, Any]) -> tuple[int, ...]:
+    """ONNX's meaning of DequantizeLinear -> op -> QuantizeLinear as a 256-entry int8 table:
+    dequantize in float32, the float op, then x / scale rounded half to even plus the zero point,
+    saturated (what onnxruntime computes, and how it builds its QLinear lookup tables)."""
+    from ..ops import REGISTRY
+    codes = np.arange(-128, 128, dtype=np.int32)
+    x = (codes - np.int32(in_quant.zero_point[0])).astype(np.float32) * np.float32(in_quant.scale[0])
+    ft = TensorType((256,), "float32")
+    y = np.asarray(REGISTRY.get(op).reference([x], [ft], attrs, ft), dtype=np.float32)
+    q = np.rint(y / np.float32(out_quant.scale[0])).astype(np.float64)
+    q = np.nan_to_num(q, nan=0.0, posinf=1e9, neginf=-1e9) + out_quant.zero_point[0]
+    return tuple(int(v) for v in np.clip(q, -128, 127))
+
+
 def _unary(im: _Importer, x: Val, op: str, hint: str, quant: Quant | None = None, **attrs: Any) -> Val:
     q = im.qview(x) if quant is not None else None
-    if q is not None and op in ("relu", "relu6", "sigmoid", "tanh", "leaky_relu", "hard_swish") \
-            and im.int8_ok(op, [q.ir.type], quant, attrs):  # type: ignore[union-attr]
-        y = im.emit(op, [im.rt(q, hint)], hint, out_quant=quant, **attrs)
+    if q is not None and quant is not None and len(quant.scale) == 1:
+        in_quant = q.ir.type.quant  # type: ignore[union-attr]
+        y = im.emit("lut", [im.rt(q, hint)], hint, out_quant=quant, table=onnx_lut(op, in_quant, quant, attrs))
         return im.runtime_val(y, x.shape, q.perm)
     y = im.emit(op, [im.f32(x, x.perm, hint)], hint, **attrs)
     return im.runtime_val(y, x.shape, x.perm)
@@ -1224,8 +1238,9 @@ def _leaky(im: _Importer, n: Node) -> list[Val | None]:
 
 @handler("HardSigmoid")
 def _hard_sigmoid(im: _Importer, n: Node) -> list[Val | None]:
-    return [_unary(im, n.ins[0], "hard_sigmoid", _hint(n), alpha=float(n.attr("alpha", 0.2)),  # type: ignore[arg-type]
-                   beta=float(n.attr("beta", 0.5)))]
+    pq = im.pending_q(n.outputs[0])
+    return [_unary(im, n.ins[0], "hard_sigmoid", _hint(n), pq[0] if pq else None,  # type: ignore[arg-type]
+                   alpha=float(n.attr("alpha", 0.2)), beta=float(n.attr("beta", 0.5)))]
 
 
 @handler("Clip")
@@ -1251,7 +1266,7 @@ def _clip(im: _Importer, n: Node) -> list[Val | None]:
     if math.isinf(lo) or math.isinf(hi):
         bound = Val((), "float32", const=np.float32(hi if math.isinf(lo) else lo))
         return [_binary(im, "minimum" if math.isinf(lo) else "maximum", x, bound, h)]
-    return [_unary(im, x, "clip", h, min=float(lo), max=float(hi))]
+    return [_unary(im, x, "clip", h, quant, min=float(lo), max=float(hi))]
 
 
 @handler("Elu", "Selu")

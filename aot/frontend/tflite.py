@@ -773,6 +773,8 @@ def _unary(irop: str, with_quant: bool = True) -> Callable[[_Converter, _Op, dic
             attrs["alpha"] = float(np.float32(opts.get("Alpha", 0.0)))  # TFLM: 0 without options
         if irop == "softmax":
             attrs["beta"] = float(np.float32(opts.get("Beta", 0.0)))
+        if irop in ("sigmoid", "tanh") and x.type.dtype == "int8":
+            attrs["tflm_fixed_output"] = True  # TFLM ignores the output tensor's scale here
         cv.emit(op, irop, [x], cv.out_quant(op, attrs) if with_quant else attrs)
     return handler
 

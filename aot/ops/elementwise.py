@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import ShapeError, UnsupportedError
-from ..ir import TensorType
+from ..ir import Quant, TensorType
 from ..kernel import ir as K
 from ..kernel.intrinsics import call as intrinsic
 from .common import apply_activation_expr, apply_activation_np, broadcast_shapes, check_activation
@@ -62,6 +62,19 @@ def same_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
     return TensorType(ts[0].shape, ts[0].dtype, attrs.get("out_quant", ts[0].quant))
 
 
+def fixed_output_infer(name: str):  # noqa: ANN201
+    """int8 sigmoid/tanh default to TFLite's fixed output encoding (1/256, -128 and 1/128, 0)."""
+    def infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+        from .quantized import FIXED_OUTPUT
+        t = ts[0]
+        q = attrs.get("out_quant")
+        if q is None and t.dtype == "int8":
+            s, z = FIXED_OUTPUT[name]
+            q = Quant((s,), (z,))
+        return TensorType(t.shape, t.dtype, q if q is not None else t.quant)
+    return infer
+
+
 def _sigmoid_np(x: np.ndarray) -> np.ndarray:
     return (1.0 / (1.0 + np.exp(-x.astype(np.float64)))).astype(np.float32)
 
@@ -106,12 +119,36 @@ def _unary(name: str) -> None:
         return k_fn(args[0](idx), call.attrs)
 
     cheap = name in ("relu", "relu6", "relu_n1_to_1", "clip", "neg", "abs")
-    REGISTRY.register(OpDef(name, "elementwise", same_infer, ref, expr=expr, inline_into_kernels=cheap,
+    infer = fixed_output_infer(name) if name in ("sigmoid", "tanh") else same_infer
+    REGISTRY.register(OpDef(name, "elementwise", infer, ref, expr=expr, inline_into_kernels=cheap,
                             dtypes=("float32", "int8")))
 
 
 for _n in UNARY:
     _unary(_n)
+
+
+# ------------------------------------------------------------------ lut: any int8 -> int8 map
+def lut_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    """`table`: 256 int8 values, entry i for input i - 128; `out_quant`: the output's encoding."""
+    if ts[0].dtype != "int8":
+        raise ShapeError(f"lut input must be int8, got {ts[0].dtype}")
+    table = attrs["table"]
+    if len(table) != 256 or any(not -128 <= int(v) <= 127 for v in table):
+        raise ShapeError("lut table must hold 256 int8 values")
+    return TensorType(ts[0].shape, "int8", attrs.get("out_quant", ts[0].quant))
+
+
+def lut_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    return np.asarray(attrs["table"], np.int8)[xs[0].astype(np.int64) + 128]
+
+
+def lut_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+    table = ctx.const(np.asarray(call.attrs["table"], np.int8), "i8", "lut")
+    return K.Load(table, args[0](idx).cast("i32") + 128)
+
+
+REGISTRY.register(OpDef("lut", "elementwise", lut_infer, lut_ref, expr=lut_expr, dtypes=("int8",)))
 
 
 # ------------------------------------------------------------------ quantize / dequantize

@@ -147,6 +147,8 @@ def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType,
 def _unary_params(name: str, x: TensorType, out: TensorType, attrs: Attrs):  # noqa: ANN202
     xs, xz = _s(x, f"{name} input")
     os_, oz = _s(out, f"{name} output")
+    if name in ("sigmoid", "tanh"):
+        _check_fixed_output(name, os_, oz, attrs)
     if name == "sigmoid":
         return "logistic", P.logistic_params(xs, xz, os_, oz)
     if name == "tanh":
@@ -162,6 +164,24 @@ def _unary_params(name: str, x: TensorType, out: TensorType, attrs: Attrs):  # n
     if name == "requantize":
         return "requantize", P.requantize_params(xs, xz, os_, oz)
     raise UnsupportedError(f"int8 {name} is not supported")
+
+
+# TensorFlow Lite Micro's int8 LOGISTIC and TANH write a fixed output encoding whatever the
+# output tensor says: sigmoid(x) * 256 - 128 and tanh(x) * 128.
+FIXED_OUTPUT = {"sigmoid": (1.0 / 256, -128), "tanh": (1.0 / 128, 0)}
+
+
+def _check_fixed_output(name: str, scale: float, zp: int, attrs: Attrs) -> None:
+    """An int8 sigmoid/tanh whose output quantization is not TFLite's fixed encoding would be
+    silently wrong (the kernel ignores it). The TFLite frontend marks its ops with
+    `tflm_fixed_output` (TFLM's behaviour, bit-exact); anything else must use a `lut`."""
+    want_s, want_z = FIXED_OUTPUT[name]
+    if attrs.get("tflm_fixed_output") or (abs(scale - want_s) <= 1e-6 * want_s and zp == want_z):
+        return
+    raise UnsupportedError(
+        f"int8 {name} with output scale {scale:g} and zero point {zp}: TensorFlow Lite's int8 kernel "
+        f"writes scale {want_s:g}, zero point {want_z}; quantize the output that way, or use the 'lut' op "
+        f"(a 256-entry table from the input and output scales) for other encodings")
 
 
 def unary_table(name: str, x: TensorType, out: TensorType, attrs: Attrs) -> np.ndarray:
