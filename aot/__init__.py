@@ -1,10 +1,10 @@
 """microaot: ahead-of-time compilation of neural networks to C and LLVM for microcontrollers."""
-from .errors import Error, FitError, ModelFormatError, ShapeError, ToolchainError, UnsupportedError, VerifyError
-from .builder import GraphBuilder
-from .reference import reference
-from .api import Library, build
-from .driver import CompileOptions, compile_model
-from .frontend import load
+from aot.errors import Error, FitError, ModelFormatError, ShapeError, ToolchainError, UnsupportedError, VerifyError
+from aot.ir.builder import GraphBuilder
+from aot.ir.evaluate import reference
+from aot.api import Library, build
+from aot.pipeline.driver import CompileOptions, compile_model
+from aot.frontend import load
 
 __version__ = "0.1.0"
 

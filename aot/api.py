@@ -6,10 +6,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .driver import CompileOptions, CompiledModel, compile_model
-from .errors import Error
-from .ir import Model
-from .reference import check_inputs
+from aot.pipeline.driver import CompileOptions, CompiledModel, compile_model
+from aot.errors import Error
+from aot.ir import Model
+from aot.ir.evaluate import check_inputs
 
 BACKENDS = ("c", "llvm")
 TARGETS = ("host",)
@@ -36,11 +36,11 @@ class Library:
         if self._runner is None:
             ins, outs = self._specs()
             if self.backend == "c":
-                from .library import library_files
-                from .runners.host import HostCBuild
+                from aot.artifact.library import library_files
+                from aot.runners.host import HostCBuild
                 self._runner = HostCBuild(library_files(self.compiled), self.compiled.options.prefix, ins, outs)
             else:
-                from .llvm import LLVMJit
+                from aot.llvm import LLVMJit
                 self._runner = LLVMJit(self.compiled.module, ins, outs)
         return self._runner
 
@@ -51,13 +51,13 @@ class Library:
         return {v.name: o for v, o in zip(self.model.outputs, outs)}
 
     def export(self, path: "str | Path") -> Path:
-        """Write the model library directory (see aot.library for the layout)."""
-        from .library import export_library
+        """Write the model library directory (see aot.artifact.library for the layout)."""
+        from aot.artifact.library import export_library
         return export_library(self.compiled, Path(path), self.backend)
 
     @property
     def metadata(self) -> dict[str, Any]:
-        from .library import metadata
+        from aot.artifact.library import metadata
         return metadata(self.compiled, self.backend)
 
 

@@ -1,5 +1,5 @@
 """C source backend: kernel IR -> C99, module files from Jinja templates."""
-from .printer import CPrinter, c_type
-from .module import render_library
+from codegen_c.printer import CPrinter, c_type
+from codegen_c.module import render_library
 
 __all__ = ["CPrinter", "c_type", "render_library"]

@@ -8,7 +8,7 @@ from typing import Sequence
 import jinja2
 
 from aot.kernel import ir as K
-from .printer import CPrinter, c_type, format_array
+from codegen_c.printer import CPrinter, c_type, format_array
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 VERSION = "0.1.0"

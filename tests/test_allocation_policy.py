@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 import aot
-from aot.driver import CompileOptions, compile_model
+from aot.pipeline.driver import CompileOptions, compile_model
 from aot.ir import verify
 from aot.kernel.allocations import AllocationPolicy, lower_allocations, lower_workspaces
 from aot.kernel.simplify import simplify
 from aot.kernel.verify import verify_kernel_module
 from aot.ops import infer_call
-from aot.planning import plan_memory
+from aot.pipeline.plan import plan_memory
 from aot.runners.kernel_module import run_kernel_module
 from aot.transform import fold_constants, fuse, inline_functions, materialize_outputs
 
@@ -55,7 +55,7 @@ def test_host_and_micro_functions_in_one_build() -> None:
     for backend in ("c", "llvm"):
         lib = aot.build(model, backend=backend, policy=policy)
         np.testing.assert_allclose(lib.run(data)["y"], ref, rtol=1e-5, atol=1e-5)
-    src = "\n".join(v for k, v in aot.library.library_files(compile_model(model, CompileOptions(policy=policy))).items()
+    src = "\n".join(v for k, v in aot.artifact.library.library_files(compile_model(model, CompileOptions(policy=policy))).items()
                     if k.endswith(".c"))
     first = src.split(f"int32_t {names[0]}(")[1].split("\n}\n")[0]
     second = src.split(f"int32_t {names[1]}(")[1].split("\n}\n")[0]
@@ -92,7 +92,7 @@ def _kernel_optional(policy):  # noqa: ANN001, ANN202
 
 
 def test_optional_passes_in_50_random_orders() -> None:
-    from aot.executor import build_kernel_module
+    from aot.lower.entry import build_kernel_module
     model = conv_chain(2, c=2, hw=5)
     data = RNG.standard_normal((1, 5, 5, 2)).astype(np.float32)
     policy = AllocationPolicy("micro", stack_limit=0, large="workspace")
@@ -257,7 +257,7 @@ def test_several_pools_are_filled_in_order_and_run() -> None:
 
 @pytest.mark.usefixtures("arm_toolchain")
 def test_board_with_two_ram_regions_builds_with_two_pools(tmp_path: Path) -> None:
-    from aot.board_flow import make_project
+    from aot.board.flow import make_project
     from aot.runners.qemu import build_project
     from elftools.elf.elffile import ELFFile
     g = aot.GraphBuilder("big")

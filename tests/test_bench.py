@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import aot
-from aot.bench import model_macs
-from aot.tflm import tflm_arena
+from aot.tools.bench import model_macs
+from aot.runners.tflm import tflm_arena
 from conftest import shared_model
 
 FIELDS = ["model", "board", "flash_bytes", "weights_bytes", "ram_bytes", "pool_bytes", "stack_bytes",
@@ -42,14 +42,14 @@ def test_bench_json_fields_are_computed(tmp_path: Path) -> None:
     a = tflm_arena(path)
     assert row["tflm_arena_bytes"] == a.arena_bytes and row["tflm_activation_bytes"] == a.activation_bytes
     # instructions equal a separate QEMU run of the same input
-    from aot.board_flow import run_on_board
+    from aot.board.flow import run_on_board
     from aot.cli import random_inputs
     model = aot.load(path)
     _, extra = run_on_board(model, random_inputs(model, 0), "mps2-an386")
     assert row["instructions"] == extra["instructions"]
-    from aot.board_flow import board_options
-    from aot.boards import load_board
-    from aot.driver import compile_model
+    from aot.board.flow import board_options
+    from aot.board.boards import load_board
+    from aot.pipeline.driver import compile_model
     assert row["pool_bytes"] == compile_model(model, board_options(load_board("mps2-an386"), {})).plan.activation_bytes
     assert row["ram_bytes"] < row["tflm_arena_bytes"]
     assert row["bit_exact_with_host"] is True

@@ -14,9 +14,9 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from aot.assets import asset_dir
-from aot.boards import Board, MemoryRegion, list_boards, load_board
+from aot.board.boards import Board, MemoryRegion, list_boards, load_board
 from aot.errors import Error, FitError, ToolchainError
-from aot.project import Pool, generate_project, place_pools
+from aot.board.project import Pool, generate_project, place_pools
 from aot.runners import qemu as qemu_runner
 from aot.runners.qemu import build_project, parse_output, run_elf
 

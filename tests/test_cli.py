@@ -103,7 +103,7 @@ def test_errors_are_one_line_exit_2_no_output(args: list[str], needle: str, tmp_
 @pytest.mark.usefixtures("arm_toolchain")
 def test_llvm_objects_link_into_a_board_project_and_run(tmp_path: Path) -> None:
     import aot
-    from aot.board_flow import run_on_board
+    from aot.board.flow import run_on_board
     model = aot.load(shared_model("kws_int8.tflite"))
     x = np.load(shared_model("kws_int8.input.npy"))
     for board in ("mps2-an386", "mps2-an385"):
@@ -116,7 +116,7 @@ def test_llvm_objects_link_into_a_board_project_and_run(tmp_path: Path) -> None:
 def test_llvm_float_model_hard_float_abi_on_m4f() -> None:
     """Float calls (expf, tanhf) cross the LLVM/newlib boundary: the hard-float ABI must agree."""
     import aot
-    from aot.board_flow import run_on_board
+    from aot.board.flow import run_on_board
     rng = np.random.default_rng(2)
     g = aot.GraphBuilder("f")
     x = g.input("x", (1, 12))

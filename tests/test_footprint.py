@@ -1,4 +1,4 @@
-"""aot.footprint on ELFs built from generated projects: totals equal arm-none-eabi-size's,
+"""aot.board.footprint on ELFs built from generated projects: totals equal arm-none-eabi-size's,
 symbol groups follow the naming rules, and the worst-case stack follows the call graph."""
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from aot.boards import load_board
-from aot.footprint import EXCEPTION_FRAME_BYTES, EXCEPTION_FRAME_FP_BYTES, footprint
-from aot.project import generate_project
+from aot.board.boards import load_board
+from aot.board.footprint import EXCEPTION_FRAME_BYTES, EXCEPTION_FRAME_FP_BYTES, footprint
+from aot.board.project import generate_project
 from aot.runners.qemu import build_project
 
 pytestmark = pytest.mark.usefixtures("arm_toolchain")

@@ -129,7 +129,7 @@ def test_fuse_conv_bias_relu_into_one_function_text() -> None:
 
 
 def test_fused_conv_bias_act_is_one_loop_nest_one_buffer() -> None:
-    from aot.driver import compile_model
+    from aot.pipeline.driver import compile_model
     from aot.kernel import ir as K
     g = aot.GraphBuilder("f")
     x = g.input("x", (1, 6, 6, 2))

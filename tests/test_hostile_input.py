@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import aot
-from aot.executor import c_identifier
+from aot.lower.entry import c_identifier
 from aot.ir import Quant
 from conftest import ROOT, shared_model
 
@@ -60,7 +60,7 @@ def test_hostile_names_compile_without_injection(tmp_path: Path) -> None:
             stripped = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
             assert "evil()" not in stripped and "system(" not in stripped and "rm -rf" not in stripped, p
     # the project too: names reach main.c and the Makefile
-    from aot.board_flow import make_project
+    from aot.board.flow import make_project
     proj = make_project(model, "mps2-an386", tmp_path / "proj", data).project_dir
     for p in proj.rglob("*"):
         assert str(p.resolve()).startswith(str((tmp_path / "proj").resolve()))
@@ -91,8 +91,8 @@ def test_outputs_are_byte_identical_across_runs(tmp_path: Path) -> None:
 
 
 def test_run_returns_error_codes_instead_of_writing_out_of_bounds(tmp_path: Path) -> None:
-    from aot.demo import build_demo_model
-    from aot.library import library_files
+    from aot.tools.demo import build_demo_model
+    from aot.artifact.library import library_files
     from aot.runners.host import HostCBuild
     model = build_demo_model()
     lib = aot.build(model)

@@ -125,7 +125,7 @@ def test_intrinsics_python_c_llvm_agree() -> None:
 
 def test_interpreter_is_the_spec_for_a_lowered_model() -> None:
     """A whole small model: interpreter == C == LLVM (float, exact equality not required)."""
-    from aot.driver import compile_model
+    from aot.pipeline.driver import compile_model
     rng = np.random.default_rng(3)
     g = aot.GraphBuilder("s")
     x = g.input("x", (1, 5, 5, 2))

@@ -21,7 +21,7 @@ prefixed): one gcc run per chunk, LLVM in groups of LLVM_GROUP (its O3 time grow
 than the module); a failing chunk is re-run case by case to name the culprit. Every
 supported light network runs through the reference, gcc and LLVM (gcc needs 30-45 s for
 the 25-100 MB of weight initializers of resnet50, inception_v2 and densenet121). vgg19 and
-zfnet512 exceed aot.limits.MAX_TENSOR_ELEMENTS (a 102M / 75M-weight FC layer) and
+zfnet512 exceed aot.ir.limits.MAX_TENSOR_ELEMENTS (a 102M / 75M-weight FC layer) and
 alexnet, zfnet512 and inception_v1 use LRN: those four are unsupported.
 
 One case (node/test_dropout_default_ratio) has a model input no op reads: the C backend
@@ -56,7 +56,7 @@ CHUNKS = 8
 LLVM_GROUP = 8
 
 # light networks: which backends check them besides the reference (see the module docstring);
-# others get LLVM. vgg19 (fc6: 102,760,448 weights) is beyond aot.limits.MAX_TENSOR_ELEMENTS,
+# others get LLVM. vgg19 (fc6: 102,760,448 weights) is beyond aot.ir.limits.MAX_TENSOR_ELEMENTS,
 # alexnet, zfnet512 and inception_v1 use LRN: all four are refused with UnsupportedError.
 LIGHT_BACKENDS = {
     "squeezenet": ("c", "llvm"),

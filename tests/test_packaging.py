@@ -34,7 +34,7 @@ def test_wheel_install_works_from_any_directory(tmp_path: Path) -> None:
         from aot.assets import asset_dir
         for name in ("runtime_c", "platform", "boards"):
             assert "/venv/" in str(asset_dir(name)), asset_dir(name)
-        from aot.demo import build_demo_model, demo_input
+        from aot.tools.demo import build_demo_model, demo_input
         m = build_demo_model()
         x = demo_input(m)
         ref = aot.reference(m, x)["probs"]

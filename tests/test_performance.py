@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import aot
-from aot.bench import model_macs
-from aot.board_flow import run_on_board
+from aot.tools.bench import model_macs
+from aot.board.flow import run_on_board
 from conftest import SHARED, shared_model
 
 pytestmark = pytest.mark.usefixtures("arm_toolchain")

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import aot
-from aot.board_flow import make_project, run_on_board
-from aot.footprint import footprint
+from aot.board.flow import make_project, run_on_board
+from aot.board.footprint import footprint
 from aot.runners.qemu import build_project, run_elf
 from conftest import ROOT, shared_model
 
@@ -51,7 +51,7 @@ def test_real_board_projects_compile_and_link(board: str, tmp_path: Path) -> Non
     bb = make_project(model, board, tmp_path / "proj", inputs)
     elf = build_project(bb.project_dir)
     fp = footprint(elf, [bb.project_dir / "build"])
-    b = aot.boards.load_board(board)
+    b = aot.board.boards.load_board(board)
     assert fp.flash <= b.flash_bytes and fp.ram_static <= b.ram_bytes
     assert not b.emulated
     r = subprocess.run(["make", "-C", str(bb.project_dir), "run"], capture_output=True, text=True)
@@ -73,7 +73,7 @@ def test_cmake_and_make_both_build_and_run(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     elfs = list(build.rglob("*.elf"))
     assert elfs, "CMake produced no ELF"
-    res = run_elf(elfs[0], aot.boards.load_board("mps2-an500"))
+    res = run_elf(elfs[0], aot.board.boards.load_board("mps2-an500"))
     assert res.ok and res.match is True
     assert res.outputs[0] == tflm.tobytes()
 

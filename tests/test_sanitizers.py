@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import aot
-from aot.demo import build_demo_model, demo_input
-from aot.library import library_files, tensor_infos
+from aot.tools.demo import build_demo_model, demo_input
+from aot.artifact.library import library_files, tensor_infos
 from aot.runners.host import build_and_run_executable
 
 

@@ -1,4 +1,4 @@
-"""Issue 8: kernel schedules for Cortex-M (aot/schedule). Every schedule is bit-exact with the
+"""Issue 8: kernel schedules for Cortex-M (aot/lower/schedule). Every schedule is bit-exact with the
 numpy reference (TFLite Micro's integer arithmetic) on the kernel interpreter, host C and the
 LLVM JIT, for small awkward shapes and every target kind; the new intrinsics agree on all
 three; the DSP path runs in QEMU on a Cortex-M4 and the portable one on a Cortex-M3."""
@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 
 import aot
-from aot.boards import load_board
-from aot.driver import CompileOptions, compile_model
+from aot.board.boards import load_board
+from aot.pipeline.driver import CompileOptions, compile_model
 from aot.ir import Quant
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import INTRINSICS, call as intrinsic, requantize
 from aot.kernel.verify import verify_kernel_module
 from aot.runners.kernel_module import run_kernel_module
-from aot.schedule import ScheduleTarget, target_for_board, target_for_cpu, use_target
-from aot.schedule.requant import q31_constants
-from aot.schedule.target import current_budget, current_target
+from aot.lower.schedule import ScheduleTarget, target_for_board, target_for_cpu, use_target
+from aot.lower.schedule.requant import q31_constants
+from aot.lower.schedule.target import current_budget, current_target
 
 M4 = target_for_cpu("cortex-m4")
 TARGETS = {
@@ -306,7 +306,7 @@ def test_llvm_selects_dsp_instructions_only_where_the_core_has_them(tmp_path: Pa
 @pytest.mark.usefixtures("arm_toolchain")
 @pytest.mark.parametrize("board,backend", [("mps2-an386", "c"), ("mps2-an385", "c"), ("mps2-an386", "llvm")])
 def test_schedules_in_qemu_bit_exact(board: str, backend: str) -> None:
-    from aot.board_flow import run_on_board
+    from aot.board.flow import run_on_board
     x_shape, ops = CHAINS["dscnn"]
     model = conv_chain(7, x_shape, ops)
     inputs = _input(model, 1)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import aot
-from aot.debug import CompareReport, IntermediateRunner, compare_with_tflm, dump_intermediates, run_tflite_micro_batch
+from aot.tools.compare import CompareReport, IntermediateRunner, compare_with_tflm, dump_intermediates, run_tflite_micro_batch
 from conftest import shared_model
 
 MODELS = ["kws_int8", "ad_int8", "micro_speech_quantized"]
@@ -151,7 +151,7 @@ def probe(name: str, backend: str) -> IntermediateRunner:
 @pytest.mark.parametrize("name", MODELS)
 def test_live_inputs_bit_exact_with_tflm(name: str) -> None:
     """Every tensor (not only the output: KWS's softmax saturates on random inputs) of the
-    reference, the C build and the LLVM build, against TFLM run through aot.debug's runner."""
+    reference, the C build and the LLVM build, against TFLM run through aot.tools.compare's runner."""
     xs = live_inputs(name)
     assert len(xs) >= 20
     m = model(name)
@@ -191,7 +191,7 @@ def test_compare_with_tflm_reports_bit_exact_layers() -> None:
 def test_compare_with_tflm_names_the_first_differing_layer(monkeypatch) -> None:  # noqa: ANN001
     """Perturb our run's t025 (the second depthwise conv) and, downstream, t030: the report must
     name t025 first, with its op, the exact count of differing elements and the max difference."""
-    import aot.debug as dbg
+    import aot.tools.compare as dbg
     real = dbg.intermediates
 
     def perturbed(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
@@ -215,14 +215,14 @@ def test_compare_with_tflm_names_the_first_differing_layer(monkeypatch) -> None:
 
 
 def test_compare_with_tflm_without_tflite_micro_is_a_clear_error(monkeypatch) -> None:  # noqa: ANN001
-    import aot.debug as dbg
+    import aot.tools.compare as dbg
     monkeypatch.setattr(dbg, "tflm_available", lambda: False)
     with pytest.raises(aot.Error, match=r"pip install microaot\[test\]"):
         compare_with_tflm(shared_model("ad_int8.tflite"))
 
 
 def test_report_of_a_long_model_fits_one_screen() -> None:
-    from aot.debug import TensorDiff
+    from aot.tools.compare import TensorDiff
     rows = [TensorDiff(f"t{i:03d}", i, f"CONV_2D #{i}", (1, 8, 8, 4), "int8", 0.0, 0, 256) for i in range(90)]
     rows[70] = TensorDiff("t070", 70, "ADD #70", (1, 8, 8, 4), "int8", 2.0, 5, 256)
     rows[80] = TensorDiff("t080", 80, "MEAN #80", (1, 4), "int8", float("nan"), 4, 4, "shape [4]")

@@ -37,8 +37,8 @@ def check_one(data: bytes, suffix: str) -> tuple[str, str]:
     import tempfile
 
     import aot
-    from aot.driver import compile_model
-    from aot.library import library_files
+    from aot.pipeline.driver import compile_model
+    from aot.artifact.library import library_files
 
     with tempfile.TemporaryDirectory(prefix="aot_fuzz_") as tmp:
         path = Path(tmp) / f"input{suffix}"

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ModelFormatError
-from ..ir import Model
+from aot.errors import ModelFormatError
+from aot.ir import Model
 
 
 def load(path: "str | Path", **options: object) -> Model:
@@ -16,12 +16,12 @@ def load(path: "str | Path", **options: object) -> Model:
     data = p.read_bytes()
     suffix = p.suffix.lower()
     if suffix == ".tflite" or (len(data) >= 8 and data[4:8] == b"TFL3"):
-        from .tflite import load_tflite
+        from aot.frontend.tflite import load_tflite
         if options:
-            from ..errors import Error
+            from aot.errors import Error
             raise Error(f"TFLite models take no load options, got {sorted(options)}")
         return load_tflite(data, name=p.stem)
     if suffix == ".onnx":
-        from .onnx import load_onnx  # type: ignore[import-not-found]
+        from aot.frontend.onnx import load_onnx  # type: ignore[import-not-found]
         return load_onnx(data, name=p.stem, **options)  # type: ignore[arg-type]
     raise ModelFormatError(f"{p}: not a TFLite (.tflite) or ONNX (.onnx) model")

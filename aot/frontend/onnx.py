@@ -65,10 +65,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import Error, ModelFormatError, ShapeError, UnsupportedError
-from ..ir import Call, Constant, Function, Model, Quant, TensorType, Var, freeze_attrs, make_model, verify
-from ..limits import MAX_TENSOR_ELEMENTS
-from ..ops import REGISTRY, infer_call, infer_checked
+from aot.errors import Error, ModelFormatError, ShapeError, UnsupportedError
+from aot.ir import Call, Constant, Function, Model, Quant, TensorType, Var, freeze_attrs, make_model, verify
+from aot.ir.limits import MAX_TENSOR_ELEMENTS
+from aot.ops import REGISTRY, infer_call, infer_checked
 
 NHWC = (0, 2, 3, 1)  # physical order of a logical NCHW tensor
 IR_DTYPES = {"float32", "int8", "uint8", "int16", "int32"}
@@ -461,7 +461,7 @@ class _Importer:
         """Whether the int8 kernel accepts these quantization parameters (TFLite Micro's
         constraints, e.g. softmax and logistic outputs fixed at 1/256 and -128); if not,
         the op stays DQ -> float -> Q."""
-        from ..ops import quantized as Qz
+        from aot.ops import quantized as Qz
         out = TensorType(types[0].shape, "int8", out_quant)
         act = attrs.get("activation", "none")
         try:
@@ -1197,7 +1197,7 @@ def onnx_lut(op: str, in_quant: Quant, out_quant: Quant, attrs: dict[str, Any]) 
     """ONNX's meaning of DequantizeLinear -> op -> QuantizeLinear as a 256-entry int8 table:
     dequantize in float32, the float op, then x / scale rounded half to even plus the zero point,
     saturated (what onnxruntime computes, and how it builds its QLinear lookup tables)."""
-    from ..ops import REGISTRY
+    from aot.ops import REGISTRY
     codes = np.arange(-128, 128, dtype=np.int32)
     x = (codes - np.int32(in_quant.zero_point[0])).astype(np.float32) * np.float32(in_quant.scale[0])
     ft = TensorType((256,), "float32")

@@ -28,10 +28,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import Error, ModelFormatError, ShapeError, UnsupportedError
-from ..ir import Call, Constant, Function, Model, Quant, TensorType, Var, freeze_attrs, make_model, verify
-from ..ops import REGISTRY, infer_call, infer_checked
-from ..ops.common import resolve_padding
+from aot.errors import Error, ModelFormatError, ShapeError, UnsupportedError
+from aot.ir import Call, Constant, Function, Model, Quant, TensorType, Var, freeze_attrs, make_model, verify
+from aot.ops import REGISTRY, infer_call, infer_checked
+from aot.ops.common import resolve_padding
 
 MAX_FILE_BYTES = 2 ** 31 - 1          # a flatbuffer addresses at most 2 GiB
 MAX_TENSOR_BYTES = 2 ** 31 - 1        # no single tensor of a microcontroller model is larger

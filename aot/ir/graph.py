@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .types import TensorType
+from aot.ir.types import TensorType
 
 
 @dataclass(frozen=True, eq=False)

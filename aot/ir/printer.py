@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from .graph import Call, Constant, Function, Model, Var
+from aot.ir.graph import Call, Constant, Function, Model, Var
 
 
 def _value(v: Var | Constant) -> str:

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import UnsupportedError
+from aot.errors import UnsupportedError
 
 DTYPES: dict[str, np.dtype] = {
     "int8": np.dtype(np.int8),

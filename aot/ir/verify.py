@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..errors import VerifyError
-from .graph import Call, Constant, FunctionRef, Model, Var
-from .printer import format_call
-from .types import TensorType
+from aot.errors import VerifyError
+from aot.ir.graph import Call, Constant, FunctionRef, Model, Var
+from aot.ir.printer import format_call
+from aot.ir.types import TensorType
 
 InferFn = Callable[[Call], TensorType]
 

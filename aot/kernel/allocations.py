@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Mapping
 
-from ..errors import Error
-from . import ir as K
+from aot.errors import Error
+from aot.kernel import ir as K
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from typing import Callable
 
 import numpy as np
 
-from . import ir as K
-from .intrinsics import INTRINSICS
+from aot.kernel import ir as K
+from aot.kernel.intrinsics import INTRINSICS
 
 NP = {"i8": np.int8, "u8": np.uint8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
       "f32": np.float32, "bool": np.bool_}

@@ -129,7 +129,7 @@ def ssat8(x: int) -> int:
 
 def requant_q31(y: int, m: int, lo: int, hi: int, rs: int) -> int:
     """(((y*m + P + (y < 0 ? -2^31 : 0)) mod 2^64 as int64) >> 32, as int32) >> rs, where the
-    64-bit P = hi*2^32 + (lo mod 2^32). With the constants of aot.schedule.requant this is TFLite's
+    64-bit P = hi*2^32 + (lo mod 2^32). With the constants of aot.lower.schedule.requant this is TFLite's
     requantize (two roundings) + output offset in one 32x32->64 multiply-accumulate; 0 <= rs <= 31."""
     if not 0 <= rs <= 31:
         raise ValueError(f"requant_q31 shift {rs} outside 0..31")
@@ -181,7 +181,7 @@ INTRINSICS: dict[str, IntrinsicDef] = {
 
 def call(name: str, *args: "object") -> "object":
     """Build an Intrinsic node, checking arity."""
-    from .ir import Intrinsic, as_expr
+    from aot.kernel.ir import Intrinsic, as_expr
 
     d = INTRINSICS[name]
     if len(args) != len(d.arg_dtypes):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import ir as K
-from .interp import _binary, cast_value
+from aot.kernel import ir as K
+from aot.kernel.interp import _binary, cast_value
 
 
 def _is_const(e: K.Expr, value: int | None = None) -> bool:

@@ -15,9 +15,9 @@ Rules (the error message starts with "rule N"):
 """
 from __future__ import annotations
 
-from ..errors import VerifyError
-from . import ir as K
-from .intrinsics import INTRINSICS
+from aot.errors import VerifyError
+from aot.kernel import ir as K
+from aot.kernel.intrinsics import INTRINSICS
 
 
 def _fail(rule: int, where: str, msg: str) -> VerifyError:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .jit import LLVMJit, LLVMTarget, compile_ir, emit_object_bytes, llvm_ir_text
-from .printer import print_module
+from aot.llvm.jit import LLVMJit, LLVMTarget, compile_ir, emit_object_bytes, llvm_ir_text
+from aot.llvm.printer import print_module
 
 DEFAULT_OBJECT_TARGET = LLVMTarget("thumbv7em-none-eabihf", "cortex-m4", "", "hard")
 
@@ -16,7 +16,7 @@ def emit_object(compiled: Any, target: LLVMTarget | None = None) -> bytes:
 
 def render_header(compiled: Any) -> str:
     """The same public header the C backend writes (the ABI is shared)."""
-    from ..library import library_files
+    from aot.artifact.library import library_files
     return library_files(compiled)[f"include/{compiled.options.prefix}.h"]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 
-from ..errors import ToolchainError
+from aot.errors import ToolchainError
 
 TAG_FILE = 1
 TAG_ABI_VFP_ARGS = 28

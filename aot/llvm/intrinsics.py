@@ -178,5 +178,5 @@ def define_intrinsic(mod: ir.Module, name: str) -> ir.Function:
         return fn
     if name in ("expf", "tanhf", "roundf"):
         return _libm(mod, name, name)
-    from ..errors import UnsupportedError
+    from aot.errors import UnsupportedError
     raise UnsupportedError(f"LLVM backend: intrinsic {name} has no implementation")

@@ -13,9 +13,9 @@ from typing import Sequence
 import llvmlite.binding as llvm
 import numpy as np
 
-from ..errors import Error, ToolchainError
-from ..kernel import ir as K
-from .printer import print_module
+from aot.errors import Error, ToolchainError
+from aot.kernel import ir as K
+from aot.llvm.printer import print_module
 
 
 @functools.lru_cache(maxsize=None)
@@ -83,7 +83,7 @@ def emit_object_bytes(module: K.KernelModule, target: LLVMTarget) -> bytes:
     ref, tm = compile_ir(module, target)
     obj = tm.emit_object(ref)
     if target.triple.startswith(("thumb", "arm")) and target.triple.endswith("eabihf"):
-        from .armattrs import mark_hard_float
+        from aot.llvm.armattrs import mark_hard_float
         obj = mark_hard_float(obj)
     return obj
 
@@ -91,7 +91,7 @@ def emit_object_bytes(module: K.KernelModule, target: LLVMTarget) -> bytes:
 @functools.lru_cache(maxsize=None)
 def _host_runtime_library() -> str:
     """runtime_c + platform/host built once per process, loaded so JIT code finds its symbols."""
-    from ..runners.host import _gcc, runtime_sources
+    from aot.runners.host import _gcc, runtime_sources
 
     tmp = Path(tempfile.mkdtemp(prefix="aot_llvm_rt_"))
     srcs, incs = runtime_sources("host")
@@ -111,7 +111,7 @@ class LLVMJit:
     """JIT-compiled model in this process: call with input arrays, get output arrays."""
 
     def __init__(self, module: K.KernelModule, in_specs: Sequence, out_specs: Sequence) -> None:
-        from ..runners.host import CtypesModel
+        from aot.runners.host import CtypesModel
 
         _init_targets()
         _host_runtime_library()

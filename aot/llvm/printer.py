@@ -12,8 +12,8 @@ from typing import Callable
 import numpy as np
 from llvmlite import ir
 
-from ..errors import UnsupportedError
-from ..kernel import ir as K
+from aot.errors import UnsupportedError
+from aot.kernel import ir as K
 
 I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 F32 = ir.FloatType()
@@ -299,7 +299,7 @@ class ModulePrinter:
 
     def intrinsic(self, name: str) -> ir.Function:
         if name not in self._intrinsics:
-            from .intrinsics import define_intrinsic
+            from aot.llvm.intrinsics import define_intrinsic
             self._intrinsics[name] = define_intrinsic(self.mod, name)
         return self._intrinsics[name]
 

@@ -13,11 +13,11 @@ from typing import Mapping, Any
 
 import numpy as np
 
-from ..ir import TensorType
-from ..kernel import ir as K
-from ..kernel.intrinsics import call as intrinsic
-from .common import apply_activation_expr
-from .lowering import Accessor, LowerCtx
+from aot.ir import TensorType
+from aot.kernel import ir as K
+from aot.kernel.intrinsics import call as intrinsic
+from aot.ops.common import apply_activation_expr
+from aot.lower.context import Accessor, LowerCtx
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def mac_arith(ctx: LowerCtx, kind: str, x: TensorType, w: TensorType, out: Tenso
     act = attrs.get("activation", "none")
     if out.dtype == "float32":
         return MacArith("f32", 0, bias, act)
-    from .quantized import mac_params  # int8 parameters follow TFLite Micro's Prepare
+    from aot.ops.quantized import mac_params  # int8 parameters follow TFLite Micro's Prepare
 
     p = mac_params(kind, x, w, out, act)
     return MacArith("i32", p.input_offset, bias, act, None, None, p.output_offset, p.act_min, p.act_max,

@@ -5,8 +5,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import ShapeError, UnsupportedError
-from ..kernel import ir as K
+from aot.errors import ShapeError, UnsupportedError
+from aot.kernel import ir as K
 
 ACTIVATIONS = ("none", "relu", "relu6", "relu_n1_to_1")
 

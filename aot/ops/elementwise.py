@@ -6,13 +6,13 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import ShapeError, UnsupportedError
-from ..ir import Quant, TensorType
-from ..kernel import ir as K
-from ..kernel.intrinsics import call as intrinsic
-from .common import apply_activation_expr, apply_activation_np, broadcast_shapes, check_activation
-from .lowering import Accessor, LowerCtx, OutputWriter, kdtype
-from .registry import REGISTRY, Attrs, OpDef
+from aot.errors import ShapeError, UnsupportedError
+from aot.ir import Quant, TensorType
+from aot.kernel import ir as K
+from aot.kernel.intrinsics import call as intrinsic
+from aot.ops.common import apply_activation_expr, apply_activation_np, broadcast_shapes, check_activation
+from aot.lower.context import Accessor, LowerCtx, OutputWriter, kdtype
+from aot.ops.registry import REGISTRY, Attrs, OpDef
 
 F32_MAX = 3.4028234663852886e38
 
@@ -33,7 +33,7 @@ def binary_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 def _binary(name: str, np_fn, k_fn):  # noqa: ANN001, ANN202
     def ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
         if out.dtype == "int8":
-            from .quantized import binary_reference
+            from aot.ops.quantized import binary_reference
             return binary_reference(name, xs, ts, attrs, out)
         y = np_fn(xs[0].astype(np.float32), xs[1].astype(np.float32)).astype(np.float32)
         return apply_activation_np(np.broadcast_to(y, out.shape), attrs.get("activation", "none"))
@@ -42,7 +42,7 @@ def _binary(name: str, np_fn, k_fn):  # noqa: ANN001, ANN202
         out = call.out.type
         a, b = (x.broadcast_to(out.shape) for x in args)
         if out.dtype == "int8":
-            from .quantized import binary_expr
+            from aot.ops.quantized import binary_expr
             return binary_expr(name, a(idx), b(idx), args[0].type, args[1].type, out, call.attrs)
         return apply_activation_expr(k_fn(a(idx), b(idx)), call.attrs.get("activation", "none"))
 
@@ -65,7 +65,7 @@ def same_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 def fixed_output_infer(name: str):  # noqa: ANN201
     """int8 sigmoid/tanh default to TFLite's fixed output encoding (1/256, -128 and 1/128, 0)."""
     def infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
-        from .quantized import FIXED_OUTPUT
+        from aot.ops.quantized import FIXED_OUTPUT
         t = ts[0]
         q = attrs.get("out_quant")
         if q is None and t.dtype == "int8":
@@ -107,13 +107,13 @@ def _unary(name: str) -> None:
 
     def ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
         if out.dtype == "int8":
-            from .quantized import unary_reference
+            from aot.ops.quantized import unary_reference
             return unary_reference(name, xs[0], ts[0], attrs, out)
         return np.asarray(np_fn(xs[0].astype(np.float32), attrs), dtype=np.float32)
 
     def expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
         if call.out.type.dtype == "int8":
-            from .quantized import unary_table
+            from aot.ops.quantized import unary_table
             table = ctx.const(unary_table(name, args[0].type, call.out.type, call.attrs), "i8", name)
             return K.Load(table, args[0](idx).cast("i32") + 128)
         return k_fn(args[0](idx), call.attrs)
@@ -161,12 +161,12 @@ def quantize_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 
 def quantize_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
-    from .quantized import quantize_reference
+    from aot.ops.quantized import quantize_reference
     return quantize_reference(xs[0], ts[0], out)
 
 
 def quantize_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
-    from .quantized import quantize_expr as qe
+    from aot.ops.quantized import quantize_expr as qe
     return qe(ctx, args[0](idx), args[0].type, call.out.type)
 
 
@@ -181,12 +181,12 @@ def dequantize_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 
 def dequantize_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
-    from .quantized import dequantize_reference
+    from aot.ops.quantized import dequantize_reference
     return dequantize_reference(xs[0], ts[0])
 
 
 def dequantize_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
-    from .quantized import dequantize_expr as de
+    from aot.ops.quantized import dequantize_expr as de
     return de(ctx, args[0](idx), args[0].type)
 
 
@@ -278,7 +278,7 @@ def concat_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 def concat_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
     if out.dtype == "int8":
-        from .quantized import concat_reference
+        from aot.ops.quantized import concat_reference
         return concat_reference(xs, ts, attrs, out)
     y = np.concatenate(xs, axis=attrs["axis"]).astype(out.np_dtype)
     return apply_activation_np(y, attrs.get("activation", "none")) if out.dtype == "float32" else y
@@ -292,7 +292,7 @@ def concat_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call
         idx = [ctx.var(f"i{d}_") for d in range(len(a.shape))]
         v = a(idx)
         if out.type.dtype == "int8":
-            from .quantized import concat_value
+            from aot.ops.quantized import concat_value
             v = concat_value(ctx, v, a.type, out.type)
         elif out.type.dtype == "float32":
             v = apply_activation_expr(v, call.attrs.get("activation", "none"))
@@ -315,7 +315,7 @@ def softmax_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 def softmax_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
     if out.dtype == "int8":
-        from .quantized import softmax_reference
+        from aot.ops.quantized import softmax_reference
         return softmax_reference(xs[0], ts[0], attrs, out)
     x = xs[0].astype(np.float32)
     beta = np.float32(attrs.get("beta", 1.0))
@@ -328,12 +328,12 @@ def softmax_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, cal
     depth = x.shape[-1]
     rows = x.type.size // depth
     if out.type.dtype == "int8":
-        from .quantized import softmax_emit_int8
+        from aot.ops.quantized import softmax_emit_int8
         return softmax_emit_int8(ctx, x, out, call, rows, depth)
     r, j = ctx.var("r"), ctx.var("j")
     mx, total = ctx.var("mx", "f32"), ctx.var("sum", "f32")
     lead = x.shape[:-1]
-    from .nn import _unflatten
+    from aot.ops.nn import _unflatten
 
     def at(rr: K.Expr, jj: K.Expr) -> list[K.Expr]:
         return _unflatten(lead, rr) + [jj] if lead else [jj]
@@ -367,7 +367,7 @@ def mean_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 def mean_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
     if out.dtype == "int8":
-        from .quantized import mean_reference
+        from aot.ops.quantized import mean_reference
         return mean_reference(xs[0], ts[0], attrs, out)
     axes = tuple(sorted(a % len(ts[0].shape) for a in attrs["axes"]))
     return np.mean(xs[0].astype(np.float32), axis=axes, dtype=np.float32).reshape(out.shape).astype(np.float32)
@@ -393,7 +393,7 @@ def mean_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) 
     if floating:
         res: K.Expr = acc / _f(float(count))
     else:
-        from .quantized import mean_finish
+        from aot.ops.quantized import mean_finish
         res = mean_finish(acc, count, x.type, out.type)
     body: K.Stmt = K.seq(K.Let(acc, K.Const(0.0, "f32") if floating else K.Const(0)), red, out.store(oidx, res))
     for d in reversed(range(rank)):

@@ -22,13 +22,13 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import ShapeError, UnsupportedError
-from ..ir import TensorType
-from ..kernel import ir as K
-from ..kernel.intrinsics import call as intrinsic
-from .common import apply_activation_expr, apply_activation_np, check_activation, conv_out_size, guard, window_axis
-from .lowering import Accessor, LowerCtx, OutputWriter
-from .registry import REGISTRY, Attrs, OpDef
+from aot.errors import ShapeError, UnsupportedError
+from aot.ir import TensorType
+from aot.kernel import ir as K
+from aot.kernel.intrinsics import call as intrinsic
+from aot.ops.common import apply_activation_expr, apply_activation_np, check_activation, conv_out_size, guard, window_axis
+from aot.lower.context import Accessor, LowerCtx, OutputWriter
+from aot.ops.registry import REGISTRY, Attrs, OpDef
 
 ALL_DTYPES = ("float32", "int8", "uint8", "int16", "int32")
 F32_MAX = 3.4028234663852886e38
@@ -119,7 +119,7 @@ def take_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, o
 
 
 def take_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
-    from .lowering import flat_index
+    from aot.lower.context import flat_index
     axis = call.attrs["axis"]
     ishape = tuple(call.attrs["indices_shape"])
     ind = np.asarray(call.attrs["indices"], dtype=np.int32)
@@ -317,7 +317,7 @@ def gconv_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 
 def gconv_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
-    from .nn import conv2d_ref
+    from aot.ops.nn import conv2d_ref
     g = int(attrs["groups"])
     x, w = xs[0].astype(np.float32), xs[1].astype(np.float32)
     cg, og = w.shape[3], w.shape[0] // g
@@ -335,8 +335,8 @@ def gconv_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, 
 
 
 def gconv_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
-    from .arith import mac_arith
-    from .nn import _emit_window_mac
+    from aot.ops.arith import mac_arith
+    from aot.ops.nn import _emit_window_mac
     x, w = args[0], args[1]
     bias = args[2] if len(args) > 2 else None
     arith = mac_arith(ctx, "conv2d", x.type, w.type, out.type, bias, call.attrs)
@@ -372,7 +372,7 @@ def xpool_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 def _xpool_ref(kind: str):  # noqa: ANN202
     def ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
-        from .nn import _windows_np
+        from aot.ops.nn import _windows_np
         x = xs[0].astype(np.float32)
         kh, kw = attrs["pool_size"]
         oh, ow = out.shape[1], out.shape[2]

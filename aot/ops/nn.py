@@ -10,13 +10,13 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import ShapeError
-from ..ir import TensorType
-from ..kernel import ir as K
-from .arith import mac_arith
-from .common import apply_activation_np, check_activation, conv_out_size, guard, window_axis
-from .lowering import Accessor, LowerCtx, OutputWriter
-from .registry import REGISTRY, Attrs, OpDef
+from aot.errors import ShapeError
+from aot.ir import TensorType
+from aot.kernel import ir as K
+from aot.ops.arith import mac_arith
+from aot.ops.common import apply_activation_np, check_activation, conv_out_size, guard, window_axis
+from aot.lower.context import Accessor, LowerCtx, OutputWriter
+from aot.ops.registry import REGISTRY, Attrs, OpDef
 
 QDTYPES = ("float32", "int8")
 
@@ -65,7 +65,7 @@ def conv2d_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 def conv2d_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
     if out.dtype != "float32":
-        from .quantized import mac_reference
+        from aot.ops.quantized import mac_reference
         return mac_reference("conv2d", xs, ts, attrs, out)
     x, w = xs[0].astype(np.float32), xs[1].astype(np.float32)
     acc = np.zeros(out.shape, dtype=np.float32)
@@ -103,7 +103,7 @@ def conv2d_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call
     x, w = args[0], args[1]
     bias = args[2] if len(args) > 2 else None
     arith = mac_arith(ctx, "conv2d", x.type, w.type, out.type, bias, call.attrs)
-    from ..schedule.kernels import schedule_conv2d
+    from aot.lower.schedule.kernels import schedule_conv2d
     scheduled = schedule_conv2d(ctx, x, w, bias, out, call.attrs, arith)
     if scheduled is not None:
         return scheduled
@@ -187,7 +187,7 @@ def dw_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 def dw_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
     if out.dtype != "float32":
-        from .quantized import mac_reference
+        from aot.ops.quantized import mac_reference
         return mac_reference("depthwise_conv2d", xs, ts, attrs, out)
     x, w = xs[0].astype(np.float32), xs[1].astype(np.float32)
     m = w.shape[3] // x.shape[3]
@@ -203,7 +203,7 @@ def dw_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) ->
     x, w = args[0], args[1]
     bias = args[2] if len(args) > 2 else None
     arith = mac_arith(ctx, "depthwise_conv2d", x.type, w.type, out.type, bias, call.attrs)
-    from ..schedule.kernels import schedule_depthwise
+    from aot.lower.schedule.kernels import schedule_depthwise
     scheduled = schedule_depthwise(ctx, x, w, bias, out, call.attrs, arith)
     if scheduled is not None:
         return scheduled
@@ -246,7 +246,7 @@ def fc_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 def fc_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
     if out.dtype != "float32":
-        from .quantized import mac_reference
+        from aot.ops.quantized import mac_reference
         return mac_reference("fully_connected", xs, ts, attrs, out)
     w = xs[1].astype(np.float32)
     y = xs[0].astype(np.float32).reshape(-1, w.shape[1]) @ w.T
@@ -267,7 +267,7 @@ def fc_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) ->
     else:
         xf = Accessor(x.type.with_shape((rows, k_n)),
                       lambda idx: x.get(_unflatten(x.shape, idx[0] * k_n + idx[1])))
-    from ..schedule.kernels import schedule_fully_connected
+    from aot.lower.schedule.kernels import schedule_fully_connected
     scheduled = schedule_fully_connected(ctx, xf, w, bias, out, arith, rows,
                                          lambda b_, o_: _unflatten(out.shape[:-1], b_) + [o_])
     if scheduled is not None:
@@ -284,7 +284,7 @@ def fc_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) ->
 def _unflatten(shape: Sequence[int], flat: K.Expr) -> list[K.Expr]:
     """N-d index of a flat row-major position; the outermost dimension needs no modulo and
     the innermost no division."""
-    from .lowering import strides_of
+    from aot.lower.context import strides_of
     nontrivial = [d for d, n in enumerate(shape) if n != 1]
     idx: list[K.Expr] = []
     for d, (s, n) in enumerate(zip(strides_of(shape), shape)):
@@ -320,7 +320,7 @@ def pool_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 def _pool_ref(kind: str):  # noqa: ANN202
     def ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
         if out.dtype != "float32":
-            from .quantized import pool_reference
+            from aot.ops.quantized import pool_reference
             return pool_reference(kind, xs, ts, attrs, out)
         x = xs[0].astype(np.float32)
         kh, kw = attrs["pool_size"]
@@ -342,7 +342,7 @@ def _pool_ref(kind: str):  # noqa: ANN202
 
 def _pool_emit(kind: str):  # noqa: ANN202
     def emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
-        from .common import apply_activation_expr
+        from aot.ops.common import apply_activation_expr
         x = args[0]
         attrs = call.attrs
         kh, kw = attrs["pool_size"]
@@ -373,7 +373,7 @@ def _pool_emit(kind: str):  # noqa: ANN202
             res: K.Expr = acc if kind == "max" else acc / count.cast("f32")  # type: ignore[union-attr]
             res = apply_activation_expr(res, attrs.get("activation", "none"))
         else:
-            from .quantized import pool_finish
+            from aot.ops.quantized import pool_finish
             res = pool_finish(kind, acc, count, x.type, out.type, attrs)
         pre = [K.Let(acc, init)] + ([K.Let(count, K.Const(0))] if count is not None else [])
         body = K.seq(*pre, loops, out.store([n, oy, ox, c], res))

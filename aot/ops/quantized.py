@@ -12,12 +12,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import UnsupportedError
-from ..ir import Quant, TensorType
-from ..kernel import ir as K
-from ..kernel.intrinsics import call as intrinsic
-from ..quant import params as P
-from ..quant import reference as R
+from aot.errors import UnsupportedError
+from aot.ir import Quant, TensorType
+from aot.kernel import ir as K
+from aot.kernel.intrinsics import call as intrinsic
+from aot.quant import params as P
+from aot.quant import reference as R
 
 Attrs = Mapping[str, Any]
 INT32_MIN = -(1 << 31)
@@ -327,7 +327,7 @@ def _one_over_one_plus_x(ctx, a: K.Expr) -> tuple[list[K.Stmt], K.Expr]:  # noqa
 def softmax_emit_int8(ctx, x, out, call, rows: int, depth: int) -> K.Stmt:  # noqa: ANN001
     """TFLM int8 softmax per row: max; exps from a 256-entry table indexed by max - x (Q0.31);
     sum of exps >> 12 (Q12.19); reciprocal of the sum; out = exp * recip >> (35 - clz) - 128."""
-    from .nn import _unflatten
+    from aot.ops.nn import _unflatten
 
     if depth > 4096:
         raise UnsupportedError(f"int8 softmax over {depth} classes: the Q12.19 sum could overflow (max 4096)")

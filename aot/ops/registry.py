@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import Error, ShapeError, UnsupportedError
-from ..ir import Call, TensorType
+from aot.errors import Error, ShapeError, UnsupportedError
+from aot.ir import Call, TensorType
 
 if TYPE_CHECKING:
-    from .lowering import Accessor, LowerCtx, OutputWriter
-    from ..kernel.ir import Expr, Stmt
+    from aot.lower.context import Accessor, LowerCtx, OutputWriter
+    from aot.kernel.ir import Expr, Stmt
 
 Attrs = Mapping[str, Any]
 InferFn = Callable[[Sequence[TensorType], Attrs], TensorType]

@@ -12,8 +12,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..assets import asset_dir
-from ..errors import Error, ToolchainError
+from aot.assets import asset_dir
+from aot.errors import Error, ToolchainError
 
 CFLAGS = ["-O2", "-std=c99", "-Wall", "-Wextra", "-Werror"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g"]

@@ -5,8 +5,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..kernel import ir as K
-from ..kernel.interp import NP, run_interpreted
+from aot.kernel import ir as K
+from aot.kernel.interp import NP, run_interpreted
 
 K_TO_GRAPH = {"i8": "int8", "u8": "uint8", "i16": "int16", "i32": "int32", "f32": "float32"}
 
@@ -22,7 +22,7 @@ def run_kernel_module(module: K.KernelModule, inputs: Sequence[np.ndarray], back
     ins, outs = _specs(module.inputs), _specs(module.outputs)
     if backend == "c":
         from codegen_c.module import TensorInfo, render_library
-        from .host import HostCBuild
+        from aot.runners.host import HostCBuild
 
         def info(b: K.Buffer, role: str) -> TensorInfo:
             return TensorInfo(b.name, b.name, role, K_TO_GRAPH[b.dtype], (b.size,), b.size, b.nbytes)
@@ -30,6 +30,6 @@ def run_kernel_module(module: K.KernelModule, inputs: Sequence[np.ndarray], back
                                [info(b, "output") for b in module.outputs])
         return HostCBuild(files, module.prefix, ins, outs)(inputs)
     if backend == "llvm":
-        from ..llvm import LLVMJit
+        from aot.llvm import LLVMJit
         return LLVMJit(module, ins, outs)(inputs)
     raise ValueError(f"unknown backend {backend}")

@@ -1,6 +1,6 @@
 """Build a generated board project with make and run its ELF in QEMU.
 
-The ELF (see aot/project/templates/main.c.j2) prints one result per line:
+The ELF (see aot/board/project/templates/main.c.j2) prints one result per line:
 
     AOT_STATUS <rc>            AOT_INSTRUCTIONS <n>        AOT_TICKS <n>
     AOT_OUTPUT <index> <hex>   AOT_MATCH 1|0               (only with expected outputs)
@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aot.boards import Board
+from aot.board.boards import Board
 from aot.errors import Error, FitError, ToolchainError
 
 QEMU_BINARY = "qemu-system-arm"

@@ -1,8 +1,8 @@
 """Graph passes: Model -> Model, none mutates its input."""
-from .fold import fold_constants
-from .fuse import fuse
-from .inline import inline_functions
-from .outputs import materialize_outputs
-from .util import use_counts
+from aot.transform.fold import fold_constants
+from aot.transform.fuse import fuse
+from aot.transform.inline import inline_functions
+from aot.transform.outputs import materialize_outputs
+from aot.transform.util import use_counts
 
 __all__ = ["fold_constants", "fuse", "inline_functions", "materialize_outputs", "use_counts"]

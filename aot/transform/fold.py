@@ -1,9 +1,9 @@
 """Constant folding: an op call whose arguments are all constants becomes a constant."""
 from __future__ import annotations
 
-from ..ir import Call, Constant, Function, Model, Var
-from ..limits import MAX_FOLD_ELEMENTS
-from ..ops import REGISTRY
+from aot.ir import Call, Constant, Function, Model, Var
+from aot.ir.limits import MAX_FOLD_ELEMENTS
+from aot.ops import REGISTRY
 
 
 def fold_constants(model: Model) -> Model:

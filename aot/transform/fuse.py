@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..ir import Call, Function, FunctionRef, Model, Var
-from ..ops import REGISTRY
-from .util import use_counts
+from aot.ir import Call, Function, FunctionRef, Model, Var
+from aot.ops import REGISTRY
+from aot.transform.util import use_counts
 
 
 @dataclass(eq=False)

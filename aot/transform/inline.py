@@ -2,7 +2,7 @@
 unreferenced primitive functions are dropped."""
 from __future__ import annotations
 
-from ..ir import Call, Function, FunctionRef, Model, Var
+from aot.ir import Call, Function, FunctionRef, Model, Var
 
 
 def inline_functions(model: Model) -> Model:

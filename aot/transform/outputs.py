@@ -6,8 +6,8 @@ the caller's output buffer.
 """
 from __future__ import annotations
 
-from ..ir import Call, Constant, Function, Model, Var
-from .util import producers
+from aot.ir import Call, Constant, Function, Model, Var
+from aot.transform.util import producers
 
 
 def materialize_outputs(model: Model) -> Model:

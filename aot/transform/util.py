@@ -1,7 +1,7 @@
 """Small helpers shared by graph passes."""
 from __future__ import annotations
 
-from ..ir import Call, Function, Var
+from aot.ir import Call, Function, Var
 
 
 def use_counts(fn: Function) -> dict[int, int]:

@@ -23,7 +23,7 @@
 
 #include "aot_runtime.h"
 
-/* Linker script symbols (see aot/project/templates/linker.ld.j2). */
+/* Linker script symbols (see aot/board/project/templates/linker.ld.j2). */
 extern uint32_t __stack_top;
 extern uint32_t __data_load_start;
 extern uint32_t __data_start;

@@ -11,7 +11,7 @@
 #define AOT_F32_INF INFINITY
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__arm__)
-/* The kernels' loop bodies are already ordered for the register file (aot/schedule); GCC's
+/* The kernels' loop bodies are already ordered for the register file (aot/lower/schedule); GCC's
    pre-allocation scheduler would hoist their loads and spill registers on Cortex-M. */
 #pragma GCC optimize ("no-schedule-insns")
 #endif
@@ -140,7 +140,7 @@ static inline int32_t aot_load_word(const void *p) {
     const uint8_t *b = (const uint8_t *)p;
     return (int32_t)((uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 24));
 }
-/* requantize + output offset as one 32x32->64 multiply-accumulate (see aot/schedule/requant.py) */
+/* requantize + output offset as one 32x32->64 multiply-accumulate (see aot/lower/schedule/requant.py) */
 static inline int32_t aot_requant_q31(int32_t y, int32_t m, int32_t lo, int32_t hi, int32_t rs) {
     uint64_t n = ((uint64_t)(uint32_t)hi << 32) | (uint64_t)(uint32_t)lo;
     n += (uint64_t)((int64_t)y * (int64_t)m);

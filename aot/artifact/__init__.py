@@ -1,0 +1,1 @@
+"""Artifacts: the model library files, metadata, the header and the entry-point ABI."""

@@ -1,0 +1,125 @@
+"""The model library: what `aot compile` writes and what board projects embed.
+
+Layout (fixed, reproducible: no timestamps, no absolute paths, sorted JSON keys):
+  include/<prefix>.h        the public interface
+  src/*.c, src/*.h          C backend: kernels, executor, constants
+  obj/<prefix>.o            LLVM backend: one object for the library's target
+  metadata.json             format version, inputs, outputs, pools, the memory plan
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Iterator
+
+from codegen_c.module import TensorInfo, render_library
+
+from aot.pipeline.driver import CompiledModel
+from aot.lower.entry import c_identifier
+
+FORMAT_VERSION = 1
+
+
+def tensor_infos(compiled: CompiledModel) -> tuple[list[TensorInfo], list[TensorInfo]]:
+    m = compiled.module
+    ins, outs = [], []
+    for role, vars_, bufs, dest in (("input", compiled.model.inputs, m.inputs, ins),
+                                    ("output", compiled.model.outputs, m.outputs, outs)):
+        for v, b in zip(vars_, bufs):
+            q = v.type.quant
+            dest.append(TensorInfo(b.name, v.name, role, v.type.dtype, v.type.shape, v.type.size, v.type.nbytes,
+                                   q.scale[0] if q is not None and len(q.scale) == 1 else None,
+                                   q.zero_point[0] if q is not None and len(q.zero_point) == 1 else None))
+    return ins, outs
+
+
+def metadata(compiled: CompiledModel, backend: str) -> dict[str, Any]:
+    ins, outs = tensor_infos(compiled)
+    p = compiled.plan
+    o = compiled.options
+
+    def t(info: TensorInfo) -> dict[str, Any]:
+        d = {"name": info.name, "model_name": info.orig_name, "dtype": info.dtype, "shape": list(info.shape),
+             "size_bytes": info.nbytes}
+        if info.scale is not None:
+            d["quantization"] = {"scale": info.scale, "zero_point": info.zero_point}
+        return d
+
+    return {
+        "format_version": FORMAT_VERSION,
+        "generator": "microaot",
+        "model": compiled.model.name,
+        "prefix": o.prefix,
+        "backend": backend,
+        "policy": o.policy if isinstance(o.policy, str) else getattr(o.policy, "name", "mixed"),
+        "planner": p.planner,
+        "planner_requested": o.planner,
+        "inputs": [t(i) for i in ins],
+        "outputs": [t(i) for i in outs],
+        "pools": [{"name": x.name, "size": x.size, "alignment": x.alignment} for x in compiled.module.pools],
+        "activation_bytes": p.activation_bytes,
+        "lower_bound_bytes": p.lower_bound_bytes,
+        "constant_bytes": sum(c.buffer.nbytes for c in compiled.module.consts),
+        "kernels": list(p.step_kernels),
+        "buffers": [asdict(b) for b in p.buffers],
+    }
+
+
+def library_files(compiled: CompiledModel) -> dict[str, str]:
+    ins, outs = tensor_infos(compiled)
+    return render_library(compiled.module, compiled.model.name, ins, outs, compiled.options.alignment)
+
+
+@contextlib.contextmanager
+def atomic_directory(out_dir: Path) -> Iterator[Path]:
+    """A staging directory beside `out_dir` that replaces it when the block succeeds and is
+    removed when it fails: the output appears complete or not at all."""
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        yield tmp
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_atomically(out_dir: Path, files: dict[str, "str | bytes"]) -> Path:
+    """Write a directory of files so that it appears complete or not at all."""
+    with atomic_directory(out_dir) as tmp:
+        for rel, content in sorted(files.items()):
+            path = tmp / rel
+            if os.path.isabs(rel) or ".." in Path(rel).parts:
+                raise ValueError(f"refusing to write outside the output directory: {rel}")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content)
+    return Path(out_dir)
+
+
+def export_library(compiled: CompiledModel, out_dir: Path, backend: str = "c", llvm_target: Any = None) -> Path:
+    files: dict[str, str | bytes] = {}
+    if backend == "c":
+        files.update(library_files(compiled))
+    elif backend == "llvm":
+        from aot.llvm import emit_object, render_header
+        files[f"include/{compiled.options.prefix}.h"] = render_header(compiled)
+        files[f"obj/{compiled.options.prefix}.o"] = emit_object(compiled, llvm_target)
+    else:
+        from aot.errors import Error
+        raise Error(f"unknown backend {backend!r}; choose c or llvm")
+    files["metadata.json"] = json.dumps(metadata(compiled, backend), indent=2, sort_keys=True) + "\n"
+    return write_atomically(Path(out_dir), files)
+
+
+__all__ = ["export_library", "library_files", "metadata", "write_atomically", "tensor_infos", "c_identifier"]

@@ -1,0 +1,1 @@
+"""Boards: board data, generated projects, footprint, and the model-to-board flow."""

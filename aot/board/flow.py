@@ -1,0 +1,160 @@
+"""From a model to a board: the fit check, the generated project, QEMU runs and the footprint."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from aot.board.boards import Board, load_board
+from aot.pipeline.driver import CompileOptions, CompiledModel, compile_model
+from aot.errors import Error, FitError
+from aot.ir import Model
+from aot.artifact.library import atomic_directory, export_library
+
+DEFAULT_STACK_BYTES = 16384
+
+
+@dataclass(frozen=True)
+class BoardBuild:
+    board: Board
+    compiled: CompiledModel
+    project_dir: Path
+    expected: list[np.ndarray]
+    compile_seconds: float = 0.0  # microaot's compile (graph to C), without gcc
+
+
+def board_options(board: Board, options: Mapping[str, Any]) -> CompileOptions:
+    """Board builds default to the `micro` policy (no heap) and a pool sized to the RAM left
+    after the stack, so the planner itself refuses what cannot fit."""
+    opts = dict(options)
+    opts.setdefault("policy", "micro")
+    from aot.lower.schedule.target import target_for_board
+    t = target_for_board(board, opts.get("opt", "speed"))
+    opts.setdefault("cpu", t.cpu)
+    opts.setdefault("cpu_features", tuple(sorted(t.features)))
+    opts.setdefault("flash_bytes", t.flash_bytes)
+    stack = int(opts.pop("stack_bytes", DEFAULT_STACK_BYTES))
+    rams = [r for r in board.memory if r.kind == "ram" and r.pools]
+    if "pool_size" not in opts and not opts.get("pools"):
+        if len(rams) > 1:  # one pool per RAM region, filled in the board's order (e.g. DTCM first)
+            opts["pools"] = tuple((r.name, max(r.size - (stack if r.name == board.ram_region else 0), 0))
+                                  for r in rams)
+        else:
+            opts["pool_size"] = max(board.ram_bytes - stack, 0)
+    return CompileOptions(**opts)
+
+
+def pool_placement(board: Board, compiled: CompiledModel) -> dict[str, str] | None:
+    """Pools named after a RAM region of the board go to that region."""
+    regions = {r.name for r in board.memory if r.kind == "ram"}
+    placed = {p.name: p.name for p in compiled.module.pools if p.name in regions}
+    return placed or None
+
+
+def check_fit(compiled: CompiledModel, board: Board, stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
+    """Refuse, before any C compiler runs, a model whose weights or activations cannot fit."""
+    weights = sum(c.buffer.nbytes for c in compiled.module.consts)
+    pool = compiled.plan.activation_bytes
+    problems = []
+    if weights > board.flash_bytes:
+        problems.append(f"{weights:,} bytes of weights but {board.flash_bytes:,} bytes of flash")
+    if pool + stack_bytes > board.ram_bytes:
+        problems.append(f"{pool:,} bytes of activations + {stack_bytes:,} bytes of stack but {board.ram_bytes:,} "
+                        f"bytes of RAM")
+    if problems:
+        if weights > board.flash_bytes:
+            big = sorted(compiled.module.consts, key=lambda c: -c.buffer.nbytes)[:3]
+            largest = "largest constants: " + ", ".join(f"{c.buffer.name} {c.buffer.nbytes:,} B" for c in big)
+        else:
+            big_t = sorted(compiled.plan.buffers, key=lambda b: -b.size)[:3]
+            largest = "largest tensors: " + ", ".join(f"{b.name} {b.size:,} B" for b in big_t)
+        raise FitError(f"model {compiled.model.name} does not fit board {board.name}: " + "; ".join(problems)
+                       + f" ({largest}); choose a bigger board or a smaller model")
+
+
+def _compile_for_board(model: Model, board: Board, options: Mapping[str, Any]) -> CompiledModel:
+    stack = int(options.get("stack_bytes", DEFAULT_STACK_BYTES))
+    opts = board_options(board, options)
+    try:
+        compiled = compile_model(model, opts)
+    except FitError as e:
+        raise FitError(f"model {model.name} does not fit board {board.name} ({board.ram_bytes:,} bytes of RAM, "
+                       f"{stack:,} reserved for the stack): {e}") from None
+    check_fit(compiled, board, stack)
+    return compiled
+
+
+def host_expected(compiled: CompiledModel, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    from aot.api import Library
+    outs = Library(compiled, "c").run(inputs)
+    return [outs[v.name] for v in compiled.model.outputs]
+
+
+def make_project(model: Model, board_name: str, out_dir: Path, inputs: Mapping[str, np.ndarray],
+                 backend: str = "c", **options: Any) -> BoardBuild:
+    """Write a complete project for the board; the expected outputs come from a host run."""
+    from aot.board.project import generate_project
+    from aot.ir.evaluate import check_inputs
+
+    board = load_board(board_name)
+    stack = int(options.get("stack_bytes", DEFAULT_STACK_BYTES))
+    t0 = time.perf_counter()
+    compiled = _compile_for_board(model, board, options)
+    compile_seconds = time.perf_counter() - t0
+    args = check_inputs(model, inputs)
+    expected = host_expected(compiled, inputs)
+    out_dir = Path(out_dir)
+    with tempfile.TemporaryDirectory(prefix="aot_lib_") as tmp:
+        lib_dir = Path(tmp) / "lib"
+        target = None
+        if backend == "llvm":
+            from aot.llvm import LLVMTarget
+            target = LLVMTarget(board.llvm_triple(), board.llvm_cpu(), board.llvm_features())
+        export_library(compiled, lib_dir, backend, llvm_target=target)
+        with atomic_directory(out_dir) as staging:
+            generate_project(lib_dir, board, staging, prefix=compiled.options.prefix,
+                             input_bytes=[a.tobytes() for a in args],
+                             expected_output_bytes=[e.tobytes() for e in expected], stack_bytes=stack,
+                             pool_placement=pool_placement(board, compiled))
+    return BoardBuild(board, compiled, out_dir, expected, compile_seconds)
+
+
+def run_on_board(model: Model, inputs: Mapping[str, np.ndarray], board_name: str, backend: str = "c",
+                 keep_dir: Path | None = None, **options: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Build the project in a temporary directory, run it in QEMU, return outputs and figures."""
+    from aot.board.footprint import footprint
+    from aot.runners.qemu import build_project, run_elf
+
+    board = load_board(board_name)
+    if not board.emulated:
+        raise Error(f"board {board.name} has no emulator; `aot project` builds it, QEMU runs only "
+                    f"mps2-an385, mps2-an386, mps2-an500 and mps3-an547")
+    tmp = Path(tempfile.mkdtemp(prefix="aot_qemu_")) if keep_dir is None else Path(keep_dir)
+    try:
+        bb = make_project(model, board_name, tmp / "project", inputs, backend=backend, **options)
+        elf = build_project(bb.project_dir)
+        res = run_elf(elf, board)
+        if res.fault:
+            raise Error(f"the program faulted on {board.name}: {res.fault}")
+        if res.status != 0:
+            raise Error(f"the model returned error {res.status} on {board.name}")
+        outs = {}
+        for v, raw in zip(model.outputs, res.outputs):
+            outs[v.name] = np.frombuffer(raw, dtype=v.type.np_dtype).reshape(v.type.shape).copy()
+        fp = footprint(elf, [bb.project_dir / "build"], prefix=bb.compiled.options.prefix)
+        extra = {"board": board.name, "instructions": res.instructions, "match_host": bool(res.match),
+                 "flash_bytes": fp.flash, "ram_bytes": fp.ram if fp.ram is not None else fp.ram_static,
+                 "pool_bytes": bb.compiled.plan.activation_bytes,
+                 "lower_bound_bytes": bb.compiled.plan.lower_bound_bytes,
+                 "compile_seconds": round(bb.compile_seconds, 3),
+                 "stack_bytes": fp.stack.worst_case,
+                 "footprint": fp.to_dict()}
+        return outs, extra
+    finally:
+        if keep_dir is None:
+            shutil.rmtree(tmp, ignore_errors=True)

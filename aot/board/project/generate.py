@@ -1,0 +1,317 @@
+"""Board projects: a model library + a board -> a directory that builds (make or CMake) an
+ELF which runs the model once on embedded inputs and prints parseable results.
+
+Project layout (fixed, reproducible: no timestamps, no absolute paths):
+
+    Makefile, CMakeLists.txt, cmake/arm-none-eabi-gcc.cmake
+    linker.ld            from the board's memory regions (aot/board/project/templates/linker.ld.j2)
+    main.c               embedded inputs/expected outputs, timer, result lines
+    board.json           the board as loaded
+    project.json         generator inputs (prefix, pools and their regions, stack, heap, ...)
+    platform/            startup.c, aot_platform_cortex_m.[ch]   (from platform/cortex_m)
+    runtime_c/           include/aot_runtime.h, src/aot_runtime.c (from runtime_c)
+    model/               the model library as given (include/<prefix>.h, src/*.c, metadata.json)
+
+Both build files produce build/<elf_name>.elf (CMake: in its own build directory).
+"""
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from aot.assets import asset_dir
+from aot.board.boards import Board
+from aot.errors import Error
+from aot.board.project.linker import Pool, place_pools, render_linker_script
+from aot.board.project.render import render
+
+PROJECT_FORMAT_VERSION = 1
+DEFAULT_STACK_BYTES = 16 * 1024
+# Exit code of an emulated image whose HardFault handler ran (it prints "AOT_FAULT ...").
+FAULT_EXIT_CODE = 3
+
+CFLAGS = (
+    "-O2 -std=c99 -Wall -Wextra -Werror -ffunction-sections -fdata-sections "
+    "-fstack-usage -fcallgraph-info=su"
+)
+LDFLAGS = "-nostartfiles --specs=nano.specs --specs=rdimon.specs -Wl,--gc-sections"
+LDLIBS = ("-lm",)
+
+# metadata dtype -> C element type
+C_TYPES = {
+    "int8": "int8_t",
+    "uint8": "uint8_t",
+    "int16": "int16_t",
+    "uint16": "uint16_t",
+    "int32": "int32_t",
+    "uint32": "uint32_t",
+    "int64": "int64_t",
+    "uint64": "uint64_t",
+    "float32": "float",
+    "float64": "double",
+    "bool": "uint8_t",
+}
+
+# Files a regeneration owns completely (stale files inside are removed).
+_MANAGED_DIRS = ("model", "runtime_c", "platform", "cmake")
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    size_bytes: int
+
+    @property
+    def ctype(self) -> str:
+        return C_TYPES[self.dtype]
+
+
+@dataclass(frozen=True)
+class ModelLibrary:
+    """A model library directory as described by its metadata.json."""
+
+    path: Path
+    prefix: str
+    inputs: tuple[TensorInfo, ...]
+    outputs: tuple[TensorInfo, ...]
+    pools: tuple[Pool, ...]
+
+    @staticmethod
+    def load(library_dir: Path, prefix: str) -> "ModelLibrary":
+        library_dir = Path(library_dir)
+        meta_path = library_dir / "metadata.json"
+        header = library_dir / "include" / f"{prefix}.h"
+        if not meta_path.is_file():
+            raise Error(f"{library_dir} is not a model library: metadata.json is missing")
+        if not header.is_file():
+            raise Error(f"model library {library_dir} has no include/{prefix}.h (is the prefix {prefix!r} right?)")
+        try:
+            meta = json.loads(meta_path.read_text())
+        except json.JSONDecodeError as exc:
+            raise Error(f"{meta_path} is not valid JSON: {exc}") from None
+
+        def tensors(key: str) -> tuple[TensorInfo, ...]:
+            out = []
+            for i, t in enumerate(meta.get(key, [])):
+                try:
+                    info = TensorInfo(
+                        name=str(t["name"]),
+                        shape=tuple(int(d) for d in t["shape"]),
+                        dtype=str(t["dtype"]),
+                        size_bytes=int(t["size_bytes"]),
+                    )
+                except (KeyError, TypeError, ValueError) as exc:
+                    raise Error(f"{meta_path}: {key}[{i}] needs name, shape, dtype, size_bytes ({exc})") from None
+                if info.dtype not in C_TYPES:
+                    raise Error(f"{meta_path}: {key}[{i}] has unsupported dtype {info.dtype!r}")
+                if not info.name.isidentifier() or not info.name.isascii():
+                    raise Error(f"{meta_path}: {key}[{i}] name {info.name!r} is not a C identifier")
+                out.append(info)
+            return tuple(out)
+
+        pools = tuple(Pool(name=str(p["name"]), size=int(p["size"])) for p in meta.get("pools", []))
+        return ModelLibrary(library_dir, prefix, tensors("inputs"), tensors("outputs"), pools)
+
+
+def _c_bytes(data: bytes) -> str:
+    if not data:
+        return "    0"
+    lines = []
+    for start in range(0, len(data), 16):
+        chunk = data[start : start + 16]
+        lines.append("    " + ", ".join(f"0x{b:02x}" for b in chunk) + ",")
+    return "\n".join(lines)
+
+
+def _tensor_context(info: TensorInfo, data: bytes | None) -> dict:
+    return {
+        "name": info.name,
+        "shape": "x".join(str(d) for d in info.shape) or "scalar",
+        "dtype": info.dtype,
+        "ctype": info.ctype,
+        "size": info.size_bytes,
+        "storage": max(info.size_bytes, 1),
+        "data": _c_bytes(data) if data is not None else "",
+    }
+
+
+def _tree_files(root: Path, dest: str) -> dict[str, bytes]:
+    files = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".su", ".ci", ".d"):
+            files[f"{dest}/{path.relative_to(root).as_posix()}"] = path.read_bytes()
+    return files
+
+
+def _boot2_placeholder(board: Board) -> str:
+    n = board.boot_reserved_bytes
+    return (
+        f"/* Generated by microaot for {board.name}: {n} zero bytes in section .boot2.\n"
+        " *\n"
+        " * PLACEHOLDER, NOT BOOTABLE: the boot ROM checks and runs a second-stage bootloader\n"
+        " * here. Replace this file with a real one for your flash chip (e.g. the Pico SDK's\n"
+        " * padded, checksummed boot_stage2) before flashing the image. */\n"
+        "#include <stdint.h>\n\n"
+        f'__attribute__((section(".boot2"), used)) const uint8_t aot_boot2_placeholder[{n}] = {{0}};\n'
+    )
+
+
+def _write_if_changed(path: Path, content: bytes) -> None:
+    if path.is_file() and path.read_bytes() == content:
+        return  # keep the mtime so that `make` rebuilds only what changed
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+
+
+def generate_project(
+    library_dir: Path,
+    board: Board,
+    out_dir: Path,
+    *,
+    prefix: str,
+    input_bytes: list[bytes],
+    expected_output_bytes: list[bytes] | None,
+    pool_placement: dict[str, str] | None = None,
+    stack_bytes: int = DEFAULT_STACK_BYTES,
+    heap_bytes: int = 0,
+    arena_bytes: int = 0,
+    elf_name: str = "firmware",
+) -> Path:
+    """Write a buildable project for `board` into `out_dir` and return `out_dir`.
+
+    `input_bytes[i]` is embedded as input i; `expected_output_bytes` (optional) is compared
+    bytewise with the outputs on the device. Pools from metadata.json go to the RAM regions
+    given by `pool_placement` (pool name -> region name) or chosen by place_pools().
+    `arena_bytes` sizes the Cortex-M platform arena behind aot_platform_allocate (0: every
+    platform allocation fails, as the `micro` policy expects). Rewriting a project only
+    touches files whose content changed."""
+    if not prefix.isidentifier() or not prefix.isascii():
+        raise Error(f"prefix {prefix!r} is not a C identifier")
+    if not elf_name.replace("-", "_").isidentifier():
+        raise Error(f"elf_name {elf_name!r} must be a plain file stem")
+    for what, value in (("stack_bytes", stack_bytes), ("heap_bytes", heap_bytes), ("arena_bytes", arena_bytes)):
+        if value < 0:
+            raise Error(f"{what} must not be negative")
+    library = ModelLibrary.load(Path(library_dir), prefix)
+
+    inputs = [bytes(b) for b in input_bytes]
+    if len(inputs) != len(library.inputs):
+        raise Error(f"model {prefix!r} has {len(library.inputs)} inputs, got {len(inputs)} input buffers")
+    for info, data in zip(library.inputs, inputs):
+        if len(data) != info.size_bytes:
+            raise Error(f"input {info.name!r} needs {info.size_bytes} bytes, got {len(data)}")
+    expected = None
+    if expected_output_bytes is not None:
+        expected = [bytes(b) for b in expected_output_bytes]
+        if len(expected) != len(library.outputs):
+            raise Error(f"model {prefix!r} has {len(library.outputs)} outputs, got {len(expected)} expected buffers")
+        for info, data in zip(library.outputs, expected):
+            if len(data) != info.size_bytes:
+                raise Error(f"expected output {info.name!r} needs {info.size_bytes} bytes, got {len(data)}")
+
+    pools = list(library.pools)
+    placement = place_pools(board, pools, pool_placement, reserved_ram_bytes=stack_bytes + heap_bytes)
+
+    files: dict[str, bytes] = {}
+    files.update(_tree_files(library.path, "model"))
+    files.update(_tree_files(asset_dir("runtime_c"), "runtime_c"))
+    files.update(_tree_files(asset_dir("platform") / "cortex_m", "platform"))
+
+    if board.boot_reserved_bytes:
+        files["platform/aot_boot2_placeholder.c"] = _boot2_placeholder(board).encode()
+
+    sources = (
+        ["main.c"]
+        + sorted(k for k in files if k.startswith("platform/") and k.endswith(".c"))
+        + sorted(k for k in files if k.startswith("runtime_c/src/") and k.endswith(".c"))
+        + sorted(k for k in files if k.startswith("model/") and k.endswith(".c"))
+    )
+    extra_objects = sorted(k for k in files if k.startswith("model/") and k.endswith((".o", ".a")))
+    include_dirs = ["platform", "runtime_c/include", "model/include"]
+    ns_gcd = math.gcd(10**9, board.clock_hz)
+    define_list = [
+        f"AOT_TIMER_NS_PER_TICK_NUM={10**9 // ns_gcd}u",
+        f"AOT_TIMER_NS_PER_TICK_DEN={board.clock_hz // ns_gcd}u",
+        f"AOT_PLATFORM_ARENA_BYTES={arena_bytes}",
+    ]
+    if board.emulated:
+        define_list.append(f"AOT_FAULT_EXIT={FAULT_EXIT_CODE}")
+    board_ident = "".join(c if c.isalnum() else "_" for c in board.name)
+    qemu_args = shlex.join(board.qemu_args()) if board.emulated else ""
+
+    common = dict(
+        board=board,
+        prefix=prefix,
+        elf_name=elf_name,
+        elf=f"build/{elf_name}.elf",
+        board_ident=board_ident,
+        cpu_flags=" ".join(board.gcc_flags()),
+        cflags=CFLAGS,
+        ldflags=LDFLAGS,
+        sources=sources,
+        extra_objects=extra_objects,
+        qemu_args=qemu_args,
+    )
+    files["Makefile"] = render(
+        "Makefile.j2",
+        defines=" ".join(f"-D{d}" for d in define_list),
+        includes=" ".join(f"-I{d}" for d in include_dirs),
+        ldlibs=" ".join(LDLIBS),
+        **common,
+    ).encode()
+    files["CMakeLists.txt"] = render(
+        "CMakeLists.txt.j2",
+        include_dirs=include_dirs,
+        define_list=define_list,
+        ldlibs_list=[lib[2:] for lib in LDLIBS],
+        **common,
+    ).encode()
+    files["cmake/arm-none-eabi-gcc.cmake"] = render("toolchain.cmake.j2").encode()
+    files["linker.ld"] = render_linker_script(
+        board, pools, placement, stack_bytes=stack_bytes, heap_bytes=heap_bytes
+    ).encode()
+    files["main.c"] = render(
+        "main.c.j2",
+        board=board,
+        prefix=prefix,
+        has_expected=expected is not None,
+        inputs=[_tensor_context(i, d) for i, d in zip(library.inputs, inputs)],
+        outputs=[
+            _tensor_context(o, expected[k] if expected is not None else None)
+            for k, o in enumerate(library.outputs)
+        ],
+    ).encode()
+    files["board.json"] = (json.dumps(board.to_dict(), indent=2, sort_keys=True) + "\n").encode()
+    project_meta = {
+        "format_version": PROJECT_FORMAT_VERSION,
+        "board": board.name,
+        "prefix": prefix,
+        "elf": f"build/{elf_name}.elf",
+        "pools": [{"name": p.name, "size": p.size, "region": placement[p.name]} for p in pools],
+        "stack_bytes": stack_bytes,
+        "heap_bytes": heap_bytes,
+        "arena_bytes": arena_bytes,
+        "has_expected_outputs": expected is not None,
+        "qemu_args": board.qemu_args() if board.emulated else None,
+    }
+    files["project.json"] = (json.dumps(project_meta, indent=2, sort_keys=True) + "\n").encode()
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for managed in _MANAGED_DIRS:
+        root = out_dir / managed
+        if root.is_dir():
+            for path in sorted(root.rglob("*"), reverse=True):
+                rel = path.relative_to(out_dir).as_posix()
+                if path.is_file() and rel not in files:
+                    path.unlink()
+                elif path.is_dir() and not any(path.iterdir()):
+                    path.rmdir()
+    for rel, content in files.items():
+        _write_if_changed(out_dir / rel, content)
+    return out_dir

@@ -1,0 +1,128 @@
+"""CLI commands about boards: boards, project, footprint."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Callable
+
+from aot.errors import Error
+
+
+def cmd_boards(a: argparse.Namespace) -> int:
+    from aot.board.boards import list_boards
+    boards = list_boards()
+    if a.json:
+        print(json.dumps([b.to_dict() for b in boards], sort_keys=True))
+        return 0
+    print(f"{'board':18} {'cpu':14} {'fpu':12} {'flash':>10} {'RAM':>10}  emulated")
+    for b in boards:
+        print(f"{b.name:18} {b.cpu:14} {str(b.fpu):12} {b.flash_bytes // 1024:>7} KiB {b.ram_bytes // 1024:>7} KiB"
+              f"  {'yes (' + b.qemu_machine + ')' if b.emulated else 'no'}")
+    return 0
+
+
+def cmd_project(a: argparse.Namespace) -> int:
+    from aot.board.flow import make_project
+    from aot.cli import _compile_kwargs, _inputs, _load
+    model = _load(a.model)
+    inputs = _inputs(model, a.input, a.seed)
+    kw = _compile_kwargs(a)
+    bb = make_project(model, a.board, Path(a.output), inputs, backend=a.backend, **kw)
+    p = bb.compiled.plan
+    print(f"wrote {bb.project_dir} for {bb.board.name} ({bb.board.cpu}): activations {p.activation_bytes:,} B "
+          f"(lower bound {p.lower_bound_bytes:,} B), weights "
+          f"{sum(c.buffer.nbytes for c in bb.compiled.module.consts):,} B")
+    print(f"  build: make -C {bb.project_dir}" + (f"    run: make -C {bb.project_dir} run" if bb.board.emulated else ""))
+    return 0
+
+
+def cmd_footprint(a: argparse.Namespace) -> int:
+    from aot.board.footprint import footprint
+    path = Path(a.path)
+    su_dirs: list[Path] = []
+    if path.is_dir():
+        proj = path / "project.json"
+        if not proj.is_file():
+            raise Error(f"{path} is not a generated project (no project.json); pass an ELF or a project directory")
+        meta = json.loads(proj.read_text())
+        elf = path / meta["elf"]
+        if not elf.is_file():
+            from aot.runners.qemu import build_project
+            elf = build_project(path)
+        su_dirs = [path / "build"]
+    elif path.is_file():
+        elf = path
+        su_dirs = [path.parent]
+    else:
+        raise Error(f"{path}: no such ELF file or project directory")
+    fp = footprint(elf, su_dirs)
+    if a.board:
+        from aot.board.boards import load_board
+        board = load_board(a.board)
+        if fp.flash > board.flash_bytes or (fp.ram or fp.ram_static) > board.ram_bytes:
+            print(f"does NOT fit {board.name}: flash {fp.flash:,}/{board.flash_bytes:,} B, "
+                  f"RAM {(fp.ram or fp.ram_static):,}/{board.ram_bytes:,} B")
+    print(fp.to_json() if a.json else fp.format_table())
+    return 0
+
+
+def cmd_bench(a: argparse.Namespace) -> int:
+    from aot.tools.bench import draw_bench, format_markdown, rows_json, run_bench
+    from aot.cli import _compile_kwargs
+    anchors = Path(a.anchors) if a.anchors else _default_anchors()
+    rows = run_bench([Path(m) for m in a.models], a.board, anchors, with_tflm=not a.no_tflm, **_compile_kwargs(a))
+    if a.md:
+        command = f"aot bench {' '.join(a.models)} {' '.join('--board ' + b for b in a.board)} --md {a.md}"
+        header = (f"<!-- regenerate: {command} -->\n# Benchmarks\n\nRegenerate with `{command}` "
+                  f"(from the repository root, ../shared beside it).\n\nEvery figure in the first table is "
+                  f"measured by that command: QEMU instructions per inference (`-icount shift=0`), flash and RAM "
+                  f"from the linked ELF (RAM = planned pools + other statics + worst-case stack), TensorFlow Lite "
+                  f"Micro's arena from its host interpreter (the smallest arena that works).\n\n")
+        Path(a.md).write_text(header + format_markdown(rows))
+    if a.png:
+        draw_bench(rows, a.png)
+    print(rows_json(rows) if a.json else format_markdown(rows))
+    return 0
+
+
+def _default_anchors() -> Path | None:
+    from aot.assets import asset_dir
+    for base in (Path.cwd(), asset_dir("boards").parent):
+        p = base.parent / "shared" / "anchors.json"
+        if p.is_file():
+            return p
+    return None
+
+
+def add_commands(sub: "argparse._SubParsersAction", compile_opts: Callable[[argparse.ArgumentParser], None]) -> None:
+    b = sub.add_parser("boards", help="list the boards (cpu, flash, RAM, emulated or not)")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(fn=cmd_boards)
+
+    p = sub.add_parser("project", help="generate a complete C project for a board")
+    p.add_argument("model")
+    p.add_argument("--board", required=True)
+    p.add_argument("-o", "--output", required=True, metavar="DIR")
+    p.add_argument("--backend", choices=["c", "llvm"], default="c")
+    p.add_argument("--input", action="append", metavar="IN.npy", help="input embedded in main.c")
+    p.add_argument("--seed", type=int, default=0)
+    compile_opts(p)
+    p.set_defaults(fn=cmd_project)
+
+    bn = sub.add_parser("bench", help="flash, RAM and speed on a board, beside TensorFlow Lite Micro")
+    bn.add_argument("models", nargs="+", metavar="MODEL")
+    bn.add_argument("--board", action="append", required=True, help="board (repeat for several)")
+    bn.add_argument("--json", action="store_true")
+    bn.add_argument("--md", metavar="FILE", help="write the table as Markdown")
+    bn.add_argument("--png", metavar="FILE", help="draw ours vs TensorFlow Lite Micro")
+    bn.add_argument("--anchors", metavar="JSON", help="reference figures (default: ../shared/anchors.json)")
+    bn.add_argument("--no-tflm", action="store_true", help="skip measuring TensorFlow Lite Micro's arena")
+    compile_opts(bn)
+    bn.set_defaults(fn=cmd_bench)
+
+    f = sub.add_parser("footprint", help="flash, RAM and stack of a built ELF or project")
+    f.add_argument("path", metavar="ELF_OR_PROJECT")
+    f.add_argument("--board")
+    f.add_argument("--json", action="store_true")
+    f.set_defaults(fn=cmd_footprint)

@@ -1,0 +1,94 @@
+"""The numpy oracle: evaluate a graph-IR model op by op with each op's numpy reference."""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from aot.errors import Error, ShapeError
+from aot.ir import Constant, Function, FunctionRef, Model, Var
+from aot.ops import REGISTRY
+
+
+def check_inputs(model: Model, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """Inputs in parameter order, checked for presence, exact shape and exact dtype. Nothing is
+    reshaped or converted: an NHWC array given to an NCHW model has the same element count
+    and would silently give a wrong answer."""
+    out = []
+    for p in model.inputs:
+        if p.name not in inputs:
+            raise Error(f"missing input {p.name!r}; the model takes {[v.name for v in model.inputs]}")
+        arr = np.asarray(inputs[p.name])
+        want = tuple(p.type.shape)
+        if tuple(arr.shape) != want:
+            raise ShapeError(f"input {p.name!r} has shape {tuple(arr.shape)}, the model expects {want}"
+                             + _shape_hint(tuple(arr.shape), want))
+        if arr.dtype != p.type.np_dtype:
+            raise ShapeError(f"input {p.name!r} has dtype {arr.dtype}, the model expects {p.type.dtype}; "
+                             f"convert it first (array.astype(numpy.{p.type.np_dtype.name}))")
+        out.append(np.ascontiguousarray(arr))
+    extra = set(inputs) - {p.name for p in model.inputs}
+    if extra:
+        raise Error(f"unknown inputs {sorted(extra)}; the model takes {[v.name for v in model.inputs]}")
+    return out
+
+
+def _shape_hint(got: tuple[int, ...], want: tuple[int, ...]) -> str:
+    """How to fix the usual mistakes: a layout (a permutation of the model's shape), a missing
+    or extra unit dimension."""
+    if len(got) == len(want) and sorted(got) == sorted(want):
+        perm: list[int] = []
+        for d in want:
+            perm.append(next(i for i, g in enumerate(got) if g == d and i not in perm))
+        hint = f"; if the data is in another layout, transpose it: array.transpose{tuple(perm)}"
+        if len(want) == 4 and got == (want[0], want[2], want[3], want[1]):
+            hint += " (NHWC -> NCHW), or load an ONNX model with layout='nhwc' to feed NHWC directly"
+        elif len(want) == 4 and got == (want[0], want[3], want[1], want[2]):
+            hint += " (NCHW -> NHWC)"
+        return hint
+    if int(np.prod(got, dtype=np.int64)) == int(np.prod(want, dtype=np.int64)):
+        return f"; the element counts match: reshape it explicitly (array.reshape({want})) if that is what you mean"
+    return ""
+
+
+def evaluate(model: Model, fn: Function, args: list[np.ndarray], trace: dict[str, np.ndarray] | None = None
+             ) -> list[np.ndarray]:
+    env: dict[int, np.ndarray] = {id(p): a for p, a in zip(fn.params, args)}
+
+    def val(v: Var | Constant) -> np.ndarray:
+        return v.data if isinstance(v, Constant) else env[id(v)]
+
+    for c in fn.body:
+        xs = [val(a) for a in c.args]
+        if isinstance(c.op, FunctionRef):
+            y = evaluate(model, model.functions[c.op.name], xs, trace)[0]
+        else:
+            op = REGISTRY.get(c.op)
+            y = op.reference(xs, [a.type for a in c.args], c.attrs, c.out.type)
+            y = np.asarray(y).astype(c.out.type.np_dtype, copy=False).reshape(c.out.type.shape)
+        env[id(c.out)] = y
+        if trace is not None:
+            trace[c.out.origin or c.out.name] = y
+    return [env[id(r)] for r in fn.results]
+
+
+def reference(model: Model, inputs: Mapping[str, np.ndarray], trace: dict[str, np.ndarray] | None = None
+              ) -> dict[str, np.ndarray]:
+    """Run the numpy oracle: dict input name -> array in, dict output name -> array out."""
+    args = check_inputs(model, inputs)
+    outs = evaluate(model, model.main, args, trace)
+    return {r.name: o for r, o in zip(model.outputs, outs)}
+
+
+def random_inputs(model: Model, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded random inputs of the model's dtypes (full int range, standard normal floats)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for v in model.inputs:
+        t = v.type
+        if t.dtype == "float32":
+            out[v.name] = rng.standard_normal(t.shape).astype(np.float32)
+        else:
+            info = np.iinfo(t.np_dtype)
+            out[v.name] = rng.integers(info.min, info.max + 1, size=t.shape, dtype=t.np_dtype)
+    return out

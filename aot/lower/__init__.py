@@ -1,0 +1,1 @@
+"""Lowering: graph-IR primitive functions -> kernel-IR functions, the entry function, schedules."""

@@ -1,0 +1,130 @@
+"""Lowering of one primitive function (a fused group) to one kernel-IR PrimFunc.
+
+The group's single kernel op (if any) writes through an OutputWriter whose epilogue is
+the chain of elementwise ops after it; elementwise producers inside the group are inlined
+as expressions into whoever reads them. Parameters: the function's inputs, then its output.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from aot.errors import UnsupportedError
+from aot.ir import Constant, Function, TensorType, Var
+from aot.kernel import ir as K
+from aot.ops import REGISTRY
+from aot.lower.context import Accessor, LowerCtx, OutputWriter, buffer_accessor, kdtype
+
+
+def _buffer(ctx: LowerCtx, hint: str, t: TensorType) -> K.Buffer:
+    return K.Buffer(ctx.fresh(hint), kdtype(t), max(t.size, 1))
+
+
+def lower_function(ctx: LowerCtx, fn: Function) -> K.PrimFunc:
+    params = [_buffer(ctx, "in", p.type) for p in fn.params]
+    out_var = fn.results[0]
+    out_buf = _buffer(ctx, "out", out_var.type)
+    materialised: dict[int, Accessor] = {id(p): buffer_accessor(p.type, b) for p, b in zip(fn.params, params)}
+    producer = {id(c.out): c for c in fn.body}
+    kernels = [c for c in fn.body if REGISTRY.get(c.op_name).kind == "kernel"]
+    if len(kernels) > 1:
+        raise UnsupportedError(f"primitive function @{fn.name} holds {len(kernels)} kernel ops")
+    kernel = kernels[0] if kernels else None
+    bound: dict[int, K.Expr] = {}  # kernel output value inside the epilogue
+
+    def accessor(v: Var | Constant) -> Accessor:
+        if isinstance(v, Constant):
+            return buffer_accessor(v.type, ctx.const(v.data, kdtype(v.type), _hint(v.name)), v.data)
+        if id(v) in materialised:
+            return materialised[id(v)]
+        if id(v) in bound:
+            value = bound[id(v)]
+            return Accessor(v.type, lambda idx: value)
+        call = producer[id(v)]
+        op = REGISTRY.get(call.op_name)
+        if op.kind != "elementwise" or op.expr is None:
+            raise UnsupportedError(f"op {call.op_name} in @{fn.name} cannot be inlined as an expression")
+        args = [accessor(a) for a in call.args]
+        return Accessor(v.type, lambda idx, op=op, args=args, call=call: op.expr(ctx, args, idx, call))  # type: ignore[misc]
+
+    if kernel is None:
+        idx = [ctx.var(f"i{d}_") for d in range(len(out_var.type.shape))]
+        value = accessor(out_var)(idx)
+        body: K.Stmt = K.Store(out_buf, _flat(out_var.type, idx), value.cast(out_buf.dtype))
+        for d in reversed(range(len(idx))):
+            body = K.For(idx[d], out_var.type.shape[d], body)
+    else:
+        def epilogue(value: K.Expr, idx: Sequence[K.Expr]) -> tuple[list[K.Stmt], K.Expr]:
+            if out_var is kernel.out:
+                return [], value
+            v = ctx.var("v", value.dtype)
+            bound[id(kernel.out)] = v
+            try:
+                return [K.Let(v, value)], accessor(out_var)(idx)
+            finally:
+                del bound[id(kernel.out)]
+
+        writer = OutputWriter(kernel.out.type, out_buf, out_var.type, epilogue)
+        op = REGISTRY.get(kernel.op_name)
+        assert op.emit is not None
+        body = op.emit(ctx, [accessor(a) for a in kernel.args], writer, kernel)
+    from aot.kernel.simplify import simplify_stmt
+    body = simplify_stmt(body)
+    inplace = inplace_candidates(body, params, out_buf) if kernel is None else ()
+    return K.PrimFunc(ctx.fresh(f"{ctx.prefix}_{fn.name}"), tuple(params) + (out_buf,), body,
+                      doc=" -> ".join(c.op_name for c in fn.body), inplace=inplace)
+
+
+def inplace_candidates(body: K.Stmt, params: Sequence[K.Buffer], out: K.Buffer) -> tuple[int, ...]:
+    """Inputs that every iteration reads only at the element it then writes: the single store
+    to `out` is the last statement of the innermost loop and every load of the input uses
+    the store's index (compared as printed text)."""
+    from codegen_c.printer import CPrinter
+
+    pr = CPrinter()
+    stores: list[K.Store] = []
+    loads: dict[int, set[str]] = {}
+
+    def expr(e: K.Expr) -> None:
+        if isinstance(e, K.Load):
+            loads.setdefault(id(e.buffer), set()).add(pr.expr(e.index))
+            expr(e.index)
+        for ch in ("a", "b", "cond", "value", "index"):
+            sub = getattr(e, ch, None)
+            if isinstance(sub, K.Expr) and not isinstance(e, K.Load):
+                expr(sub)
+        if isinstance(e, K.Intrinsic):
+            for a in e.args:
+                expr(a)
+
+    def walk(s: K.Stmt) -> None:
+        if isinstance(s, K.Seq):
+            for b in s.body:
+                walk(b)
+        elif isinstance(s, K.For):
+            walk(s.body)
+        elif isinstance(s, K.Store):
+            stores.append(s)
+            expr(s.index)
+            expr(s.value)
+        elif isinstance(s, (K.Let, K.Assign)):
+            expr(s.value)
+        else:
+            stores.append(None)  # type: ignore[arg-type]  # anything else: be conservative
+
+    walk(body)
+    if len(stores) != 1 or stores[0] is None or stores[0].buffer is not out:
+        return ()
+    target = pr.expr(stores[0].index)
+    return tuple(i for i, p in enumerate(params)
+                 if p.dtype == out.dtype and p.size == out.size and loads.get(id(p)) == {target})
+
+
+def _flat(t: TensorType, idx: Sequence[K.Expr]) -> K.Expr:
+    from aot.lower.context import flat_index
+    return flat_index(t.shape, idx)
+
+
+def _hint(name: str) -> str:
+    import re
+    h = re.sub(r"[^A-Za-z0-9]", "_", name)[:24].strip("_").lower()
+    return h or "c"

@@ -1,0 +1,164 @@
+"""int8 depthwise convolution: channels innermost, taps unrolled, no bounds checks inside.
+
+Output pixels are split into classes by which kernel taps fall inside the image: rows (and
+columns) whose valid taps are the same form one range, so the interior is one loop nest
+without any check and each border row/column range has its own loop nest with its valid
+taps known at compile time (opt "size", or too many classes: one loop nest with a check per
+tap instead). Per pixel and per group of channels the taps are unrolled.
+
+DSP cores, depth multiplier 1: four channels at a time; one 32-bit load reads the four
+input bytes of a tap, SXTAB16 adds the input offset to the pairs (c0, c2) and (c1, c3), and
+the weights are pre-widened to the same pairs at compile time, so a tap is a load, two
+extends, two weight loads and four 16x16 multiply-accumulates (SMLABB / SMLATT).
+Other cores: one channel at a time with byte loads; in the interior the input offset is
+folded into the bias (bias + offset * sum of the channel's weights), so a tap is two loads
+and one multiply-accumulate.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from aot.kernel import ir as K
+from aot.kernel.simplify import simplify_expr
+from aot.kernel.intrinsics import call as intrinsic, pack16
+from aot.ops.common import window_axis
+from aot.lower.schedule.requant import Requant, fold_bias
+from aot.lower.schedule.target import ScheduleTarget
+
+
+def _word(buf: K.Buffer, index: K.Expr) -> K.Expr:
+    return K.LoadWord(buf, simplify_expr(index))
+
+
+MAX_CLASSES = 25  # border specialisation beyond this: one loop nest with checks
+MAX_UNROLLED_TAPS = 16
+
+
+def _ranges(out_n: int, stride: int, pad: int, k: int, dil: int, size: int) -> list[tuple[int, int, tuple[int, ...]]]:
+    """[(first, end, valid taps)] over output positions, consecutive positions with equal taps merged."""
+    out: list[tuple[int, int, tuple[int, ...]]] = []
+    for o in range(out_n):
+        valid = tuple(t for t in range(k) if 0 <= o * stride - pad + t * dil < size)
+        if out and out[-1][2] == valid:
+            out[-1] = (out[-1][0], o + 1, valid)
+        else:
+            out.append((o, o + 1, valid))
+    return out
+
+
+def emit_depthwise(ctx, tgt: ScheduleTarget, x, w, bias, out, attrs: Mapping[str, Any],  # noqa: ANN001
+                   arith) -> K.Stmt | None:  # noqa: ANN001
+    n_, oh, ow, oc_n = out.shape
+    _, h, wd, cin = x.shape
+    _, kh, kw, _ = w.shape
+    mult = oc_n // cin
+    sh, sw = attrs["strides"]
+    dh, dw = attrs.get("dilation", (1, 1))
+    pt, _, pl, _ = attrs["padding"]
+    if kh * kw > MAX_UNROLLED_TAPS:
+        return None  # big kernels: the reference loop nest
+    off = int(arith.input_offset)
+    w3 = np.asarray(w.const).reshape(kh * kw, oc_n).astype(np.int64)  # [tap][oc]
+    b = np.zeros(oc_n, np.int64) if bias is None else np.asarray(bias.const, np.int64).reshape(-1)
+    if np.any(np.abs(b) >= (1 << 31) - (1 << 26)):
+        return None
+    biasf = fold_bias(w3.T, b, off)
+    if biasf is None:
+        return None
+    rq = Requant(ctx, arith, oc_n)
+    dsp = tgt.dsp and mult == 1 and x.buffer is not None and x.buffer.dtype == "i8" and cin >= 4
+    quads = cin // 4 if dsp else 0
+
+    rows = _ranges(oh, sh, pt, kh, dh, h)
+    cols = _ranges(ow, sw, pl, kw, dw, wd)
+    checked = not tgt.speed or len(rows) * len(cols) > MAX_CLASSES
+    if checked:
+        rows = [(0, oh, tuple(range(kh)))]
+        cols = [(0, ow, tuple(range(kw)))]
+
+    btab = ctx.const(b.astype(np.int32), "i32", "dwbias")
+    ftab = ctx.const(biasf.astype(np.int32), "i32", "dwbiasf")
+    wtab8 = ctx.const(w3.astype(np.int8).reshape(-1), "i8", "dww")
+    wtabp = None
+    if dsp:
+        wq = w3[:, :quads * 4].reshape(kh * kw, quads, 4)
+        pairs = np.stack([(wq[..., 0] & 0xFFFF) | ((wq[..., 2] & 0xFFFF) << 16),
+                          (wq[..., 1] & 0xFFFF) | ((wq[..., 3] & 0xFFFF) << 16)], axis=-1)
+        wtabp = ctx.const(pairs.astype(np.uint32).view(np.int32).reshape(-1), "i32", "dwpack")
+    offpair = K.Const(pack16(off, off))
+    ylo, yhi = window_axis(oh, sh, pt, kh, dh, h)
+    xlo, xhi = window_axis(ow, sw, pl, kw, dw, wd)
+
+    def taps_of(vky: tuple[int, ...], vkx: tuple[int, ...]) -> list[tuple[int, int]]:
+        return [(ky, kx) for ky in vky for kx in vkx]
+
+    def tap_guard(ky: int, kx: int, iy0: K.Expr, ix0: K.Expr, body: K.Stmt) -> K.Stmt:
+        if not checked:
+            return body
+        iy, ix = iy0 + ky * dh, ix0 + kx * dw
+        conds = ([iy >= 0] if ylo else []) + ([iy < h] if yhi else []) + \
+            ([ix >= 0] if xlo else []) + ([ix < wd] if xhi else [])
+        return K.If(K.logical_and(*conds), body)
+
+    def pixel_body(n: K.Expr, oy: K.Expr, ox: K.Expr, taps: list[tuple[int, int]], interior: bool) -> K.Stmt:
+        stmts: list[K.Stmt] = []
+        iy0, ix0 = ctx.var("iy0"), ctx.var("ix0")
+        stmts += [K.Let(iy0, oy * sh - pt), K.Let(ix0, ox * sw - pl)]
+        if dsp:
+            assert x.buffer is not None and wtabp is not None
+            base = ctx.var("xbase")
+            stmts.append(K.Let(base, ((n * h + iy0) * wd + ix0) * cin))
+            cq = ctx.var("cq")
+            c0 = cq * 4
+            accs = [ctx.var(f"acc{i}") for i in range(4)]
+            qb: list[K.Stmt] = [K.Let(a, K.Load(btab, c0 + i)) for i, a in enumerate(accs)]
+            for ky, kx in taps:
+                t = ky * kw + kx
+                v, pa, pb, wa, wb = (ctx.var(s) for s in ("xw", "xa", "xb", "wa", "wb"))
+                tap = K.seq(
+                    K.Let(v, _word(x.buffer, base + ((ky * dh * wd + kx * dw) * cin) + c0)),
+                    K.Let(pa, intrinsic("sxtab16", offpair, v)),
+                    K.Let(pb, intrinsic("sxtab16_ror8", offpair, v)),
+                    K.Let(wa, K.Load(wtabp, (cq + t * quads) * 2)),
+                    K.Let(wb, K.Load(wtabp, (cq + t * quads) * 2 + 1)),
+                    K.Assign(accs[0], intrinsic("smlabb", pa, wa, accs[0])),
+                    K.Assign(accs[2], intrinsic("smlatt", pa, wa, accs[2])),
+                    K.Assign(accs[1], intrinsic("smlabb", pb, wb, accs[1])),
+                    K.Assign(accs[3], intrinsic("smlatt", pb, wb, accs[3])))
+                qb.append(tap_guard(ky, kx, iy0, ix0, tap))
+            for i in range(4):
+                lets, cc = rq.channel(ctx, c0 + i)
+                qb += lets
+                qb.append(out.store([n, oy, ox, c0 + i], rq.value(cc, accs[i])))
+            stmts.append(K.For(cq, quads, K.seq(*qb)))
+        first = quads * 4
+        if first < oc_n:
+            c = ctx.var("c")
+            fold = interior and not checked
+            acc = ctx.var("acc")
+            ic = c if mult == 1 else c / mult
+            body: list[K.Stmt] = [K.Let(acc, K.Load(ftab if fold else btab, c))]
+            for ky, kx in taps:
+                xv = x([n, iy0 + ky * dh, ix0 + kx * dw, ic]).cast("i32")
+                if not fold and off:
+                    xv = xv + off
+                mac = K.Assign(acc, acc + xv * K.Load(wtab8, c + (ky * kw + kx) * oc_n).cast("i32"))
+                body.append(tap_guard(ky, kx, iy0, ix0, mac))
+            lets, cc = rq.channel(ctx, c)
+            body += lets
+            body.append(out.store([n, oy, ox, c], rq.value(cc, acc)))
+            stmts.append(K.For(c, oc_n - first, K.seq(*body), start=first))
+        return K.seq(*stmts)
+
+    n = ctx.var("n")
+    classes: list[K.Stmt] = []
+    for y0, y1, vky in rows:
+        for x0, x1, vkx in cols:
+            taps = taps_of(vky, vkx)
+            oy, ox = ctx.var("oy"), ctx.var("ox")
+            interior = len(vky) == kh and len(vkx) == kw
+            inner = pixel_body(n, oy, ox, taps, interior)
+            classes.append(K.For(oy, y1 - y0, K.For(ox, x1 - x0, inner, start=x0), start=y0))
+    return K.For(n, n_, K.seq(*classes))

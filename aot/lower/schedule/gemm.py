@@ -1,0 +1,610 @@
+"""int8 convolution and fully connected as a blocked matrix product over input columns.
+
+The receptive field of an output pixel, in the weights' natural order (ky, kx, ic), is the
+pixel's column of D = kh*kw*cin values. Pixels are processed two at a time and output
+channels in blocks of four (tails: two, one), so every loaded input value feeds four output
+channels and every loaded weight two pixels; the accumulators start at the bias with the
+input offset folded in (fold_bias), so the column holds raw inputs and padding is written
+as the input zero point. Each block's requantization constants are loaded once and shared
+by its pixels (aot.lower.schedule.requant).
+
+DSP cores (SMLAD): the column holds 16-bit pairs packed in 32-bit words, two pixels
+interleaved (col[2*j + slot]); four int8 inputs are read with one 32-bit load and split by
+SXTB16 into the pairs (x0, x2) and (x1, x3), and the weights are re-laid out and pre-widened
+at compile time in that same order, pairs of one channel block adjacent (wp[(j*nb + c)]), so
+the inner loop is 32-bit loads and SMLADs only.
+Other cores: an int8 column (or the input itself, for 1x1 convolutions without padding and
+fully connected layers) and int8 weights interleaved by channel block; the inner loop is
+byte loads and multiply-accumulates.
+Padding is handled by the column fill, outside the multiply-accumulate loop: rows outside the
+image are written as padding at once, and the per-element checks run only for pixels whose
+window crosses the left or right edge.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from aot.kernel import ir as K
+from aot.kernel.simplify import simplify_expr
+from aot.kernel.intrinsics import call as intrinsic, pack16
+from aot.ops.common import window_axis
+from aot.lower.schedule.requant import Requant
+from aot.lower.schedule.target import ScheduleTarget
+
+MAX_UNROLL = 8  # speed: reduction steps per loop iteration
+FULL_UNROLL = 16  # speed, one pixel: reductions up to this many steps are unrolled completely
+
+
+def _unroll_factor(kdim: int, limit: int) -> int:
+    """Steps per iteration of the reduction loop: a divisor of kdim (no tail) that keeps at least
+    two iterations. The loop must stay: with constant column indices gcc hoists every column
+    load out of the channel-block loop and spills them."""
+    for u in range(min(limit, kdim // 2), 1, -1):
+        if kdim % u == 0:
+            return u
+    return max(1, min(limit, 4, kdim))
+
+
+ElemGet = Callable[[K.Expr, K.Expr, K.Expr, K.Expr], K.Expr]
+
+
+def _word(buf: K.Buffer, index: K.Expr) -> K.Expr:
+    return K.LoadWord(buf, simplify_expr(index))
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """A convolution's shapes and how to read its input / write its output (NHWC).
+    A fully connected layer is the 1x1 convolution of a (1, 1, rows, K) input."""
+    N: int
+    H: int
+    W: int
+    C: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+    pt: int
+    pl: int
+    OH: int
+    OW: int
+    get: ElemGet  # element (n, iy, ix, ic) -> int8 expression
+    buf: K.Buffer | None  # the input buffer when materialised (word loads, direct reads)
+    store: Callable[[K.Expr, K.Expr, K.Expr, K.Expr, K.Expr], K.Stmt]  # (n, oy, ox, oc, value)
+    zp_in: int  # the input zero point: the value of padding
+
+    @property
+    def pixels(self) -> int:
+        return self.N * self.OH * self.OW
+
+    @property
+    def depth(self) -> int:
+        return self.kh * self.kw * self.C
+
+    def flat(self, n: K.Expr, iy: K.Expr, ix: K.Expr, ic: K.Expr) -> K.Expr:
+        return ((n * self.H + iy) * self.W + ix) * self.C + ic
+
+    @property
+    def pads(self) -> tuple[bool, bool, bool, bool]:
+        ylo, yhi = window_axis(self.OH, self.sh, self.pt, self.kh, self.dh, self.H)
+        xlo, xhi = window_axis(self.OW, self.sw, self.pl, self.kw, self.dw, self.W)
+        return ylo, yhi, xlo, xhi
+
+
+@dataclass(frozen=True)
+class Pixel:
+    n: K.Expr
+    oy: K.Expr
+    ox: K.Expr
+    iy0: K.Expr
+    ix0: K.Expr
+
+
+def _c(v: int) -> K.Expr:
+    return K.Const(int(v))
+
+
+def pixel_coords(ctx, g: Geometry, q: K.Expr | int) -> tuple[list[K.Stmt], Pixel]:  # noqa: ANN001
+    """Lets for the coordinates of flat output pixel q (n, oy, ox) and its window origin."""
+    ohw = g.OH * g.OW
+    if isinstance(q, int):
+        n, r = divmod(q, ohw)
+        oy, ox = divmod(r, g.OW)
+        return [], Pixel(_c(n), _c(oy), _c(ox), _c(oy * g.sh - g.pt), _c(ox * g.sw - g.pl))
+    stmts: list[K.Stmt] = []
+
+    def let(hint: str, e: K.Expr) -> K.Expr:
+        if isinstance(e, (K.Const, K.ScalarVar)):
+            return e
+        v = ctx.var(hint)
+        stmts.append(K.Let(v, e))
+        return v
+
+    if g.N == 1:
+        n, r = _c(0), q
+    else:
+        n = let("pn", q / ohw)
+        r = let("pr", q - n * ohw)
+    if g.OH == 1:
+        oy, ox = _c(0), r
+    elif g.OW == 1:
+        oy, ox = r, _c(0)
+    else:
+        oy = let("poy", r / g.OW)
+        ox = let("pox", r - oy * g.OW)
+    iy0 = let("piy", oy * g.sh - g.pt) if (g.sh != 1 or g.pt) else oy
+    ix0 = let("pix", ox * g.sw - g.pl) if (g.sw != 1 or g.pl) else ox
+    return stmts, Pixel(n, oy, ox, iy0, ix0)
+
+
+# ----------------------------------------------------------------------------- column layout
+def run_pairs(length: int, words: bool) -> list[tuple[int, int]]:
+    """Pairs of element offsets of one contiguous run (-1: a filler with weight 0). With word
+    loads each group of four bytes gives the pairs (0, 2) and (1, 3) (SXTB16 and SXTB16 ROR 8)."""
+    out: list[tuple[int, int]] = []
+    g = length // 4 if words else 0
+    for i in range(g):
+        out += [(4 * i, 4 * i + 2), (4 * i + 1, 4 * i + 3)]
+    rest = list(range(4 * g, length))
+    while rest:
+        a = rest.pop(0)
+        b = rest.pop(0) if rest else -1
+        out.append((a, b))
+    return out
+
+
+@dataclass(frozen=True)
+class ColumnLayout:
+    row_mode: bool  # one run per kernel row (dw == 1, small odd cin) or one run per tap
+    run_len: int
+    runs_per_row: int
+    pairs: tuple[tuple[int, int], ...]  # of one run
+    words: bool
+
+    @property
+    def pairs_per_row(self) -> int:
+        return self.runs_per_row * len(self.pairs)
+
+
+def column_layout(g: Geometry) -> ColumnLayout:
+    words = g.buf is not None and g.buf.dtype == "i8"
+    row_mode = g.dw == 1 and g.C % 4 != 0 and g.kw > 1 and g.kw * g.C <= 64
+    if row_mode:
+        return ColumnLayout(True, g.kw * g.C, 1, tuple(run_pairs(g.kw * g.C, words)), words)
+    return ColumnLayout(False, g.C, g.kw, tuple(run_pairs(g.C, words)), words)
+
+
+def pair_order(g: Geometry, lay: ColumnLayout) -> list[tuple[int, int]]:
+    """Natural-order element indices (or -1) of every column pair."""
+    out = []
+    for ky in range(g.kh):
+        for r in range(lay.runs_per_row):
+            start = ky * g.kw * g.C + r * lay.run_len
+            out += [(start + a, start + b if b >= 0 else -1) for a, b in lay.pairs]
+    return out
+
+
+# ----------------------------------------------------------------------------- column fill
+class _Fill:
+    """Writes one pixel's column (pairs for DSP, int8 elements otherwise) into slot `slot`."""
+
+    def __init__(self, ctx, g: Geometry, lay: ColumnLayout | None, col: K.Buffer, slots: int,  # noqa: ANN001
+                 speed: bool) -> None:
+        self.ctx, self.g, self.lay, self.col, self.slots, self.speed = ctx, g, lay, col, slots, speed
+        self.pad_pair = K.Const(pack16(g.zp_in, g.zp_in))
+
+    # -- destinations
+    def dst_pair(self, slot: int, j: K.Expr) -> K.Expr:
+        return j * self.slots + slot if self.slots > 1 else j
+
+    def dst_elem(self, slot: int, e: K.Expr) -> K.Expr:
+        return e + slot * self.g.depth if slot else e
+
+    def fill(self, pix: Pixel, slot: int) -> K.Stmt:
+        g = self.g
+        ylo, yhi, xlo, xhi = g.pads
+        ky = self.ctx.var("fky")
+        iy = pix.iy0 + ky * g.dh
+        row: K.Stmt = self.row_fast(pix, slot, ky, iy)
+        if xlo or xhi:
+            inside = []
+            if xlo:
+                inside.append(pix.ix0 >= 0)
+            if xhi:
+                inside.append(pix.ix0 + (g.kw - 1) * g.dw < g.W)
+            row = K.If(K.logical_and(*inside), row, self.row_checked(pix, slot, ky, iy))
+        if ylo or yhi:
+            ok = ([iy >= 0] if ylo else []) + ([iy < g.H] if yhi else [])
+            row = K.If(K.logical_and(*ok), row, self.row_pad(slot, ky))
+        return K.For(ky, g.kh, row)
+
+    # -- DSP pairs
+    def _pairs_store(self, slot: int, j0: K.Expr, elem: Callable[[int], K.Expr],
+                     word: Callable[[int], K.Expr] | None, pairs: Sequence[tuple[int, int]]) -> list[K.Stmt]:
+        out: list[K.Stmt] = []
+        col = self.col
+        j = 0
+        while j < len(pairs):
+            a, b = pairs[j]
+            if word is not None and b == a + 2 and a % 4 == 0 and j + 1 < len(pairs):
+                v = self.ctx.var("xw")
+                out += [K.Let(v, word(a)),
+                        K.Store(col, self.dst_pair(slot, j0 + j), intrinsic("sxtb16", v)),
+                        K.Store(col, self.dst_pair(slot, j0 + j + 1), intrinsic("sxtb16_ror8", v))]
+                j += 2
+                continue
+            ea = elem(a).cast("i32")
+            eb = elem(b).cast("i32") if b >= 0 else K.Const(self.g.zp_in)
+            out.append(K.Store(col, self.dst_pair(slot, j0 + j), intrinsic("pack16", ea, eb)))
+            j += 1
+        return out
+
+    def _run(self, slot: int, j0: K.Expr, base: Callable[[], K.Expr], get: Callable[[K.Expr], K.Expr]) -> K.Stmt:
+        """Copy one contiguous in-bounds run whose element a is get(a) (buffer offset base()+a)."""
+        lay, g = self.lay, self.g
+        if lay is None:  # int8 column: element by element
+            e = self.ctx.var("fe")
+            return K.For(e, lay_len(g, None), K.Store(self.col, self.dst_elem(slot, j0 + e), get(e)))
+        pairs = lay.pairs
+        word = None
+        if lay.words:
+            b0 = base()
+            buf = g.buf
+            assert buf is not None
+            word = (lambda a: _word(buf, b0 + a))  # noqa: E731
+        groups = lay.run_len // 4 if lay.words else 0
+        if groups > 8:  # long run: a loop over groups of four bytes, the rest unrolled
+            gi = self.ctx.var("fg")
+            v = self.ctx.var("xw")
+            assert word is not None and g.buf is not None
+            loop = K.For(gi, groups, K.seq(
+                K.Let(v, _word(g.buf, base() + gi * 4)),
+                K.Store(self.col, self.dst_pair(slot, j0 + gi * 2), intrinsic("sxtb16", v)),
+                K.Store(self.col, self.dst_pair(slot, j0 + gi * 2 + 1), intrinsic("sxtb16_ror8", v))))
+            rest = self._pairs_store(slot, j0 + 2 * groups, lambda a: get(K.Const(a)), None, pairs[2 * groups:])
+            return K.seq(loop, *rest)
+        if len(pairs) > 32 and not lay.words:  # long run read through an accessor
+            i = self.ctx.var("fp")
+            last = lay.run_len // 2
+            loop = K.For(i, last, K.Store(self.col, self.dst_pair(slot, j0 + i),
+                                          intrinsic("pack16", get(i * 2).cast("i32"), get(i * 2 + 1).cast("i32"))))
+            tail = self._pairs_store(slot, j0 + last, lambda a: get(K.Const(a)), None, pairs[last:])
+            return K.seq(loop, *tail)
+        return K.seq(*self._pairs_store(slot, j0, lambda a: get(K.Const(a)), word, pairs))
+
+    def _pad_pairs(self, slot: int, j0: K.Expr, count: int) -> K.Stmt:
+        if count <= 8:
+            return K.seq(*[K.Store(self.col, self.dst_pair(slot, j0 + j), self.pad_pair) for j in range(count)])
+        j = self.ctx.var("fz")
+        return K.For(j, count, K.Store(self.col, self.dst_pair(slot, j0 + j), self.pad_pair))
+
+    def _pad_elems(self, slot: int, e0: K.Expr, count: int) -> K.Stmt:
+        e = self.ctx.var("fz")
+        return K.For(e, count, K.Store(self.col, self.dst_elem(slot, e0 + e), K.Const(self.g.zp_in, self.col.dtype)))
+
+    # -- rows
+    def row_fast(self, pix: Pixel, slot: int, ky: K.ScalarVar, iy: K.Expr) -> K.Stmt:
+        g, lay = self.g, self.lay
+        if lay is None:
+            kx = self.ctx.var("fkx")
+            ix = pix.ix0 + kx * g.dw
+            e0 = (ky * g.kw + kx) * g.C
+            return K.For(kx, g.kw, self._run(slot, e0, lambda: g.flat(pix.n, iy, ix, K.Const(0)),
+                                             lambda a: g.get(pix.n, iy, ix, a)))
+        ppr = lay.pairs_per_row
+        if lay.row_mode:
+            return self._run(slot, ky * ppr, lambda: g.flat(pix.n, iy, pix.ix0, K.Const(0)),
+                             lambda a: g.get(pix.n, iy, pix.ix0 + _div(a, g.C), _mod(a, g.C)))
+        kx = self.ctx.var("fkx")
+        ix = pix.ix0 + kx * g.dw
+        run = self._run(slot, ky * ppr + kx * len(lay.pairs), lambda: g.flat(pix.n, iy, ix, K.Const(0)),
+                        lambda a: g.get(pix.n, iy, ix, a))
+        return K.For(kx, g.kw, run, unroll=False)
+
+    def row_checked(self, pix: Pixel, slot: int, ky: K.Expr, iy: K.Expr) -> K.Stmt:
+        g, lay = self.g, self.lay
+        if lay is not None and lay.row_mode:  # element by element, each with its own column check
+            out: list[K.Stmt] = []
+            vals: dict[int, K.Expr] = {}
+
+            def val(a: int) -> K.Expr:
+                if a < 0:
+                    return K.Const(g.zp_in)
+                if a not in vals:
+                    kx, ic = divmod(a, g.C)
+                    ix = pix.ix0 + kx
+                    t = self.ctx.var("xe")
+                    out.append(K.Let(t, K.Const(g.zp_in)))
+                    out.append(K.If(K.logical_and(ix >= 0, ix < g.W),
+                                    K.Assign(t, g.get(pix.n, iy, ix, K.Const(ic)).cast("i32"))))
+                    vals[a] = t
+                return vals[a]
+            for j, (a, b) in enumerate(lay.pairs):
+                out.append(K.Store(self.col, self.dst_pair(slot, ky * lay.pairs_per_row + j),
+                                   intrinsic("pack16", val(a), val(b))))
+            return K.seq(*out)
+        kx = self.ctx.var("fkx")
+        ix = pix.ix0 + kx * g.dw
+        if lay is None:
+            e0 = (ky * g.kw + kx) * g.C
+            run = self._run(slot, e0, lambda: g.flat(pix.n, iy, ix, K.Const(0)), lambda a: g.get(pix.n, iy, ix, a))
+            pad = self._pad_elems(slot, e0, g.C)
+        else:
+            j0 = ky * lay.pairs_per_row + kx * len(lay.pairs)
+            run = self._run(slot, j0, lambda: g.flat(pix.n, iy, ix, K.Const(0)), lambda a: g.get(pix.n, iy, ix, a))
+            pad = self._pad_pairs(slot, j0, len(lay.pairs))
+        return K.For(kx, g.kw, K.If(K.logical_and(ix >= 0, ix < g.W), run, pad))
+
+    def row_pad(self, slot: int, ky: K.Expr) -> K.Stmt:
+        g, lay = self.g, self.lay
+        if lay is None:
+            return self._pad_elems(slot, ky * (g.kw * g.C), g.kw * g.C)
+        return self._pad_pairs(slot, ky * lay.pairs_per_row, lay.pairs_per_row)
+
+
+def lay_len(g: Geometry, lay: ColumnLayout | None) -> int:
+    return g.C if lay is None else lay.run_len
+
+
+def _div(a: K.Expr, c: int) -> K.Expr:
+    if isinstance(a, K.Const):
+        return K.Const(int(a.value) // c)
+    return a / c if c != 1 else a
+
+
+def _mod(a: K.Expr, c: int) -> K.Expr:
+    if isinstance(a, K.Const):
+        return K.Const(int(a.value) % c)
+    return a % c if c != 1 else K.Const(0)
+
+
+# ----------------------------------------------------------------------------- the product
+def _blocks(oc_n: int, nb: int) -> tuple[int, list[tuple[int, int]]]:
+    """(number of full blocks of nb channels, [(first channel, size)] of the tail blocks)."""
+    full = oc_n // nb
+    tails = []
+    oc = full * nb
+    for size in (4, 2, 1):
+        while size < nb and oc_n - oc >= size:
+            tails.append((oc, size))
+            oc += size
+    return full, tails
+
+
+def _pack_pairs(w2d: np.ndarray, order: Sequence[tuple[int, int]]) -> np.ndarray:
+    """[oc, len(order)] int32 pairs (bottom = first element, top = second; -1 -> 0)."""
+    oc_n = w2d.shape[0]
+    wq = w2d.astype(np.int64)
+    zero = np.zeros(oc_n, np.int64)
+    lo = np.stack([wq[:, a] if a >= 0 else zero for a, _ in order], axis=1)
+    hi = np.stack([wq[:, b] if b >= 0 else zero for _, b in order], axis=1)
+    return ((lo & 0xFFFF) | ((hi & 0xFFFF) << 16)).astype(np.uint32).view(np.int32)
+
+
+def _pack_bytes(w2d: np.ndarray, order: Sequence[tuple[int, int]]) -> np.ndarray:
+    """[oc, len(order) // 2] int32 words of four int8 weights: pairs 2j and 2j+1 as the bytes
+    (2j.a, 2j+1.a, 2j.b, 2j+1.b), so SXTB16 gives pair 2j and SXTB16 ROR 8 pair 2j+1."""
+    oc_n = w2d.shape[0]
+    wq = w2d.astype(np.int64)
+    zero = np.zeros(oc_n, np.int64)
+
+    def col(e: int) -> np.ndarray:
+        return (wq[:, e] if e >= 0 else zero) & 0xFF
+    words = []
+    for j in range(0, len(order), 2):
+        (a0, b0), (a1, b1) = order[j], order[j + 1]
+        words.append(col(a0) | (col(a1) << 8) | (col(b0) << 16) | (col(b1) << 24))
+    return np.stack(words, axis=1).astype(np.uint32).view(np.int32)
+
+
+def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.ndarray,  # noqa: ANN001
+              rq: Requant) -> K.Stmt:
+    """The whole kernel: pixels two at a time (a tail pixel alone), channel blocks, epilogue.
+
+    Step kinds of the reduction (per pixel slot and output channel of a block):
+      widened   DSP, weights pre-widened to pairs: one column pair, one weight word, one SMLAD
+      packed8   DSP, int8 weights four to a word: two column pairs, one weight word split by
+                SXTB16 / SXTB16 ROR 8, two SMLADs (half the weight flash of `widened`)
+      scalar    no DSP: one int8 input, one int8 weight, one multiply-accumulate
+    """
+    from aot.lower.schedule.target import current_budget
+    dsp = tgt.dsp
+    speed = tgt.speed
+    oc_n, depth = w2d.shape
+    P = g.pixels
+    slots = 2 if (P > 1 and speed) else 1
+    ylo, yhi, xlo, xhi = g.pads
+    unpadded_1x1 = g.kh == 1 and g.kw == 1 and not (ylo or yhi or xlo or xhi) and g.buf is not None
+
+    lay: ColumnLayout | None = None
+    pad_pair_at: int | None = None
+    if dsp:
+        lay = column_layout(g)
+        order = pair_order(g, lay)
+        widened_bytes = oc_n * len(order) * 4
+        # one pixel and one channel block (a small fully connected layer): every weight is read
+        # once, so pre-widening only costs flash; reading input and weights four bytes at a time
+        # needs no column either
+        single = P == 1 and oc_n <= 4 and unpadded_1x1 and lay.words and g.C % 4 == 0
+        kind = "widened" if (speed and not single and current_budget().take(widened_bytes)) else "packed8"
+        if kind == "packed8" and len(order) % 2:
+            pad_pair_at = len(order)
+            order = order + [(-1, -1)]
+        nb = 4 if (kind == "widened" or slots == 1) else 2
+        if not speed:
+            nb = 2
+        if kind == "widened":
+            wvals, wdtype, ksteps, per_step = _pack_pairs(w2d, order), "i32", len(order), 1
+        else:
+            wvals, wdtype, ksteps, per_step = _pack_bytes(w2d, order), "i32", len(order) // 2, 2
+        full_blocks = oc_n // nb + (1 if oc_n % nb else 0)
+        direct = (kind == "packed8" and unpadded_1x1 and lay.words and g.C % 4 == 0
+                  and (full_blocks == 1 or len(order) * slots * 4 > 2048))
+        col = K.Buffer(ctx.fresh("col"), "i32", len(order) * slots)
+    else:
+        kind = "scalar"
+        nb = 4 if speed else 2
+        wvals, wdtype, ksteps, per_step = w2d.astype(np.int8), "i8", depth, 1
+        direct = unpadded_1x1
+        col = K.Buffer(ctx.fresh("col"), g.buf.dtype if g.buf is not None else "i8", depth * slots)
+
+    full, tails = _blocks(oc_n, nb)
+    # Weight layout. natural: the op's own int8 weights [oc][k] (the same constant, no extra flash;
+    # packed8 reads them four at a time, which is its pair order whenever every run of the column
+    # is a multiple of four long); interleaved: [block][step][channel], a table of its own.
+    natural = kind == "scalar" or (kind == "packed8" and lay is not None and lay.words
+                                   and all(a == 4 * (j // 2) + (j % 2) and b == a + 2
+                                           for j, (a, b) in enumerate(order)))
+    if natural:
+        wtab = ctx.const(w2d.astype(np.int8).reshape(-1), "i8", "w")  # deduplicated with the op's weights
+        wrow, wper = depth, (4 if kind == "packed8" else 1)  # elements per channel row / per step
+    else:
+        segs: list[np.ndarray] = []
+        for b in range(full):
+            segs.append(wvals[b * nb:(b + 1) * nb].T.reshape(-1))  # [step][channel]
+        for oc0, size in tails:
+            segs.append(wvals[oc0:oc0 + size].T.reshape(-1))
+        wtab = ctx.const(np.concatenate(segs), wdtype, "wpairs" if kind == "widened" else "wpack8")
+        wrow, wper = 0, 0
+
+    def w_base(oc0: K.Expr, seg: K.Expr, kb: K.Expr, size: int) -> K.Expr:
+        return oc0 * wrow + kb * wper if natural else seg + kb * size
+
+    def w_load(wb: K.Expr, c: int, j: int, size: int) -> K.Expr:
+        if not natural:
+            return K.Load(wtab, wb + (j * size + c))
+        if kind == "packed8":
+            return _word(wtab, wb + (c * wrow + j * wper))
+        return K.Load(wtab, wb + (c * wrow + j))
+    btab = ctx.const(biasf.astype(np.int32), "i32", "biasf")
+    fill = _Fill(ctx, g, lay, col, slots, speed)
+    # one pixel: twice the steps per iteration (fewer live values, the loop overhead halves)
+    unroll = (MAX_UNROLL * (2 if slots == 1 else 1) // per_step) if speed else 1
+
+    def x_values(st: list[K.Stmt], s: int, base: K.Expr | None, kb: K.Expr, j: int) -> list[K.Expr]:
+        """The step's input values of slot s (step index kb + j), as locals appended to st."""
+        vals: list[K.Expr] = []
+        if kind == "scalar":
+            if base is not None:
+                assert g.buf is not None
+                src = K.Load(g.buf, base + kb + j)
+            else:
+                src = K.Load(col, kb + (j + s * depth))
+            v = ctx.var("xv", src.dtype)
+            st.append(K.Let(v, src))
+            return [v]
+        if direct:
+            assert base is not None and g.buf is not None
+            w, a, b = ctx.var("xw"), ctx.var("xa"), ctx.var("xb")
+            st += [K.Let(w, _word(g.buf, base + kb * 4 + j * 4)), K.Let(a, intrinsic("sxtb16", w)),
+                   K.Let(b, intrinsic("sxtb16_ror8", w))]
+            return [a, b]
+        for t in range(per_step):
+            v = ctx.var("xv")
+            pair = (kb * per_step + (j * per_step + t))
+            st.append(K.Let(v, K.Load(col, pair * slots + s if slots > 1 else pair)))
+            vals.append(v)
+        return vals
+
+    def block(nsl: int, size: int, oc0: K.Expr, seg: K.Expr, pixs: list[Pixel], bases: list[K.Expr | None]) -> K.Stmt:
+        accs = [[ctx.var(f"acc{s}_{c}") for c in range(size)] for s in range(nsl)]
+        pre: list[K.Stmt] = []
+        for c in range(size):
+            b = ctx.var("bias")
+            pre.append(K.Let(b, K.Load(btab, oc0 + c)))
+            pre += [K.Let(accs[s][c], b) for s in range(nsl)]
+
+        def step(kb: K.Expr, wb: K.Expr, j: int) -> list[K.Stmt]:
+            """Step kb + j: every index is a per-iteration base plus a constant (one pointer each)."""
+            st: list[K.Stmt] = []
+            xs = [x_values(st, s, bases[s], kb, j) for s in range(nsl)]
+            for c0 in range(0, size, 2):  # weights of two channels are adjacent: one LDRD
+                cs = list(range(c0, min(c0 + 2, size)))
+                ws: list[list[K.Expr]] = []
+                for c in cs:
+                    wv = ctx.var("wv", wdtype)
+                    st.append(K.Let(wv, w_load(wb, c, j, size)))
+                    ws.append([wv])
+                if kind == "packed8":
+                    for i, c in enumerate(cs):
+                        wa, wb_ = ctx.var("wa"), ctx.var("wb")
+                        st += [K.Let(wa, intrinsic("sxtb16", ws[i][0])), K.Let(wb_, intrinsic("sxtb16_ror8", ws[i][0]))]
+                        ws[i] = [wa, wb_]
+                for c, wl in zip(cs, ws):
+                    for s in range(nsl):
+                        for xv, wv in zip(xs[s], wl):
+                            if kind == "scalar":
+                                st.append(K.Assign(accs[s][c], accs[s][c] + xv.cast("i32") * wv.cast("i32")))
+                            else:
+                                st.append(K.Assign(accs[s][c], intrinsic("smlad", xv, wv, accs[s][c])))
+            return st
+
+        # one pixel: the column is the same for every channel block anyway, a complete unroll
+        # costs nothing in loads; two pixels: keep a loop (see _unroll_factor)
+        u = ksteps if (speed and nsl == 1 and ksteps * per_step <= FULL_UNROLL) else _unroll_factor(ksteps, unroll)
+        main = ksteps // u
+        body: list[K.Stmt] = []
+        w0 = simplify_expr(w_base(oc0, seg, K.Const(0), size))
+        if main == 1:
+            for j in range(u):
+                body += step(K.Const(0), w0, j)
+        elif main > 1:
+            kk = ctx.var("kk")
+            kb, wb = ctx.var("kb"), ctx.var("wb")
+            it = [K.Let(kb, kk * u), K.Let(wb, w_base(oc0, seg, kk * u, size))]
+            body.append(K.For(kk, main, K.seq(*it, *[x for j in range(u) for x in step(kb, wb, j)])))
+        for k in range(main * u, ksteps):
+            body += step(K.Const(0), w0, k)
+        post: list[K.Stmt] = []
+        for c in range(size):
+            lets, cc = rq.channel(ctx, oc0 + c)
+            post += lets
+            for s in range(nsl):
+                p = pixs[s]
+                post.append(g.store(p.n, p.oy, p.ox, oc0 + c, rq.value(cc, accs[s][c])))
+        return K.seq(*pre, *body, *post)
+
+    def pixel_group(qs: list[K.Expr | int]) -> K.Stmt:
+        stmts: list[K.Stmt] = []
+        pixs: list[Pixel] = []
+        bases: list[K.Expr | None] = []
+        for s, q in enumerate(qs):
+            lets, p = pixel_coords(ctx, g, q)
+            stmts += lets
+            pixs.append(p)
+            if direct:
+                b = ctx.var("xb")
+                stmts.append(K.Let(b, g.flat(p.n, p.iy0, p.ix0, K.Const(0))))
+                bases.append(b)
+            else:
+                stmts.append(fill.fill(p, s))
+                if pad_pair_at is not None:
+                    stmts.append(K.Store(col, K.Const(pad_pair_at * slots + s if slots > 1 else pad_pair_at),
+                                         fill.pad_pair))
+                bases.append(None)
+        nsl = len(qs)
+        if full:
+            ob = ctx.var("ob")
+            stmts.append(K.For(ob, full, block(nsl, nb, ob * nb, ob * (nb * ksteps), pixs, bases)))
+        seg = full * nb * ksteps
+        for oc0, size in tails:
+            stmts.append(block(nsl, size, K.Const(oc0), K.Const(seg), pixs, bases))
+            seg += size * ksteps
+        return K.seq(*stmts)
+
+    parts: list[K.Stmt] = []
+    groups = P // slots
+    if groups == 1:
+        parts.append(pixel_group(list(range(slots))))
+    elif groups > 1:
+        pp = ctx.var("pp")
+        parts.append(K.For(pp, groups, pixel_group([pp * slots + s for s in range(slots)])))
+    for q in range(groups * slots, P):
+        parts.append(pixel_group([q]))
+    body = K.seq(*parts)
+    return body if direct else K.Allocate(col, body)

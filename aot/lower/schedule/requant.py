@@ -1,0 +1,120 @@
+"""The int8 requantization epilogue with its constants prepared at compile time.
+
+TFLite's per-channel epilogue is  out = clamp(rdbpot(srdhm(acc << left, m), right) + zp).
+Whenever every channel shifts right (right = r >= 1, left = 0) and m >= 0, which is what
+post-training quantization produces, the two roundings and the output offset collapse
+into one 32x32->64 multiply-accumulate (intrinsic requant_q31):
+
+    srdhm(y, m)       = floor((y*m + 2^30) / 2^31)              (no saturation: m != INT32_MIN)
+    rdbpot(s, r) + zp = floor((s + 2^(r-1) - [s < 0] + zp*2^r) / 2^r)
+                      = floor((y*m + 2^30 + 2^(30+r) + zp*2^(31+r) - [y < 0]*2^31) / 2^(31+r))
+
+([s < 0] may be replaced by [y < 0]: they differ only when s == 0, where both give zp.)
+So with the 64-bit constant P = 2^30 + 2^(30+r) + zp*2^(31+r) split into (lo, hi) and
+rs = r - 1:  out = ((y*m + P - [y<0]*2^31) >> 32) >> rs.  When folding zp would push the high
+word out of int32 range, zp is added afterwards instead. Otherwise (a channel with a left
+shift) the generic `requantize` intrinsic is used.
+
+Per-channel values that are equal across channels become immediates; the others live in
+one interleaved table (channel-major) so a channel's constants are adjacent in flash and
+are loaded once per output-channel block (hoisted out of the pixel loop by the schedules).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aot.kernel import ir as K
+from aot.kernel.intrinsics import call as intrinsic
+
+INT32_MIN = -(1 << 31)
+
+
+def q31_constants(mult: int, shift: int, zp: int) -> tuple[int, int, int, int] | None:
+    """(lo, hi, rs, zp_after) of requant_q31 for one channel, or None if the fast form does not apply."""
+    r = -int(shift)
+    if not 1 <= r <= 31 or not 0 <= int(mult) < (1 << 31):
+        return None
+    base = (1 << 30) + (1 << (30 + r))
+    folded = base + int(zp) * (1 << (31 + r))
+    # |y*m| < 2^62, so the high word stays in int32 when |P >> 32| < 2^30 - 2
+    if abs(folded >> 32) < (1 << 30) - 2:
+        p, after = folded, 0
+    else:
+        p, after = base, int(zp)
+    lo = p & 0xFFFFFFFF
+    lo = lo - (1 << 32) if lo >= (1 << 31) else lo
+    return lo, p >> 32, r - 1, after
+
+
+@dataclass(frozen=True)
+class ChannelConsts:
+    """The constants of one output channel as expressions (immediates or hoisted locals)."""
+    values: dict[str, K.Expr]
+
+
+class Requant:
+    """acc (int32, bias already accumulated) of output channel oc -> clamped output value (i32)."""
+
+    def __init__(self, ctx, arith, channels: int) -> None:  # noqa: ANN001
+        mult = np.broadcast_to(np.asarray(arith.mult_values, dtype=np.int64), (channels,))
+        shift = np.broadcast_to(np.asarray(arith.shift_values, dtype=np.int64), (channels,))
+        zp = int(arith.output_offset)
+        self.act_min, self.act_max = int(arith.act_min), int(arith.act_max)
+        q = [q31_constants(int(m), int(s), zp) for m, s in zip(mult, shift)]
+        fields: dict[str, np.ndarray]
+        if all(c is not None for c in q):
+            self.mode = "q31"
+            arr = np.array(q, dtype=np.int64).reshape(channels, 4)
+            fields = {"m": mult, "lo": arr[:, 0], "hi": arr[:, 1], "rs": arr[:, 2], "zp": arr[:, 3]}
+        else:
+            self.mode = "generic"
+            fields = {"m": mult, "s": shift, "zp": np.full(channels, zp)}
+        self.consts: dict[str, int] = {}
+        self.varying: list[str] = []
+        for name, vals in fields.items():
+            if np.all(vals == vals[0]):
+                self.consts[name] = int(vals[0])
+            else:
+                self.varying.append(name)
+        self.table: K.Buffer | None = None
+        if self.varying:
+            data = np.stack([fields[n] for n in self.varying], axis=1).astype(np.int32)
+            self.table = ctx.const(data, "i32", "rq")
+
+    def channel(self, ctx, oc: K.Expr) -> tuple[list[K.Stmt], ChannelConsts]:  # noqa: ANN001
+        """Lets loading channel oc's varying constants (emit them once per channel block)."""
+        stmts: list[K.Stmt] = []
+        vals: dict[str, K.Expr] = {n: K.Const(v) for n, v in self.consts.items()}
+        nv = len(self.varying)
+        for j, name in enumerate(self.varying):
+            assert self.table is not None
+            v = ctx.var(f"q{name}")
+            stmts.append(K.Let(v, K.Load(self.table, oc * nv + j if nv > 1 else oc)))
+            vals[name] = v
+        return stmts, ChannelConsts(vals)
+
+    def value(self, cc: ChannelConsts, acc: K.Expr) -> K.Expr:
+        v = cc.values
+        if self.mode == "q31":
+            out = intrinsic("requant_q31", acc, v["m"], v["lo"], v["hi"], v["rs"])
+        else:
+            out = intrinsic("requantize", acc, v["m"], v["s"])
+        zp = v["zp"]
+        if not (isinstance(zp, K.Const) and zp.value == 0):
+            out = out + zp
+        if (self.act_min, self.act_max) == (-128, 127):
+            return intrinsic("ssat8", out)
+        return K.minimum(K.maximum(out, self.act_min), self.act_max)
+
+
+def fold_bias(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int) -> np.ndarray | None:
+    """bias + input_offset * sum_k w[oc, k]: the accumulator then sums raw inputs x*w (padding
+    written as the input zero point contributes (zp + offset) * w = 0 either way). None if a
+    value leaves int32."""
+    b = np.zeros(w2d.shape[0], dtype=np.int64) if bias is None else np.asarray(bias, dtype=np.int64).reshape(-1)
+    f = b + int(input_offset) * w2d.astype(np.int64).sum(axis=1)
+    if np.any(f < INT32_MIN) or np.any(f > (1 << 31) - 1):
+        return None
+    return f

@@ -1,0 +1,119 @@
+"""The compilation pipeline, one readable list of passes, each with its reason."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from aot.lower.entry import build_kernel_module
+from aot.ir import Model, verify
+from aot.ir.limits import check_limits
+from aot.kernel import ir as K
+from aot.kernel.allocations import AllocationPolicy, get_policy, lower_allocations, lower_workspaces
+from aot.kernel.simplify import prune_constants, simplify
+from aot.kernel.verify import verify_kernel_module
+from aot.ops import infer_call
+from aot.pipeline.manager import Pass, PassTimings, run_passes
+from aot.pipeline.plan import PlanReport, plan_memory
+from aot.transform import fold_constants, fuse, materialize_outputs
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    prefix: str = "model"
+    policy: "str | AllocationPolicy | Mapping[str, AllocationPolicy]" = "host"
+    stack_limit: int | None = None
+    planner: str = "best"
+    pool: str = "sram"
+    pool_size: int | None = None
+    pools: tuple[tuple[str, "int | None"], ...] = ()  # several memories: [(name, size)], filled in order
+    alignment: int = 16
+    seed: int = 0
+    verify: bool = True
+    # the core the kernels are scheduled for (None: portable C for any core, e.g. the host)
+    cpu: str | None = None
+    cpu_features: tuple[str, ...] | None = None
+    opt: str = "speed"  # speed | size | reference (plain loops)
+    flash_bytes: int | None = None  # bounds the flash spent on re-laid-out weights
+
+    def __post_init__(self) -> None:
+        import re
+
+        from aot.errors import Error
+        from aot.lower.entry import C_RESERVED
+        if not isinstance(self.prefix, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,31}", self.prefix) \
+                or self.prefix in C_RESERVED or self.prefix.startswith(("aot_", "__")):
+            raise Error(f"prefix {self.prefix!r} must be a C identifier of at most 32 characters "
+                        f"(letters, digits, underscores; not a C keyword, not starting with aot_)")
+        for name in [self.pool] + [n for n, _ in self.pools]:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,31}", str(name)):
+                raise Error(f"pool name {name!r} must be a C identifier of at most 32 characters")
+        if len({n for n, _ in self.pools}) != len(self.pools):
+            raise Error(f"pool names must differ: {[n for n, _ in self.pools]}")
+        if self.alignment < 1 or self.alignment & (self.alignment - 1) or self.alignment > 4096:
+            raise Error(f"alignment {self.alignment} must be a power of two up to 4096")
+        from aot.lower.schedule.target import OPT_LEVELS
+        if self.opt not in OPT_LEVELS:
+            raise Error(f"opt {self.opt!r}: choose one of {', '.join(OPT_LEVELS)}")
+        if self.pool_size is not None and self.pool_size < 0:
+            raise Error(f"pool size {self.pool_size} must not be negative")
+
+
+@dataclass(frozen=True)
+class CompiledModel:
+    model: Model  # as given
+    fused: Model  # after the graph passes
+    module: K.KernelModule  # planned kernel module, ready for a backend
+    plan: PlanReport
+    options: CompileOptions
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _verify_instrument(p: Pass, before: Any, after: Any) -> None:
+    if isinstance(after, Model):
+        verify(after, infer_call)
+    elif isinstance(after, K.KernelModule):
+        verify_kernel_module(after)
+
+
+def graph_pipeline() -> list[Pass]:
+    return [
+        Pass("fold_constants", fold_constants, "ops on constants are computed once, at compile time"),
+        Pass("materialize_outputs", materialize_outputs, "every output needs storage of its own"),
+        Pass("fuse", fuse, "one loop nest per group: elementwise ops inline into producers and consumers"),
+    ]
+
+
+def _lower_for_target(model: Model, o: CompileOptions) -> K.KernelModule:
+    from aot.lower.schedule.target import make_target, use_target
+    target = make_target(o.cpu, o.cpu_features, o.opt, o.flash_bytes) if (o.cpu or o.opt != "speed"
+                                                                          or o.flash_bytes) else None
+    with use_target(target):
+        return build_kernel_module(model, o.prefix)
+
+
+def compile_model(model: Model, options: CompileOptions | None = None) -> CompiledModel:
+    o = options or CompileOptions()
+    policy = o.policy if isinstance(o.policy, Mapping) else get_policy(o.policy, o.stack_limit)
+    policy_name = "mixed" if isinstance(policy, Mapping) else policy.name
+    timings = PassTimings()
+    instruments = [_verify_instrument] if o.verify else []
+    check_limits(model)
+    if o.verify:
+        verify(model, infer_call)
+    fused = run_passes(model, graph_pipeline(), instruments, timings)
+    kernel_passes = [
+        Pass("lower", lambda m: _lower_for_target(m, o), "each primitive function becomes one kernel, "
+             "scheduled for the target core"),
+        Pass("prune_constants", prune_constants, "re-laid-out weights leave the original tables unused"),
+        Pass("simplify", simplify, "fold index arithmetic the lowering spelled out"),
+        Pass("lower_allocations", lambda km: lower_allocations(km, policy),
+             f"policy {policy_name}: decide stack / platform / workspace for every kernel scratch buffer"),
+        Pass("lower_workspaces", lower_workspaces,
+             "workspace scratch becomes a kernel parameter the planner places (caller and callee together)"),
+    ]
+    kmod = run_passes(fused, kernel_passes, instruments, timings)
+    planned, report = plan_memory(kmod, o.pool, o.pool_size, o.alignment, o.planner, o.seed,
+                                  pools=o.pools or None)
+    if o.verify:
+        verify_kernel_module(planned, planned=True)
+    return CompiledModel(model, fused, planned, report, o, dict(timings.seconds))

@@ -1,0 +1,1 @@
+"""Developer tools: bench, demo, compare (layer by layer against TensorFlow Lite Micro)."""

@@ -1,0 +1,202 @@
+"""`aot bench`: flash, RAM and speed of models on a board, beside TensorFlow Lite Micro.
+
+Every figure is measured in the run: our numbers from a QEMU run of the generated project
+and pyelftools on its ELF; TensorFlow Lite Micro's arena from its host interpreter
+(smallest arena that works, bisected in subprocesses). Figures that cannot be measured
+here (TFLM built for the board) come from ../shared/anchors.json when present and are
+marked as reference figures.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from aot.errors import Error
+from aot.ir import FunctionRef, Model
+
+
+def model_macs(model: Model) -> int:
+    from aot.ops import REGISTRY
+
+    total = 0
+    for fn in model.functions.values():
+        if fn.primitive:
+            continue
+        for c in fn.body:
+            if isinstance(c.op, FunctionRef):
+                continue
+            op = REGISTRY.get(c.op)
+            if op.macs is not None:
+                total += op.macs([a.type for a in c.args], c.out.type, c.attrs)
+    return total
+
+
+@dataclass
+class BenchRow:
+    model: str
+    board: str
+    flash_bytes: int
+    code_bytes: int
+    weights_bytes: int
+    runtime_bytes: int
+    ram_bytes: int
+    pool_bytes: int
+    static_bytes: int
+    stack_bytes: int
+    instructions: int
+    macs: int
+    macs_per_instruction: float
+    compile_seconds: float
+    lower_bound_bytes: int
+    tflm_arena_bytes: int | None
+    tflm_activation_bytes: int | None
+    ram_vs_tflm_arena: float | None
+    planned_vs_lower_bound: float
+    bit_exact_with_host: bool
+    reference: dict[str, Any] = field(default_factory=dict)  # anchors.json figures, marked as such
+
+
+def _anchors(path: Path | None, model: str, board: str) -> dict[str, Any]:
+    if path is None or not path.is_file():
+        return {}
+    data = json.loads(path.read_text())
+    out: dict[str, Any] = {}
+    for row in data.get("rows", []):
+        if row.get("model") == model and row.get("board", data.get("board")) == board:
+            k = row.get("kernels", "tflm")
+            out[k] = {key: row[key] for key in ("instructions", "arena_used_bytes", "stack_used_bytes",
+                                                 "tflm_code_bytes", "tflm_static_ram_bytes") if key in row}
+    return out
+
+
+def bench_model(path: Path, board: str, anchors: Path | None = None, with_tflm: bool = True,
+                **options: Any) -> BenchRow:
+    from aot.board.flow import run_on_board
+    from aot.frontend import load
+    from aot.ir.evaluate import random_inputs
+
+    model = load(path)
+    inputs = random_inputs(model, 0)
+    _, extra = run_on_board(model, inputs, board, **options)  # compiles, builds, runs, measures once
+    fp = extra["footprint"]
+    groups = fp["groups"]
+    ram = fp["ram"]
+    stack = ram["stack"] or 0
+    ram_total = ram["total"] if ram["total"] is not None else ram["static"] + stack
+    pools = ram["pools"]
+    macs = model_macs(model)
+    instr = int(extra["instructions"] or 0)
+    tflm_arena = tflm_act = None
+    if with_tflm and path.suffix == ".tflite":
+        from aot.runners.tflm import tflm_arena as measure
+        a = measure(path)
+        tflm_arena, tflm_act = a.arena_bytes, a.activation_bytes
+    stem = path.stem
+    return BenchRow(
+        model=stem, board=board, flash_bytes=fp["flash"]["total"], code_bytes=groups.get("kernels", 0),
+        weights_bytes=groups.get("weights", 0),
+        runtime_bytes=fp["flash"]["total"] - groups.get("kernels", 0) - groups.get("weights", 0),
+        ram_bytes=ram_total, pool_bytes=pools, static_bytes=ram["static"] - pools, stack_bytes=stack,
+        instructions=instr, macs=macs, macs_per_instruction=round(macs / instr, 3) if instr else 0.0,
+        compile_seconds=round(extra["compile_seconds"], 2), lower_bound_bytes=extra["lower_bound_bytes"],
+        tflm_arena_bytes=tflm_arena, tflm_activation_bytes=tflm_act,
+        ram_vs_tflm_arena=round(ram_total / tflm_arena, 3) if tflm_arena else None,
+        planned_vs_lower_bound=round(extra["pool_bytes"] / extra["lower_bound_bytes"], 3)
+        if extra["lower_bound_bytes"] else 1.0,
+        bit_exact_with_host=bool(extra["match_host"]),
+        reference=_anchors(anchors, stem, board),
+    )
+
+
+def run_bench(paths: Sequence[Path], boards: Sequence[str], anchors: Path | None = None,
+              with_tflm: bool = True, **options: Any) -> list[BenchRow]:
+    rows = []
+    tflm_cache: dict[str, tuple[int | None, int | None]] = {}
+    for board in boards:
+        for p in paths:
+            cached = tflm_cache.get(str(p))
+            row = bench_model(Path(p), board, anchors, with_tflm and cached is None, **options)
+            if cached is not None:
+                row.tflm_arena_bytes, row.tflm_activation_bytes = cached
+                row.ram_vs_tflm_arena = round(row.ram_bytes / cached[0], 3) if cached[0] else None
+            else:
+                tflm_cache[str(p)] = (row.tflm_arena_bytes, row.tflm_activation_bytes)
+            rows.append(row)
+    return rows
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.2f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def format_markdown(rows: Sequence[BenchRow]) -> str:
+    head = ["model", "board", "flash B", "code B", "weights B", "runtime B", "RAM B", "pool B", "stack B",
+            "QEMU instr.", "MACs", "MAC/instr.", "compile s", "lower bound B", "TFLM arena B",
+            "TFLM activations B", "RAM / TFLM arena", "pool / lower bound", "bit-exact"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        vals = [r.model, r.board, r.flash_bytes, r.code_bytes, r.weights_bytes, r.runtime_bytes, r.ram_bytes,
+                r.pool_bytes, r.stack_bytes, r.instructions, r.macs, r.macs_per_instruction, r.compile_seconds,
+                r.lower_bound_bytes, r.tflm_arena_bytes, r.tflm_activation_bytes, r.ram_vs_tflm_arena,
+                r.planned_vs_lower_bound, "yes" if r.bit_exact_with_host else "NO"]
+        lines.append("| " + " | ".join(_fmt(v) for v in vals) + " |")
+    refs = [(r, k, v) for r in rows for k, v in sorted(r.reference.items())]
+    if refs:
+        lines += ["", "Reference figures (../shared/anchors.json: TensorFlow Lite Micro built for the board and run "
+                      "on the same QEMU machine; not measured by this run):", "",
+                  "| model | board | TFLM kernels | TFLM instr. (ref) | ours / TFLM | TFLM arena used (ref) | "
+                  "our RAM / TFLM arena+stack+static | TFLM code B (ref) | our code+runtime / TFLM code |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r, k, v in refs:
+            tf_ram = v.get("arena_used_bytes", 0) + v.get("stack_used_bytes", 0) + v.get("tflm_static_ram_bytes", 0)
+            ours_code = r.code_bytes + r.runtime_bytes
+            lines.append(f"| {r.model} | {r.board} | {k} | {_fmt(v.get('instructions'))} | "
+                         f"{_fmt(r.instructions / v['instructions'] if v.get('instructions') else None)} | "
+                         f"{_fmt(v.get('arena_used_bytes'))} | {_fmt(r.ram_bytes / tf_ram if tf_ram else None)} | "
+                         f"{_fmt(v.get('tflm_code_bytes'))} | "
+                         f"{_fmt(ours_code / v['tflm_code_bytes'] if v.get('tflm_code_bytes') else None)} |")
+    return "\n".join(lines) + "\n"
+
+
+def draw_bench(rows: Sequence[BenchRow], path: str) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10, 4))
+    FigureCanvasAgg(fig)
+    labels = [f"{r.model}\n{r.board}" for r in rows]
+    xs = range(len(rows))
+    ax = fig.add_subplot(1, 2, 1)
+    ax.bar([x - 0.2 for x in xs], [r.ram_bytes for r in rows], 0.4, label="microaot RAM (all)")
+    ax.bar([x + 0.2 for x in xs], [r.tflm_arena_bytes or 0 for r in rows], 0.4, label="TFLM arena")
+    ax.set_xticks(list(xs), labels, fontsize=7)
+    ax.set_ylabel("bytes")
+    ax.legend(fontsize=7)
+    ax.set_title("RAM")
+    ax2 = fig.add_subplot(1, 2, 2)
+    ours = [r.instructions for r in rows]
+    ref = [next((v.get("instructions") for k, v in sorted(r.reference.items()) if "cmsis" in k), 0) or 0
+           for r in rows]
+    ax2.bar([x - 0.2 for x in xs], ours, 0.4, label="microaot")
+    ax2.bar([x + 0.2 for x in xs], ref, 0.4, label="TFLM + CMSIS-NN (anchors.json)")
+    ax2.set_xticks(list(xs), labels, fontsize=7)
+    ax2.set_ylabel("QEMU instructions / inference")
+    ax2.legend(fontsize=7)
+    ax2.set_title("speed")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def rows_json(rows: Sequence[BenchRow]) -> str:
+    return json.dumps({"rows": [asdict(r) for r in rows]}, indent=2, sort_keys=True)
+
+
+__all__ = ["BenchRow", "bench_model", "run_bench", "format_markdown", "draw_bench", "rows_json", "model_macs", "Error"]

@@ -1,0 +1,331 @@
+"""Debugging a compiled model tensor by tensor.
+
+* `intermediates(model, inputs, backend)` runs a host build in which every op output is a
+  model output (so fusion keeps each one materialised) and returns every non-constant
+  tensor, keyed by its origin (the TFLite tensor index, "t012") or else its C name.
+* `dump_intermediates(model, inputs, out_dir, backend)` writes those as `<key>.npy`
+  (`aot run --dump-intermediates DIR`).
+* `compare_with_tflm(model_path, inputs)` runs the same model on TensorFlow Lite Micro's
+  host interpreter (in a child process: the interpreter can crash its process) with every
+  tensor preserved, and reports, layer by layer in execution order, the first tensor that
+  differs (`aot compare MODEL`).
+"""
+from __future__ import annotations
+
+import importlib.util
+import pickle
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from aot.errors import Error
+from aot.lower.entry import c_identifier
+from aot.ir import Function, Model, Var
+from aot.ir.evaluate import check_inputs
+
+TFLM_INSTALL_HINT = "pip install microaot[test]"
+DEFAULT_ARENA = 4 << 20
+TFLM_TIMEOUT = 600
+
+
+# ====================================================================== our side
+def _probe_model(model: Model) -> Model:
+    """The model with every op output (in execution order) as a model output."""
+    fn = model.main
+    seen: set[int] = set()
+    results: list[Var] = []
+    for c in fn.body:
+        if id(c.out) not in seen:
+            seen.add(id(c.out))
+            results.append(c.out)
+    for r in fn.results:  # an output that is an input or defined elsewhere
+        if id(r) not in seen:
+            seen.add(id(r))
+            results.append(r)
+    main = Function(fn.name, fn.params, fn.body, tuple(results), fn.primitive)
+    return model.replace_functions({**model.functions, fn.name: main})
+
+
+def tensor_key(v: Var) -> str:
+    """File-name key of a tensor: its origin ("t012") when it has one, else its C name."""
+    return v.origin or c_identifier(v.name)
+
+
+class IntermediateRunner:
+    """A host build of `model` in which every op output is an output; call it with the model's
+    inputs to get every non-constant tensor (inputs first, then each op output in execution
+    order), keyed by `tensor_key`. Build once, run many times."""
+
+    def __init__(self, model: Model, backend: str = "c", **build_options: Any) -> None:
+        from aot.api import build
+        self.model = model
+        self.probe = _probe_model(model)
+        self.library = build(self.probe, backend=backend, **build_options)
+        used: set[str] = set()
+        self.keys: dict[int, str] = {}
+        for v in list(model.inputs) + [v for v in self.probe.outputs if v not in model.inputs]:
+            key, i = tensor_key(v), 1
+            base = key
+            while key in used:
+                key = f"{base}_{i}"
+                i += 1
+            used.add(key)
+            self.keys[id(v)] = key
+
+    def __call__(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        args = check_inputs(self.model, inputs)
+        outs = self.library.run({p.name: a for p, a in zip(self.model.inputs, args)})
+        result = {self.keys[id(p)]: a for p, a in zip(self.model.inputs, args)}
+        for v in self.probe.outputs:
+            if v not in self.model.inputs:
+                result[self.keys[id(v)]] = outs[v.name]
+        return result
+
+
+def intermediates(model: Model, inputs: Mapping[str, np.ndarray], backend: str = "c",
+                  **build_options: Any) -> dict[str, np.ndarray]:
+    """Every non-constant tensor of a compiled host run (inputs first, then each op output in
+    execution order), keyed by `tensor_key`."""
+    return IntermediateRunner(model, backend, **build_options)(inputs)
+
+
+def dump_intermediates(model: Model, inputs: Mapping[str, np.ndarray], out_dir: "str | Path",
+                       backend: str = "c", **build_options: Any) -> int:
+    """Write every intermediate tensor of a compiled host run as `<key>.npy` into `out_dir`
+    (keys as in `intermediates`); return how many files were written."""
+    tensors = intermediates(model, inputs, backend, **build_options)
+    d = Path(out_dir)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        for key, arr in tensors.items():
+            np.save(d / f"{key}.npy", arr)
+    except OSError as e:
+        raise Error(f"cannot write intermediates to {d}: {e.strerror or e}") from None
+    return len(tensors)
+
+
+# ====================================================================== TFLite Micro side
+_TFLM_WORKER = r"""
+import pickle, sys, traceback
+import numpy as np
+try:
+    from tflite_micro.python.tflite_micro import runtime
+except BaseException as e:
+    sys.stdout.buffer.write(pickle.dumps(("import", repr(e))))
+    sys.exit(0)
+
+def run(model, inputs, arena, indices):
+    cfg = (runtime.InterpreterConfig.kPreserveAllTensors if indices
+           else runtime.InterpreterConfig.kAllocationRecording)
+    it = runtime.Interpreter.from_bytes(model, arena_size=arena, intrepreter_config=cfg)
+    for i, x in enumerate(inputs):
+        it.set_input(x, i)
+    it.invoke()
+    outs, i = [], 0
+    while True:
+        try:
+            outs.append(np.array(it.get_output(i)))
+        except Exception:
+            break
+        i += 1
+    tensors = {}
+    for t in indices:
+        try:
+            tensors[t] = np.array(it.GetTensor(t, 0)["tensor_data"])
+        except Exception:
+            pass
+    return outs, tensors
+
+jobs = pickle.load(sys.stdin.buffer)
+results = []
+for job in jobs:
+    try:
+        results.append(("ok", run(*job)))
+    except BaseException as e:
+        results.append(("err", "".join(traceback.format_exception_only(type(e), e)).strip()))
+sys.stdout.buffer.write(pickle.dumps(("done", results)))
+"""
+
+
+def tflm_available() -> bool:
+    return importlib.util.find_spec("tflite_micro") is not None
+
+
+def run_tflite_micro_batch(jobs: Sequence[tuple[bytes, Sequence[np.ndarray]]], tensors: Sequence[int] = (),
+                           arena_size: int | None = None) -> list[tuple[list[np.ndarray], dict[int, np.ndarray]]]:
+    """Run `(model_bytes, inputs)` jobs on TensorFlow Lite Micro's host interpreter in one child
+    process; per job, the outputs and the tensors whose indices are given in `tensors`."""
+    if not tflm_available():
+        raise Error(f"comparing with TensorFlow Lite Micro needs the tflite-micro package: {TFLM_INSTALL_HINT}")
+    arena = int(arena_size) if arena_size is not None else DEFAULT_ARENA
+    packed = [(bytes(m), [np.ascontiguousarray(x) for x in xs], arena, list(tensors)) for m, xs in jobs]
+    try:
+        proc = subprocess.run([sys.executable, "-c", _TFLM_WORKER], input=pickle.dumps(packed),
+                              capture_output=True, timeout=TFLM_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise Error(f"TensorFlow Lite Micro did not finish within {TFLM_TIMEOUT} s") from None
+    try:
+        status, payload = pickle.loads(proc.stdout)
+    except Exception:  # noqa: BLE001 - the child crashed (e.g. a segfault in the interpreter)
+        last = (proc.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
+        raise Error(f"TensorFlow Lite Micro crashed (exit code {proc.returncode}): {last[:300]}") from None
+    if status == "import":
+        raise Error(f"cannot import tflite_micro ({payload}); {TFLM_INSTALL_HINT}")
+    out = []
+    for st, value in payload:
+        if st != "ok":
+            raise Error(f"TensorFlow Lite Micro failed: {' '.join(str(value).split())[:300]}")
+        out.append(value)
+    return out
+
+
+def run_tflite_micro(model_bytes: bytes, inputs: Sequence[np.ndarray], tensors: Sequence[int] = (),
+                     arena_size: int | None = None) -> tuple[list[np.ndarray], dict[int, np.ndarray]]:
+    """One inference on TensorFlow Lite Micro: (outputs, {tensor index: array})."""
+    return run_tflite_micro_batch([(model_bytes, inputs)], tensors, arena_size)[0]
+
+
+# ====================================================================== comparison
+@dataclass(frozen=True)
+class TensorDiff:
+    key: str             # "t012" (TFLite tensor index) or our tensor's C name
+    tensor: int | None   # TFLite tensor index
+    op: str              # producer, e.g. "CONV_2D #3" (or "input")
+    shape: tuple[int, ...]
+    dtype: str
+    max_abs_diff: float
+    n_diff: int
+    size: int
+    note: str = ""       # e.g. a shape mismatch
+
+    @property
+    def equal(self) -> bool:
+        return self.n_diff == 0 and not self.note
+
+
+@dataclass
+class CompareReport:
+    model: str
+    backend: str
+    rows: list[TensorDiff] = field(default_factory=list)   # execution order
+    outputs_equal: bool = True
+    missing: list[str] = field(default_factory=list)        # our tensors TFLM did not report
+
+    @property
+    def first_difference(self) -> TensorDiff | None:
+        return next((r for r in self.rows if not r.equal), None)
+
+    @property
+    def equal(self) -> bool:
+        return self.outputs_equal and self.first_difference is None
+
+    def format_report(self, max_rows: int = 40) -> str:
+        first = self.first_difference
+        head = (f"{self.model}: our {self.backend.upper()} build vs TensorFlow Lite Micro, "
+                f"{len(self.rows)} tensors compared in execution order: ")
+        if first is None:
+            head += "all bit-exact" if self.outputs_equal else "intermediates equal, outputs DIFFER"
+        else:
+            head += (f"first difference at {first.key} ({first.op}): max |diff| {_num(first.max_abs_diff)}, "
+                     f"{first.n_diff} of {first.size} elements differ")
+        lines = [head, f"  {'tensor':8} {'op':26} {'shape':16} {'dtype':7} {'max|diff|':>9} {'differ':>13}"]
+        rows = list(enumerate(self.rows))
+        if len(rows) > max_rows:
+            k = self.rows.index(first) if first is not None else len(rows) - 1
+            lo = max(0, min(k - max_rows // 2, len(rows) - max_rows))
+            rows = rows[lo:lo + max_rows]
+        prev = -1
+        for i, r in rows:
+            if i != prev + 1:
+                lines.append(f"  ... {i - prev - 1} tensors")
+            prev = i
+            shape = "x".join(map(str, r.shape)) or "scalar"
+            mark = "  <-- first difference" if r is first else ""
+            diff = f"{r.n_diff}/{r.size}" if not r.note else r.note
+            lines.append(f"  {r.key:8} {r.op[:26]:26} {shape[:16]:16} {r.dtype:7} {_num(r.max_abs_diff):>9} "
+                         f"{diff:>13}{mark}")
+        if prev < len(self.rows) - 1:
+            lines.append(f"  ... {len(self.rows) - 1 - prev} tensors")
+        if self.missing:
+            lines.append(f"  not reported by TFLite Micro: {', '.join(self.missing[:10])}"
+                         + (" ..." if len(self.missing) > 10 else ""))
+        lines.append("outputs: " + ("equal" if self.outputs_equal else "DIFFER"))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.format_report()
+
+
+def _num(v: float) -> str:
+    if not np.isfinite(v):
+        return "-" if np.isnan(v) else "inf"
+    return str(int(v)) if v == int(v) else f"{v:.4g}"
+
+
+def _diff(key: str, tensor: int | None, op: str, ours: np.ndarray, theirs: np.ndarray) -> TensorDiff:
+    note = ""
+    if theirs.size != ours.size:
+        note = f"shape {list(theirs.shape)}"
+        return TensorDiff(key, tensor, op, tuple(ours.shape), str(ours.dtype), float("nan"), ours.size,
+                          ours.size, note)
+    theirs = theirs.reshape(ours.shape)
+    if theirs.dtype != ours.dtype:
+        note = f"dtype {theirs.dtype}"
+    if ours.dtype.kind == "f":
+        a, b = ours.astype(np.float64), theirs.astype(np.float64)
+        both_nan = np.isnan(a) & np.isnan(b)
+        d = np.where(both_nan, 0.0, np.abs(a - b))
+        d = np.where(np.isnan(d), np.inf, d)
+    else:
+        d = np.abs(ours.astype(np.int64) - theirs.astype(np.int64)).astype(np.float64)
+    n = int(np.count_nonzero(d))
+    return TensorDiff(key, tensor, op, tuple(ours.shape), str(ours.dtype), float(d.max()) if d.size else 0.0,
+                      n, int(ours.size), note)
+
+
+def compare_with_tflm(model_path: "str | Path", inputs: "Mapping[str, np.ndarray] | Sequence[np.ndarray] | None"
+                      = None, backend: str = "c", arena_size: int | None = None, seed: int = 0,
+                      **build_options: Any) -> CompareReport:
+    """Run `model_path` (.tflite) through our host build (every intermediate kept) and through
+    TensorFlow Lite Micro (every tensor preserved) and compare tensor by tensor.
+
+    `inputs`: dict input name -> array, a list in input order, or None for seeded random
+    inputs. Raises aot.Error when tflite-micro is not installed."""
+    from aot.frontend import load
+    from aot.frontend.tflite import producers_of
+    path = Path(model_path)
+    model = load(path)
+    data = path.read_bytes()
+    if data[4:8] != b"TFL3":
+        raise Error(f"{path}: comparing with TensorFlow Lite Micro needs a .tflite model")
+    if inputs is None:
+        from aot.ir.evaluate import random_inputs
+        inputs = random_inputs(model, seed)
+    elif not isinstance(inputs, Mapping):
+        seq = list(inputs)
+        if len(seq) != len(model.inputs):
+            raise Error(f"{path.stem} takes {len(model.inputs)} inputs, {len(seq)} given")
+        inputs = {v.name: a for v, a in zip(model.inputs, seq)}
+    args = check_inputs(model, inputs)
+    producer = producers_of(data, path.stem)  # tensor index -> "CONV_2D #3"
+    ours = intermediates(model, inputs, backend, **build_options)
+    indices = sorted({int(k[1:]) for k in ours if k[:1] == "t" and k[1:].isdigit()})
+    tflm_outs, theirs = run_tflite_micro(data, args, indices or [0], arena_size)
+    report = CompareReport(path.stem, backend)
+    for key, arr in ours.items():
+        if not (key[:1] == "t" and key[1:].isdigit()):
+            continue  # a tensor of our own making (no TFLite counterpart)
+        idx = int(key[1:])
+        if idx not in theirs:
+            report.missing.append(key)
+            continue
+        report.rows.append(_diff(key, idx, producer.get(idx, "input"), arr, theirs[idx]))
+    probe_outs = [ours[tensor_key(v)] for v in model.outputs if tensor_key(v) in ours]
+    report.outputs_equal = len(probe_outs) == len(tflm_outs) == len(model.outputs) and all(
+        a.size == b.size and np.array_equal(a.reshape(-1), np.asarray(b).reshape(-1))
+        for a, b in zip(probe_outs, tflm_outs))
+    return report
