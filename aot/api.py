@@ -1,4 +1,5 @@
-"""The public Python API: build a model for a target and run it, export it as a library."""
+"""The public Python API: build a model for a target and run it, export it as a library
+(the one place that chooses a backend: codegen_c or aot.llvm)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,6 +14,31 @@ from aot.ir.evaluate import check_inputs
 
 BACKENDS = ("c", "llvm")
 TARGETS = ("host",)
+
+
+def library_files(compiled: CompiledModel) -> dict[str, str]:
+    """The C model library of `compiled`: relative path -> text."""
+    from aot.artifact.header import tensor_infos
+    from codegen_c.module import render_library
+    ins, outs = tensor_infos(compiled)
+    return render_library(compiled.module, compiled.model.name, ins, outs, compiled.options.alignment)
+
+
+def export_library(compiled: CompiledModel, out_dir: Path, backend: str = "c", llvm_target: Any = None) -> Path:
+    """Write the model library directory of `compiled` with `backend` ('c': sources; 'llvm': one
+    object for `llvm_target`, by default aot.llvm.DEFAULT_OBJECT_TARGET); both get the same header."""
+    from aot.artifact.library import write_library
+    if backend == "c":
+        files: dict[str, str | bytes] = dict(library_files(compiled))
+    elif backend == "llvm":
+        from aot.artifact.header import render_header, tensor_infos
+        from aot.llvm import emit_object
+        prefix = compiled.options.prefix
+        files = {f"include/{prefix}.h": render_header(compiled.module, compiled.model.name, *tensor_infos(compiled)),
+                 f"obj/{prefix}.o": emit_object(compiled.module, llvm_target)}
+    else:
+        raise Error(f"unknown backend {backend!r}; choose c or llvm")
+    return write_library(compiled, Path(out_dir), backend, files)
 
 
 class Library:
@@ -36,11 +62,10 @@ class Library:
         if self._runner is None:
             ins, outs = self._specs()
             if self.backend == "c":
-                from aot.artifact.library import library_files
                 from aot.runners.host import HostCBuild
                 self._runner = HostCBuild(library_files(self.compiled), self.compiled.options.prefix, ins, outs)
             else:
-                from aot.llvm import LLVMJit
+                from aot.runners.host import LLVMJit
                 self._runner = LLVMJit(self.compiled.module, ins, outs)
         return self._runner
 
@@ -52,7 +77,6 @@ class Library:
 
     def export(self, path: "str | Path") -> Path:
         """Write the model library directory (see aot.artifact.library for the layout)."""
-        from aot.artifact.library import export_library
         return export_library(self.compiled, Path(path), self.backend)
 
     @property

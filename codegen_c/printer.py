@@ -7,6 +7,7 @@ from typing import Callable
 
 import numpy as np
 
+from aot.artifact.abi import pool_param
 from aot.errors import UnsupportedError
 from aot.kernel import ir as K
 
@@ -130,7 +131,7 @@ class CPrinter:
 
     def _arg(self, a: K.Buffer | K.PoolView) -> str:
         if isinstance(a, K.PoolView):
-            return f"({C_TYPES[a.dtype]} *)(pool_{a.pool} + {a.offset})"
+            return f"({C_TYPES[a.dtype]} *)({pool_param(a.pool)} + {a.offset})"
         return a.name
 
     def _call(self, s: K.CallKernel, d: int) -> list[str]:

@@ -55,7 +55,7 @@ def test_host_and_micro_functions_in_one_build() -> None:
     for backend in ("c", "llvm"):
         lib = aot.build(model, backend=backend, policy=policy)
         np.testing.assert_allclose(lib.run(data)["y"], ref, rtol=1e-5, atol=1e-5)
-    src = "\n".join(v for k, v in aot.artifact.library.library_files(compile_model(model, CompileOptions(policy=policy))).items()
+    src = "\n".join(v for k, v in aot.api.library_files(compile_model(model, CompileOptions(policy=policy))).items()
                     if k.endswith(".c"))
     first = src.split(f"int32_t {names[0]}(")[1].split("\n}\n")[0]
     second = src.split(f"int32_t {names[1]}(")[1].split("\n}\n")[0]

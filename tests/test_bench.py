@@ -43,7 +43,7 @@ def test_bench_json_fields_are_computed(tmp_path: Path) -> None:
     assert row["tflm_arena_bytes"] == a.arena_bytes and row["tflm_activation_bytes"] == a.activation_bytes
     # instructions equal a separate QEMU run of the same input
     from aot.board.flow import run_on_board
-    from aot.cli import random_inputs
+    from aot.ir.evaluate import random_inputs
     model = aot.load(path)
     _, extra = run_on_board(model, random_inputs(model, 0), "mps2-an386")
     assert row["instructions"] == extra["instructions"]

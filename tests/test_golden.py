@@ -11,7 +11,7 @@ import pytest
 
 import aot
 from aot.ir import Quant
-from aot.artifact.library import library_files
+from aot.api import library_files
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 

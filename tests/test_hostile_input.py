@@ -92,7 +92,7 @@ def test_outputs_are_byte_identical_across_runs(tmp_path: Path) -> None:
 
 def test_run_returns_error_codes_instead_of_writing_out_of_bounds(tmp_path: Path) -> None:
     from aot.tools.demo import build_demo_model
-    from aot.artifact.library import library_files
+    from aot.api import library_files
     from aot.runners.host import HostCBuild
     model = build_demo_model()
     lib = aot.build(model)

@@ -111,8 +111,10 @@ def test_conv(case: str) -> None:
         ins.append("B")
     m = make([helper.make_node("Conv", ins, ["y"], **c["attrs"])], [("x", (1, cin, 9, 8))], ["y"], inits)
     am = check(m, {"x": rnd(1, cin, 9, 8)})
-    expect = {1: "conv2d", cin: "depthwise_conv2d"}.get(group, "group_conv2d")
+    expect = {1: "conv2d", cin: "depthwise_conv2d"}.get(group, "conv2d")
     assert expect in ops_of(am)
+    groups = [c.attrs.get("groups", 1) for c in am.main.body if c.op_name == expect]
+    assert groups == [group if expect == "conv2d" else 1]
 
 
 def test_conv_1d() -> None:
@@ -305,19 +307,19 @@ def test_where_of_comparison() -> None:
 
 
 # ====================================================================== softmax
-@pytest.mark.parametrize("opset,axis,expect", [
-    (13, 1, "softmax"),  # channels: last physical axis of NHWC
-    (13, 2, "softmax_axis"),
-    (13, -1, "softmax_axis"),
-    (11, 1, "softmax"),  # coerced to 2-D over C*H*W: transposed to NCHW first
-    (11, 3, "softmax_axis"),  # W: the third physical axis
+@pytest.mark.parametrize("opset,axis,phys_axis", [
+    (13, 1, None),  # channels: last physical axis of NHWC (softmax's default)
+    (13, 2, 1),  # H
+    (13, -1, 2),  # W
+    (11, 1, None),  # coerced to 2-D over C*H*W: transposed to NCHW first
+    (11, 3, 2),  # W: the third physical axis
 ])
-def test_softmax_axis_after_conv(opset: int, axis: int, expect: str) -> None:
+def test_softmax_axis_after_conv(opset: int, axis: int, phys_axis: int | None) -> None:
     nodes = [helper.make_node("Conv", ["x", "W"], ["c"], pads=[1, 1, 1, 1]),
              helper.make_node("Softmax", ["c"], ["y"], axis=axis)]
     am = check(make(nodes, [("x", (2, 3, 4, 5))], ["y"], {"W": rnd(6, 3, 3, 3)}, opset=opset),
                {"x": rnd(2, 3, 4, 5)})
-    assert expect in ops_of(am)
+    assert [c.attrs.get("axis") for c in am.main.body if c.op_name == "softmax"] == [phys_axis]
 
 
 def test_softmax_2d_default_axis() -> None:
@@ -846,15 +848,15 @@ EXTRA_OPS = [
     ("hard_sigmoid", [(3, 7)], (), dict(alpha=0.2, beta=0.5)),
     ("batch_matmul", [(2, 1, 3, 4), (3, 4, 5)], (), {}),
     ("batch_matmul", [(3, 4)], (rnd(4, 2),), dict(activation="relu")),
-    ("group_conv2d", [(1, 6, 7, 6)], (rnd(9, 3, 2, 2), rnd(9)),
+    ("conv2d", [(1, 6, 7, 6)], (rnd(9, 3, 2, 2), rnd(9)),
      dict(groups=3, strides=(1, 2), padding=(1, 1, 0, 1), dilation=(2, 1), activation="relu")),
-    ("max_pool2d_dilated", [(1, 7, 8, 3)], (), dict(pool_size=(3, 2), strides=(2, 1), padding=(1, 1, 1, 0),
-                                                   dilation=(2, 2))),
-    ("avg_pool2d_inclusive", [(1, 7, 8, 3)], (), dict(pool_size=(3, 3), strides=(2, 2), padding=(1, 2, 1, 1),
-                                                     count_padding=(1, 1, 1, 1), dilation=(1, 1))),
-    ("avg_pool2d_inclusive", [(1, 7, 8, 3)], (), dict(pool_size=(3, 2), strides=(2, 1), padding=(1, 1, 1, 0),
-                                                     count_padding=(0, 0, 0, 0), dilation=(2, 2))),
-    ("softmax_axis", [(2, 5, 3)], (), dict(axis=1)),
+    ("max_pool2d", [(1, 7, 8, 3)], (), dict(pool_size=(3, 2), strides=(2, 1), padding=(1, 1, 1, 0),
+                                           dilations=(2, 2))),
+    ("avg_pool2d", [(1, 7, 8, 3)], (), dict(pool_size=(3, 3), strides=(2, 2), padding=(1, 2, 1, 1),
+                                           count_include_pad=True, count_padding=(1, 1, 1, 1))),
+    ("avg_pool2d", [(1, 7, 8, 3)], (), dict(pool_size=(3, 2), strides=(2, 1), padding=(1, 1, 1, 0),
+                                           dilations=(2, 2))),
+    ("softmax", [(2, 5, 3)], (), dict(axis=1)),
     ("reduce", [(2, 5, 3)], (), dict(kind="sum", axes=(0, 2), keep_dims=True)),
     ("reduce", [(2, 5, 3)], (), dict(kind="max", axes=(1,), keep_dims=False)),
     ("reduce", [(2, 5, 3)], (), dict(kind="min", axes=(0, 1, 2), keep_dims=False)),
@@ -885,7 +887,7 @@ def test_extra_ops_match_numpy() -> None:
 
     x = rnd(2, 5, 3)
     t = [TensorType(x.shape, "float32")]
-    sm = REGISTRY.get("softmax_axis").reference([x], t, {"axis": 1}, t[0])
+    sm = REGISTRY.get("softmax").reference([x], t, {"axis": 1}, t[0])
     e = np.exp(x - x.max(axis=1, keepdims=True))
     np.testing.assert_allclose(sm, e / e.sum(axis=1, keepdims=True), rtol=1e-6)
     sl = REGISTRY.get("strided_slice").reference([x], t, {"begin": (1, 4, 0), "step": (1, -2, 1), "size": (1, 3, 3)},
@@ -893,12 +895,12 @@ def test_extra_ops_match_numpy() -> None:
     np.testing.assert_array_equal(sl, x[1:2, 4::-2, :])
     xi = np.arange(16, dtype=np.float32).reshape(1, 4, 4, 1)
     ti = [TensorType(xi.shape, "float32")]
-    attrs = {"pool_size": (3, 3), "strides": (1, 1), "padding": (1, 1, 1, 1), "dilation": (1, 1),
+    attrs = {"pool_size": (3, 3), "strides": (1, 1), "padding": (1, 1, 1, 1), "count_include_pad": True,
              "count_padding": (1, 1, 1, 1)}
-    avg = REGISTRY.get("avg_pool2d_inclusive").reference([xi], ti, attrs, TensorType((1, 4, 4, 1), "float32"))
+    avg = REGISTRY.get("avg_pool2d").reference([xi], ti, attrs, TensorType((1, 4, 4, 1), "float32"))
     assert avg[0, 0, 0, 0] == pytest.approx((0 + 1 + 4 + 5) / 9)
     attrs["count_padding"] = (0, 0, 0, 0)
-    avg = REGISTRY.get("avg_pool2d_inclusive").reference([xi], ti, attrs, TensorType((1, 4, 4, 1), "float32"))
+    avg = REGISTRY.get("avg_pool2d").reference([xi], ti, attrs, TensorType((1, 4, 4, 1), "float32"))
     assert avg[0, 0, 0, 0] == pytest.approx((0 + 1 + 4 + 5) / 4)
 
 

@@ -78,6 +78,40 @@ def test_pools(kind, shape, pool, strides, padding) -> None:  # noqa: ANN001
     assert_close_to_reference(g.finish(), {"x": rnd(*shape)})
 
 
+def test_pool_variants_against_numpy() -> None:
+    """Dilated pools and count_include_pad are attributes of max_pool2d / avg_pool2d (one
+    reference, one emitter): the reference against numpy written out tap by tap, then C and LLVM."""
+    from aot.ir import TensorType
+    from aot.ops import REGISTRY
+    x = rnd(1, 7, 8, 2)
+    attrs = dict(pool_size=(3, 2), strides=(2, 1), padding=(2, 1, 1, 0), dilations=(2, 3))
+    xp = np.pad(x, ((0, 0), (2, 9), (1, 9), (0, 0)), constant_values=np.nan)  # NaN marks padding
+    oh, ow = (7 + 3 - 5) // 2 + 1, (8 + 1 - 4) + 1
+    win = np.stack([xp[:, 2 * i + 2 * a, j + 3 * b] for a in range(3) for b in range(2)
+                    for i in range(oh) for j in range(ow)]).reshape(3 * 2, oh, ow, 2)
+    t, out = TensorType(x.shape, "float32"), TensorType((1, oh, ow, 2), "float32")
+    inside = ~np.isnan(win)
+    want = {"max": np.nanmax(win, axis=0), "avg": np.nansum(win, axis=0) / inside.sum(axis=0),
+            "avg_incl": np.nansum(win, axis=0) / 6}  # the whole window lies in the declared padding here
+    for kind, extra in (("max", {}), ("avg", {}), ("avg_incl", dict(count_include_pad=True))):
+        op = "max_pool2d" if kind == "max" else "avg_pool2d"
+        got = REGISTRY.get(op).reference([x], [t], {**attrs, **extra}, out)
+        np.testing.assert_allclose(got[0], want[kind], rtol=1e-6, err_msg=kind)
+        g = aot.GraphBuilder(kind)
+        g.output(g.op(op, [g.input("x", x.shape)], **attrs, **extra))
+        assert_close_to_reference(g.finish(), {"x": x})
+
+
+def test_int8_pools_refuse_variants_tflite_lacks() -> None:
+    from aot.ir import Quant
+    g = aot.GraphBuilder("p8")
+    x = g.input("x", (1, 6, 6, 2), "int8", Quant((0.1,), (0,)))
+    with pytest.raises(aot.UnsupportedError, match="dilations"):
+        g.max_pool2d(x, (2, 2), dilations=(2, 2))
+    with pytest.raises(aot.UnsupportedError, match="count_include_pad"):
+        g.avg_pool2d(x, (3, 3), strides=(1, 1), padding="same", count_include_pad=True)
+
+
 @pytest.mark.parametrize("op", ["add", "sub", "mul"])
 @pytest.mark.parametrize("a,b", [((2, 3, 4), (2, 3, 4)), ((2, 3, 4), (4,)), ((1, 3, 1), (2, 1, 5)), ((3, 1), (1,))])
 def test_binary_broadcasting(op, a, b) -> None:  # noqa: ANN001

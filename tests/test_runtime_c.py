@@ -361,3 +361,133 @@ def test_header_is_self_contained_and_cxx_compatible(tmp_path):
                                f"-I{RUNTIME / 'include'}", "-c", str(cpp), "-o", str(tmp_path / "hpp.o")],
                               capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
+
+
+# ---- aot_intrinsics.h: the scalar intrinsics every C model library includes -------------------
+INTRINSICS_H = RUNTIME / "include" / "aot_intrinsics.h"
+
+
+def test_abi_error_codes_match_runtime_header():
+    """aot.artifact.abi's error codes (the LLVM backend returns them as numbers) are the ones
+    aot_runtime.h defines."""
+    import re
+    from aot.artifact.abi import ERROR_CODES
+    text = (RUNTIME / "include" / "aot_runtime.h").read_text()
+    defined = {m[0]: int(m[1]) for m in re.findall(r"#define (AOT_OK|AOT_ERR_\w+) \(?(-?\d+)\)?", text)}
+    assert defined == ERROR_CODES
+
+
+def _intrinsic_cases() -> dict[str, list[tuple[int, ...]]]:
+    """Arguments for every integer intrinsic: edge values and seeded random ones, in the domain
+    the specification (aot/kernel/intrinsics.py) defines."""
+    import itertools
+    import random
+    from aot.kernel.intrinsics import INTRINSICS
+    rng = random.Random(12)
+    edges = [0, 1, -1, 2, -2, 127, -128, 128, -129, 255, 32767, -32768, 65535, 1 << 30, -(1 << 30),
+             (1 << 31) - 1, -(1 << 31), 0x7F80FF01, -0x12345678]
+
+    def i32() -> int:
+        return rng.choice(edges) if rng.random() < 0.3 else rng.randint(-(1 << 31), (1 << 31) - 1)
+
+    shift_arg = {"rdbpot": (1, range(0, 32)), "requantize": (2, range(-31, 32)), "requant_q31": (4, range(0, 32))}
+    cases: dict[str, list[tuple[int, ...]]] = {}
+    for name, d in INTRINSICS.items():
+        if d.dtype != "i32":
+            continue
+        n = len(d.arg_dtypes)
+        args = [tuple(c) for c in itertools.product(edges[:8], repeat=n)][:200]
+        args += [tuple(i32() for _ in range(n)) for _ in range(400)]
+        if name in shift_arg:
+            k, allowed = shift_arg[name]
+            args = [a[:k] + (rng.choice(allowed) if a[k] not in allowed else a[k],) + a[k + 1:] for a in args]
+        cases[name] = args
+    return cases
+
+
+def test_intrinsics_header_matches_the_specification_on_host(tmp_path):
+    """The portable C of aot_intrinsics.h (the host has no DSP extension) computes what
+    aot/kernel/intrinsics.py specifies, with no undefined behaviour (UBSan)."""
+    from aot.kernel.intrinsics import INTRINSICS
+    cases = _intrinsic_cases()
+    assert {"srdhm", "requantize", "smlad", "sxtab16_ror8", "ssat8", "requant_q31"} <= set(cases)
+    lines = ['#include <inttypes.h>', '#include <stdio.h>', '#include "aot_intrinsics.h"', "int main(void) {"]
+    for name, args in cases.items():
+        table = ", ".join("{" + ", ".join(f"(int32_t){a}" if a != -(1 << 31) else "INT32_MIN" for a in row) + "}"
+                          for row in args)
+        n = len(args[0])
+        lines += [f"    {{ static const int32_t a[][{n}] = {{{table}}};",
+                  f"      for (size_t i = 0; i < sizeof(a) / sizeof(a[0]); ++i) {{",
+                  f"        printf(\"{name} %\" PRId32 \"\\n\", aot_{name}({', '.join(f'a[i][{j}]' for j in range(n))}));",
+                  "    } }"]
+    floats = [0.0, 0.5, -0.5, 1.5, -2.5, 2.4999998, 1e9, -7.25, 3.0]
+    lines += [f"    printf(\"roundf %.9g\\n\", (double)aot_roundf({v!r}f));" for v in floats]
+    lines += ["    return 0;", "}"]
+    src = tmp_path / "intrinsics.c"
+    src.write_text("\n".join(lines) + "\n")
+    exe = tmp_path / "intrinsics"
+    proc = subprocess.run([_host_cc(), *STRICT[:4], "-O2", "-fsanitize=undefined", "-fno-sanitize-recover=all",
+                           f"-I{RUNTIME / 'include'}", str(src), "-lm", "-o", str(exe)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "runtime error" not in run.stderr, run.stderr
+    got = run.stdout.splitlines()
+    want = [f"{name} {INTRINSICS[name].py(*a)}" for name, args in cases.items() for a in args]
+    want += [f"roundf {float(INTRINSICS['roundf'].py(v)):.9g}" for v in floats]
+    assert len(got) == len(want)
+    wrong = [(g, w) for g, w in zip(got, want) if g != w]
+    assert not wrong, wrong[:10]
+
+
+def _all_intrinsic_calls() -> str:
+    from aot.kernel.intrinsics import INTRINSICS
+    calls = []
+    for name, d in INTRINSICS.items():
+        ctype = "float" if d.dtype == "f32" else "int32_t"
+        args = ", ".join(("x" if t == "f32" else "a") if j == 0 else ("b" if t != "f32" else "x")
+                         for j, t in enumerate(d.arg_dtypes))
+        calls.append(f"    acc += ({ctype})aot_{name}({args});")
+    return ('#include "aot_intrinsics.h"\n'
+            "float use_all(int32_t a, int32_t b, float x);\n"
+            "float use_all(int32_t a, int32_t b, float x) {\n    float acc = 0.0f;\n"
+            + "\n".join(c.replace("acc += (int32_t)", "acc += (float)") for c in calls)
+            + "\n    acc += (float)aot_min_i32(a, b) + (float)aot_max_i64(a, b) + aot_min_f32(x, AOT_F32_INF);\n"
+            "    return acc + (float)aot_load_word(&a);\n}\n")
+
+
+def test_intrinsics_header_compiles_strictly_on_host(tmp_path):
+    src = tmp_path / "use_all.c"
+    src.write_text(_all_intrinsic_calls())
+    proc = subprocess.run([_host_cc(), *STRICT, "-O2", f"-I{RUNTIME / 'include'}", "-c", str(src),
+                           "-o", str(tmp_path / "use_all.o")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+DSP_VARIANTS = [  # (flags, has the DSP extension)
+    (["-mcpu=cortex-m0plus", "-mthumb", "-mfloat-abi=soft"], False),
+    (["-mcpu=cortex-m3", "-mthumb", "-mfloat-abi=soft"], False),
+    (["-mcpu=cortex-m4", "-mthumb", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard"], True),
+    (["-mcpu=cortex-m7", "-mthumb", "-mfpu=fpv5-d16", "-mfloat-abi=hard"], True),
+    (["-mcpu=cortex-m33+nodsp", "-mthumb", "-mfloat-abi=soft"], False),
+    (["-mcpu=cortex-m33", "-mthumb", "-mfpu=fpv5-sp-d16", "-mfloat-abi=hard"], True),
+    (["-mcpu=cortex-m55", "-mthumb", "-mfpu=auto", "-mfloat-abi=hard"], True),
+]
+
+
+@pytest.mark.usefixtures("arm_toolchain")
+@pytest.mark.parametrize("cpu_flags,dsp", DSP_VARIANTS, ids=lambda v: v[0].split("=")[1] if isinstance(v, list) else "")
+def test_intrinsics_header_compiles_strictly_for_cortex_m(tmp_path, cpu_flags, dsp):
+    """Warning-free on every core; the DSP instructions are used exactly where the core has them."""
+    src = tmp_path / "use_all.c"
+    src.write_text(_all_intrinsic_calls())
+    obj = tmp_path / "use_all.o"
+    # without -Wconversion: the signedness of ACLE's lane types (arm_acle.h) differs between
+    # toolchain versions, and the header's casts must suit all of them
+    flags = [f for f in STRICT if f != "-Wconversion"]
+    proc = subprocess.run(["arm-none-eabi-gcc", *cpu_flags, *flags, "-O2", f"-I{RUNTIME / 'include'}",
+                           "-c", str(src), "-o", str(obj)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    text = subprocess.run(["arm-none-eabi-objdump", "-d", str(obj)], capture_output=True, text=True,
+                          check=True).stdout
+    for mnemonic in ("smlad", "sxtab16", "sxtb16"):
+        assert (f"\t{mnemonic}" in text) == dsp, (mnemonic, cpu_flags)

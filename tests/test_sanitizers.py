@@ -6,7 +6,8 @@ import pytest
 
 import aot
 from aot.tools.demo import build_demo_model, demo_input
-from aot.artifact.library import library_files, tensor_infos
+from aot.api import library_files
+from aot.artifact.header import tensor_infos
 from aot.runners.host import build_and_run_executable
 
 
@@ -46,7 +47,8 @@ def test_float_ops_clean_under_asan_ubsan() -> None:
 def test_sanitizer_harness_catches_out_of_bounds() -> None:
     """The harness must be able to fail: an out-of-bounds store is reported by ASan."""
     from aot.kernel import ir as K
-    from codegen_c.module import TensorInfo, render_library
+    from aot.artifact.header import TensorInfo
+    from codegen_c.module import render_library
     a, o = K.Buffer("a", "i32", 4), K.Buffer("o", "i32", 4)
     i = K.ScalarVar("i")
     k = K.PrimFunc("k", (a, o), K.For(i, 5, K.Store(o, i, a[0])))  # writes o[4]

@@ -20,9 +20,9 @@ from aot.kernel import ir as K
 from aot.kernel.intrinsics import INTRINSICS, call as intrinsic, requantize
 from aot.kernel.verify import verify_kernel_module
 from aot.runners.kernel_module import run_kernel_module
-from aot.lower.schedule import ScheduleTarget, target_for_board, target_for_cpu, use_target
+from aot.lower.entry import build_kernel_module
+from aot.lower.schedule import ScheduleTarget, WeightBudget, target_for_board, target_for_cpu
 from aot.lower.schedule.requant import q31_constants
-from aot.lower.schedule.target import current_budget, current_target
 
 M4 = target_for_cpu("cortex-m4")
 TARGETS = {
@@ -32,6 +32,12 @@ TARGETS = {
     "dsp-size": target_for_cpu("cortex-m4", opt="size"),
     "nodsp-size": target_for_cpu("cortex-m3", opt="size"),
 }
+
+
+def target_options(t: ScheduleTarget, **extra) -> CompileOptions:  # noqa: ANN003
+    """The CompileOptions that schedule for target t (the driver makes the target from them)."""
+    return CompileOptions(cpu=t.cpu or None, cpu_features=tuple(sorted(t.features)), opt=t.opt,
+                          flash_bytes=t.flash_bytes, **extra)
 
 
 # ----------------------------------------------------------------------------- int8 models
@@ -106,6 +112,10 @@ CHAINS = {
     # a small DS-CNN block: conv -> dw -> pw -> fc
     "dscnn": ((1, 10, 4, 2), [dict(kind="conv", oc=8, k=(3, 3), s=(2, 1)), dict(kind="dw", k=(3, 3)),
                               dict(kind="conv", oc=12, k=(1, 1)), dict(kind="fc", oc=4)]),
+    # issue 13: depthwise without padding taps (VALID; SAME with a 1x1 kernel) crashed at opt size
+    "dw-no-pad-taps": ((1, 6, 5, 6), [dict(kind="dw", k=(3, 3), pad="valid"), dict(kind="dw", k=(1, 1))]),
+    # issue 13: depthwise over a width-1 input (a streaming keyword model) printed an unused variable
+    "dw-width-1": ((1, 30, 1, 40), [dict(kind="dw", k=(3, 1)), dict(kind="dw", k=(3, 3), m=2, act="none")]),
 }
 
 
@@ -121,8 +131,7 @@ def test_schedule_bit_exact_on_interp_c_and_llvm(chain: str, target: str) -> Non
     model = conv_chain(len(chain), x_shape, ops)
     inputs = _input(model)
     ref = aot.reference(model, inputs)["y"]
-    with use_target(TARGETS[target]):
-        cm = compile_model(model, CompileOptions(policy="micro", stack_limit=256))
+    cm = compile_model(model, target_options(TARGETS[target], policy="micro", stack_limit=256))
     verify_kernel_module(cm.module, planned=True)
     flat = [inputs["x"]]
     for backend in ("interp", "c", "llvm"):
@@ -143,25 +152,22 @@ def test_schedules_choose_by_target() -> None:
     model = conv_chain(1, x_shape, ops)
     used = {}
     for name, tgt in [("nodsp", ScheduleTarget()), ("dsp", M4), ("ref", ScheduleTarget(opt="reference"))]:
-        with use_target(tgt):
-            used[name] = _intrinsics_used(compile_model(model).module)
+        used[name] = _intrinsics_used(compile_model(model, target_options(tgt)).module)
     assert {"smlad", "sxtb16", "smlabb", "smlatt", "sxtab16", "requant_q31"} <= used["dsp"]
     assert not {"smlad", "sxtb16", "smlabb"} & used["nodsp"] and "requant_q31" in used["nodsp"]
     assert used["ref"] <= {"requantize"}
 
 
-def test_target_scope_and_weight_budget() -> None:
-    assert current_target() == ScheduleTarget() and not current_target().dsp
+def test_target_and_weight_budget() -> None:
     board = load_board("mps2-an386")
     t = target_for_board(board)
     assert t.dsp and t.cpu == "cortex-m4" and t.flash_bytes == board.flash_bytes
     assert not target_for_board(load_board("mps2-an385")).dsp
-    with use_target(t):
-        assert current_target() is t
-        assert current_budget().take(board.flash_bytes // 4) and not current_budget().take(1)
-        with use_target(None):
-            assert current_target() is t
-    assert current_target() == ScheduleTarget()
+    budget = WeightBudget.for_target(t)  # a quarter of the flash, a value: taking returns what is left
+    assert budget.remaining == board.flash_bytes // 4
+    assert budget.take(board.flash_bytes // 4) == WeightBudget(0) and budget.take(board.flash_bytes // 4 + 1) is None
+    assert budget.remaining == board.flash_bytes // 4
+    assert WeightBudget.for_target(ScheduleTarget()).take(1 << 40) == WeightBudget(None)  # no flash given: no limit
     with pytest.raises(aot.Error, match="opt"):
         ScheduleTarget(opt="fast")
 
@@ -170,12 +176,27 @@ def test_flash_budget_keeps_int8_weights() -> None:
     """A device with little flash keeps the op's own int8 weights (read four at a time): no
     new weight table, the op's constant is the one referenced."""
     model = conv_chain(3, (1, 64), [dict(kind="fc", oc=8)])
-    with use_target(TARGETS["dsp-small-flash"]):
-        small = compile_model(model).module
-    with use_target(M4):
-        big = compile_model(model).module
+    small = compile_model(model, target_options(TARGETS["dsp-small-flash"])).module
+    big = compile_model(model, target_options(M4)).module
     names = lambda m: {c.buffer.name for c in m.consts}  # noqa: E731
     assert not any("wpairs" in n for n in names(small)) and any("wpairs" in n for n in names(big))
+
+
+def test_weight_budget_is_spent_in_call_order() -> None:
+    """The budget is an argument of the lowering: the kernels called first get pre-widened
+    weights while it lasts, and a kernel's code depends on the budget it is given, not on
+    what was lowered before in the process."""
+    model = conv_chain(3, (1, 64), [dict(kind="fc", oc=8), dict(kind="fc", oc=8)])
+    fused = compile_model(model).fused
+    first, second = 8 * 32 * 4, 8 * 4 * 4  # widened bytes: 8 outputs x (64 or 8 inputs / 2) pairs x 4
+
+    def widened(budget: WeightBudget) -> list[bool]:
+        kernels = build_kernel_module(fused, "model", M4, budget).funcs[:-1]
+        return ["wpairs" in repr(k) for k in kernels]
+    assert widened(WeightBudget(first + second)) == [True, True]
+    assert widened(WeightBudget(first + second - 1)) == [True, False]
+    assert widened(WeightBudget(second)) == [False, True]
+    assert widened(WeightBudget(first + second - 1)) == [True, False]  # the same again: no state carried
 
 
 # ----------------------------------------------------------------------------- intrinsics
@@ -311,8 +332,6 @@ def test_schedules_in_qemu_bit_exact(board: str, backend: str) -> None:
     model = conv_chain(7, x_shape, ops)
     inputs = _input(model, 1)
     ref = aot.reference(model, inputs)["y"]
-    b = load_board(board)
-    with use_target(target_for_board(b)):
-        outs, extra = run_on_board(model, inputs, board, backend=backend)
+    outs, extra = run_on_board(model, inputs, board, backend=backend)  # scheduled for the board's core
     np.testing.assert_array_equal(outs["y"], ref)
     assert extra["match_host"] is True

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import aot
-from aot.tools.compare import CompareReport, IntermediateRunner, compare_with_tflm, dump_intermediates, run_tflite_micro_batch
+from aot.runners.tflm import run_batch
+from aot.tools.compare import CompareReport, IntermediateRunner, compare_with_tflm, dump_intermediates
 from conftest import shared_model
 
 MODELS = ["kws_int8", "ad_int8", "micro_speech_quantized"]
@@ -151,13 +152,13 @@ def probe(name: str, backend: str) -> IntermediateRunner:
 @pytest.mark.parametrize("name", MODELS)
 def test_live_inputs_bit_exact_with_tflm(name: str) -> None:
     """Every tensor (not only the output: KWS's softmax saturates on random inputs) of the
-    reference, the C build and the LLVM build, against TFLM run through aot.tools.compare's runner."""
+    reference, the C build and the LLVM build, against TFLM run through aot.runners.tflm."""
     xs = live_inputs(name)
     assert len(xs) >= 20
     m = model(name)
     keys = ["t000" if m.inputs[0].origin == "t000" else m.inputs[0].origin] + [c.out.origin for c in m.main.body]
     data = shared_model(f"{name}.tflite").read_bytes()
-    want = run_tflite_micro_batch([(data, [x]) for x in xs], tensors=[int(k[1:]) for k in keys])
+    want = [(r.outputs, r.tensors) for r in run_batch([(data, [x]) for x in xs], tensors=[int(k[1:]) for k in keys])]
     libs = {b: library(name, b) for b in BACKENDS}
     probes = {b: probe(name, b) for b in BACKENDS}
     distinct = set()

@@ -38,7 +38,7 @@ def check_one(data: bytes, suffix: str) -> tuple[str, str]:
 
     import aot
     from aot.pipeline.driver import compile_model
-    from aot.artifact.library import library_files
+    from aot.api import library_files
 
     with tempfile.TemporaryDirectory(prefix="aot_fuzz_") as tmp:
         path = Path(tmp) / f"input{suffix}"

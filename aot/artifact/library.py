@@ -1,10 +1,14 @@
 """The model library: what `aot compile` writes and what board projects embed.
 
 Layout (fixed, reproducible: no timestamps, no absolute paths, sorted JSON keys):
-  include/<prefix>.h        the public interface
-  src/*.c, src/*.h          C backend: kernels, executor, constants
+  include/<prefix>.h        the public interface (aot.artifact.header)
+  src/*.c, src/*.h          C backend: kernels, executor, constants (they include runtime_c's
+                            aot_runtime.h and aot_intrinsics.h)
   obj/<prefix>.o            LLVM backend: one object for the library's target
   metadata.json             format version, inputs, outputs, pools, the memory plan
+
+The backends print the files (aot.api.export_library chooses one); this module adds the
+metadata and writes the directory.
 """
 from __future__ import annotations
 
@@ -17,28 +21,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterator
 
-from codegen_c.module import TensorInfo, render_library
-
-from aot.pipeline.driver import CompiledModel
-from aot.lower.entry import c_identifier
+from aot.artifact.header import TensorInfo, tensor_infos
 
 FORMAT_VERSION = 1
 
 
-def tensor_infos(compiled: CompiledModel) -> tuple[list[TensorInfo], list[TensorInfo]]:
-    m = compiled.module
-    ins, outs = [], []
-    for role, vars_, bufs, dest in (("input", compiled.model.inputs, m.inputs, ins),
-                                    ("output", compiled.model.outputs, m.outputs, outs)):
-        for v, b in zip(vars_, bufs):
-            q = v.type.quant
-            dest.append(TensorInfo(b.name, v.name, role, v.type.dtype, v.type.shape, v.type.size, v.type.nbytes,
-                                   q.scale[0] if q is not None and len(q.scale) == 1 else None,
-                                   q.zero_point[0] if q is not None and len(q.zero_point) == 1 else None))
-    return ins, outs
-
-
-def metadata(compiled: CompiledModel, backend: str) -> dict[str, Any]:
+def metadata(compiled: Any, backend: str) -> dict[str, Any]:
     ins, outs = tensor_infos(compiled)
     p = compiled.plan
     o = compiled.options
@@ -68,11 +56,6 @@ def metadata(compiled: CompiledModel, backend: str) -> dict[str, Any]:
         "kernels": list(p.step_kernels),
         "buffers": [asdict(b) for b in p.buffers],
     }
-
-
-def library_files(compiled: CompiledModel) -> dict[str, str]:
-    ins, outs = tensor_infos(compiled)
-    return render_library(compiled.module, compiled.model.name, ins, outs, compiled.options.alignment)
 
 
 @contextlib.contextmanager
@@ -107,19 +90,11 @@ def write_atomically(out_dir: Path, files: dict[str, "str | bytes"]) -> Path:
     return Path(out_dir)
 
 
-def export_library(compiled: CompiledModel, out_dir: Path, backend: str = "c", llvm_target: Any = None) -> Path:
-    files: dict[str, str | bytes] = {}
-    if backend == "c":
-        files.update(library_files(compiled))
-    elif backend == "llvm":
-        from aot.llvm import emit_object, render_header
-        files[f"include/{compiled.options.prefix}.h"] = render_header(compiled)
-        files[f"obj/{compiled.options.prefix}.o"] = emit_object(compiled, llvm_target)
-    else:
-        from aot.errors import Error
-        raise Error(f"unknown backend {backend!r}; choose c or llvm")
+def write_library(compiled: Any, out_dir: Path, backend: str, files: dict[str, "str | bytes"]) -> Path:
+    """Write the files a backend printed for `compiled` (a CompiledModel) and metadata.json."""
+    files = dict(files)
     files["metadata.json"] = json.dumps(metadata(compiled, backend), indent=2, sort_keys=True) + "\n"
     return write_atomically(Path(out_dir), files)
 
 
-__all__ = ["export_library", "library_files", "metadata", "write_atomically", "tensor_infos", "c_identifier"]
+__all__ = ["FORMAT_VERSION", "atomic_directory", "metadata", "write_atomically", "write_library"]

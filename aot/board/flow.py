@@ -14,7 +14,8 @@ from aot.board.boards import Board, load_board
 from aot.pipeline.driver import CompileOptions, CompiledModel, compile_model
 from aot.errors import Error, FitError
 from aot.ir import Model
-from aot.artifact.library import atomic_directory, export_library
+from aot.api import export_library
+from aot.artifact.library import atomic_directory
 
 DEFAULT_STACK_BYTES = 16384
 

@@ -1,11 +1,11 @@
-"""CLI commands about boards: boards, project, footprint."""
+"""CLI commands about boards: boards, project, footprint, bench."""
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
-from typing import Callable
 
+from aot.cli.common import add_compile_options, compile_kwargs, load_model, read_inputs
 from aot.errors import Error
 
 
@@ -24,10 +24,9 @@ def cmd_boards(a: argparse.Namespace) -> int:
 
 def cmd_project(a: argparse.Namespace) -> int:
     from aot.board.flow import make_project
-    from aot.cli import _compile_kwargs, _inputs, _load
-    model = _load(a.model)
-    inputs = _inputs(model, a.input, a.seed)
-    kw = _compile_kwargs(a)
+    model = load_model(a.model)
+    inputs = read_inputs(model, a.input, a.seed)
+    kw = compile_kwargs(a)
     bb = make_project(model, a.board, Path(a.output), inputs, backend=a.backend, **kw)
     p = bb.compiled.plan
     print(f"wrote {bb.project_dir} for {bb.board.name} ({bb.board.cpu}): activations {p.activation_bytes:,} B "
@@ -69,9 +68,8 @@ def cmd_footprint(a: argparse.Namespace) -> int:
 
 def cmd_bench(a: argparse.Namespace) -> int:
     from aot.tools.bench import draw_bench, format_markdown, rows_json, run_bench
-    from aot.cli import _compile_kwargs
     anchors = Path(a.anchors) if a.anchors else _default_anchors()
-    rows = run_bench([Path(m) for m in a.models], a.board, anchors, with_tflm=not a.no_tflm, **_compile_kwargs(a))
+    rows = run_bench([Path(m) for m in a.models], a.board, anchors, with_tflm=not a.no_tflm, **compile_kwargs(a))
     if a.md:
         command = f"aot bench {' '.join(a.models)} {' '.join('--board ' + b for b in a.board)} --md {a.md}"
         header = (f"<!-- regenerate: {command} -->\n# Benchmarks\n\nRegenerate with `{command}` "
@@ -95,7 +93,7 @@ def _default_anchors() -> Path | None:
     return None
 
 
-def add_commands(sub: "argparse._SubParsersAction", compile_opts: Callable[[argparse.ArgumentParser], None]) -> None:
+def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     b = sub.add_parser("boards", help="list the boards (cpu, flash, RAM, emulated or not)")
     b.add_argument("--json", action="store_true")
     b.set_defaults(fn=cmd_boards)
@@ -107,7 +105,7 @@ def add_commands(sub: "argparse._SubParsersAction", compile_opts: Callable[[argp
     p.add_argument("--backend", choices=["c", "llvm"], default="c")
     p.add_argument("--input", action="append", metavar="IN.npy", help="input embedded in main.c")
     p.add_argument("--seed", type=int, default=0)
-    compile_opts(p)
+    add_compile_options(p)
     p.set_defaults(fn=cmd_project)
 
     bn = sub.add_parser("bench", help="flash, RAM and speed on a board, beside TensorFlow Lite Micro")
@@ -118,7 +116,7 @@ def add_commands(sub: "argparse._SubParsersAction", compile_opts: Callable[[argp
     bn.add_argument("--png", metavar="FILE", help="draw ours vs TensorFlow Lite Micro")
     bn.add_argument("--anchors", metavar="JSON", help="reference figures (default: ../shared/anchors.json)")
     bn.add_argument("--no-tflm", action="store_true", help="skip measuring TensorFlow Lite Micro's arena")
-    compile_opts(bn)
+    add_compile_options(bn)
     bn.set_defaults(fn=cmd_bench)
 
     f = sub.add_parser("footprint", help="flash, RAM and stack of a built ELF or project")

@@ -71,6 +71,29 @@ OPTIONS_TABLE: dict[str, Optional[str]] = {
     "RELU": None,
     "RELU6": None,
     "RELU_N1_TO_1": None,
+    "TRANSPOSE_CONV": "TransposeConvOptions",
+    "STRIDED_SLICE": "StridedSliceOptions",
+    "TRANSPOSE": "TransposeOptions",
+    "BATCH_MATMUL": "BatchMatMulOptions",
+    "SVDF": "SVDFOptions",
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": "UnidirectionalSequenceLSTMOptions",
+    "EXPAND_DIMS": "ExpandDimsOptions",
+    "CAST": "CastOptions",
+    "DIV": "DivOptions",
+    "MAXIMUM": "MaximumMinimumOptions",
+    "MINIMUM": "MaximumMinimumOptions",
+    "GATHER": "GatherOptions",
+    "SPLIT": "SplitOptions",
+    "REDUCE_MIN": "ReducerOptions",
+    "REDUCE_PROD": "ReducerOptions",
+    "ABS": None,
+    "EXP": None,
+    "LOG": None,
+    "RSQRT": None,
+    "SQRT": None,
+    "SQUARE": None,
+    "NEG": None,
+    "CUSTOM": None,
 }
 
 # Versions the TFLite converter writes for int8 models of these ops (TFLM ignores them,
@@ -82,7 +105,12 @@ DEFAULT_VERSIONS: dict[str, int] = {
     "SQUEEZE": 1, "CONCATENATION": 2, "PAD": 2, "PADV2": 2, "MEAN": 2, "SUM": 2,
     "REDUCE_MAX": 2, "LEAKY_RELU": 2, "QUANTIZE": 2, "DEQUANTIZE": 2, "HARD_SWISH": 1,
     "LOGISTIC": 2, "TANH": 2, "RELU": 2, "RELU6": 2, "RELU_N1_TO_1": 1,
+    "TRANSPOSE_CONV": 3, "STRIDED_SLICE": 2, "TRANSPOSE": 2, "BATCH_MATMUL": 1, "SVDF": 3,
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": 1,
 }
+
+# Option fields whose value is a TensorType enum (given as a dtype name: 'int32', 'INT64').
+_TENSOR_TYPE_FIELDS = ("quantized_bias_type", "in_data_type", "out_data_type", "output_type")
 
 _DTYPES = {
     "float32": ("FLOAT32", np.float32), "int8": ("INT8", np.int8),
@@ -127,6 +155,7 @@ class _Tensor:
     scale: Optional[np.ndarray]
     zero_point: Optional[np.ndarray]
     quantized_dimension: int
+    is_variable: bool = False
 
 
 @dataclass
@@ -136,6 +165,7 @@ class _Operator:
     outputs: list[int]
     op_name: str
     options: dict[str, Any] = field(default_factory=dict)
+    custom_options: bytes = b""
 
 
 class TFLiteModelBuilder:
@@ -147,17 +177,20 @@ class TFLiteModelBuilder:
         self._buffers: list[bytes] = [b""]          # buffer 0: the empty sentinel
         self._tensors: list[_Tensor] = []
         self._ops: list[_Operator] = []
-        self._opcodes: list[tuple[str, int]] = []   # (builtin name, version)
+        self._opcodes: list[tuple[str, int, str]] = []   # (builtin name, version, custom code)
         self._inputs: list[int] = []
         self._outputs: list[int] = []
 
     # ------------------------------------------------------------------ graph API
     def add_tensor(self, name: str, shape: Sequence[int], dtype: str, data=None,
-                   scale=None, zero_point=None, quantized_dimension: int = 0) -> int:
+                   scale=None, zero_point=None, quantized_dimension: int = 0,
+                   is_variable: bool = False) -> int:
         """Add a tensor; ``data`` (array-like) makes it a constant stored in a buffer.
 
         ``scale``/``zero_point`` may be scalars (per tensor) or sequences (per axis along
         ``quantized_dimension``); a scalar zero point is repeated to the scales' length.
+        ``is_variable`` marks a state tensor (SVDF, LSTM) that persists between invocations.
+        Any dtype may be a graph input (int16 activations, an int32 shape operand).
         Returns the tensor index.
         """
         if dtype not in _DTYPES:
@@ -182,22 +215,29 @@ class TFLiteModelBuilder:
             if zp.size != sc.size:
                 raise UnsupportedError(f"tensor {name!r}: {sc.size} scales but {zp.size} "
                                        "zero points")
-        self._tensors.append(_Tensor(name, shape, dtype, buf, sc, zp, int(quantized_dimension)))
+        self._tensors.append(_Tensor(name, shape, dtype, buf, sc, zp, int(quantized_dimension),
+                                     bool(is_variable)))
         return len(self._tensors) - 1
 
     def add_operator(self, opcode_name: str, inputs: Sequence[int], outputs: Sequence[int],
-                     options: Optional[dict] = None, version: Optional[int] = None) -> int:
+                     options: Optional[dict] = None, version: Optional[int] = None,
+                     custom_code: str = "", custom_options: bytes = b"") -> int:
         """Add a builtin operator; ``inputs`` may contain -1 for an omitted optional input.
 
         ``options`` keys are the schema's field names, e.g. ``{'padding': 'SAME',
         'stride_w': 2, 'stride_h': 2, 'fused_activation_function': 'RELU',
-        'dilation_w_factor': 1, 'dilation_h_factor': 1}``.  Returns the operator index.
+        'dilation_w_factor': 1, 'dilation_h_factor': 1}``; TensorType fields
+        (``quantized_bias_type``, ``out_data_type``...) take dtype names.  A ``CUSTOM``
+        operator needs ``custom_code`` (e.g. 'ethos-u') and may carry raw ``custom_options``.
+        Returns the operator index.
         """
         op = str(opcode_name).upper()
         if not hasattr(BuiltinOperator, op):
             raise UnsupportedError(f"unknown builtin operator {opcode_name!r}")
+        if (op == "CUSTOM") != bool(custom_code):
+            raise UnsupportedError("custom_code is required for CUSTOM operators and only for them")
         ver = int(version) if version is not None else DEFAULT_VERSIONS.get(op, 1)
-        key = (op, ver)
+        key = (op, ver, str(custom_code))
         if key not in self._opcodes:
             self._opcodes.append(key)
         opts = dict(options or {})
@@ -207,7 +247,7 @@ class TFLiteModelBuilder:
                 raise UnsupportedError(f"the writer has no options table for {op}")
             raise UnsupportedError(f"{op} takes no options, got {sorted(opts)}")
         self._ops.append(_Operator(self._opcodes.index(key), [int(i) for i in inputs],
-                                   [int(o) for o in outputs], op, opts))
+                                   [int(o) for o in outputs], op, opts, bytes(custom_options)))
         return len(self._ops) - 1
 
     def set_inputs(self, inputs: Sequence[int]) -> None:
@@ -249,6 +289,9 @@ class TFLiteModelBuilder:
                 prepared[k] = _enum_value(Padding, v, "padding")
             elif k == "fused_activation_function":
                 prepared[k] = _enum_value(ActivationFunctionType, v, "activation")
+            elif k in _TENSOR_TYPE_FIELDS:
+                name = _DTYPES[v][0] if v in _DTYPES else v
+                prepared[k] = _enum_value(TensorType, name, "tensor type")
             else:
                 prepared[k] = v
         mod.Start(b)
@@ -298,6 +341,8 @@ class TFLiteModelBuilder:
             _mod("Tensor").AddBuffer(b, t.buffer)
             _mod("Tensor").AddName(b, name)
             _mod("Tensor").AddQuantization(b, quant)
+            if t.is_variable:
+                _mod("Tensor").AddIsVariable(b, True)
             tensor_offsets.append(_mod("Tensor").End(b))
         # Operators.
         op_offsets = []
@@ -305,6 +350,7 @@ class TFLiteModelBuilder:
             ins = self._int_vector(b, _mod("Operator").StartInputsVector, op.inputs)
             outs = self._int_vector(b, _mod("Operator").StartOutputsVector, op.outputs)
             opt_type, opt = self._options(b, op)
+            custom = self._byte_vector(b, op.custom_options, 1) if op.custom_options else 0
             _mod("Operator").Start(b)
             _mod("Operator").AddOpcodeIndex(b, op.opcode_index)
             _mod("Operator").AddInputs(b, ins)
@@ -312,6 +358,8 @@ class TFLiteModelBuilder:
             if opt_type:
                 _mod("Operator").AddBuiltinOptionsType(b, opt_type)
                 _mod("Operator").AddBuiltinOptions(b, opt)
+            if custom:
+                _mod("Operator").AddCustomOptions(b, custom)
             op_offsets.append(_mod("Operator").End(b))
 
         def offsets_vector(start_fn, offs):
@@ -334,12 +382,15 @@ class TFLiteModelBuilder:
         subgraph = _mod("SubGraph").End(b)
         # Operator codes.
         code_offsets = []
-        for name, ver in self._opcodes:
+        for name, ver, custom_code in self._opcodes:
             code = int(getattr(BuiltinOperator, name))
+            custom_str = b.CreateString(custom_code) if custom_code else 0
             _mod("OperatorCode").Start(b)
             _mod("OperatorCode").AddDeprecatedBuiltinCode(b, min(code, 127))
             _mod("OperatorCode").AddBuiltinCode(b, code)
             _mod("OperatorCode").AddVersion(b, ver)
+            if custom_str:
+                _mod("OperatorCode").AddCustomCode(b, custom_str)
             code_offsets.append(_mod("OperatorCode").End(b))
         codes_vec = offsets_vector(_mod("Model").StartOperatorCodesVector, code_offsets)
         subgraphs_vec = offsets_vector(_mod("Model").StartSubgraphsVector, [subgraph])

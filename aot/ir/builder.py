@@ -18,6 +18,7 @@ import numpy as np
 
 from aot.errors import Error, ShapeError
 from aot.ir import Call, Constant, Function, Model, Quant, TensorType, Var, check_dtype, freeze_attrs, make_model, verify
+from aot.ir.names import UniqueNames
 from aot.ops import REGISTRY, infer_call, infer_checked
 from aot.ops.common import resolve_padding
 
@@ -30,19 +31,11 @@ class GraphBuilder:
         self._inputs: list[Var] = []
         self._outputs: list[tuple[Var, str | None]] = []
         self._calls: list[Call] = []
-        self._names: set[str] = set()
+        self._names = UniqueNames()
         self._finished = False
         self._model: Model | None = None
 
     # ------------------------------------------------------------------ plumbing
-    def _name(self, hint: str) -> str:
-        n, i = hint, 1
-        while n in self._names:
-            n = f"{hint}_{i}"
-            i += 1
-        self._names.add(n)
-        return n
-
     def constant(self, data: np.ndarray, name: str = "const", dtype: str | None = None,
                  quant: Quant | None = None) -> Constant:
         arr = np.asarray(data)
@@ -50,7 +43,7 @@ class GraphBuilder:
             dtype = "float32" if arr.dtype.kind == "f" else str(arr.dtype)
         check_dtype(dtype, f"constant {name}")
         arr = arr.astype(dtype)
-        return Constant(self._name(name), TensorType(tuple(arr.shape), dtype, quant), arr)
+        return Constant(self._names.fresh(name), TensorType(tuple(arr.shape), dtype, quant), arr)
 
     def _operand(self, v: Operand, name: str) -> Var | Constant:
         if isinstance(v, (Var, Constant)):
@@ -68,7 +61,7 @@ class GraphBuilder:
         frozen = freeze_attrs(attrs)
         node = name or op
         t = infer_checked(opdef, [v.type for v in vals], frozen, node=node)
-        out = Var(self._name(node), t)
+        out = Var(self._names.fresh(node), t)
         self._calls.append(Call(op, vals, out, frozen))
         return out
 
@@ -76,7 +69,7 @@ class GraphBuilder:
         check_dtype(dtype, f"input {name}")
         if any(int(d) <= 0 for d in shape):
             raise ShapeError(f"input {name}: every dimension must be positive, got {tuple(shape)}")
-        v = Var(self._name(name), TensorType(tuple(int(d) for d in shape), dtype, quant))
+        v = Var(self._names.fresh(name), TensorType(tuple(int(d) for d in shape), dtype, quant))
         self._inputs.append(v)
         return v
 
@@ -97,7 +90,7 @@ class GraphBuilder:
             if name and name != v.name and id(v) not in subst and v not in self._inputs:
                 if name in self._names:
                     raise Error(f"output name {name!r} is already used in model {self.name}")
-                self._names.add(name)
+                self._names.take(name)
                 subst[id(v)] = Var(name, v.type, v.origin)
         calls = tuple(Call(c.op, tuple(subst.get(id(a), a) for a in c.args), subst.get(id(c.out), c.out), c.attrs)
                       for c in self._calls)

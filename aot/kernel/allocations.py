@@ -13,7 +13,7 @@ in the same step, so no caller is left holding a stale signature (seed 000).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Mapping
 
 from aot.errors import Error
@@ -82,12 +82,33 @@ def lower_allocations(module: K.KernelModule, policy: PolicyLike) -> K.KernelMod
     return replace(module, funcs=funcs)
 
 
+def _swap_buffer(node: object, old: K.Buffer, new: K.Buffer) -> object:
+    """`node` with every reference to buffer `old` replaced by `new`; unchanged subtrees (and
+    so every scalar variable) keep their identity."""
+    if node is old:
+        return new
+    if isinstance(node, tuple):
+        items = tuple(_swap_buffer(x, old, new) for x in node)
+        return node if all(a is b for a, b in zip(items, node)) else items
+    if isinstance(node, (K.Expr, K.Stmt)):
+        changed = {}
+        for f in fields(node):  # type: ignore[arg-type]
+            if f.init:
+                v = getattr(node, f.name)
+                w = _swap_buffer(v, old, new)
+                if w is not v:
+                    changed[f.name] = w
+        return replace(node, **changed) if changed else node  # type: ignore[type-var]
+    return node
+
+
 def _strip_workspaces(s: K.Stmt, found: list[K.Buffer]) -> K.Stmt:
     if isinstance(s, K.Allocate):
         body = _strip_workspaces(s.body, found)
-        if s.kind == "workspace":
-            found.append(s.buffer)
-            return body
+        if s.kind == "workspace":  # becomes a parameter of kind "workspace"
+            param = replace(s.buffer, kind="workspace")
+            found.append(param)
+            return _swap_buffer(body, s.buffer, param)  # type: ignore[return-value]
         return replace(s, body=body)
     if isinstance(s, K.Seq):
         return K.Seq(tuple(_strip_workspaces(b, found) for b in s.body))
@@ -118,7 +139,7 @@ def lower_workspaces(module: K.KernelModule) -> K.KernelModule:
         new_callee, ws_params = rewritten[s.callee]
         args = list(s.args)
         for w in ws_params:  # the caller gains its argument in the same step as the callee its parameter
-            buf = K.Buffer(f"ws_{len(new_unplanned)}_{w.name}", w.dtype, w.size)
+            buf = K.Buffer(f"ws_{len(new_unplanned)}_{w.name}", w.dtype, w.size, kind="workspace")
             new_unplanned.append(buf)
             args.append(buf)
         body.append(K.CallKernel(s.callee, tuple(args)))

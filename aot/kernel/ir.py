@@ -83,12 +83,19 @@ class ScalarVar(Expr):
     dtype: str = "i32"
 
 
+BUFFER_KINDS = ("tensor", "workspace")
+
+
 @dataclass(frozen=True, eq=False)
 class Buffer:
-    """A flat array: a function parameter, a constant in flash, or an allocation."""
+    """A flat array: a function parameter, a constant in flash, or an allocation.
+    `kind` says what it holds: "tensor" (an input, output, intermediate, constant or scratch
+    allocation) or "workspace" (a kernel's scratch that lower_workspaces turned into a
+    parameter, and the executor's buffer passed for it, placed in a pool by the planner)."""
     name: str
     dtype: str
     size: int  # elements
+    kind: str = "tensor"  # one of BUFFER_KINDS
 
     @property
     def nbytes(self) -> int:
@@ -305,7 +312,7 @@ class KernelModule:
     inputs: tuple[Buffer, ...]
     outputs: tuple[Buffer, ...]
     # intermediates the executor passes between kernels, not yet placed in a pool
-    # (plan_memory replaces them with PoolViews); workspace ones are named "ws_*"
+    # (plan_memory replaces them with PoolViews); workspace ones have kind "workspace"
     unplanned: tuple[Buffer, ...] = ()
 
     def func(self, name: str) -> PrimFunc:

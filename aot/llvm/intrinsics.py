@@ -1,5 +1,5 @@
 """LLVM implementations of the kernel-IR intrinsics (aot/kernel/intrinsics.py is the spec;
-codegen_c's internal header has the C twins). Each is an internal alwaysinline function."""
+runtime_c/include/aot_intrinsics.h has the C twins). Each is an internal alwaysinline function."""
 from __future__ import annotations
 
 from llvmlite import ir

@@ -1,17 +1,12 @@
-"""LLVM compilation: verify, optimise, JIT on the host, or emit an object for a target."""
+"""LLVM compilation: verify, optimise, JIT on the host, or emit an object for a target.
+(Running JIT-compiled models is aot.runners.host's job.)"""
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
-import shutil
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Sequence
 
 import llvmlite.binding as llvm
-import numpy as np
 
 from aot.errors import Error, ToolchainError
 from aot.kernel import ir as K
@@ -88,42 +83,27 @@ def emit_object_bytes(module: K.KernelModule, target: LLVMTarget) -> bytes:
     return obj
 
 
-@functools.lru_cache(maxsize=None)
-def _host_runtime_library() -> str:
-    """runtime_c + platform/host built once per process, loaded so JIT code finds its symbols."""
-    from aot.runners.host import _gcc, runtime_sources
-
-    tmp = Path(tempfile.mkdtemp(prefix="aot_llvm_rt_"))
-    srcs, incs = runtime_sources("host")
-    so = tmp / "libaot_runtime_host.so"
-    _gcc(["-O2", "-std=c99", "-fPIC", "-shared"] + [f"-I{i}" for i in incs] + [str(s) for s in srcs]
-         + ["-lm", "-o", str(so)], "the host runtime for the LLVM JIT")
-    llvm.load_library_permanently(str(so))
-    libm = ctypes.util.find_library("m")
-    if libm:
-        llvm.load_library_permanently(libm)
-    import atexit
-    atexit.register(shutil.rmtree, str(tmp), True)
-    return str(so)
+def load_library(path: str) -> None:
+    """Make the symbols of the shared library at `path` visible to JIT-compiled code."""
+    llvm.load_library_permanently(path)
 
 
-class LLVMJit:
-    """JIT-compiled model in this process: call with input arrays, get output arrays."""
+@dataclass(frozen=True)
+class Jitted:
+    """A module compiled in this process: `address` of one of its functions; `engine` owns the code."""
+    address: int
+    engine: "llvm.ExecutionEngine"
+    module: "llvm.ModuleRef"
 
-    def __init__(self, module: K.KernelModule, in_specs: Sequence, out_specs: Sequence) -> None:
-        from aot.runners.host import CtypesModel
 
-        _init_targets()
-        _host_runtime_library()
-        ref, tm = compile_ir(module, None)
-        self._engine = llvm.create_mcjit_compiler(ref, tm)
-        self._engine.finalize_object()
-        self._engine.run_static_constructors()
-        addr = self._engine.get_function_address(f"{module.prefix}_run")
-        if not addr:
-            raise Error("LLVM JIT: entry point not found")
-        self._ref = ref
-        self.model = CtypesModel(addr, in_specs, out_specs, self._engine)
-
-    def __call__(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        return self.model(inputs)
+def jit_function(module: K.KernelModule, name: str) -> Jitted:
+    """JIT-compile `module` for the host and return the address of its function `name`. The
+    symbols it calls (runtime_c, the platform hooks, libm) must be loaded first (load_library)."""
+    ref, tm = compile_ir(module, None)
+    engine = llvm.create_mcjit_compiler(ref, tm)
+    engine.finalize_object()
+    engine.run_static_constructors()
+    addr = engine.get_function_address(name)
+    if not addr:
+        raise Error(f"LLVM JIT: {name} not found")
+    return Jitted(addr, engine, ref)

@@ -3,7 +3,7 @@ C printer; both print the same kernel IR, so a kernel cannot mean different thin
 
 Scalars and loop variables live in entry-block allocas (promoted to registers by mem2reg);
 stack allocations are entry-block allocas; constants are byte-array globals read through
-typed pointers; each pool is a zero-initialised global in section .bss.aot_pool.<name>.
+typed pointers; the entry points (aot.artifact.abi) are printed by aot.llvm.entry.
 """
 from __future__ import annotations
 
@@ -12,8 +12,11 @@ from typing import Callable
 import numpy as np
 from llvmlite import ir
 
+from aot.artifact.abi import entry_abi, pool_param
 from aot.errors import UnsupportedError
 from aot.kernel import ir as K
+from aot.llvm.entry import print_entry_points
+from aot.llvm.intrinsics import define_intrinsic
 
 I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 F32 = ir.FloatType()
@@ -278,8 +281,7 @@ class FunctionEmitter:
 class ModulePrinter:
     """Prints a KernelModule into one llvmlite module."""
 
-    def __init__(self, module: K.KernelModule, triple: str = "", data_layout: str = "", pointer_bits: int = 64,
-                 pool_section: str | None = ".bss.aot_pool") -> None:
+    def __init__(self, module: K.KernelModule, triple: str = "", data_layout: str = "", pointer_bits: int = 64) -> None:
         self.km = module
         self.mod = ir.Module(name=module.prefix)
         if triple:
@@ -290,7 +292,6 @@ class ModulePrinter:
         self.const_globals: dict[int, ir.GlobalVariable] = {}
         self.functions: dict[str, ir.Function] = {}
         self._intrinsics: dict[str, ir.Function] = {}
-        self.pool_section = pool_section
         self.unroll_md = self.mod.add_metadata([ir.MetaDataString(self.mod, "llvm.loop.unroll.enable")])
         self.platform_allocate = ir.Function(self.mod, ir.FunctionType(I32, [self.size_t, self.size_t, PTR]),
                                              "aot_platform_allocate")
@@ -299,7 +300,6 @@ class ModulePrinter:
 
     def intrinsic(self, name: str) -> ir.Function:
         if name not in self._intrinsics:
-            from aot.llvm.intrinsics import define_intrinsic
             self._intrinsics[name] = define_intrinsic(self.mod, name)
         return self._intrinsics[name]
 
@@ -329,92 +329,14 @@ class ModulePrinter:
         for name, f in prims.items():
             fn = self.functions[name]
             if name == km.entry:
-                pool_bufs = [K.Buffer(f"pool_{p.name}", "u8", max(p.size, 1)) for p in km.pools]
+                pool_bufs = [K.Buffer(pool_param(p.name), "u8", max(p.size, 1)) for p in km.pools]
                 self.pool_params = {p.name: b for p, b in zip(km.pools, pool_bufs)}
                 f = K.PrimFunc(f.name, f.params + tuple(pool_bufs), f.body, f.doc)
             em = FunctionEmitter(self, fn, f)
             em.stmt(f.body)
             em.finish()
-        self._entry_points()
+        print_entry_points(self.mod, entry_abi(km), self.functions, self.size_t)
         return self.mod
-
-    def _entry_points(self) -> None:
-        """<prefix>_run_with_pools(in, out, pools[], bytes[]), <prefix>_run_with_pool (one pool) and
-        <prefix>_run(in, out): the struct-of-pointers ABI of the C backend's header."""
-        km = self.km
-        p = km.prefix
-        entry = self.functions[km.entry]
-        st = self.size_t
-        rwp = ir.Function(self.mod, ir.FunctionType(I32, [PTR, PTR, PTR, PTR]), f"{p}_run_with_pools")
-        b = ir.IRBuilder(rwp.append_basic_block("entry"))
-        in_s, out_s, pools_p, sizes_p = rwp.args
-        null = ir.Constant(PTR, None)
-        fail = rwp.append_basic_block("null")
-        ir.IRBuilder(fail).ret(ir.Constant(I32, -1))  # AOT_ERR_NULL_ARGUMENT
-        small = rwp.append_basic_block("small")
-        ir.IRBuilder(small).ret(ir.Constant(I32, -4))  # AOT_ERR_POOL_TOO_SMALL
-        bad = ir.Constant(I1, 0)
-        for v in (in_s, out_s, pools_p, sizes_p):
-            bad = b.or_(bad, b.icmp_unsigned("==", v, null))
-        nxt = rwp.append_basic_block("fields")
-        b.cbranch(bad, fail, nxt)
-        b.position_at_end(nxt)
-        ptrs = []
-        bad = ir.Constant(I1, 0)
-        for struct, bufs in ((in_s, km.inputs), (out_s, km.outputs)):
-            for i, _ in enumerate(bufs):
-                v = b.load(b.gep(struct, [ir.Constant(I32, i)], inbounds=True, source_etype=PTR), typ=PTR)
-                bad = b.or_(bad, b.icmp_unsigned("==", v, null))
-                ptrs.append(v)
-        pool_ptrs = []
-        for i, _ in enumerate(km.pools):
-            v = b.load(b.gep(pools_p, [ir.Constant(I32, i)], inbounds=True, source_etype=PTR), typ=PTR)
-            bad = b.or_(bad, b.icmp_unsigned("==", v, null))
-            pool_ptrs.append(v)
-        nxt = rwp.append_basic_block("sizes")
-        b.cbranch(bad, fail, nxt)
-        b.position_at_end(nxt)
-        too_small = ir.Constant(I1, 0)
-        for i, (pool, v) in enumerate(zip(km.pools, pool_ptrs)):
-            n = b.load(b.gep(sizes_p, [ir.Constant(I32, i)], inbounds=True, source_etype=st), typ=st)
-            too_small = b.or_(too_small, b.icmp_unsigned("<", n, ir.Constant(st, pool.size)))
-            misaligned = b.icmp_unsigned("!=", b.and_(b.ptrtoint(v, st), ir.Constant(st, pool.alignment - 1)),
-                                         ir.Constant(st, 0))
-            too_small = b.or_(too_small, misaligned)
-        run = rwp.append_basic_block("run")
-        b.cbranch(too_small, small, run)
-        b.position_at_end(run)
-        b.ret(b.call(entry, ptrs + pool_ptrs))
-
-        globals_ = []
-        for pool in km.pools:
-            ty = ir.ArrayType(I8, max(pool.size, 1))
-            g = ir.GlobalVariable(self.mod, ty, f"{p}_pool_{pool.name}")
-            g.initializer = ir.Constant(ty, None)
-            g.align = pool.alignment
-            g.linkage = "internal"
-            if self.pool_section:
-                g.section = f"{self.pool_section}.{pool.name}"
-            globals_.append(g)
-        n = len(km.pools)
-
-        def call_with_arrays(bb: ir.IRBuilder, ins: ir.Value, outs: ir.Value, pool_vals: list, size_vals: list) -> None:
-            arr = bb.alloca(PTR, size=ir.Constant(I32, n))
-            sizes = bb.alloca(st, size=ir.Constant(I32, n))
-            for i, (pv, sv) in enumerate(zip(pool_vals, size_vals)):
-                bb.store(pv, bb.gep(arr, [ir.Constant(I32, i)], source_etype=PTR))
-                bb.store(sv, bb.gep(sizes, [ir.Constant(I32, i)], source_etype=st))
-            bb.ret(bb.call(rwp, [ins, outs, arr, sizes]))
-
-        if n == 1:
-            one = ir.Function(self.mod, ir.FunctionType(I32, [PTR, PTR, PTR, st]), f"{p}_run_with_pool")
-            ob = ir.IRBuilder(one.append_basic_block("entry"))
-            call_with_arrays(ob, one.args[0], one.args[1], [one.args[2]], [one.args[3]])
-        run_fn = ir.Function(self.mod, ir.FunctionType(I32, [PTR, PTR]), f"{p}_run")
-        rb = ir.IRBuilder(run_fn.append_basic_block("entry"))
-        call_with_arrays(rb, run_fn.args[0], run_fn.args[1],
-                         [rb.gep(g, [ir.Constant(I32, 0)], source_etype=I8) for g in globals_],
-                         [ir.Constant(st, max(pool.size, 1)) for pool in km.pools])
 
 
 def print_module(module: K.KernelModule, triple: str = "", data_layout: str = "", pointer_bits: int = 64) -> ir.Module:

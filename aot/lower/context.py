@@ -1,123 +1,20 @@
-"""Lowering support: accessors, the lowering context and the fused-epilogue output writer.
+"""The lowering context of one model: fresh names, the constant buffers, and the target core.
 
-An Accessor gives a tensor's element at an N-d index as a kernel-IR expression: a load
-from a buffer, a constant, or (fusion by expression inlining) the expression of an
-elementwise producer. A kernel writes its results through an OutputWriter, which applies
-the fused elementwise consumers (the epilogue) before the single store.
+LowerCtx is the ops' EmitCtx (aot.ops.emit: names and deduplicated constants) plus the
+ScheduleTarget the kernels are scheduled for. The flash the schedules may spend on
+re-laid-out weights is not in the context: it is a WeightBudget value that the lowering
+loop (aot.lower.entry.build_kernel_module) passes to each function's lowering and gets
+back with what that function spent.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Sequence
-
-import numpy as np
-
-from aot.ir import TensorType
-from aot.kernel import ir as K
-from aot.kernel.simplify import simplify_expr
+from aot.lower.schedule.target import DEFAULT_TARGET, ScheduleTarget
+from aot.ops.emit import EmitCtx
 
 
-def strides_of(shape: Sequence[int]) -> tuple[int, ...]:
-    out = [1] * len(shape)
-    for i in range(len(shape) - 2, -1, -1):
-        out[i] = out[i + 1] * shape[i + 1]
-    return tuple(out)
+class LowerCtx(EmitCtx):
+    """Names and constants shared across one model's lowering, and the core it targets."""
 
-
-def flat_index(shape: Sequence[int], idx: Sequence[K.ExprLike]) -> K.Expr:
-    """Row-major flat index; size-1 dimensions contribute nothing."""
-    total: K.Expr = K.Const(0)
-    for s, i, n in zip(strides_of(shape), idx, shape):
-        if n == 1:
-            continue
-        total = total + K.as_expr(i) * s
-    return simplify_expr(total)
-
-
-def kdtype(t: TensorType) -> str:
-    return K.GRAPH_TO_K[t.dtype]
-
-
-@dataclass(frozen=True, eq=False)
-class Accessor:
-    """Element access of one operand: `acc(idx)` -> expression of dtype kdtype(type)."""
-
-    type: TensorType
-    get: Callable[[Sequence[K.Expr]], K.Expr]
-    buffer: K.Buffer | None = None  # set when the operand is materialised (param or const)
-    const: np.ndarray | None = None  # set when the operand is a compile-time constant
-
-    def __call__(self, idx: Sequence[K.ExprLike]) -> K.Expr:
-        return self.get([K.as_expr(i) for i in idx])
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.type.shape
-
-    def broadcast_to(self, shape: Sequence[int]) -> "Accessor":
-        """Numpy broadcasting: align right, size-1 dimensions read index 0."""
-        own = self.shape
-        lead = len(shape) - len(own)
-
-        def get(idx: Sequence[K.Expr]) -> K.Expr:
-            sub = [K.Const(0) if own[d] == 1 else idx[d + lead] for d in range(len(own))]
-            return self.get(sub)
-
-        return Accessor(self.type.with_shape(tuple(shape)), get)
-
-
-def buffer_accessor(t: TensorType, buf: K.Buffer, const: np.ndarray | None = None) -> Accessor:
-    return Accessor(t, lambda idx: K.Load(buf, flat_index(t.shape, idx)), buf, const)
-
-
-class LowerCtx:
-    """Fresh names and the module's constant buffers, shared across one model's lowering."""
-
-    def __init__(self, prefix: str = "model") -> None:
-        self.prefix = prefix
-        self._counts: dict[str, int] = {}
-        self.consts: list[K.ConstBuffer] = []
-        self._const_keys: dict[tuple[str, bytes], K.Buffer] = {}
-
-    def fresh(self, hint: str) -> str:
-        n = self._counts.get(hint, 0)
-        self._counts[hint] = n + 1
-        return hint if n == 0 else f"{hint}_{n}"
-
-    def var(self, hint: str, dtype: str = "i32") -> K.ScalarVar:
-        return K.ScalarVar(self.fresh(hint), dtype)
-
-    def const(self, data: np.ndarray, dtype: str, hint: str) -> K.Buffer:
-        """A constant array in flash, deduplicated by content."""
-        from aot.kernel.interp import NP
-
-        flat = np.ascontiguousarray(np.asarray(data).astype(NP[dtype]).reshape(-1))
-        key = (dtype, flat.tobytes())
-        if key in self._const_keys:
-            return self._const_keys[key]
-        buf = K.Buffer(self.fresh(f"{self.prefix}_const_{hint}"), dtype, max(flat.size, 1))
-        if flat.size == 0:
-            flat = np.zeros(1, dtype=NP[dtype])
-        self._const_keys[key] = buf
-        self.consts.append(K.ConstBuffer(buf, flat))
-        return buf
-
-
-@dataclass(frozen=True, eq=False)
-class OutputWriter:
-    """Writes one output element: applies the fused epilogue, casts, stores."""
-
-    type: TensorType  # type of the kernel's own output (before the epilogue)
-    buffer: K.Buffer
-    final_type: TensorType
-    epilogue: Callable[[K.Expr, Sequence[K.Expr]], tuple[list[K.Stmt], K.Expr]]
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.type.shape
-
-    def store(self, idx: Sequence[K.ExprLike], value: K.Expr) -> K.Stmt:
-        e_idx = [K.as_expr(i) for i in idx]
-        pre, v = self.epilogue(value, e_idx)
-        store = K.Store(self.buffer, flat_index(self.final_type.shape, e_idx), v.cast(self.buffer.dtype))
-        return K.seq(*pre, store)
+    def __init__(self, prefix: str = "model", target: ScheduleTarget = DEFAULT_TARGET) -> None:
+        super().__init__(prefix)
+        self.target = target

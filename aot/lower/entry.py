@@ -1,4 +1,4 @@
-"""The AOT executor: lower each primitive function to a kernel and write the entry
+"""The entry function: lower each primitive function to a kernel and write the entry
 function that calls them in order.
 
 Storage of each tensor: a model input or output is an entry parameter; a view (reshape)
@@ -7,13 +7,17 @@ aot.pipeline.plan later places at (pool, offset) from liveness over this call or
 """
 from __future__ import annotations
 
+import hashlib
 import re
 
 from aot.errors import Error
 from aot.ir import Call, FunctionRef, Model, Var
+from aot.ir.names import UniqueNames
 from aot.kernel import ir as K
+from aot.lower.context import LowerCtx
 from aot.lower.function import lower_function
-from aot.lower.context import LowerCtx, kdtype
+from aot.lower.schedule.target import DEFAULT_TARGET, ScheduleTarget, WeightBudget
+from aot.ops.emit import kdtype
 
 
 C_RESERVED = frozenset("""
@@ -28,8 +32,6 @@ MAX_IDENTIFIER = 40
 def c_identifier(name: str, reserved_prefixes: tuple[str, ...] = ("aot_", "AOT_", "__")) -> str:
     """A safe C identifier for a name from a model file: only [A-Za-z0-9_], not starting with a
     digit, no C keyword or runtime name, at most 40 characters (long names end in a hash)."""
-    import hashlib
-
     s = re.sub(r"[^A-Za-z0-9_]", "_", name)
     if not s or s[0].isdigit():
         s = "t_" + s
@@ -40,32 +42,28 @@ def c_identifier(name: str, reserved_prefixes: tuple[str, ...] = ("aot_", "AOT_"
     return s
 
 
-def _unique(name: str, used: set[str]) -> str:
-    n, i = name, 1
-    while n in used:
-        n = f"{name}_{i}"
-        i += 1
-    used.add(n)
-    return n
-
-
-def build_kernel_module(model: Model, prefix: str = "model") -> K.KernelModule:
-    """Lower a fused model (entry = views + calls of primitive functions) to a KernelModule."""
-    ctx = LowerCtx(prefix)
+def build_kernel_module(model: Model, prefix: str = "model", target: ScheduleTarget = DEFAULT_TARGET,
+                        budget: WeightBudget | None = None) -> K.KernelModule:
+    """Lower a fused model (entry = views + calls of primitive functions) to a KernelModule,
+    its kernels scheduled for `target`. `budget` (default: a quarter of the target's flash)
+    bounds the flash spent on re-laid-out weights; the kernels are lowered in the entry's
+    call order, each given the budget its predecessors left."""
+    ctx = LowerCtx(prefix, target)
+    left = WeightBudget.for_target(target) if budget is None else budget
     main = model.main
     kernels: dict[str, K.PrimFunc] = {}
     for call in main.body:
         if isinstance(call.op, FunctionRef) and call.op.name not in kernels:
-            kernels[call.op.name] = lower_function(ctx, model.functions[call.op.name])
+            kernels[call.op.name], left = lower_function(ctx, model.functions[call.op.name], left)
 
-    used = {"pool", "rc", prefix}
+    names = UniqueNames({"pool", "rc", prefix})
 
     def ident(name: str) -> str:
         s = c_identifier(name)
         return "t_" + s if s.startswith(prefix + "_") else s  # never shadow a generated function
-    in_bufs = [K.Buffer(_unique(ident(p.name), used), kdtype(p.type), max(p.type.size, 1))
+    in_bufs = [K.Buffer(names.fresh(ident(p.name)), kdtype(p.type), max(p.type.size, 1))
                for p in main.params]
-    out_bufs = [K.Buffer(_unique(ident(r.name), used), kdtype(r.type), max(r.type.size, 1))
+    out_bufs = [K.Buffer(names.fresh(ident(r.name)), kdtype(r.type), max(r.type.size, 1))
                 for r in main.results]
 
     alias: dict[int, Var] = {}
@@ -94,7 +92,7 @@ def build_kernel_module(model: Model, prefix: str = "model") -> K.KernelModule:
     def buffer_of(v: Var) -> K.Buffer:
         r = root(v)
         if id(r) not in storage:
-            b = K.Buffer(_unique(ident(r.name), used), kdtype(r.type), max(r.type.size, 1))
+            b = K.Buffer(names.fresh(ident(r.name)), kdtype(r.type), max(r.type.size, 1))
             storage[id(r)] = b
             unplanned.append(b)
         return storage[id(r)]

@@ -3,23 +3,33 @@
 The group's single kernel op (if any) writes through an OutputWriter whose epilogue is
 the chain of elementwise ops after it; elementwise producers inside the group are inlined
 as expressions into whoever reads them. Parameters: the function's inputs, then its output.
+
+The kernel op's loop nest is chosen here: the schedule for the op and the context's target
+core (aot.lower.schedule.kernels.SCHEDULES) when one applies, else the op's own lowering.
 """
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 from aot.errors import UnsupportedError
-from aot.ir import Constant, Function, TensorType, Var
+from aot.ir import Call, Constant, Function, TensorType, Var
 from aot.kernel import ir as K
-from aot.ops import REGISTRY
-from aot.lower.context import Accessor, LowerCtx, OutputWriter, buffer_accessor, kdtype
+from aot.kernel.printer import format_expr
+from aot.kernel.simplify import simplify_stmt
+from aot.lower.context import LowerCtx
+from aot.lower.schedule.kernels import SCHEDULES
+from aot.lower.schedule.target import WeightBudget
+from aot.ops import REGISTRY, OpDef
+from aot.ops.emit import Accessor, OutputWriter, buffer_accessor, flat_index, kdtype
 
 
 def _buffer(ctx: LowerCtx, hint: str, t: TensorType) -> K.Buffer:
     return K.Buffer(ctx.fresh(hint), kdtype(t), max(t.size, 1))
 
 
-def lower_function(ctx: LowerCtx, fn: Function) -> K.PrimFunc:
+def lower_function(ctx: LowerCtx, fn: Function, budget: WeightBudget) -> tuple[K.PrimFunc, WeightBudget]:
+    """The kernel of `fn`, and the weight budget left after it (given what is left before it)."""
     params = [_buffer(ctx, "in", p.type) for p in fn.params]
     out_var = fn.results[0]
     out_buf = _buffer(ctx, "out", out_var.type)
@@ -65,28 +75,35 @@ def lower_function(ctx: LowerCtx, fn: Function) -> K.PrimFunc:
 
         writer = OutputWriter(kernel.out.type, out_buf, out_var.type, epilogue)
         op = REGISTRY.get(kernel.op_name)
-        assert op.emit is not None
-        body = op.emit(ctx, [accessor(a) for a in kernel.args], writer, kernel)
-    from aot.kernel.simplify import simplify_stmt
+        body, budget = _kernel_body(ctx, op, kernel, [accessor(a) for a in kernel.args], writer, budget)
     body = simplify_stmt(body)
     inplace = inplace_candidates(body, params, out_buf) if kernel is None else ()
-    return K.PrimFunc(ctx.fresh(f"{ctx.prefix}_{fn.name}"), tuple(params) + (out_buf,), body,
+    func = K.PrimFunc(ctx.fresh(f"{ctx.prefix}_{fn.name}"), tuple(params) + (out_buf,), body,
                       doc=" -> ".join(c.op_name for c in fn.body), inplace=inplace)
+    return func, budget
+
+
+def _kernel_body(ctx: LowerCtx, op: OpDef, call: Call, args: Sequence[Accessor], out: OutputWriter,
+                 budget: WeightBudget) -> tuple[K.Stmt, WeightBudget]:
+    """The target's schedule of the op if one applies, else the op's own loop nest."""
+    schedule = SCHEDULES.get(op.name)
+    scheduled = schedule(ctx, call, args, out, budget) if schedule is not None else None
+    if scheduled is not None:
+        return scheduled.body, scheduled.budget
+    assert op.emit is not None
+    return op.emit(ctx, args, out, call), budget
 
 
 def inplace_candidates(body: K.Stmt, params: Sequence[K.Buffer], out: K.Buffer) -> tuple[int, ...]:
     """Inputs that every iteration reads only at the element it then writes: the single store
     to `out` is the last statement of the innermost loop and every load of the input uses
-    the store's index (compared as printed text)."""
-    from codegen_c.printer import CPrinter
-
-    pr = CPrinter()
+    the store's index (compared as kernel-IR text, which prints equal trees alike)."""
     stores: list[K.Store] = []
     loads: dict[int, set[str]] = {}
 
     def expr(e: K.Expr) -> None:
         if isinstance(e, K.Load):
-            loads.setdefault(id(e.buffer), set()).add(pr.expr(e.index))
+            loads.setdefault(id(e.buffer), set()).add(format_expr(e.index))
             expr(e.index)
         for ch in ("a", "b", "cond", "value", "index"):
             sub = getattr(e, ch, None)
@@ -114,17 +131,15 @@ def inplace_candidates(body: K.Stmt, params: Sequence[K.Buffer], out: K.Buffer) 
     walk(body)
     if len(stores) != 1 or stores[0] is None or stores[0].buffer is not out:
         return ()
-    target = pr.expr(stores[0].index)
+    target = format_expr(stores[0].index)
     return tuple(i for i, p in enumerate(params)
                  if p.dtype == out.dtype and p.size == out.size and loads.get(id(p)) == {target})
 
 
 def _flat(t: TensorType, idx: Sequence[K.Expr]) -> K.Expr:
-    from aot.lower.context import flat_index
     return flat_index(t.shape, idx)
 
 
 def _hint(name: str) -> str:
-    import re
     h = re.sub(r"[^A-Za-z0-9]", "_", name)[:24].strip("_").lower()
     return h or "c"

@@ -11,9 +11,11 @@ whose interval overlaps (first fit). They differ only in the order:
   form of TVM USMP's greedy_by_conflicts; the plain count did worse on NN-like and random
   interval sets, and as a complement to greedy-size).
 - ``search``: simulated annealing over placement orders, started from the better greedy
-  order; it never returns a plan worse than that start. Some order placed first fit is
-  optimal (place the buffers of an optimal plan in increasing offset: each lands at or below
-  its optimal offset), so searching orders loses nothing.
+  order; it never returns a plan worse than that start. It runs a seeded number of
+  iterations (never a wall-clock time), so its plan is the same under any machine load.
+  Some order placed first fit is optimal (place the buffers of an optimal plan in
+  increasing offset: each lands at or below its optimal offset), so searching orders
+  loses nothing.
 
 Two buffers conflict when both have a nonzero size and their step intervals
 [first_use, last_use] intersect. Zero-size buffers sit at offset 0 and conflict with nothing.
@@ -25,7 +27,6 @@ from __future__ import annotations
 
 import math
 import random
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -225,24 +226,34 @@ def plan_greedy_conflicts(requests: Iterable[BufferRequest]) -> MemoryPlan:
 
 _WORK_BUDGET = 6_000_000
 """With `max_iters=None` the search runs _WORK_BUDGET // (work of one full placement:
-buffers + conflicting pairs) iterations, clamped to [10, 5000]: about 0.4 s for 100 buffers
-on a 2020s x86 core, and a result that depends only on the input and the seed (the time
-limit is then a safety net, not the usual stop)."""
+buffers + conflicting pairs) iterations, clamped to [_MIN_ITERS, _MAX_ITERS]: well under a
+second for 100 buffers on an idle 2020s x86 core. The count depends only on the requests,
+never on the clock, so the plan is a function of (requests, seed, max_iters) alone. It
+replaces the former `time_limit_s` option (a wall-clock deadline, which made the plan depend
+on machine load); bound a search by passing `max_iters` instead."""
+_MIN_ITERS = 10
+_MAX_ITERS = 5000
+
+
+def default_iterations(requests: Iterable[BufferRequest]) -> int:
+    """The iteration count the search uses when `max_iters` is None (see _WORK_BUDGET)."""
+    return _default_iters(_prepare(requests))
 
 
 def _default_iters(problem: _Problem) -> int:
     work = len(problem.active) + sum(len(problem.conflicts[i]) for i in problem.active)
-    return max(10, min(5000, _WORK_BUDGET // max(work, 1)))
+    return max(_MIN_ITERS, min(_MAX_ITERS, _WORK_BUDGET // max(work, 1)))
 
 
 def _anneal(
     problem: _Problem,
     start: list[int],
     seed: int,
-    deadline: float,
     max_iters: int,
 ) -> tuple[list[int], list[int]]:
     """Simulated annealing over orders; returns (order, offsets) of the best plan seen.
+    Runs exactly `max_iters` iterations (fewer only when the lower bound is reached): a pure
+    function of its arguments.
 
     A move takes a buffer out of the order and puts it back earlier or later (half of the
     moves pull forward a buffer whose end sets the peak). Only the suffix of the order from
@@ -267,8 +278,6 @@ def _anneal(
     mean_size = sum(sizes[b] for b in order) / n
     t0 = 0.5 * mean_size
     for it in range(max_iters):
-        if time.perf_counter() > deadline:
-            break
         # Choose a move: take the buffer at position src and reinsert it at position dst.
         if rng.random() < 0.5:
             critical = [b for b in order if ends[b] == peak]
@@ -341,31 +350,35 @@ def _search_from(
     problem: _Problem,
     greedy: list[tuple[str, list[int], list[int]]],
     seed: int,
-    deadline: float,
     max_iters: int | None,
 ) -> list[int]:
     _, start, _ = min(greedy, key=lambda g: _peak(problem, g[2]))  # ties: first
     iters = _default_iters(problem) if max_iters is None else max_iters
-    _, offsets = _anneal(problem, start, seed, deadline, iters)
+    _, offsets = _anneal(problem, start, seed, iters)
     return offsets
+
+
+def _check_iters(max_iters: int | None) -> None:
+    if max_iters is not None and (not isinstance(max_iters, int) or isinstance(max_iters, bool)
+                                  or max_iters < 0):
+        raise ValueError(f"max_iters must be None or an int >= 0, got {max_iters!r}")
 
 
 def plan_search(
     requests: Iterable[BufferRequest],
     seed: int = 0,
-    time_limit_s: float = 1.0,
     max_iters: int | None = None,
 ) -> MemoryPlan:
     """Simulated annealing over placement orders, from the better greedy order.
 
-    Never worse than either greedy planner. Stops at `max_iters` iterations, at
-    `time_limit_s` seconds, or when the peak reaches the lower bound. The result is a
-    function of (requests, seed, max_iters) unless the time limit cuts the run short;
-    `max_iters=None` picks an iteration count from the problem size (see _WORK_BUDGET).
+    Never worse than either greedy planner. Stops after `max_iters` iterations or when the
+    peak reaches the lower bound, never on the clock: the result is a function of
+    (requests, seed, max_iters) alone. `max_iters=None` picks an iteration count from the
+    problem size (see _WORK_BUDGET and default_iterations).
     """
-    deadline = time.perf_counter() + time_limit_s
+    _check_iters(max_iters)
     problem = _prepare(requests)
-    offsets = _search_from(problem, _greedy_results(problem), seed, deadline, max_iters)
+    offsets = _search_from(problem, _greedy_results(problem), seed, max_iters)
     return _make_plan(problem, offsets, "search")
 
 
@@ -373,24 +386,24 @@ def plan(
     requests: Iterable[BufferRequest],
     planner: str = "best",
     seed: int = 0,
-    time_limit_s: float = 1.0,
     max_iters: int | None = None,
 ) -> MemoryPlan:
     """Plan with the named planner, or with all of them and keep the smallest peak ("best";
-    ties go to the first in PLANNERS)."""
+    ties go to the first in PLANNERS). `seed` and `max_iters` bound the search as in
+    :func:`plan_search`; no planner looks at the clock."""
     if planner not in PLANNERS and planner != "best":
         raise Error(
             f"unknown memory planner {planner!r}; valid planners: "
             + ", ".join(repr(p) for p in (*PLANNERS, "best"))
         )
-    deadline = time.perf_counter() + time_limit_s
+    _check_iters(max_iters)
     problem = _prepare(requests)
     greedy = _greedy_results(problem)
     if planner == "greedy-size":
         return _make_plan(problem, greedy[0][2], "greedy-size")
     if planner == "greedy-conflicts":
         return _make_plan(problem, greedy[1][2], "greedy-conflicts")
-    searched = _search_from(problem, greedy, seed, deadline, max_iters)
+    searched = _search_from(problem, greedy, seed, max_iters)
     if planner == "search":
         return _make_plan(problem, searched, "search")
     candidates = [(name, offsets) for name, _, offsets in greedy] + [("search", searched)]

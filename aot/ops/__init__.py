@@ -1,6 +1,18 @@
-"""Op registry and op definitions (importing this package registers every op)."""
+"""Op registry and op definitions (importing this package registers every op).
+
+  registry     OpDef (type inference, numpy reference, lowering) and REGISTRY
+  emit         what a lowering works with: Accessor, OutputWriter, EmitCtx
+  common       padding, activations, window geometry
+  quantized    int8 semantics (TFLite Micro's arithmetic from aot.quant) as references and kernel IR
+  arith        the accumulate-and-finish arithmetic of the multiply-accumulate ops
+  nn           conv2d (groups), depthwise_conv2d, fully_connected
+  pool         max_pool2d, avg_pool2d (dilations, count_include_pad)
+  elementwise  arithmetic, activations, pad, concat, views, softmax (any axis), mean, (de)quantize, lut
+  extra        the ONNX-only ops (layout and indexing, batch_matmul, conv_transpose2d, reduce, ...)
+"""
 from aot.ops.registry import REGISTRY, OpDef, infer_call, infer_checked
 from aot.ops import nn as _nn  # noqa: F401  (registers ops)
+from aot.ops import pool as _pool  # noqa: F401
 from aot.ops import elementwise as _elementwise  # noqa: F401
 from aot.ops import extra as _extra  # noqa: F401
 

@@ -9,7 +9,7 @@ acc += (x + input_offset) * w (int32), bias, per-channel requantization with two
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -17,7 +17,8 @@ from aot.ir import TensorType
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.ops.common import apply_activation_expr
-from aot.lower.context import Accessor, LowerCtx
+from aot.ops.emit import Accessor, EmitCtx
+from aot.ops.quantized import mac_params  # int8 parameters follow TFLite Micro's Prepare
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,12 @@ class MacArith:
     shift_values: tuple[int, ...] = ()
     # where `finish` puts the multiplier / shift tables when it needs them (a schedule that
     # folds the constants itself leaves no unused tables behind)
-    ctx: Any = field(default=None, compare=False, repr=False)
+    ctx: EmitCtx | None = field(default=None, compare=False, repr=False)
 
     def _tables(self) -> tuple[K.Buffer, K.Buffer]:
         if self.multipliers is not None and self.shifts is not None:
             return self.multipliers, self.shifts
+        assert self.ctx is not None
         return (self.ctx.const(np.asarray(self.mult_values, dtype=np.int32), "i32", "mult"),
                 self.ctx.const(np.asarray(self.shift_values, dtype=np.int32), "i32", "shift"))
 
@@ -75,13 +77,11 @@ class MacArith:
         return K.minimum(K.maximum(v, self.act_min), self.act_max)
 
 
-def mac_arith(ctx: LowerCtx, kind: str, x: TensorType, w: TensorType, out: TensorType,
+def mac_arith(ctx: EmitCtx, kind: str, x: TensorType, w: TensorType, out: TensorType,
               bias: Accessor | None, attrs: Mapping[str, Any]) -> MacArith:
     act = attrs.get("activation", "none")
     if out.dtype == "float32":
         return MacArith("f32", 0, bias, act)
-    from aot.ops.quantized import mac_params  # int8 parameters follow TFLite Micro's Prepare
-
     p = mac_params(kind, x, w, out, act)
     return MacArith("i32", p.input_offset, bias, act, None, None, p.output_offset, p.act_min, p.act_max,
                     p.filter_offset, tuple(int(v) for v in np.asarray(p.multipliers).reshape(-1)),

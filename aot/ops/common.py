@@ -45,6 +45,16 @@ def conv_out_size(in_size: int, k: int, stride: int, dilation: int, pad_before: 
     return n
 
 
+def window_out(in_hw: Sequence[int], kernel_hw: Sequence[int], strides: Sequence[int],
+               dilation: Sequence[int], padding: Sequence[int]) -> tuple[int, int]:
+    """Output height and width of a 2-D window op; padding = (top, bottom, left, right)."""
+    sh, sw = strides
+    dh, dw = dilation
+    pt, pb, pl, pr = padding
+    return (conv_out_size(in_hw[0], kernel_hw[0], sh, dh, pt, pb),
+            conv_out_size(in_hw[1], kernel_hw[1], sw, dw, pl, pr))
+
+
 def check_activation(act: str) -> str:
     if act not in ACTIVATIONS:
         raise UnsupportedError(f"activation {act!r}; supported: {', '.join(ACTIVATIONS)}")
@@ -78,6 +88,7 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
 
 
 def window_bounds_conds(pos: K.Expr, size: int, lo_possible: bool, hi_possible: bool) -> list[K.Expr]:
+    """The checks that keep a window coordinate inside [0, size) (only those that can fail)."""
     conds: list[K.Expr] = []
     if lo_possible:
         conds.append(pos >= 0)

@@ -1,5 +1,6 @@
 """Elementwise and data-movement ops: arithmetic with broadcasting, activations, pad,
-concat, reshape/squeeze (views), softmax, mean, quantize/dequantize and int8 lookup tables."""
+concat, reshape/squeeze (views), softmax (any axis), mean, quantize/dequantize and int8
+lookup tables."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -10,8 +11,9 @@ from aot.errors import ShapeError, UnsupportedError
 from aot.ir import Quant, TensorType
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
+from aot.ops import quantized as Q
 from aot.ops.common import apply_activation_expr, apply_activation_np, broadcast_shapes, check_activation
-from aot.lower.context import Accessor, LowerCtx, OutputWriter, kdtype
+from aot.ops.emit import Accessor, EmitCtx, OutputWriter, kdtype, unflatten
 from aot.ops.registry import REGISTRY, Attrs, OpDef
 
 F32_MAX = 3.4028234663852886e38
@@ -33,17 +35,15 @@ def binary_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 def _binary(name: str, np_fn, k_fn):  # noqa: ANN001, ANN202
     def ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
         if out.dtype == "int8":
-            from aot.ops.quantized import binary_reference
-            return binary_reference(name, xs, ts, attrs, out)
+            return Q.binary_reference(name, xs, ts, attrs, out)
         y = np_fn(xs[0].astype(np.float32), xs[1].astype(np.float32)).astype(np.float32)
         return apply_activation_np(np.broadcast_to(y, out.shape), attrs.get("activation", "none"))
 
-    def expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+    def expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
         out = call.out.type
         a, b = (x.broadcast_to(out.shape) for x in args)
         if out.dtype == "int8":
-            from aot.ops.quantized import binary_expr
-            return binary_expr(name, a(idx), b(idx), args[0].type, args[1].type, out, call.attrs)
+            return Q.binary_expr(name, a(idx), b(idx), args[0].type, args[1].type, out, call.attrs)
         return apply_activation_expr(k_fn(a(idx), b(idx)), call.attrs.get("activation", "none"))
 
     REGISTRY.register(OpDef(name, "elementwise", binary_infer, ref, expr=expr, dtypes=("float32", "int8")))
@@ -65,11 +65,10 @@ def same_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 def fixed_output_infer(name: str):  # noqa: ANN201
     """int8 sigmoid/tanh default to TFLite's fixed output encoding (1/256, -128 and 1/128, 0)."""
     def infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
-        from aot.ops.quantized import FIXED_OUTPUT
         t = ts[0]
         q = attrs.get("out_quant")
         if q is None and t.dtype == "int8":
-            s, z = FIXED_OUTPUT[name]
+            s, z = Q.FIXED_OUTPUT[name]
             q = Quant((s,), (z,))
         return TensorType(t.shape, t.dtype, q if q is not None else t.quant)
     return infer
@@ -107,14 +106,12 @@ def _unary(name: str) -> None:
 
     def ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
         if out.dtype == "int8":
-            from aot.ops.quantized import unary_reference
-            return unary_reference(name, xs[0], ts[0], attrs, out)
+            return Q.unary_reference(name, xs[0], ts[0], attrs, out)
         return np.asarray(np_fn(xs[0].astype(np.float32), attrs), dtype=np.float32)
 
-    def expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+    def expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
         if call.out.type.dtype == "int8":
-            from aot.ops.quantized import unary_table
-            table = ctx.const(unary_table(name, args[0].type, call.out.type, call.attrs), "i8", name)
+            table = ctx.const(Q.unary_table(name, args[0].type, call.out.type, call.attrs), "i8", name)
             return K.Load(table, args[0](idx).cast("i32") + 128)
         return k_fn(args[0](idx), call.attrs)
 
@@ -143,7 +140,7 @@ def lut_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, ou
     return np.asarray(attrs["table"], np.int8)[xs[0].astype(np.int64) + 128]
 
 
-def lut_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+def lut_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
     table = ctx.const(np.asarray(call.attrs["table"], np.int8), "i8", "lut")
     return K.Load(table, args[0](idx).cast("i32") + 128)
 
@@ -161,13 +158,11 @@ def quantize_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 
 def quantize_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
-    from aot.ops.quantized import quantize_reference
-    return quantize_reference(xs[0], ts[0], out)
+    return Q.quantize_reference(xs[0], ts[0], out)
 
 
-def quantize_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
-    from aot.ops.quantized import quantize_expr as qe
-    return qe(ctx, args[0](idx), args[0].type, call.out.type)
+def quantize_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+    return Q.quantize_expr(ctx, args[0](idx), args[0].type, call.out.type)
 
 
 REGISTRY.register(OpDef("quantize", "elementwise", quantize_infer, quantize_ref, expr=quantize_expr,
@@ -181,13 +176,11 @@ def dequantize_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 
 def dequantize_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
-    from aot.ops.quantized import dequantize_reference
-    return dequantize_reference(xs[0], ts[0])
+    return Q.dequantize_reference(xs[0], ts[0])
 
 
-def dequantize_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
-    from aot.ops.quantized import dequantize_expr as de
-    return de(ctx, args[0](idx), args[0].type)
+def dequantize_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+    return Q.dequantize_expr(ctx, args[0](idx), args[0].type)
 
 
 REGISTRY.register(OpDef("dequantize", "elementwise", dequantize_infer, dequantize_ref, expr=dequantize_expr,
@@ -213,7 +206,7 @@ def pad_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, ou
     return np.pad(xs[0], attrs["pads"], constant_values=_pad_value(ts[0], attrs)).astype(out.np_dtype)
 
 
-def pad_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+def pad_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
     x = args[0]
     conds: list[K.Expr] = []
     src: list[K.Expr] = []
@@ -278,13 +271,12 @@ def concat_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 def concat_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
     if out.dtype == "int8":
-        from aot.ops.quantized import concat_reference
-        return concat_reference(xs, ts, attrs, out)
+        return Q.concat_reference(xs, ts, attrs, out)
     y = np.concatenate(xs, axis=attrs["axis"]).astype(out.np_dtype)
     return apply_activation_np(y, attrs.get("activation", "none")) if out.dtype == "float32" else y
 
 
-def concat_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
+def concat_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
     axis = call.attrs["axis"] % len(out.shape)
     parts: list[K.Stmt] = []
     offset = 0
@@ -292,8 +284,7 @@ def concat_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call
         idx = [ctx.var(f"i{d}_") for d in range(len(a.shape))]
         v = a(idx)
         if out.type.dtype == "int8":
-            from aot.ops.quantized import concat_value
-            v = concat_value(ctx, v, a.type, out.type)
+            v = Q.concat_value(ctx, v, a.type, out.type)
         elif out.type.dtype == "float32":
             v = apply_activation_expr(v, call.attrs.get("activation", "none"))
         oidx = [i + offset if d == axis and offset else i for d, i in enumerate(idx)]
@@ -308,46 +299,72 @@ def concat_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call
 REGISTRY.register(OpDef("concat", "kernel", concat_infer, concat_ref, emit=concat_emit, dtypes=ALL_DTYPES))
 
 
-# ------------------------------------------------------------------ softmax (last axis)
+# ------------------------------------------------------------------ softmax
+def softmax_axis(t: TensorType, attrs: Attrs) -> int:
+    """The axis softmax normalises over (attr `axis`, default the last), as 0..rank-1."""
+    rank = len(t.shape)
+    a = int(attrs.get("axis", -1))
+    if not -rank <= a < rank:
+        raise ShapeError(f"softmax axis {a} out of range for {t.shape}")
+    return a % rank
+
+
 def softmax_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
-    return TensorType(ts[0].shape, ts[0].dtype, attrs.get("out_quant", ts[0].quant))
+    x = ts[0]
+    if softmax_axis(x, attrs) != len(x.shape) - 1 and x.dtype != "float32":
+        raise UnsupportedError(f"{x.dtype} softmax over axis {attrs['axis']} of {x.shape}: TensorFlow Lite's "
+                               f"kernel takes the last axis only (float32 takes any)")
+    return TensorType(x.shape, x.dtype, attrs.get("out_quant", x.quant))
 
 
 def softmax_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
     if out.dtype == "int8":
-        from aot.ops.quantized import softmax_reference
-        return softmax_reference(xs[0], ts[0], attrs, out)
+        return Q.softmax_reference(xs[0], ts[0], attrs, out)
     x = xs[0].astype(np.float32)
+    a = softmax_axis(ts[0], attrs)
     beta = np.float32(attrs.get("beta", 1.0))
-    e = np.exp((x - x.max(axis=-1, keepdims=True)) * beta)
-    return (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+    e = np.exp((x - x.max(axis=a, keepdims=True)) * beta)
+    return (e / e.sum(axis=a, keepdims=True)).astype(np.float32)
 
 
-def softmax_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
+def softmax_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
+    """Per row along the axis: max, sum of exp(beta * (x - max)), then exp / sum. The last axis
+    is a loop over flat rows; another axis nests a loop per other dimension around it."""
     x = args[0]
-    depth = x.shape[-1]
-    rows = x.type.size // depth
+    a = softmax_axis(x.type, call.attrs)
+    shape = x.shape
+    last = a == len(shape) - 1
+    depth = shape[a]
     if out.type.dtype == "int8":
-        from aot.ops.quantized import softmax_emit_int8
-        return softmax_emit_int8(ctx, x, out, call, rows, depth)
-    r, j = ctx.var("r"), ctx.var("j")
+        return Q.softmax_emit_int8(ctx, x, out, call, x.type.size // depth, depth)
+    if last:
+        r, j = ctx.var("r"), ctx.var("j")
+        lead = shape[:-1]
+
+        def at(jj: K.Expr) -> list[K.Expr]:
+            return unflatten(lead, r) + [jj] if lead else [jj]
+    else:
+        outer = [ctx.var(f"i{d}_") for d in range(len(shape))]
+        j = ctx.var("j")
+
+        def at(jj: K.Expr) -> list[K.Expr]:
+            return [jj if d == a else outer[d] for d in range(len(shape))]
     mx, total = ctx.var("mx", "f32"), ctx.var("sum", "f32")
-    lead = x.shape[:-1]
-    from aot.ops.nn import _unflatten
-
-    def at(rr: K.Expr, jj: K.Expr) -> list[K.Expr]:
-        return _unflatten(lead, rr) + [jj] if lead else [jj]
-
     beta = float(call.attrs.get("beta", 1.0))
-    ex = intrinsic("expf", (x(at(r, j)) - mx) * _f(beta))
-    body = K.seq(
+    ex = intrinsic("expf", (x(at(j)) - mx) * _f(beta))
+    body: K.Stmt = K.seq(
         K.Let(mx, _f(-F32_MAX)),
-        K.For(j, depth, K.Assign(mx, K.maximum(mx, x(at(r, j))))),
+        K.For(j, depth, K.Assign(mx, K.maximum(mx, x(at(j))))),
         K.Let(total, _f(0.0)),
         K.For(j, depth, K.Assign(total, total + ex)),
-        K.For(j, depth, out.store(at(r, j), ex / total)),
+        K.For(j, depth, out.store(at(j), ex / total)),
     )
-    return K.For(r, rows, body)
+    if last:
+        return K.For(r, x.type.size // depth, body)
+    for d in reversed(range(len(shape))):
+        if d != a:
+            body = K.For(outer[d], shape[d], body)
+    return body
 
 
 REGISTRY.register(OpDef("softmax", "kernel", softmax_infer, softmax_ref, emit=softmax_emit,
@@ -367,13 +384,12 @@ def mean_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 def mean_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
     if out.dtype == "int8":
-        from aot.ops.quantized import mean_reference
-        return mean_reference(xs[0], ts[0], attrs, out)
+        return Q.mean_reference(xs[0], ts[0], attrs, out)
     axes = tuple(sorted(a % len(ts[0].shape) for a in attrs["axes"]))
     return np.mean(xs[0].astype(np.float32), axis=axes, dtype=np.float32).reshape(out.shape).astype(np.float32)
 
 
-def mean_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
+def mean_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
     x = args[0]
     rank = len(x.shape)
     axes = sorted(a % rank for a in call.attrs["axes"])
@@ -393,8 +409,7 @@ def mean_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) 
     if floating:
         res: K.Expr = acc / _f(float(count))
     else:
-        from aot.ops.quantized import mean_finish
-        res = mean_finish(acc, count, x.type, out.type)
+        res = Q.mean_finish(acc, count, x.type, out.type)
     body: K.Stmt = K.seq(K.Let(acc, K.Const(0.0, "f32") if floating else K.Const(0)), red, out.store(oidx, res))
     for d in reversed(range(rank)):
         if d not in inner:

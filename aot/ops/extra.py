@@ -1,22 +1,19 @@
 """Ops the ONNX frontend needs beyond the TFLite set: layout and indexing (transpose,
 strided_slice, take, broadcast_to, tile, pad_mode, resize), matrix products with a dynamic
-second operand (batch_matmul), grouped and transposed convolution (group_conv2d,
-conv_transpose2d), pools with dilation or ONNX's count_include_pad (max_pool2d_dilated,
-avg_pool2d_inclusive), softmax on any axis (softmax_axis), reductions (reduce),
-hard_sigmoid and select_cmp (ONNX Where of a comparison).
+second operand (batch_matmul), transposed convolution (conv_transpose2d), reductions
+(reduce), hard_sigmoid and select_cmp (ONNX Where of a comparison). Grouped convolution,
+dilated pools, ONNX's count_include_pad and softmax on any axis are attributes of conv2d
+(aot.ops.nn), the pools (aot.ops.pool) and softmax (aot.ops.elementwise).
 
 Index-remapping elementwise ops (transpose, strided_slice, take, broadcast_to, tile,
-pad_mode, resize) read their input at another index than the one they write: they fuse
-as prologues (inlined into the consumer's loads) but must not join a producer kernel's
-epilogue; the ONNX frontend keeps them out of it with a view in between.
+pad_mode, resize) read their input at another index than the one they write
+(pointwise=False): they fuse as prologues (inlined into the consumer's loads) but must not
+join a producer kernel's epilogue.
 
-Layouts as in aot.ops.nn: activations NHWC, conv weights OHWI (group_conv2d: O H W (C/groups)).
-Data-movement ops work on every dtype and keep the input's quantization; the arithmetic
-ops are float32.
+Layouts as in aot.ops.nn: activations NHWC, conv weights OHWI. Data-movement ops work on
+every dtype and keep the input's quantization; the arithmetic ops are float32.
 """
 from __future__ import annotations
-
-from dataclasses import replace as _replace
 
 from typing import Sequence
 
@@ -25,9 +22,8 @@ import numpy as np
 from aot.errors import ShapeError, UnsupportedError
 from aot.ir import TensorType
 from aot.kernel import ir as K
-from aot.kernel.intrinsics import call as intrinsic
-from aot.ops.common import apply_activation_expr, apply_activation_np, check_activation, conv_out_size, guard, window_axis
-from aot.lower.context import Accessor, LowerCtx, OutputWriter
+from aot.ops.common import apply_activation_expr, apply_activation_np, check_activation, guard
+from aot.ops.emit import Accessor, EmitCtx, OutputWriter, flat_index
 from aot.ops.registry import REGISTRY, Attrs, OpDef
 
 ALL_DTYPES = ("float32", "int8", "uint8", "int16", "int32")
@@ -55,7 +51,7 @@ def transpose_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Att
     return np.ascontiguousarray(np.transpose(xs[0], tuple(attrs["perm"])))
 
 
-def transpose_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+def transpose_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
     perm = call.attrs["perm"]
     src: list[K.Expr] = [K.Const(0)] * len(perm)
     for i, p in enumerate(perm):
@@ -66,7 +62,7 @@ def transpose_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr
 # output element i reads input element perm^-1(i): pure index arithmetic, so it inlines
 # into the kernel that consumes it (no buffer, no extra pass over memory)
 REGISTRY.register(OpDef("transpose", "elementwise", transpose_infer, transpose_ref, expr=transpose_expr,
-                        inline_into_kernels=True, dtypes=ALL_DTYPES))
+                        inline_into_kernels=True, pointwise=False, dtypes=ALL_DTYPES))
 
 
 # ------------------------------------------------------------------ strided_slice
@@ -88,7 +84,7 @@ def slice_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, 
     return np.ascontiguousarray(x)
 
 
-def slice_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+def slice_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
     src = []
     for i, b, s in zip(idx, call.attrs["begin"], call.attrs["step"]):
         e = i * s if s != 1 else i
@@ -97,7 +93,7 @@ def slice_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], c
 
 
 REGISTRY.register(OpDef("strided_slice", "elementwise", slice_infer, slice_ref, expr=slice_expr,
-                        inline_into_kernels=True, dtypes=ALL_DTYPES))
+                        inline_into_kernels=True, pointwise=False, dtypes=ALL_DTYPES))
 
 
 # ------------------------------------------------------------------ take (gather with constant indices)
@@ -118,8 +114,7 @@ def take_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, o
     return np.ascontiguousarray(np.take(xs[0], ind, axis=attrs["axis"]))
 
 
-def take_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
-    from aot.lower.context import flat_index
+def take_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
     axis = call.attrs["axis"]
     ishape = tuple(call.attrs["indices_shape"])
     ind = np.asarray(call.attrs["indices"], dtype=np.int32)
@@ -136,7 +131,7 @@ def take_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], ca
 
 
 REGISTRY.register(OpDef("take", "elementwise", take_infer, take_ref, expr=take_expr, inline_into_kernels=True,
-                        dtypes=ALL_DTYPES))
+                        pointwise=False, dtypes=ALL_DTYPES))
 
 
 # ------------------------------------------------------------------ broadcast_to / tile
@@ -156,7 +151,7 @@ def broadcast_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Att
 
 REGISTRY.register(OpDef("broadcast_to", "elementwise", broadcast_infer, broadcast_ref,
                         expr=lambda ctx, args, idx, call: args[0].broadcast_to(call.attrs["shape"])(idx),
-                        inline_into_kernels=True, dtypes=ALL_DTYPES))
+                        inline_into_kernels=True, pointwise=False, dtypes=ALL_DTYPES))
 
 
 def tile_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
@@ -170,14 +165,14 @@ def tile_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, o
     return np.tile(xs[0], tuple(attrs["reps"]))
 
 
-def tile_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+def tile_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
     x = args[0]
     return x([i % n if r > 1 and n > 1 else (K.Const(0) if n == 1 else i)
               for i, n, r in zip(idx, x.shape, call.attrs["reps"])])
 
 
 REGISTRY.register(OpDef("tile", "elementwise", tile_infer, tile_ref, expr=tile_expr, inline_into_kernels=True,
-                        dtypes=ALL_DTYPES))
+                        pointwise=False, dtypes=ALL_DTYPES))
 
 
 # ------------------------------------------------------------------ pad_mode (reflect / edge / wrap)
@@ -203,7 +198,7 @@ def pad_mode_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attr
     return np.pad(xs[0], attrs["pads"], mode={"reflect": "reflect", "edge": "edge", "wrap": "wrap"}[attrs["mode"]])
 
 
-def pad_mode_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+def pad_mode_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
     x = args[0]
     mode = call.attrs["mode"]
     src: list[K.Expr] = []
@@ -224,7 +219,7 @@ def pad_mode_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr]
 
 
 REGISTRY.register(OpDef("pad_mode", "elementwise", pad_mode_infer, pad_mode_ref, expr=pad_mode_expr,
-                        inline_into_kernels=True, dtypes=ALL_DTYPES))
+                        inline_into_kernels=True, pointwise=False, dtypes=ALL_DTYPES))
 
 
 # ------------------------------------------------------------------ hard_sigmoid
@@ -233,7 +228,7 @@ def _hard_sigmoid_np(x: np.ndarray, a: Attrs) -> np.ndarray:
     return np.clip(y, np.float32(0), np.float32(1)).astype(np.float32)
 
 
-def _hard_sigmoid_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+def _hard_sigmoid_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
     a = call.attrs
     return K.minimum(K.maximum(args[0](idx) * _f(a["alpha"]) + _f(a["beta"]), _f(0.0)), _f(1.0))
 
@@ -271,7 +266,7 @@ def _bcast_index(own: Sequence[int], batch_idx: Sequence[K.Expr], tail: Sequence
     return [K.Const(0) if own[d] == 1 else batch_idx[lead + d] for d in range(nb)] + list(tail)
 
 
-def bmm_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
+def bmm_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
     a, b = args
     shape = out.shape
     m_n, n_n, k_n = shape[-2], shape[-1], a.shape[-1]
@@ -291,199 +286,6 @@ def bmm_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -
 
 REGISTRY.register(OpDef("batch_matmul", "kernel", bmm_infer, bmm_ref, emit=bmm_emit,
                         macs=lambda ts, out, attrs: out.size * ts[0].shape[-1]))
-
-
-# ------------------------------------------------------------------ group_conv2d
-def _window_out(x: TensorType, kh: int, kw: int, attrs: Attrs) -> tuple[int, int]:
-    sh, sw = attrs["strides"]
-    dh, dw = attrs.get("dilation", (1, 1))
-    pt, pb, pl, pr = attrs["padding"]
-    return (conv_out_size(x.shape[1], kh, sh, dh, pt, pb), conv_out_size(x.shape[2], kw, sw, dw, pl, pr))
-
-
-def gconv_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
-    x, w = ts[0], ts[1]
-    g = int(attrs["groups"])
-    if len(x.shape) != 4 or len(w.shape) != 4:
-        raise ShapeError(f"group_conv2d expects NHWC input and OHWI weights, got {x.shape} and {w.shape}")
-    if g < 1 or x.shape[3] % g or w.shape[0] % g or w.shape[3] * g != x.shape[3]:
-        raise ShapeError(f"group_conv2d: {g} groups do not split {x.shape[3]} input channels "
-                         f"into weights {w.shape} (O H W C/groups)")
-    if len(ts) > 2 and ts[2].shape != (w.shape[0],):
-        raise ShapeError(f"group_conv2d bias shape {ts[2].shape} != ({w.shape[0]},)")
-    check_activation(attrs.get("activation", "none"))
-    oh, ow = _window_out(x, w.shape[1], w.shape[2], attrs)
-    return TensorType((x.shape[0], oh, ow, w.shape[0]), "float32")
-
-
-def gconv_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
-    from aot.ops.nn import conv2d_ref
-    g = int(attrs["groups"])
-    x, w = xs[0].astype(np.float32), xs[1].astype(np.float32)
-    cg, og = w.shape[3], w.shape[0] // g
-    sub = {k: v for k, v in attrs.items() if k not in ("groups", "activation")}
-    parts = []
-    for i in range(g):
-        wi = w[i * og:(i + 1) * og]
-        xi = x[..., i * cg:(i + 1) * cg]
-        ot = TensorType(out.shape[:3] + (og,), "float32")
-        parts.append(conv2d_ref([xi, wi], [], sub, ot))
-    y = np.concatenate(parts, axis=3)
-    if len(xs) > 2:
-        y = y + xs[2].astype(np.float32)
-    return apply_activation_np(y, attrs.get("activation", "none"))
-
-
-def gconv_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
-    from aot.ops.arith import mac_arith
-    from aot.ops.nn import _emit_window_mac
-    x, w = args[0], args[1]
-    bias = args[2] if len(args) > 2 else None
-    arith = mac_arith(ctx, "conv2d", x.type, w.type, out.type, bias, call.attrs)
-    g = int(call.attrs["groups"])
-    cg, og = w.shape[3], w.shape[0] // g
-    ic = ctx.var("ic")
-
-    def inner(n, iy, ix, oc, ky, kx, acc):  # noqa: ANN001, ANN202
-        base = (oc / og) * cg  # first input channel of this output channel's group
-        return K.For(ic, cg, K.Assign(acc, acc + arith.term(x([n, iy, ix, base + ic]), w([oc, ky, kx, ic]))))
-
-    return _emit_window_mac(ctx, x, out, call.attrs, w.shape[1], w.shape[2], inner, arith, "group_conv2d")
-
-
-REGISTRY.register(OpDef("group_conv2d", "kernel", gconv_infer, gconv_ref, emit=gconv_emit,
-                        macs=lambda ts, out, attrs: out.size * ts[1].shape[1] * ts[1].shape[2] * ts[1].shape[3]))
-
-
-# ------------------------------------------------------------------ pools with dilation / counted padding
-def xpool_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
-    x = ts[0]
-    if len(x.shape) != 4:
-        raise ShapeError(f"pooling expects NHWC input, got {x.shape}")
-    kh, kw = attrs["pool_size"]
-    check_activation(attrs.get("activation", "none"))
-    if "count_padding" in attrs:
-        cp, p = attrs["count_padding"], attrs["padding"]
-        if len(cp) != 4 or any(c < 0 or c > q for c, q in zip(cp, p)):
-            raise ShapeError(f"count_padding {cp} must lie within padding {p}")
-    oh, ow = _window_out(x, kh, kw, attrs)
-    return TensorType((x.shape[0], oh, ow, x.shape[3]), x.dtype, x.quant)
-
-
-def _xpool_ref(kind: str):  # noqa: ANN202
-    def ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
-        from aot.ops.nn import _windows_np
-        x = xs[0].astype(np.float32)
-        kh, kw = attrs["pool_size"]
-        oh, ow = out.shape[1], out.shape[2]
-        if kind == "max":
-            acc = np.full(out.shape, -np.inf, dtype=np.float32)
-            for _, _, patch, _ in _windows_np(x, kh, kw, attrs, oh, ow, -np.inf):
-                acc = np.maximum(acc, patch)
-            return apply_activation_np(acc, attrs.get("activation", "none"))
-        sh, sw = attrs["strides"]
-        dh, dw = attrs.get("dilation", (1, 1))
-        pt, _, pl, _ = attrs["padding"]
-        ct, cb, cl, cr = attrs["count_padding"]
-        h, w = x.shape[1], x.shape[2]
-        acc = np.zeros(out.shape, dtype=np.float32)
-        for _, _, patch, _ in _windows_np(x, kh, kw, attrs, oh, ow, 0.0):
-            acc += patch
-        iy = np.arange(oh)[:, None] * sh - pt + np.arange(kh)[None, :] * dh
-        ix = np.arange(ow)[:, None] * sw - pl + np.arange(kw)[None, :] * dw
-        cy = ((iy >= -ct) & (iy < h + cb)).sum(axis=1)
-        cx = ((ix >= -cl) & (ix < w + cr)).sum(axis=1)
-        count = (cy[:, None] * cx[None, :]).astype(np.float32)
-        return apply_activation_np(acc / count[None, :, :, None], attrs.get("activation", "none"))
-    return ref
-
-
-def _xpool_emit(kind: str):  # noqa: ANN202
-    def emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
-        x = args[0]
-        attrs = call.attrs
-        kh, kw = attrs["pool_size"]
-        n_, oh, ow, c_n = out.shape
-        sh, sw = attrs["strides"]
-        dh, dw = attrs.get("dilation", (1, 1))
-        pt, _, pl, _ = attrs["padding"]
-        h, w = x.shape[1], x.shape[2]
-        n, oy, ox, c, ky, kx = (ctx.var(v) for v in ("n", "oy", "ox", "c", "ky", "kx"))
-        iy, ix = oy * sh - pt + ky * dh, ox * sw - pl + kx * dw
-        ylo, yhi = window_axis(oh, sh, pt, kh, dh, h)
-        xlo, xhi = window_axis(ow, sw, pl, kw, dw, w)
-        in_y = ([iy >= 0] if ylo else []) + ([iy < h] if yhi else [])
-        in_x = ([ix >= 0] if xlo else []) + ([ix < w] if xhi else [])
-        acc = ctx.var("acc", "f32")
-        v = x([n, iy, ix, c])
-        act = attrs.get("activation", "none")
-        if kind == "max":
-            loops = K.For(ky, kh, guard(in_y, K.For(kx, kw, guard(in_x, K.Assign(acc, K.maximum(acc, v))))))
-            body = K.seq(K.Let(acc, _f(-F32_MAX)), loops,
-                         out.store([n, oy, ox, c], apply_activation_expr(acc, act)))
-            return K.For(n, n_, K.For(oy, oh, K.For(ox, ow, K.For(c, c_n, body))))
-        # average: sum the in-bounds taps, divide by the taps inside the counted region
-        # (count_padding = the declared pads for count_include_pad=1, zeros for 0)
-        ct, cb, cl, cr = attrs["count_padding"]
-        cnt_y = ([iy >= -ct] if ylo else []) + ([iy < h + cb] if yhi else [])
-        cnt_x = ([ix >= -cl] if xlo else []) + ([ix < w + cr] if xhi else [])
-        count = ctx.var("count")
-        loops = K.For(ky, kh, K.seq(
-            guard(in_y, K.For(kx, kw, guard(in_x, K.Assign(acc, acc + v)))),
-            guard(cnt_y, K.For(kx, kw, guard(cnt_x, K.Assign(count, count + 1))))))
-        res = apply_activation_expr(acc / count.cast("f32"), act)
-        body = K.seq(K.Let(acc, _f(0.0)), K.Let(count, K.Const(0)), loops, out.store([n, oy, ox, c], res))
-        return K.For(n, n_, K.For(oy, oh, K.For(ox, ow, K.For(c, c_n, body))))
-    return emit
-
-
-REGISTRY.register(OpDef("max_pool2d_dilated", "kernel", xpool_infer, _xpool_ref("max"), emit=_xpool_emit("max")))
-REGISTRY.register(OpDef("avg_pool2d_inclusive", "kernel", xpool_infer, _xpool_ref("avg"), emit=_xpool_emit("avg")))
-
-
-# ------------------------------------------------------------------ softmax on any axis
-def softmax_axis_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
-    x = ts[0]
-    if not 0 <= attrs["axis"] < len(x.shape):
-        raise ShapeError(f"softmax axis {attrs['axis']} out of range for {x.shape}")
-    return TensorType(x.shape, x.dtype)
-
-
-def softmax_axis_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
-    x = xs[0].astype(np.float32)
-    a = attrs["axis"]
-    beta = np.float32(attrs.get("beta", 1.0))
-    e = np.exp((x - x.max(axis=a, keepdims=True)) * beta)
-    return (e / e.sum(axis=a, keepdims=True)).astype(np.float32)
-
-
-def softmax_axis_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
-    x = args[0]
-    a = call.attrs["axis"]
-    shape = x.shape
-    outer = [ctx.var(f"i{d}_") for d in range(len(shape))]
-    j = ctx.var("j")
-    mx, total = ctx.var("mx", "f32"), ctx.var("sum", "f32")
-
-    def at(jj: K.Expr) -> list[K.Expr]:
-        return [jj if d == a else outer[d] for d in range(len(shape))]
-
-    beta = float(call.attrs.get("beta", 1.0))
-    ex = intrinsic("expf", (x(at(j)) - mx) * _f(beta))
-    body: K.Stmt = K.seq(
-        K.Let(mx, _f(-F32_MAX)),
-        K.For(j, shape[a], K.Assign(mx, K.maximum(mx, x(at(j))))),
-        K.Let(total, _f(0.0)),
-        K.For(j, shape[a], K.Assign(total, total + ex)),
-        K.For(j, shape[a], out.store(at(j), ex / total)),
-    )
-    for d in reversed(range(len(shape))):
-        if d != a:
-            body = K.For(outer[d], shape[d], body)
-    return body
-
-
-REGISTRY.register(OpDef("softmax_axis", "kernel", softmax_axis_infer, softmax_axis_ref, emit=softmax_axis_emit))
 
 
 # ------------------------------------------------------------------ reduce (sum, max, min, prod, sum_square, l1)
@@ -521,7 +323,7 @@ def reduce_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs,
     return np.asarray(y, dtype=np.float32).reshape(out.shape)
 
 
-def reduce_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
+def reduce_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
     x = args[0]
     rank = len(x.shape)
     axes = sorted(set(a % rank for a in call.attrs["axes"])) if rank else []
@@ -576,7 +378,7 @@ def select_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs,
     return np.broadcast_to(np.where(CMP_OPS[attrs["cmp"]][1](a, b), x, y), out.shape).astype(np.float32)
 
 
-def select_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+def select_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
     a, b, x, y = (v.broadcast_to(call.out.type.shape)(idx) for v in args)
     return K.Select(K.Compare(CMP_OPS[call.attrs["cmp"]][0], a, b), x, y)
 
@@ -636,7 +438,7 @@ def tconv_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, 
     return apply_activation_np(y, attrs.get("activation", "none"))
 
 
-def tconv_emit(ctx: LowerCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
+def tconv_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
     """Gather form: out[n, oy, ox, oc] sums x[n, iy, ix, ic] * w[oc, ky, kx, ic] over the taps
     with oy + pad_top - ky * dh = iy * sh (likewise for x), iy inside the input."""
     x, w = args[0], args[1]
@@ -718,7 +520,7 @@ def resize_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs,
     return np.ascontiguousarray(y).astype(out.np_dtype)
 
 
-def resize_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+def resize_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
     x = args[0]
     maps = call.attrs["maps"]
     src: list[K.Expr] = list(idx)
@@ -747,9 +549,4 @@ def resize_expr(ctx: LowerCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], 
 
 
 REGISTRY.register(OpDef("resize", "elementwise", resize_infer, resize_ref, expr=resize_expr,
-                        inline_into_kernels=True, dtypes=ALL_DTYPES))
-
-
-# index-remapping ops read their input away from the output's index: never an epilogue
-for _name in ("transpose", "strided_slice", "take", "broadcast_to", "tile", "pad_mode", "resize"):
-    REGISTRY.redefine(_replace(REGISTRY.get(_name), pointwise=False))
+                        inline_into_kernels=True, pointwise=False, dtypes=ALL_DTYPES))

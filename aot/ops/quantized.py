@@ -8,6 +8,7 @@ with the reference itself.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -16,6 +17,7 @@ from aot.errors import UnsupportedError
 from aot.ir import Quant, TensorType
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
+from aot.ops.emit import unflatten
 from aot.quant import params as P
 from aot.quant import reference as R
 
@@ -40,8 +42,6 @@ def _s(t: TensorType, what: str) -> tuple[float, int]:
 def _prepared(fn):  # noqa: ANN001, ANN202
     """Parameters TensorFlow Lite Micro's Prepare would refuse (a multiplier out of range, a
     degenerate beta) become an UnsupportedError naming the op, not a Python exception."""
-    import functools
-
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         try:
@@ -327,8 +327,6 @@ def _one_over_one_plus_x(ctx, a: K.Expr) -> tuple[list[K.Stmt], K.Expr]:  # noqa
 def softmax_emit_int8(ctx, x, out, call, rows: int, depth: int) -> K.Stmt:  # noqa: ANN001
     """TFLM int8 softmax per row: max; exps from a 256-entry table indexed by max - x (Q0.31);
     sum of exps >> 12 (Q12.19); reciprocal of the sum; out = exp * recip >> (35 - clz) - 128."""
-    from aot.ops.nn import _unflatten
-
     if depth > 4096:
         raise UnsupportedError(f"int8 softmax over {depth} classes: the Q12.19 sum could overflow (max 4096)")
     p = _softmax_params(x.type, out.type, call.attrs)
@@ -337,7 +335,7 @@ def softmax_emit_int8(ctx, x, out, call, rows: int, depth: int) -> K.Stmt:  # no
     r, j = ctx.var("r"), ctx.var("j")
 
     def at(jj: K.Expr) -> list[K.Expr]:
-        return (_unflatten(lead, r) if lead else []) + [jj]
+        return (unflatten(lead, r) if lead else []) + [jj]
 
     mx, total, h = ctx.var("mx"), ctx.var("sum_exp"), ctx.var("headroom")
     exp_j = K.Load(table, mx - x(at(j)).cast("i32"))

@@ -1,6 +1,6 @@
 """The op registry: per op, type inference, a numpy reference and a lowering to kernel IR.
 
-Lowering kinds:
+Lowering kinds (ctx is an aot.ops.emit.EmitCtx, args are Accessors):
   * "elementwise": `expr(ctx, args, idx, call)` gives the output element at index `idx`
     from argument accessors; such ops fuse into producers' epilogues and consumers' inputs.
   * "kernel": `emit(ctx, args, out, call)` returns a loop nest writing every output element
@@ -10,16 +10,14 @@ Lowering kinds:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from aot.errors import Error, ShapeError, UnsupportedError
 from aot.ir import Call, TensorType
-
-if TYPE_CHECKING:
-    from aot.lower.context import Accessor, LowerCtx, OutputWriter
-    from aot.kernel.ir import Expr, Stmt
+from aot.kernel.ir import Expr, Stmt
+from aot.ops.emit import Accessor, EmitCtx, OutputWriter
 
 Attrs = Mapping[str, Any]
 InferFn = Callable[[Sequence[TensorType], Attrs], TensorType]
@@ -32,8 +30,9 @@ class OpDef:
     kind: str  # elementwise | kernel | view
     infer: InferFn
     reference: ReferenceFn
-    expr: "Callable[[LowerCtx, Sequence[Accessor], Sequence[Expr], Call], Expr] | None" = None
-    emit: "Callable[[LowerCtx, Sequence[Accessor], OutputWriter, Call], Stmt] | None" = None
+    expr: Callable[[EmitCtx, Sequence[Accessor], Sequence[Expr], Call], Expr] | None = None
+    # the op's own loop nest (portable C); aot.lower.schedule may replace it per target
+    emit: Callable[[EmitCtx, Sequence[Accessor], OutputWriter, Call], Stmt] | None = None
     inline_into_kernels: bool = False  # cheap enough to recompute per use inside a reduction
     # reads each input only at the output's own index (may join a kernel's epilogue); false
     # for index-remapping ops (transpose, slice, tile, pad, resize)
@@ -51,13 +50,6 @@ class OpRegistry:
     def register(self, op: OpDef) -> OpDef:
         if op.name in self._ops:
             raise ValueError(f"op {op.name} registered twice")
-        self._ops[op.name] = op
-        return op
-
-    def redefine(self, op: OpDef) -> OpDef:
-        """Replace a registered op's definition (registration time only)."""
-        if op.name not in self._ops:
-            raise ValueError(f"op {op.name} is not registered")
         self._ops[op.name] = op
         return op
 

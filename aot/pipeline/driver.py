@@ -1,16 +1,19 @@
 """The compilation pipeline, one readable list of passes, each with its reason."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from aot.lower.entry import build_kernel_module
+from aot.errors import Error
 from aot.ir import Model, verify
 from aot.ir.limits import check_limits
 from aot.kernel import ir as K
 from aot.kernel.allocations import AllocationPolicy, get_policy, lower_allocations, lower_workspaces
 from aot.kernel.simplify import prune_constants, simplify
 from aot.kernel.verify import verify_kernel_module
+from aot.lower.entry import C_RESERVED, build_kernel_module
+from aot.lower.schedule.target import OPT_LEVELS, WeightBudget, make_target
 from aot.ops import infer_call
 from aot.pipeline.manager import Pass, PassTimings, run_passes
 from aot.pipeline.plan import PlanReport, plan_memory
@@ -36,10 +39,6 @@ class CompileOptions:
     flash_bytes: int | None = None  # bounds the flash spent on re-laid-out weights
 
     def __post_init__(self) -> None:
-        import re
-
-        from aot.errors import Error
-        from aot.lower.entry import C_RESERVED
         if not isinstance(self.prefix, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,31}", self.prefix) \
                 or self.prefix in C_RESERVED or self.prefix.startswith(("aot_", "__")):
             raise Error(f"prefix {self.prefix!r} must be a C identifier of at most 32 characters "
@@ -51,7 +50,6 @@ class CompileOptions:
             raise Error(f"pool names must differ: {[n for n, _ in self.pools]}")
         if self.alignment < 1 or self.alignment & (self.alignment - 1) or self.alignment > 4096:
             raise Error(f"alignment {self.alignment} must be a power of two up to 4096")
-        from aot.lower.schedule.target import OPT_LEVELS
         if self.opt not in OPT_LEVELS:
             raise Error(f"opt {self.opt!r}: choose one of {', '.join(OPT_LEVELS)}")
         if self.pool_size is not None and self.pool_size < 0:
@@ -84,11 +82,10 @@ def graph_pipeline() -> list[Pass]:
 
 
 def _lower_for_target(model: Model, o: CompileOptions) -> K.KernelModule:
-    from aot.lower.schedule.target import make_target, use_target
-    target = make_target(o.cpu, o.cpu_features, o.opt, o.flash_bytes) if (o.cpu or o.opt != "speed"
-                                                                          or o.flash_bytes) else None
-    with use_target(target):
-        return build_kernel_module(model, o.prefix)
+    """The target core and the flash budget for re-laid-out weights (a quarter of the device's
+    flash) come from the options; the lowering gets both as arguments."""
+    target = make_target(o.cpu, o.cpu_features, o.opt, o.flash_bytes)
+    return build_kernel_module(model, o.prefix, target, WeightBudget.for_target(target))
 
 
 def compile_model(model: Model, options: CompileOptions | None = None) -> CompiledModel:

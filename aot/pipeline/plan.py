@@ -62,7 +62,7 @@ def inplace_pairs(module: K.KernelModule) -> dict[str, str]:
         callee = module.func(c.callee)
         if not callee.inplace:
             continue
-        n_ws = sum(1 for a in c.args if isinstance(a, K.Buffer) and a.name.startswith("ws_"))
+        n_ws = sum(1 for a in c.args if isinstance(a, K.Buffer) and a.kind == "workspace")
         out = c.args[len(c.args) - 1 - n_ws]
         if out is None or not isinstance(out, K.Buffer) or id(out) not in unplanned or first.get(id(out)) != step:
             continue
@@ -100,7 +100,7 @@ def liveness(module: K.KernelModule, alignment: int = 16, inplace: bool = True) 
 
 
 def _split_pools(reqs: list[BufferRequest], pools: Sequence[tuple[str, int | None]], planner: str, seed: int,
-                 time_limit_s: float) -> dict[str, tuple[list[BufferRequest], MemoryPlan]]:
+                 max_iters: int | None) -> dict[str, tuple[list[BufferRequest], MemoryPlan]]:
     """Fill the pools in the order given: each takes what fits (evicting the buffers with the
     largest size x lifetime first) and passes the rest on; the last pool takes what remains."""
     out: dict[str, tuple[list[BufferRequest], MemoryPlan]] = {}
@@ -111,7 +111,7 @@ def _split_pools(reqs: list[BufferRequest], pools: Sequence[tuple[str, int | Non
         if size is not None and not last:
             while chosen and plan_buffers(chosen, planner="greedy-size").peak_bytes > size:
                 chosen.remove(max(chosen, key=lambda r: (r.size * (r.last_use - r.first_use + 1), r.size, r.name)))
-        mp = plan_buffers(chosen, planner=planner, seed=seed, time_limit_s=time_limit_s)
+        mp = plan_buffers(chosen, planner=planner, seed=seed, max_iters=max_iters)
         out[name] = (chosen, mp)
         taken = {r.name for r in chosen}
         remaining = [r for r in remaining if r.name not in taken]
@@ -119,19 +119,19 @@ def _split_pools(reqs: list[BufferRequest], pools: Sequence[tuple[str, int | Non
 
 
 def plan_memory(module: K.KernelModule, pool: str = "sram", pool_size: int | None = None, alignment: int = 16,
-                planner: str = "best", seed: int = 0, time_limit_s: float = 1.0,
+                planner: str = "best", seed: int = 0, max_iters: int | None = None,
                 pools: Sequence[tuple[str, int | None]] | None = None) -> tuple[K.KernelModule, PlanReport]:
     """Pass: place every unplanned buffer in the pool(s); fail with the numbers if they do not fit.
     `pools` [(name, size)] overrides (pool, pool_size) for builds with several memories."""
     pool_list = list(pools) if pools else [(pool, pool_size)]
     reqs = liveness(module, alignment)
     calls = _calls(module.func(module.entry))
-    split = _split_pools(reqs, pool_list, planner, seed, time_limit_s)
+    split = _split_pools(reqs, pool_list, planner, seed, max_iters)
     for name, size in pool_list:
         chosen, mp = split[name]
         if size is not None and mp.peak_bytes > size:
             raise FitError(_no_fit_message(module, reqs, plan_buffers(reqs, planner=planner, seed=seed,
-                                                                       time_limit_s=time_limit_s),
+                                                                       max_iters=max_iters),
                                            name if len(pool_list) == 1 else "+".join(n for n, _ in pool_list),
                                            sum(sz or 0 for _, sz in pool_list), calls))
     where: dict[str, tuple[str, int]] = {}
@@ -158,11 +158,12 @@ def plan_memory(module: K.KernelModule, pool: str = "sram", pool_size: int | Non
     new = replace(module, funcs=funcs, pools=new_pools, unplanned=())
     total = sum(p.size for p in new_pools)
     lb = lower_bound(reqs)
+    kinds = {b.name: b.kind for b in module.unplanned}  # a request is named after its root buffer
     planners = sorted({split[n][1].planner for n, _ in pool_list})
     report = PlanReport(pool_list[0][0] if len(pool_list) == 1 else "+".join(n for n, _ in pool_list),
                         pool_list[0][1] if len(pool_list) == 1 else None, total, lb, "+".join(planners),
                         tuple(PlannedBuffer(r.name, where[r.name][0], where[r.name][1], r.size, r.first_use, r.last_use,
-                                            "workspace" if r.name.startswith("ws_") else "tensor") for r in reqs),
+                                            kinds[r.name]) for r in reqs),
                         tuple(c.callee for c in calls))
     return new, report
 

@@ -23,6 +23,8 @@ import math
 
 import numpy as np
 
+from aot.errors import UnsupportedError
+
 INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
 INT16_MIN = -(1 << 15)
@@ -451,7 +453,6 @@ def activation_name(activation) -> str:
         return "none"
     key = str(activation).lower()
     if key not in _ACTIVATIONS:
-        from aot.errors import UnsupportedError
         raise UnsupportedError(f"unsupported fused activation {activation!r}")
     return _ACTIVATIONS[key]
 

@@ -18,6 +18,7 @@ C/LLVM kernels consume the same numbers.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from typing import Optional, Sequence
 
@@ -400,7 +401,6 @@ class TanhParams(_ParamsBase):
 
 
 def _frexp_multiplier(input_scale) -> tuple[int, int, int]:
-    import math
     k_input_integer_bits = 4
     real = f32(input_scale) * float(1 << (31 - k_input_integer_bits))
     q, shift = math.frexp(real)

@@ -30,6 +30,7 @@ from aot.quant.params import (
     MeanParams, MulParams, PadParams, PoolParams, QuantizeParams, Relu6Params, ReluParams,
     RequantizeParams, RequantParams, SoftmaxParams, TanhParams, mean_rescale,
 )
+from aot.quant.window import window_taps
 
 __all__ = [
     "same_padding", "padding_for", "conv_output_size", "conv2d", "depthwise_conv2d",
@@ -101,18 +102,6 @@ def _norm_padding(padding, in_hw, filter_hw, stride_hw, dilation_hw) -> Padding4
     return (t, b, l, r)
 
 
-def _patches(xp: np.ndarray, kh: int, kw: int, stride_hw, dilation_hw, out_hw):
-    """Yield ``(ky, kx, view)`` with ``view[n, oy, ox, c] = xp[n, oy*sh + ky*dh, ox*sw + kx*dw, c]``."""
-    sh, sw = stride_hw
-    dh, dw = dilation_hw
-    oh, ow = out_hw
-    for ky in range(kh):
-        y0 = ky * dh
-        for kx in range(kw):
-            x0 = kx * dw
-            yield ky, kx, xp[:, y0:y0 + (oh - 1) * sh + 1:sh, x0:x0 + (ow - 1) * sw + 1:sw, :]
-
-
 def _requant_epilogue(acc: np.ndarray, p: RequantParams, channel_axis: int = -1) -> np.ndarray:
     """``clamp(MBQM(wrap32(acc), mult[c], shift[c]) + output_offset, act_min, act_max)``."""
     mult = p.multipliers.astype(np.int64)
@@ -152,11 +141,9 @@ def conv2d(x, weights, bias, params: RequantParams, strides=(1, 1), dilation=(1,
     oh = conv_output_size(h, kh, sh, dh, t, b)
     ow = conv_output_size(wd, kw, sw, dw, l, r)
     xs = x.astype(np.float64) + float(_input_offset(params))
-    xp = np.zeros((n, h + t + b + (kh - 1) * dh + sh, wd + l + r + (kw - 1) * dw + sw, cin))
-    xp[:, t:t + h, l:l + wd, :] = xs
     cols = np.empty((n, oh, ow, kh, kw, cin), dtype=np.float64)
-    for ky, kx, view in _patches(xp, kh, kw, (sh, sw), (dh, dw), (oh, ow)):
-        cols[:, :, :, ky, kx, :] = view
+    for ky, kx, patch, _ in window_taps(xs, (kh, kw), (sh, sw), (dh, dw), (t, b, l, r), (oh, ow), 0.0):
+        cols[:, :, :, ky, kx, :] = patch
     wf = w.astype(np.float64)
     fpg = cout // groups
     acc = np.empty((n, oh, ow, cout), dtype=np.float64)
@@ -197,14 +184,11 @@ def depthwise_conv2d(x, weights, bias, params: RequantParams, strides=(1, 1),
     oh = conv_output_size(h, kh, sh, dh, t, b)
     ow = conv_output_size(wd, kw, sw, dw, l, r)
     xs = x.astype(np.int64) + _input_offset(params)
-    xp = np.zeros((n, h + t + b + (kh - 1) * dh + sh, wd + l + r + (kw - 1) * dw + sw, cin),
-                  dtype=np.int64)
-    xp[:, t:t + h, l:l + wd, :] = xs
     src = np.arange(cout) // m            # input channel of each output channel
     w64 = w.astype(np.int64)[0]
     acc = np.zeros((n, oh, ow, cout), dtype=np.int64)
-    for ky, kx, view in _patches(xp, kh, kw, (sh, sw), (dh, dw), (oh, ow)):
-        acc += view[..., src] * w64[ky, kx]
+    for ky, kx, patch, _ in window_taps(xs, (kh, kw), (sh, sw), (dh, dw), (t, b, l, r), (oh, ow), 0):
+        acc += patch[..., src] * w64[ky, kx]
     if bias is not None:
         acc = acc + _as_i64(bias).reshape(cout)
     return _requant_epilogue(acc, params)
@@ -238,14 +222,13 @@ def fully_connected(x, weights, bias, params: RequantParams,
 
 # ---------------------------------------------------------------------- pooling
 
-def _pool_windows(x, filter_hw, strides, padding):
+def _pool_geometry(x, filter_hw, strides, padding) -> tuple[Padding4, tuple[int, int]]:
     n, h, wd, c = x.shape
     kh, kw = filter_hw
     sh, sw = strides
-    t, b, l, r = _norm_padding(padding, (h, wd), (kh, kw), (sh, sw), (1, 1))
-    oh = conv_output_size(h, kh, sh, 1, t, b)
-    ow = conv_output_size(wd, kw, sw, 1, l, r)
-    return (t, l), (oh, ow)
+    pads = _norm_padding(padding, (h, wd), (kh, kw), (sh, sw), (1, 1))
+    t, b, l, r = pads
+    return pads, (conv_output_size(h, kh, sh, 1, t, b), conv_output_size(wd, kw, sw, 1, l, r))
 
 
 def avg_pool2d(x, params: PoolParams, filter_hw, strides, padding="VALID") -> np.ndarray:
@@ -257,23 +240,14 @@ def avg_pool2d(x, params: PoolParams, filter_hw, strides, padding="VALID") -> np
     ``clamp(avg, act_min, act_max)``.  Only the top/left padding matters (TFLM uses
     ``padding_values`` = before-padding and clips windows to the image).
     """
-    x = np.asarray(x)
+    x = np.asarray(x).astype(np.int64)
     n, h, wd, c = x.shape
-    kh, kw = filter_hw
-    sh, sw = strides
-    (t, l), (oh, ow) = _pool_windows(x, filter_hw, strides, padding)
-    big_h = max(h, (oh - 1) * sh + kh - t) + t + kh
-    big_w = max(wd, (ow - 1) * sw + kw - l) + l + kw
-    xp = np.zeros((n, big_h, big_w, c), dtype=np.int64)
-    mask = np.zeros((1, big_h, big_w, 1), dtype=np.int64)
-    xp[:, t:t + h, l:l + wd, :] = x
-    mask[:, t:t + h, l:l + wd, :] = 1
+    pads, (oh, ow) = _pool_geometry(x, filter_hw, strides, padding)
     acc = np.zeros((n, oh, ow, c), dtype=np.int64)
     cnt = np.zeros((1, oh, ow, 1), dtype=np.int64)
-    for ky, kx, view in _patches(xp, kh, kw, (sh, sw), (1, 1), (oh, ow)):
-        acc += view
-    for ky, kx, view in _patches(mask, kh, kw, (sh, sw), (1, 1), (oh, ow)):
-        cnt += view
+    for _, _, patch, valid in window_taps(x, filter_hw, strides, (1, 1), pads, (oh, ow), 0):
+        acc += patch
+        cnt += valid[None, :, :, None]
     if np.any(cnt == 0):
         raise ShapeError("average pool window with no input element (TFLM returns an error)")
     half = cnt // 2
@@ -286,18 +260,12 @@ def avg_pool2d(x, params: PoolParams, filter_hw, strides, padding="VALID") -> np
 def max_pool2d(x, params: PoolParams, filter_hw, strides, padding="VALID") -> np.ndarray:
     """TFLM ``reference_integer_ops::MaxPool`` (int8): max over the in-bounds window
     (starting from -128), then ``clamp(max, act_min, act_max)``."""
-    x = np.asarray(x)
+    x = np.asarray(x).astype(np.int64)
     n, h, wd, c = x.shape
-    kh, kw = filter_hw
-    sh, sw = strides
-    (t, l), (oh, ow) = _pool_windows(x, filter_hw, strides, padding)
-    big_h = max(h, (oh - 1) * sh + kh - t) + t + kh
-    big_w = max(wd, (ow - 1) * sw + kw - l) + l + kw
-    xp = np.full((n, big_h, big_w, c), -128, dtype=np.int64)
-    xp[:, t:t + h, l:l + wd, :] = x
+    pads, (oh, ow) = _pool_geometry(x, filter_hw, strides, padding)
     out = np.full((n, oh, ow, c), -128, dtype=np.int64)
-    for ky, kx, view in _patches(xp, kh, kw, (sh, sw), (1, 1), (oh, ow)):
-        out = np.maximum(out, view)
+    for _, _, patch, _ in window_taps(x, filter_hw, strides, (1, 1), pads, (oh, ow), -128):
+        out = np.maximum(out, patch)
     return _clamp_i8(out, params.act_min, params.act_max)
 
 

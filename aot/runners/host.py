@@ -1,8 +1,12 @@
-"""Host runs of the C backend: gcc builds the model library into a shared library that
-ctypes calls, or into a standalone executable (for sanitizer runs)."""
+"""Host runs: gcc builds the C backend's model library into a shared library that ctypes calls,
+or into a standalone executable (for sanitizer runs); the LLVM backend's code is JIT-compiled
+into this process. Both are called through the entry points of aot.artifact.abi."""
 from __future__ import annotations
 
+import atexit
 import ctypes
+import ctypes.util
+import functools
 import shutil
 import subprocess
 import tempfile
@@ -14,6 +18,7 @@ import numpy as np
 
 from aot.assets import asset_dir
 from aot.errors import Error, ToolchainError
+from aot.kernel import ir as K
 
 CFLAGS = ["-O2", "-std=c99", "-Wall", "-Wextra", "-Werror"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g"]
@@ -89,6 +94,48 @@ class HostCBuild:
         fn.restype = ctypes.c_int32
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         self.model = CtypesModel(fn, in_specs, out_specs, self._dll)
+
+    def address(self, name: str) -> int:
+        """Address of the library's function `name` (e.g. another entry point)."""
+        return int(ctypes.cast(getattr(self._dll, name), ctypes.c_void_p).value or 0)
+
+    def __call__(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return self.model(inputs)
+
+
+@functools.lru_cache(maxsize=None)
+def _host_runtime_library() -> str:
+    """runtime_c + platform/host built once per process and loaded, with libm, so that
+    JIT-compiled code finds its symbols."""
+    from aot.llvm import load_library
+
+    tmp = Path(tempfile.mkdtemp(prefix="aot_llvm_rt_"))
+    atexit.register(shutil.rmtree, str(tmp), True)
+    srcs, incs = runtime_sources("host")
+    so = tmp / "libaot_runtime_host.so"
+    _gcc(["-O2", "-std=c99", "-fPIC", "-shared"] + [f"-I{i}" for i in incs] + [str(s) for s in srcs]
+         + ["-lm", "-o", str(so)], "the host runtime for the LLVM JIT")
+    load_library(str(so))
+    libm = ctypes.util.find_library("m")
+    if libm:
+        load_library(libm)
+    return str(so)
+
+
+class LLVMJit:
+    """A KernelModule JIT-compiled by the LLVM backend in this process: call with input arrays,
+    get output arrays."""
+
+    def __init__(self, module: K.KernelModule, in_specs: Sequence, out_specs: Sequence) -> None:
+        from aot.llvm import jit_function
+
+        _host_runtime_library()
+        self._jitted = jit_function(module, f"{module.prefix}_run")
+        self.model = CtypesModel(self._jitted.address, in_specs, out_specs, self._jitted)
+
+    def address(self, name: str) -> int:
+        """Address of the compiled function `name` (e.g. another entry point)."""
+        return int(self._jitted.engine.get_function_address(name))
 
     def __call__(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         return self.model(inputs)

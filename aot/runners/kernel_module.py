@@ -21,8 +21,9 @@ def run_kernel_module(module: K.KernelModule, inputs: Sequence[np.ndarray], back
         return run_interpreted(module, list(inputs))
     ins, outs = _specs(module.inputs), _specs(module.outputs)
     if backend == "c":
-        from codegen_c.module import TensorInfo, render_library
+        from aot.artifact.header import TensorInfo
         from aot.runners.host import HostCBuild
+        from codegen_c.module import render_library
 
         def info(b: K.Buffer, role: str) -> TensorInfo:
             return TensorInfo(b.name, b.name, role, K_TO_GRAPH[b.dtype], (b.size,), b.size, b.nbytes)
@@ -30,6 +31,6 @@ def run_kernel_module(module: K.KernelModule, inputs: Sequence[np.ndarray], back
                                [info(b, "output") for b in module.outputs])
         return HostCBuild(files, module.prefix, ins, outs)(inputs)
     if backend == "llvm":
-        from aot.llvm import LLVMJit
+        from aot.runners.host import LLVMJit
         return LLVMJit(module, ins, outs)(inputs)
     raise ValueError(f"unknown backend {backend}")

@@ -1,10 +1,11 @@
 """`aot bench`: flash, RAM and speed of models on a board, beside TensorFlow Lite Micro.
 
 Every figure is measured in the run: our numbers from a QEMU run of the generated project
-and pyelftools on its ELF; TensorFlow Lite Micro's arena from its host interpreter
-(smallest arena that works, bisected in subprocesses). Figures that cannot be measured
-here (TFLM built for the board) come from ../shared/anchors.json when present and are
-marked as reference figures.
+and pyelftools on its ELF; TensorFlow Lite Micro's arena from its 64-bit host interpreter
+(aot.runners.tflm.tflm_arena: the smallest arena with which it allocates and invokes the
+model; 64-bit pointers make it larger than TFLM's arena on a 32-bit core). Figures that
+cannot be measured here (TFLM built for the board) come from ../shared/anchors.json when
+present and are marked as reference figures.
 """
 from __future__ import annotations
 
@@ -50,12 +51,17 @@ class BenchRow:
     macs_per_instruction: float
     compile_seconds: float
     lower_bound_bytes: int
-    tflm_arena_bytes: int | None
-    tflm_activation_bytes: int | None
-    ram_vs_tflm_arena: float | None
+    tflm_arena_bytes: int | None  # TFLM's arena on the 64-bit host interpreter (see TFLM_ARENA_NOTE)
+    tflm_activation_bytes: int | None  # its head: TFLM's planned activations, on the same host
+    ram_vs_tflm_arena: float | None  # ram_bytes / tflm_arena_bytes
     planned_vs_lower_bound: float
     bit_exact_with_host: bool
     reference: dict[str, Any] = field(default_factory=dict)  # anchors.json figures, marked as such
+
+
+TFLM_ARENA_NOTE = ("TFLM host arena: the smallest arena with which TensorFlow Lite Micro's 64-bit host "
+                   "interpreter (pip tflite-micro) allocates and invokes the model, and its activation part; "
+                   "64-bit pointers make it larger than TFLM's arena on a 32-bit core.")
 
 
 def _anchors(path: Path | None, model: str, board: str) -> dict[str, Any]:
@@ -139,8 +145,8 @@ def _fmt(v: Any) -> str:
 
 def format_markdown(rows: Sequence[BenchRow]) -> str:
     head = ["model", "board", "flash B", "code B", "weights B", "runtime B", "RAM B", "pool B", "stack B",
-            "QEMU instr.", "MACs", "MAC/instr.", "compile s", "lower bound B", "TFLM arena B",
-            "TFLM activations B", "RAM / TFLM arena", "pool / lower bound", "bit-exact"]
+            "QEMU instr.", "MACs", "MAC/instr.", "compile s", "lower bound B", "TFLM host arena B",
+            "TFLM host activations B", "RAM / TFLM host arena", "pool / lower bound", "bit-exact"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         vals = [r.model, r.board, r.flash_bytes, r.code_bytes, r.weights_bytes, r.runtime_bytes, r.ram_bytes,
@@ -148,6 +154,8 @@ def format_markdown(rows: Sequence[BenchRow]) -> str:
                 r.lower_bound_bytes, r.tflm_arena_bytes, r.tflm_activation_bytes, r.ram_vs_tflm_arena,
                 r.planned_vs_lower_bound, "yes" if r.bit_exact_with_host else "NO"]
         lines.append("| " + " | ".join(_fmt(v) for v in vals) + " |")
+    if any(r.tflm_arena_bytes is not None for r in rows):
+        lines += ["", TFLM_ARENA_NOTE]
     refs = [(r, k, v) for r in rows for k, v in sorted(r.reference.items())]
     if refs:
         lines += ["", "Reference figures (../shared/anchors.json: TensorFlow Lite Micro built for the board and run "
@@ -176,7 +184,7 @@ def draw_bench(rows: Sequence[BenchRow], path: str) -> None:
     xs = range(len(rows))
     ax = fig.add_subplot(1, 2, 1)
     ax.bar([x - 0.2 for x in xs], [r.ram_bytes for r in rows], 0.4, label="microaot RAM (all)")
-    ax.bar([x + 0.2 for x in xs], [r.tflm_arena_bytes or 0 for r in rows], 0.4, label="TFLM arena")
+    ax.bar([x + 0.2 for x in xs], [r.tflm_arena_bytes or 0 for r in rows], 0.4, label="TFLM arena (64-bit host)")
     ax.set_xticks(list(xs), labels, fontsize=7)
     ax.set_ylabel("bytes")
     ax.legend(fontsize=7)

@@ -6,16 +6,11 @@
 * `dump_intermediates(model, inputs, out_dir, backend)` writes those as `<key>.npy`
   (`aot run --dump-intermediates DIR`).
 * `compare_with_tflm(model_path, inputs)` runs the same model on TensorFlow Lite Micro's
-  host interpreter (in a child process: the interpreter can crash its process) with every
-  tensor preserved, and reports, layer by layer in execution order, the first tensor that
-  differs (`aot compare MODEL`).
+  host interpreter (aot.runners.tflm) with those tensors preserved, and reports, layer by
+  layer in execution order, the first tensor that differs (`aot compare MODEL`).
 """
 from __future__ import annotations
 
-import importlib.util
-import pickle
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -26,10 +21,7 @@ from aot.errors import Error
 from aot.lower.entry import c_identifier
 from aot.ir import Function, Model, Var
 from aot.ir.evaluate import check_inputs
-
-TFLM_INSTALL_HINT = "pip install microaot[test]"
-DEFAULT_ARENA = 4 << 20
-TFLM_TIMEOUT = 600
+from aot.runners.tflm import INSTALL_HINT, tflm_available
 
 
 # ====================================================================== our side
@@ -106,87 +98,6 @@ def dump_intermediates(model: Model, inputs: Mapping[str, np.ndarray], out_dir: 
     except OSError as e:
         raise Error(f"cannot write intermediates to {d}: {e.strerror or e}") from None
     return len(tensors)
-
-
-# ====================================================================== TFLite Micro side
-_TFLM_WORKER = r"""
-import pickle, sys, traceback
-import numpy as np
-try:
-    from tflite_micro.python.tflite_micro import runtime
-except BaseException as e:
-    sys.stdout.buffer.write(pickle.dumps(("import", repr(e))))
-    sys.exit(0)
-
-def run(model, inputs, arena, indices):
-    cfg = (runtime.InterpreterConfig.kPreserveAllTensors if indices
-           else runtime.InterpreterConfig.kAllocationRecording)
-    it = runtime.Interpreter.from_bytes(model, arena_size=arena, intrepreter_config=cfg)
-    for i, x in enumerate(inputs):
-        it.set_input(x, i)
-    it.invoke()
-    outs, i = [], 0
-    while True:
-        try:
-            outs.append(np.array(it.get_output(i)))
-        except Exception:
-            break
-        i += 1
-    tensors = {}
-    for t in indices:
-        try:
-            tensors[t] = np.array(it.GetTensor(t, 0)["tensor_data"])
-        except Exception:
-            pass
-    return outs, tensors
-
-jobs = pickle.load(sys.stdin.buffer)
-results = []
-for job in jobs:
-    try:
-        results.append(("ok", run(*job)))
-    except BaseException as e:
-        results.append(("err", "".join(traceback.format_exception_only(type(e), e)).strip()))
-sys.stdout.buffer.write(pickle.dumps(("done", results)))
-"""
-
-
-def tflm_available() -> bool:
-    return importlib.util.find_spec("tflite_micro") is not None
-
-
-def run_tflite_micro_batch(jobs: Sequence[tuple[bytes, Sequence[np.ndarray]]], tensors: Sequence[int] = (),
-                           arena_size: int | None = None) -> list[tuple[list[np.ndarray], dict[int, np.ndarray]]]:
-    """Run `(model_bytes, inputs)` jobs on TensorFlow Lite Micro's host interpreter in one child
-    process; per job, the outputs and the tensors whose indices are given in `tensors`."""
-    if not tflm_available():
-        raise Error(f"comparing with TensorFlow Lite Micro needs the tflite-micro package: {TFLM_INSTALL_HINT}")
-    arena = int(arena_size) if arena_size is not None else DEFAULT_ARENA
-    packed = [(bytes(m), [np.ascontiguousarray(x) for x in xs], arena, list(tensors)) for m, xs in jobs]
-    try:
-        proc = subprocess.run([sys.executable, "-c", _TFLM_WORKER], input=pickle.dumps(packed),
-                              capture_output=True, timeout=TFLM_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        raise Error(f"TensorFlow Lite Micro did not finish within {TFLM_TIMEOUT} s") from None
-    try:
-        status, payload = pickle.loads(proc.stdout)
-    except Exception:  # noqa: BLE001 - the child crashed (e.g. a segfault in the interpreter)
-        last = (proc.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
-        raise Error(f"TensorFlow Lite Micro crashed (exit code {proc.returncode}): {last[:300]}") from None
-    if status == "import":
-        raise Error(f"cannot import tflite_micro ({payload}); {TFLM_INSTALL_HINT}")
-    out = []
-    for st, value in payload:
-        if st != "ok":
-            raise Error(f"TensorFlow Lite Micro failed: {' '.join(str(value).split())[:300]}")
-        out.append(value)
-    return out
-
-
-def run_tflite_micro(model_bytes: bytes, inputs: Sequence[np.ndarray], tensors: Sequence[int] = (),
-                     arena_size: int | None = None) -> tuple[list[np.ndarray], dict[int, np.ndarray]]:
-    """One inference on TensorFlow Lite Micro: (outputs, {tensor index: array})."""
-    return run_tflite_micro_batch([(model_bytes, inputs)], tensors, arena_size)[0]
 
 
 # ====================================================================== comparison
@@ -297,6 +208,9 @@ def compare_with_tflm(model_path: "str | Path", inputs: "Mapping[str, np.ndarray
     inputs. Raises aot.Error when tflite-micro is not installed."""
     from aot.frontend import load
     from aot.frontend.tflite import producers_of
+    from aot.runners import tflm
+    if not tflm_available():
+        raise Error(f"comparing with TensorFlow Lite Micro needs the tflite-micro package: {INSTALL_HINT}")
     path = Path(model_path)
     model = load(path)
     data = path.read_bytes()
@@ -314,7 +228,8 @@ def compare_with_tflm(model_path: "str | Path", inputs: "Mapping[str, np.ndarray
     producer = producers_of(data, path.stem)  # tensor index -> "CONV_2D #3"
     ours = intermediates(model, inputs, backend, **build_options)
     indices = sorted({int(k[1:]) for k in ours if k[:1] == "t" and k[1:].isdigit()})
-    tflm_outs, theirs = run_tflite_micro(data, args, indices or [0], arena_size)
+    run = tflm.run(data, args, indices or [0], arena_size)
+    tflm_outs, theirs = run.outputs, run.tensors
     report = CompareReport(path.stem, backend)
     for key, arr in ours.items():
         if not (key[:1] == "t" and key[1:].isdigit()):

@@ -9,7 +9,7 @@ Project layout (fixed, reproducible: no timestamps, no absolute paths):
     board.json           the board as loaded
     project.json         generator inputs (prefix, pools and their regions, stack, heap, ...)
     platform/            startup.c, aot_platform_cortex_m.[ch]   (from platform/cortex_m)
-    runtime_c/           include/aot_runtime.h, src/aot_runtime.c (from runtime_c)
+    runtime_c/           include/aot_runtime.h, include/aot_intrinsics.h, src/aot_runtime.c (from runtime_c)
     model/               the model library as given (include/<prefix>.h, src/*.c, metadata.json)
 
 Both build files produce build/<elf_name>.elf (CMake: in its own build directory).

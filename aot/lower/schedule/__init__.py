@@ -2,14 +2,14 @@
 core (aot.lower.schedule.target), as kernel IR that both backends print.
 
   target     ScheduleTarget (cpu, features such as "dsp", opt speed|size|reference) and the
-             use_target() scope the lowering reads
+             WeightBudget of flash for re-laid-out weights
   requant    the int8 epilogue with compile-time constants (one 64-bit multiply-accumulate)
   gemm       conv2d and fully_connected as a blocked product over packed input columns
   depthwise  depthwise_conv2d with channels innermost and border classes
-  kernels    the choice per op, shape and target
+  kernels    the choice per op, shape and target (SCHEDULES, used by aot.lower.function)
 """
-from aot.lower.schedule.target import (CPU_FEATURES, DEFAULT_TARGET, OPT_LEVELS, ScheduleTarget, current_target, make_target,
-                     target_for_board, target_for_cpu, use_target)
+from aot.lower.schedule.target import (CPU_FEATURES, DEFAULT_TARGET, OPT_LEVELS, ScheduleTarget, WeightBudget,
+                                       make_target, target_for_board, target_for_cpu)
 
-__all__ = ["CPU_FEATURES", "DEFAULT_TARGET", "OPT_LEVELS", "ScheduleTarget", "current_target", "make_target",
-           "target_for_board", "target_for_cpu", "use_target"]
+__all__ = ["CPU_FEATURES", "DEFAULT_TARGET", "OPT_LEVELS", "ScheduleTarget", "WeightBudget", "make_target",
+           "target_for_board", "target_for_cpu"]

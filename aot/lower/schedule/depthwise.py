@@ -16,6 +16,7 @@ and one multiply-accumulate.
 """
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any, Mapping
 
 import numpy as np
@@ -23,13 +24,24 @@ import numpy as np
 from aot.kernel import ir as K
 from aot.kernel.simplify import simplify_expr
 from aot.kernel.intrinsics import call as intrinsic, pack16
-from aot.ops.common import window_axis
+from aot.ops.common import guard, window_axis, window_bounds_conds
 from aot.lower.schedule.requant import Requant, fold_bias
 from aot.lower.schedule.target import ScheduleTarget
 
 
 def _word(buf: K.Buffer, index: K.Expr) -> K.Expr:
     return K.LoadWord(buf, simplify_expr(index))
+
+
+def _mentions(node: object, var: K.ScalarVar) -> bool:
+    """Whether a kernel-IR statement or expression reads `var`."""
+    if node is var:
+        return True
+    if isinstance(node, (K.Expr, K.Stmt)):
+        return any(_mentions(getattr(node, f.name), var) for f in fields(node))  # type: ignore[arg-type]
+    if isinstance(node, tuple):
+        return any(_mentions(n, var) for n in node)
+    return False
 
 
 MAX_CLASSES = 25  # border specialisation beyond this: one loop nest with checks
@@ -98,14 +110,12 @@ def emit_depthwise(ctx, tgt: ScheduleTarget, x, w, bias, out, attrs: Mapping[str
         if not checked:
             return body
         iy, ix = iy0 + ky * dh, ix0 + kx * dw
-        conds = ([iy >= 0] if ylo else []) + ([iy < h] if yhi else []) + \
-            ([ix >= 0] if xlo else []) + ([ix < wd] if xhi else [])
-        return K.If(K.logical_and(*conds), body)
+        conds = window_bounds_conds(iy, h, ylo, yhi) + window_bounds_conds(ix, wd, xlo, xhi)
+        return guard(conds, body)  # no condition when no tap can leave the image
 
     def pixel_body(n: K.Expr, oy: K.Expr, ox: K.Expr, taps: list[tuple[int, int]], interior: bool) -> K.Stmt:
         stmts: list[K.Stmt] = []
         iy0, ix0 = ctx.var("iy0"), ctx.var("ix0")
-        stmts += [K.Let(iy0, oy * sh - pt), K.Let(ix0, ox * sw - pl)]
         if dsp:
             assert x.buffer is not None and wtabp is not None
             base = ctx.var("xbase")
@@ -150,7 +160,9 @@ def emit_depthwise(ctx, tgt: ScheduleTarget, x, w, bias, out, attrs: Mapping[str
             body += lets
             body.append(out.store([n, oy, ox, c], rq.value(cc, acc)))
             stmts.append(K.For(c, oc_n - first, K.seq(*body), start=first))
-        return K.seq(*stmts)
+        # the window origin, where read (an axis of size 1 drops out of the input's index)
+        origin = [K.Let(v, e) for v, e in ((iy0, oy * sh - pt), (ix0, ox * sw - pl)) if _mentions(tuple(stmts), v)]
+        return K.seq(*origin, *stmts)
 
     n = ctx.var("n")
     classes: list[K.Stmt] = []

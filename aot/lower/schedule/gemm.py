@@ -30,9 +30,9 @@ import numpy as np
 from aot.kernel import ir as K
 from aot.kernel.simplify import simplify_expr
 from aot.kernel.intrinsics import call as intrinsic, pack16
-from aot.ops.common import window_axis
+from aot.ops.common import window_axis, window_bounds_conds
 from aot.lower.schedule.requant import Requant
-from aot.lower.schedule.target import ScheduleTarget
+from aot.lower.schedule.target import ScheduleTarget, WeightBudget
 
 MAX_UNROLL = 8  # speed: reduction steps per loop iteration
 FULL_UNROLL = 16  # speed, one pixel: reductions up to this many steps are unrolled completely
@@ -219,7 +219,7 @@ class _Fill:
                 inside.append(pix.ix0 + (g.kw - 1) * g.dw < g.W)
             row = K.If(K.logical_and(*inside), row, self.row_checked(pix, slot, ky, iy))
         if ylo or yhi:
-            ok = ([iy >= 0] if ylo else []) + ([iy < g.H] if yhi else [])
+            ok = window_bounds_conds(iy, g.H, ylo, yhi)
             row = K.If(K.logical_and(*ok), row, self.row_pad(slot, ky))
         return K.For(ky, g.kh, row)
 
@@ -403,8 +403,9 @@ def _pack_bytes(w2d: np.ndarray, order: Sequence[tuple[int, int]]) -> np.ndarray
 
 
 def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.ndarray,  # noqa: ANN001
-              rq: Requant) -> K.Stmt:
-    """The whole kernel: pixels two at a time (a tail pixel alone), channel blocks, epilogue.
+              rq: Requant, budget: WeightBudget) -> tuple[K.Stmt, WeightBudget]:
+    """The whole kernel: pixels two at a time (a tail pixel alone), channel blocks, epilogue;
+    and the weight budget left (pre-widened weights spend it).
 
     Step kinds of the reduction (per pixel slot and output channel of a block):
       widened   DSP, weights pre-widened to pairs: one column pair, one weight word, one SMLAD
@@ -412,7 +413,6 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
                 SXTB16 / SXTB16 ROR 8, two SMLADs (half the weight flash of `widened`)
       scalar    no DSP: one int8 input, one int8 weight, one multiply-accumulate
     """
-    from aot.lower.schedule.target import current_budget
     dsp = tgt.dsp
     speed = tgt.speed
     oc_n, depth = w2d.shape
@@ -431,7 +431,9 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         # once, so pre-widening only costs flash; reading input and weights four bytes at a time
         # needs no column either
         single = P == 1 and oc_n <= 4 and unpadded_1x1 and lay.words and g.C % 4 == 0
-        kind = "widened" if (speed and not single and current_budget().take(widened_bytes)) else "packed8"
+        left = budget.take(widened_bytes) if (speed and not single) else None
+        kind = "widened" if left is not None else "packed8"
+        budget = left if left is not None else budget
         if kind == "packed8" and len(order) % 2:
             pad_pair_at = len(order)
             order = order + [(-1, -1)]
@@ -607,4 +609,4 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
     for q in range(groups * slots, P):
         parts.append(pixel_group([q]))
     body = K.seq(*parts)
-    return body if direct else K.Allocate(col, body)
+    return (body if direct else K.Allocate(col, body)), budget

@@ -1,32 +1,60 @@
-"""Choosing a schedule per op, shape and target; None means: use the reference loop nest.
+"""Choosing a schedule per op, shape and target; None means: use the op's reference lowering.
 
-Each `schedule_*` returns the kernel body of an int8 op with constant weights, or None when
-no schedule applies (float, per-tensor weight zero point, weights computed at run time,
-target opt "reference", ...), and the op's reference lowering runs instead.
+SCHEDULES maps an op name to its schedule. A schedule gets the lowering context (whose
+`target` it reads), the call, its operand accessors, the output writer and the WeightBudget
+left for re-laid-out weights; it returns the kernel body of an int8 op with constant weights
+and the budget left after it, or None when no schedule applies (float, per-tensor weight
+zero point, weights computed at run time, target opt "reference", ...), and the op's own
+lowering (aot.ops) runs instead.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from aot.ir import Call
 from aot.kernel import ir as K
+from aot.lower.context import LowerCtx
+from aot.lower.schedule.depthwise import emit_depthwise
+from aot.lower.schedule.gemm import Geometry, emit_gemm
 from aot.lower.schedule.requant import Requant, fold_bias
-from aot.lower.schedule.target import current_target
+from aot.lower.schedule.target import WeightBudget
+from aot.ops.arith import MacArith, mac_arith
+from aot.ops.emit import Accessor, OutputWriter, rows_accessor, unflatten
 
-Attrs = Mapping[str, Any]
+
+@dataclass(frozen=True)
+class Scheduled:
+    body: K.Stmt
+    budget: WeightBudget  # what is left for the kernels lowered after this one
 
 
-def _int8_mac(x, w, bias, out, arith) -> bool:  # noqa: ANN001
+Schedule = Callable[[LowerCtx, Call, Sequence[Accessor], OutputWriter, WeightBudget], "Scheduled | None"]
+
+
+def _int8_mac(x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter, arith: MacArith) -> bool:
     return (arith.acc_dtype == "i32" and x.type.dtype == "int8" and out.type.dtype == "int8"
             and w.const is not None and (bias is None or bias.const is not None)
             and arith.filter_offset == 0 and len(arith.mult_values) > 0)
 
 
-def schedule_conv2d(ctx, x, w, bias, out, attrs: Attrs, arith) -> K.Stmt | None:  # noqa: ANN001
-    from aot.lower.schedule.gemm import Geometry, emit_gemm
-    tgt = current_target()
-    if tgt.reference or not _int8_mac(x, w, bias, out, arith):
+def _operands(args: Sequence[Accessor]) -> tuple[Accessor, Accessor, Accessor | None]:
+    return args[0], args[1], (args[2] if len(args) > 2 else None)
+
+
+def _i8_buffer(x: Accessor) -> K.Buffer | None:
+    return x.buffer if (x.buffer is not None and x.buffer.dtype == "i8") else None
+
+
+def schedule_conv2d(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: OutputWriter,
+                    budget: WeightBudget) -> Scheduled | None:
+    x, w, bias = _operands(args)
+    attrs = call.attrs
+    arith = mac_arith(ctx, "conv2d", x.type, w.type, out.type, bias, attrs)
+    if ctx.target.reference or int(attrs.get("groups", 1)) != 1 or not _int8_mac(x, w, bias, out, arith):
         return None
     oc_n, kh, kw, cin = w.shape
     w2d = np.asarray(w.const).reshape(oc_n, -1)
@@ -38,37 +66,37 @@ def schedule_conv2d(ctx, x, w, bias, out, attrs: Attrs, arith) -> K.Stmt | None:
     sh, sw = attrs["strides"]
     dh, dw = attrs.get("dilation", (1, 1))
     pt, _, pl, _ = attrs["padding"]
-    buf = x.buffer if (x.buffer is not None and x.buffer.dtype == "i8") else None
     g = Geometry(n_, h, wd, c, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow,
-                 get=lambda n, iy, ix, ic: x([n, iy, ix, ic]), buf=buf,
+                 get=lambda n, iy, ix, ic: x([n, iy, ix, ic]), buf=_i8_buffer(x),
                  store=lambda n, oy, ox, oc, v: out.store([n, oy, ox, oc], v), zp_in=-arith.input_offset)
-    return emit_gemm(ctx, tgt, g, w2d, biasf, Requant(ctx, arith, oc_n))
+    return Scheduled(*emit_gemm(ctx, ctx.target, g, w2d, biasf, Requant(ctx, arith, oc_n), budget))
 
 
-def schedule_fully_connected(ctx, xf, w, bias, out, arith, rows: int,  # noqa: ANN001
-                             out_index) -> K.Stmt | None:  # noqa: ANN001
-    """xf: the input as a [rows, K] accessor; out_index(b, o) -> the output's N-d index."""
-    from aot.lower.schedule.gemm import Geometry, emit_gemm
-    tgt = current_target()
-    if tgt.reference or not _int8_mac(xf, w, bias, out, arith):
-        return None
+def schedule_fully_connected(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: OutputWriter,
+                             budget: WeightBudget) -> Scheduled | None:
+    x, w, bias = _operands(args)
+    arith = mac_arith(ctx, "fully_connected", x.type, w.type, out.type, bias, call.attrs)
     o_n, k_n = w.shape
+    xf, rows = rows_accessor(x, k_n)  # the input as a [rows, K] matrix
+    if ctx.target.reference or not _int8_mac(xf, w, bias, out, arith):
+        return None
     w2d = np.asarray(w.const).reshape(o_n, k_n)
     biasf = fold_bias(w2d, None if bias is None else bias.const, arith.input_offset)
     if biasf is None:
         return None
-    buf = xf.buffer if (xf.buffer is not None and xf.buffer.dtype == "i8") else None
     g = Geometry(1, 1, rows, k_n, 1, 1, 1, 1, 1, 1, 0, 0, 1, rows,
-                 get=lambda n, iy, ix, ic: xf([ix, ic]), buf=buf,
-                 store=lambda n, oy, ox, oc, v: out.store(out_index(ox, oc), v), zp_in=-arith.input_offset)
-    return emit_gemm(ctx, tgt, g, w2d, biasf, Requant(ctx, arith, o_n))
+                 get=lambda n, iy, ix, ic: xf([ix, ic]), buf=_i8_buffer(xf),
+                 store=lambda n, oy, ox, oc, v: out.store(unflatten(out.shape[:-1], ox) + [oc], v),
+                 zp_in=-arith.input_offset)
+    return Scheduled(*emit_gemm(ctx, ctx.target, g, w2d, biasf, Requant(ctx, arith, o_n), budget))
 
 
-def schedule_depthwise(ctx, x, w, bias, out, attrs: Attrs, arith) -> K.Stmt | None:  # noqa: ANN001
-    from aot.lower.schedule.depthwise import emit_depthwise
-    from aot.lower.schedule.gemm import Geometry, emit_gemm
-    tgt = current_target()
-    if tgt.reference or not _int8_mac(x, w, bias, out, arith):
+def schedule_depthwise(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: OutputWriter,
+                       budget: WeightBudget) -> Scheduled | None:
+    x, w, bias = _operands(args)
+    attrs = call.attrs
+    arith = mac_arith(ctx, "depthwise_conv2d", x.type, w.type, out.type, bias, attrs)
+    if ctx.target.reference or not _int8_mac(x, w, bias, out, arith):
         return None
     n_, oh, ow, oc_n = out.shape
     _, h, wd, cin = x.shape
@@ -83,12 +111,16 @@ def schedule_depthwise(ctx, x, w, bias, out, attrs: Attrs, arith) -> K.Stmt | No
         sh, sw = attrs["strides"]
         dh, dw = attrs.get("dilation", (1, 1))
         pt, _, pl, _ = attrs["padding"]
-        buf = x.buffer if (x.buffer is not None and x.buffer.dtype == "i8") else None
         g = Geometry(n_, h, wd, 1, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow,
-                     get=lambda n, iy, ix, ic: x([n, iy, ix, ic]), buf=buf,
+                     get=lambda n, iy, ix, ic: x([n, iy, ix, ic]), buf=_i8_buffer(x),
                      store=lambda n, oy, ox, oc, v: out.store([n, oy, ox, oc], v), zp_in=-arith.input_offset)
-        return emit_gemm(ctx, tgt, g, w2d, biasf, Requant(ctx, arith, oc_n))
-    return emit_depthwise(ctx, tgt, x, w, bias, out, attrs, arith)
+        return Scheduled(*emit_gemm(ctx, ctx.target, g, w2d, biasf, Requant(ctx, arith, oc_n), budget))
+    body = emit_depthwise(ctx, ctx.target, x, w, bias, out, attrs, arith)
+    return None if body is None else Scheduled(body, budget)
 
 
-__all__: Sequence[str] = ("schedule_conv2d", "schedule_fully_connected", "schedule_depthwise")
+SCHEDULES: Mapping[str, Schedule] = MappingProxyType({
+    "conv2d": schedule_conv2d,
+    "fully_connected": schedule_fully_connected,
+    "depthwise_conv2d": schedule_depthwise,
+})

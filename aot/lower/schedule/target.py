@@ -7,29 +7,35 @@ with SMLAD/SXTB16, on Cortex-M4, M7, M33 with DSP, M55) and `opt`:
   size       the same algorithms, no unrolling and no border specialisation (less code)
   reference  the plain reference loop nests of aot.ops (smallest code, slowest)
 
-The lowering reads the target of the current compilation through `current_target()`; the
-driver enters `use_target(...)` around the lowering (CompileOptions.cpu / cpu_features /
-opt). Without one, kernels are scheduled for a core without DSP, at speed: correct on every
+The driver makes the target from CompileOptions (cpu / cpu_features / opt / flash_bytes) and
+the lowering carries it in its LowerCtx (aot.lower.context); the schedules take it as an
+argument. The default, DEFAULT_TARGET, is a core without DSP at speed: correct on every
 target, and the DSP intrinsics never appear.
+
+A WeightBudget is the flash the schedules may still spend on weights re-laid-out for speed
+(a quarter of the device's flash): a value, spent with `take`, which returns the budget left.
+The lowering loop threads it through the kernels in the entry function's call order, so the
+kernels called first get pre-widened weights while the budget lasts.
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping
+
+from aot.errors import Error
 
 OPT_LEVELS = ("speed", "size", "reference")
 
 # cpu -> features the schedules use (the DSP extension is optional on Cortex-M33: boards say)
-CPU_FEATURES: dict[str, frozenset[str]] = {
+CPU_FEATURES: Mapping[str, frozenset[str]] = MappingProxyType({
     "cortex-m0plus": frozenset(),
     "cortex-m3": frozenset(),
     "cortex-m4": frozenset({"dsp"}),
     "cortex-m7": frozenset({"dsp"}),
     "cortex-m33": frozenset(),
     "cortex-m55": frozenset({"dsp", "mve"}),
-}
+})
 
 
 @dataclass(frozen=True)
@@ -42,7 +48,6 @@ class ScheduleTarget:
 
     def __post_init__(self) -> None:
         if self.opt not in OPT_LEVELS:
-            from aot.errors import Error
             raise Error(f"unknown schedule opt {self.opt!r}; choose one of {', '.join(OPT_LEVELS)}")
         object.__setattr__(self, "features", frozenset(self.features))
 
@@ -85,45 +90,21 @@ def make_target(cpu: str | None = None, features: Iterable[str] | None = None,
     return ScheduleTarget(cpu or "", feats, opt or "speed", flash_bytes)
 
 
+@dataclass(frozen=True)
 class WeightBudget:
-    """Extra flash that schedules may still spend on re-laid-out weights in this compilation."""
+    """Extra flash that schedules may still spend on re-laid-out weights (None: no limit)."""
 
-    def __init__(self, nbytes: int | None) -> None:
-        self.remaining = nbytes
+    remaining: int | None = None
 
-    def take(self, nbytes: int) -> bool:
+    @staticmethod
+    def for_target(target: ScheduleTarget) -> "WeightBudget":
+        """A quarter of the target's flash (no limit when the target does not say)."""
+        return WeightBudget(target.flash_bytes // 4 if target.flash_bytes else None)
+
+    def take(self, nbytes: int) -> "WeightBudget | None":
+        """The budget left after spending nbytes, or None if they do not fit."""
         if self.remaining is None:
-            return True
+            return self
         if nbytes > self.remaining:
-            return False
-        self.remaining -= nbytes
-        return True
-
-
-_CURRENT: contextvars.ContextVar[tuple[ScheduleTarget, WeightBudget] | None] = contextvars.ContextVar(
-    "aot_schedule_target", default=None)
-
-
-def current_target() -> ScheduleTarget:
-    t = _CURRENT.get()
-    return t[0] if t is not None else DEFAULT_TARGET
-
-
-def current_budget() -> WeightBudget:
-    t = _CURRENT.get()
-    return t[1] if t is not None else WeightBudget(None)
-
-
-@contextlib.contextmanager
-def use_target(target: ScheduleTarget | None) -> Iterator[ScheduleTarget]:
-    """Lower kernels for `target` inside the block (None: keep the enclosing one). Each scope
-    has its own weight budget (a quarter of target.flash_bytes)."""
-    if target is None:
-        yield current_target()
-        return
-    budget = WeightBudget(target.flash_bytes // 4 if target.flash_bytes else None)
-    token = _CURRENT.set((target, budget))
-    try:
-        yield target
-    finally:
-        _CURRENT.reset(token)
+            return None
+        return WeightBudget(self.remaining - nbytes)

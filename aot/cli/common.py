@@ -1,0 +1,70 @@
+"""Argument helpers shared by the command groups: loading a model, reading its inputs, and the
+compile options every compiling command accepts."""
+from __future__ import annotations
+
+import argparse
+from typing import Any, Sequence
+
+import numpy as np
+
+from aot.errors import Error
+from aot.ir.evaluate import random_inputs
+
+
+def load_model(path: str):  # noqa: ANN201
+    from aot.frontend import load
+    return load(path)
+
+
+def read_inputs(model, paths: Sequence[str] | None, seed: int) -> dict[str, np.ndarray]:  # noqa: ANN001
+    """The --input arrays (one per model input), or seeded random inputs when none are given."""
+    if paths:
+        if len(paths) != len(model.inputs):
+            raise Error(f"the model has {len(model.inputs)} inputs, {len(paths)} --input files given")
+        out = {}
+        for v, p in zip(model.inputs, paths):
+            try:
+                arr = np.load(p, allow_pickle=False)
+            except (OSError, ValueError) as e:
+                raise Error(f"cannot read input {p}: {e}") from None
+            out[v.name] = arr
+        return out
+    return random_inputs(model, seed)
+
+
+def add_compile_options(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--policy", choices=["host", "micro", "micro-platform"], help="allocation policy")
+    sp.add_argument("--planner", choices=["greedy-size", "greedy-conflicts", "search", "best"])
+    sp.add_argument("--prefix", help="C name prefix of the generated library (default: model)")
+    sp.add_argument("--pool", action="append", metavar="NAME:BYTES", help="activation pool and its size")
+    sp.add_argument("--stack-limit", type=int, help="largest kernel scratch buffer on the stack, bytes")
+    sp.add_argument("--opt", choices=["speed", "size", "reference"],
+                    help="kernel schedules: fastest (default), smallest code, or plain reference loops")
+    sp.add_argument("--cpu", help="schedule kernels for this core (e.g. cortex-m4) when no --board says it")
+
+
+def compile_kwargs(a: argparse.Namespace) -> dict[str, Any]:
+    """The options of add_compile_options as keyword arguments of CompileOptions."""
+    kw: dict[str, Any] = {}
+    for k in ("prefix", "policy", "planner", "stack_limit", "opt", "cpu"):
+        v = getattr(a, k, None)
+        if v is not None:
+            kw[k] = v
+    pools = getattr(a, "pool", None) or []
+    parsed = []
+    for spec in pools:
+        name, _, size = spec.partition(":")
+        try:
+            parsed.append((name, int(size)))
+        except ValueError:
+            raise Error(f"--pool expects NAME:BYTES, got {spec!r}") from None
+    if len(parsed) == 1:
+        kw["pool"], kw["pool_size"] = parsed[0]
+    elif parsed:
+        kw["pools"] = tuple(parsed)
+    return kw
+
+
+def target_backend(target: str) -> str:
+    """The library backend of a --target (host and qemu print C)."""
+    return "llvm" if target == "llvm" else "c"

@@ -1,0 +1,16 @@
+"""CLI command `aot demo`: build the bundled example model, run it and check it."""
+from __future__ import annotations
+
+import argparse
+
+
+def cmd_demo(a: argparse.Namespace) -> int:
+    from aot.tools.demo import run_demo
+    return run_demo(board=a.board, host_only=a.host_only)
+
+
+def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    d = sub.add_parser("demo", help="build the bundled example model, run and check it")
+    d.add_argument("--board", default="mps2-an386")
+    d.add_argument("--host-only", action="store_true", help="only the host backends")
+    d.set_defaults(fn=cmd_demo)

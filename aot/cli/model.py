@@ -1,0 +1,146 @@
+"""CLI commands about one model: run, compile, plan, compare, ops."""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aot.cli.common import add_compile_options, compile_kwargs, load_model, read_inputs, target_backend
+from aot.errors import Error
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    from aot import build
+    model = load_model(a.model)
+    inputs = read_inputs(model, a.input, a.seed)
+    t0 = time.perf_counter()
+    result: dict[str, Any] = {"model": Path(a.model).stem, "target": a.target}
+    if a.target == "qemu":
+        from aot.board.flow import run_on_board
+        if not a.board:
+            raise Error("--target qemu needs --board (see `aot boards`)")
+        outs, extra = run_on_board(model, inputs, a.board, **compile_kwargs(a))
+        result.update(extra)
+    else:
+        lib = build(model, backend=target_backend(a.target), **compile_kwargs(a))
+        outs = lib.run(inputs)
+        result["activation_bytes"] = lib.compiled.plan.activation_bytes
+    result["seconds"] = round(time.perf_counter() - t0, 3)
+    if a.dump_intermediates:
+        from aot.tools.compare import dump_intermediates
+        n = dump_intermediates(model, inputs, Path(a.dump_intermediates), backend=target_backend(a.target))
+        result["intermediates"] = n
+    names = list(outs)
+    if a.output:
+        np.save(a.output, outs[names[0]])
+    if a.output_dir:
+        d = Path(a.output_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        from aot.lower.entry import c_identifier
+        for n in names:
+            np.save(d / f"{c_identifier(n)}.npy", outs[n])
+    result["outputs"] = {n: outs[n].tolist() for n in names}
+    if a.json:
+        print(json.dumps(result, sort_keys=True))
+    else:
+        for n in names:
+            arr = outs[n]
+            print(f"{n}: {arr.dtype}{list(arr.shape)} = {np.array2string(arr.reshape(-1)[:32], separator=', ')}"
+                  + (" ..." if arr.size > 32 else ""))
+        if "instructions" in result:
+            print(f"QEMU instructions: {result['instructions']:,}")
+    return 0
+
+
+def cmd_compile(a: argparse.Namespace) -> int:
+    from aot.api import export_library
+    from aot.pipeline.driver import CompileOptions, compile_model
+    model = load_model(a.model)
+    compiled = compile_model(model, CompileOptions(**compile_kwargs(a)))
+    out = export_library(compiled, Path(a.output), a.backend)
+    p = compiled.plan
+    print(f"wrote {out} ({a.backend}): {len(p.step_kernels)} kernels, activations {p.activation_bytes} B "
+          f"(lower bound {p.lower_bound_bytes} B, planner {p.planner}), "
+          f"constants {sum(c.buffer.nbytes for c in compiled.module.consts)} B")
+    return 0
+
+
+def cmd_plan(a: argparse.Namespace) -> int:
+    from aot.pipeline.driver import CompileOptions, compile_model
+    model = load_model(a.model)
+    compiled = compile_model(model, CompileOptions(**compile_kwargs(a)))
+    p = compiled.plan
+    rows = sorted(p.buffers, key=lambda b: (b.pool, b.offset, b.first_use))
+    print(f"{'buffer':32} {'kind':9} {'pool':8} {'offset':>8} {'size':>8} {'live':>9}")
+    for b in rows:
+        print(f"{b.name[:32]:32} {b.kind:9} {b.pool[:8]:8} {b.offset:8} {b.size:8} {b.first_use:4}-{b.last_use:<4}")
+    print(f"pool {p.pool}: {p.activation_bytes} bytes planned ({p.planner}), lower bound {p.lower_bound_bytes} bytes")
+    if a.png:
+        from aot.memory import BufferRequest, MemoryPlan
+        from aot.memory.plot import draw_plan
+        first_pool = compiled.module.pools[0]
+        bufs = [b for b in p.buffers if b.pool == first_pool.name]
+        reqs = [BufferRequest(b.name, b.size, b.first_use, b.last_use) for b in bufs]
+        mp = MemoryPlan({b.name: b.offset for b in bufs}, first_pool.size, p.lower_bound_bytes, p.planner)
+        draw_plan(reqs, mp, a.png, title=f"{Path(a.model).stem}: pool {first_pool.name}, {p.planner}")
+        print(f"wrote {a.png}")
+    return 0
+
+
+def cmd_compare(a: argparse.Namespace) -> int:
+    from aot.tools.compare import compare_with_tflm
+    model = load_model(a.model)
+    inputs = read_inputs(model, a.input, a.seed)
+    report = compare_with_tflm(a.model, inputs, backend=target_backend(a.target))
+    print(report.format_report())
+    return 0 if report.equal else 1
+
+
+def cmd_ops(a: argparse.Namespace) -> int:
+    from aot.ops import REGISTRY
+    for name in REGISTRY.names():
+        op = REGISTRY.get(name)
+        print(f"{name:18} {op.kind:12} {', '.join(op.dtypes)}")
+    return 0
+
+
+def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    r = sub.add_parser("run", help="run a model on the host (C or LLVM) or in QEMU")
+    r.add_argument("model")
+    r.add_argument("--target", choices=["host", "llvm", "qemu"], default="host")
+    r.add_argument("--board", help="board for --target qemu")
+    r.add_argument("--input", action="append", metavar="IN.npy", help="input array (one per model input)")
+    r.add_argument("--output", metavar="OUT.npy", help="write the first output")
+    r.add_argument("--output-dir", metavar="DIR", help="write every output as <name>.npy")
+    r.add_argument("--seed", type=int, default=0, help="seed of the random input when no --input is given")
+    r.add_argument("--json", action="store_true")
+    r.add_argument("--dump-intermediates", metavar="DIR", help="write every intermediate tensor")
+    add_compile_options(r)
+    r.set_defaults(fn=cmd_run)
+
+    c = sub.add_parser("compile", help="write the model library (C sources or LLVM object + header)")
+    c.add_argument("model")
+    c.add_argument("-o", "--output", required=True, metavar="DIR")
+    c.add_argument("--backend", choices=["c", "llvm"], default="c")
+    add_compile_options(c)
+    c.set_defaults(fn=cmd_compile)
+
+    pl = sub.add_parser("plan", help="print the memory plan (and draw it with --png)")
+    pl.add_argument("model")
+    pl.add_argument("--png", metavar="FILE")
+    add_compile_options(pl)
+    pl.set_defaults(fn=cmd_plan)
+
+    cp = sub.add_parser("compare", help="run here and in TensorFlow Lite Micro; print the first tensor that differs")
+    cp.add_argument("model")
+    cp.add_argument("--input", action="append", metavar="IN.npy")
+    cp.add_argument("--seed", type=int, default=0)
+    cp.add_argument("--target", choices=["host", "llvm"], default="host")
+    cp.set_defaults(fn=cmd_compare)
+
+    o = sub.add_parser("ops", help="list the supported ops")
+    o.set_defaults(fn=cmd_ops)

@@ -1,0 +1,153 @@
+/*
+ * microaot scalar intrinsics: the functions generated C kernels call (aot_srdhm, aot_requantize,
+ * aot_smlad, ...), one definition shared by every model library (each library's
+ * <prefix>_internal.h includes this header).
+ *
+ * aot/kernel/intrinsics.py is their specification; the LLVM backend (aot/llvm/intrinsics.py)
+ * implements the same ones. Integer rounding follows TensorFlow Lite Micro's reference kernels.
+ * The packed 16-bit helpers use the ARMv7E-M DSP instructions where the core has them
+ * (__ARM_FEATURE_DSP) and exact portable C elsewhere.
+ *
+ * C99, static inline only: a translation unit pays only for what it calls.
+ */
+#ifndef AOT_INTRINSICS_H
+#define AOT_INTRINSICS_H
+
+#include <math.h>
+#include <stdint.h>
+
+/* float infinity as the C printer spells it */
+#define AOT_F32_INF INFINITY
+
+static inline int32_t aot_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t aot_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
+static inline int64_t aot_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t aot_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline float aot_min_f32(float a, float b) { return a < b ? a : b; }
+static inline float aot_max_f32(float a, float b) { return a > b ? a : b; }
+
+/* SaturatingRoundingDoublingHighMul */
+static inline int32_t aot_srdhm(int32_t a, int32_t b) {
+    if (a == b && a == INT32_MIN) {
+        return INT32_MAX;
+    }
+    /* (ab + nudge) / 2^31 truncated, with TFLite's sign-dependent nudge, equals
+       floor((ab + 2^30) / 2^31): one multiply-accumulate and an arithmetic shift */
+    int64_t ab = (int64_t)a * (int64_t)b;
+    return (int32_t)((ab + (INT64_C(1) << 30)) >> 31);
+}
+
+/* RoundingDivideByPOT: x / 2^exponent, rounded half away from zero */
+static inline int32_t aot_rdbpot(int32_t x, int32_t exponent) {
+    int32_t mask = (int32_t)((UINT32_C(1) << exponent) - 1u);
+    int32_t remainder = x & mask;
+    int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
+
+/* MultiplyByQuantizedMultiplier (two roundings, as TFLite Micro's reference) */
+static inline int32_t aot_requantize(int32_t x, int32_t multiplier, int32_t shift) {
+    int32_t left = shift > 0 ? shift : 0;
+    int32_t right = shift > 0 ? 0 : -shift;
+    return aot_rdbpot(aot_srdhm((int32_t)((uint32_t)x << left), multiplier), right);
+}
+
+/* count leading zeros of x as uint32 (32 for 0) */
+static inline int32_t aot_clz32(int32_t x) {
+    return x == 0 ? 32 : (int32_t)__builtin_clz((unsigned int)x);
+}
+
+/* Packed 16-bit pairs (bits 0-15 bottom lane, 16-31 top lane): the ARMv7E-M DSP instructions
+   through ACLE on cores with the DSP extension, exact portable C elsewhere (host, Cortex-M0+/M3).
+   Results wrap to 32 bits. */
+#if (defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP) || (defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT)
+#include <arm_acle.h>
+#endif
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+static inline int32_t aot_smlad(int32_t a, int32_t b, int32_t acc) {
+    return (int32_t)__smlad((uint32_t)a, (uint32_t)b, (uint32_t)acc);
+}
+static inline int32_t aot_smlabb(int32_t a, int32_t b, int32_t acc) {
+    return (int32_t)__smlabb((uint32_t)a, (uint32_t)b, (uint32_t)acc);
+}
+static inline int32_t aot_smlatt(int32_t a, int32_t b, int32_t acc) {
+    return (int32_t)__smlatt((uint32_t)a, (uint32_t)b, (uint32_t)acc);
+}
+static inline int32_t aot_sxtb16(int32_t x) { return (int32_t)__sxtb16((uint32_t)x); }
+static inline int32_t aot_sxtab16(int32_t a, int32_t x) { return (int32_t)__sxtab16((uint32_t)a, (uint32_t)x); }
+#if defined(__GNUC__)
+/* ACLE has no rotated forms; one instruction instead of a ror and an extend */
+static inline int32_t aot_sxtb16_ror8(int32_t x) {
+    uint32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+    return (int32_t)r;
+}
+static inline int32_t aot_sxtab16_ror8(int32_t a, int32_t x) {
+    uint32_t r;
+    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
+    return (int32_t)r;
+}
+#else
+static inline int32_t aot_sxtb16_ror8(int32_t x) {
+    return (int32_t)__sxtb16(((uint32_t)x >> 8) | ((uint32_t)x << 24));
+}
+static inline int32_t aot_sxtab16_ror8(int32_t a, int32_t x) {
+    return (int32_t)__sxtab16((uint32_t)a, ((uint32_t)x >> 8) | ((uint32_t)x << 24));
+}
+#endif
+#else
+static inline int32_t aot_bot16(int32_t x) { return (int32_t)(int16_t)x; }
+static inline int32_t aot_top16(int32_t x) { return x >> 16; }
+static inline int32_t aot_smlad(int32_t a, int32_t b, int32_t acc) {
+    return (int32_t)((uint32_t)acc + (uint32_t)(aot_bot16(a) * aot_bot16(b)) + (uint32_t)(aot_top16(a) * aot_top16(b)));
+}
+static inline int32_t aot_smlabb(int32_t a, int32_t b, int32_t acc) {
+    return (int32_t)((uint32_t)acc + (uint32_t)(aot_bot16(a) * aot_bot16(b)));
+}
+static inline int32_t aot_smlatt(int32_t a, int32_t b, int32_t acc) {
+    return (int32_t)((uint32_t)acc + (uint32_t)(aot_top16(a) * aot_top16(b)));
+}
+static inline int32_t aot_pair16(uint32_t lo, uint32_t hi) { return (int32_t)((lo & 0xFFFFu) | (hi << 16)); }
+static inline int32_t aot_sxtb16(int32_t x) {
+    return aot_pair16((uint32_t)(int32_t)(int8_t)x, (uint32_t)(int32_t)(int8_t)(x >> 16));
+}
+static inline int32_t aot_sxtb16_ror8(int32_t x) {
+    return aot_pair16((uint32_t)(int32_t)(int8_t)(x >> 8), (uint32_t)(int32_t)(int8_t)(x >> 24));
+}
+static inline int32_t aot_sxtab16(int32_t a, int32_t x) {
+    return aot_pair16((uint32_t)a + (uint32_t)(int32_t)(int8_t)x,
+                      ((uint32_t)a >> 16) + (uint32_t)(int32_t)(int8_t)(x >> 16));
+}
+static inline int32_t aot_sxtab16_ror8(int32_t a, int32_t x) {
+    return aot_pair16((uint32_t)a + (uint32_t)(int32_t)(int8_t)(x >> 8),
+                      ((uint32_t)a >> 16) + (uint32_t)(int32_t)(int8_t)(x >> 24));
+}
+#endif
+/* x clamped to [-128, 127]: one SSAT on Cortex-M3 and up */
+#if defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT
+static inline int32_t aot_ssat8(int32_t x) { return (int32_t)__ssat(x, 8); }
+#else
+static inline int32_t aot_ssat8(int32_t x) { return x < -128 ? -128 : (x > 127 ? 127 : x); }
+#endif
+/* (lo, hi) -> pair; compilers emit PKHBT for this pattern */
+static inline int32_t aot_pack16(int32_t lo, int32_t hi) {
+    return (int32_t)(((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16));
+}
+/* four bytes at p as a little-endian int32, any alignment (one LDR on Cortex-M3 and up) */
+static inline int32_t aot_load_word(const void *p) {
+    const uint8_t *b = (const uint8_t *)p;
+    return (int32_t)((uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 24));
+}
+/* requantize + output offset as one 32x32->64 multiply-accumulate (see aot/lower/schedule/requant.py) */
+static inline int32_t aot_requant_q31(int32_t y, int32_t m, int32_t lo, int32_t hi, int32_t rs) {
+    uint64_t n = ((uint64_t)(uint32_t)hi << 32) | (uint64_t)(uint32_t)lo;
+    n += (uint64_t)((int64_t)y * (int64_t)m);
+    n += (uint64_t)(int64_t)(y & INT32_MIN);
+    return (int32_t)(uint32_t)(n >> 32) >> rs;
+}
+
+static inline float aot_expf(float x) { return expf(x); }
+static inline float aot_tanhf(float x) { return tanhf(x); }
+static inline float aot_roundf(float x) { return roundf(x); }
+
+#endif /* AOT_INTRINSICS_H */

@@ -1,0 +1,121 @@
+"""The layout rules of issue 12, checked on the source tree: no import cycle among the modules
+of aot/ and codegen_c/ (function-local imports count), the two backends never reach each
+other, no hidden state (ContextVar, registry redefinition), no Python file over 800 lines."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("aot", "codegen_c")
+MAX_LINES = 800
+
+
+def module_files() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for p in sorted((ROOT / pkg).rglob("*.py")):
+            if "_assets" in p.parts:
+                continue
+            parts = list(p.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = p
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> modules of this tree it imports anywhere in its body (executing `from a.b import c`
+    runs a.b, and a.b.c too when c is a submodule)."""
+    mods = module_files()
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for m, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for t in targets:
+                # a module's own ancestor packages run before it in any case: not an edge
+                if t in mods and t != m and not m.startswith(t + "."):
+                    graph[m].add(t)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [m for m in graph if m == start or m.startswith(start + ".")]
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo.extend(graph[m])
+    return seen
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize("start, forbidden", [("aot.llvm", "codegen_c"), ("codegen_c", "aot.llvm"),
+                                              ("aot.memory", "aot.ir"), ("aot.memory", "aot.kernel"),
+                                              ("aot.ir", "codegen_c"), ("aot.kernel", "codegen_c"),
+                                              ("aot.lower", "codegen_c"), ("aot.lower", "aot.llvm")])
+def test_dependency_rules(start: str, forbidden: str) -> None:
+    reached = reachable(import_graph(), start)
+    bad = sorted(m for m in reached if m == forbidden or m.startswith(forbidden + "."))
+    assert not bad, f"{start} reaches {bad}"
+
+
+def test_no_hidden_state() -> None:
+    for m, path in module_files().items():
+        text = path.read_text()
+        assert "ContextVar" not in text, m
+        assert ".redefine(" not in text, m
+
+
+def test_no_python_file_over_800_lines() -> None:
+    files = [p for pkg in (*PACKAGES, "tests", "tools") for p in (ROOT / pkg).rglob("*.py") if "_assets" not in p.parts]
+    long = {str(p.relative_to(ROOT)): n for p in files if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}
