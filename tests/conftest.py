@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: long-running (QEMU, packaging, fuzz)")
+    config.addinivalue_line("markers", "slow: long-running (QEMU, arm-none-eabi builds, sanitizers, packaging, fuzz, model zoos); make test-fast skips them")
 
 
 @pytest.fixture(scope="session")

@@ -119,3 +119,16 @@ def test_no_python_file_over_800_lines() -> None:
     files = [p for pkg in (*PACKAGES, "tests", "tools") for p in (ROOT / pkg).rglob("*.py") if "_assets" not in p.parts]
     long = {str(p.relative_to(ROOT)): n for p in files if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert long == {}
+
+
+def test_readme_layout_lists_every_package() -> None:
+    """The README's layout section names every package directory under aot/ and every test topic."""
+    readme = (ROOT / "README.md").read_text()
+    layout = readme[readme.index("## Layout"):]
+    layout = layout[:layout.index("```", layout.index("```") + 3)]
+    pkgs = sorted(p.name for p in (ROOT / "aot").iterdir() if (p / "__init__.py").is_file())
+    missing = [p for p in pkgs if f"  {p}/" not in layout]
+    assert not missing, f"README layout does not list aot/{missing}"
+    topics = sorted(p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and any(p.glob("test_*.py")))
+    assert all(t in layout for t in topics), topics
+    assert not list((ROOT / "tests").glob("test_*.py")), "tests belong in a topic directory"

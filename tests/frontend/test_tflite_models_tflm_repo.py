@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tflm_util, conftest
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tflm_util, conftest
 
 import aot  # noqa: E402
 from aot.errors import ModelFormatError, UnsupportedError  # noqa: E402

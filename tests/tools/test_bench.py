@@ -19,6 +19,8 @@ FIELDS = ["model", "board", "flash_bytes", "weights_bytes", "ram_bytes", "pool_b
           "static_bytes", "macs_per_instruction", "compile_seconds", "tflm_activation_bytes", "ram_vs_tflm_arena",
           "planned_vs_lower_bound", "bit_exact_with_host"]
 
+pytestmark = pytest.mark.slow  # builds with gcc or arm-none-eabi-gcc and runs them (QEMU, sanitizers, bench)
+
 
 @pytest.mark.usefixtures("arm_toolchain")
 def test_bench_json_fields_are_computed(tmp_path: Path) -> None:

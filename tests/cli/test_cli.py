@@ -40,6 +40,7 @@ def test_run_seeded_random_input_is_reproducible(tmp_path: Path) -> None:
     assert a == b and a != c
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("arm_toolchain")
 def test_run_qemu_json(tmp_path: Path) -> None:
     model = shared_model("kws_int8.tflite")
@@ -100,6 +101,7 @@ def test_errors_are_one_line_exit_2_no_output(args: list[str], needle: str, tmp_
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("arm_toolchain")
 def test_llvm_objects_link_into_a_board_project_and_run(tmp_path: Path) -> None:
     import aot

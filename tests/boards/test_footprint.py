@@ -14,7 +14,7 @@ from aot.board.footprint import EXCEPTION_FRAME_BYTES, EXCEPTION_FRAME_FP_BYTES,
 from aot.board.project import generate_project
 from aot.runners.qemu import build_project
 
-pytestmark = pytest.mark.usefixtures("arm_toolchain")
+pytestmark = [pytest.mark.usefixtures("arm_toolchain"), pytest.mark.slow]  # QEMU / arm-none-eabi-gcc
 
 HEADER = """#ifndef NET_H
 #define NET_H

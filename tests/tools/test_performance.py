@@ -13,7 +13,7 @@ from aot.tools.bench import model_macs
 from aot.board.flow import run_on_board
 from conftest import SHARED, shared_model
 
-pytestmark = pytest.mark.usefixtures("arm_toolchain")
+pytestmark = [pytest.mark.usefixtures("arm_toolchain"), pytest.mark.slow]  # QEMU / arm-none-eabi-gcc
 
 # (model, board) -> most QEMU instructions per inference allowed (issue 8: 0.67x TFLM + CMSIS-NN on
 # mps2-an386, 0.33x TFLM's reference kernels on mps2-an385)

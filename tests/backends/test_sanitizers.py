@@ -10,6 +10,8 @@ from aot.api import library_files
 from aot.artifact.header import tensor_infos
 from aot.runners.host import build_and_run_executable
 
+pytestmark = pytest.mark.slow  # builds with gcc or arm-none-eabi-gcc and runs them (QEMU, sanitizers, bench)
+
 
 def _run_sanitized(model, inputs: dict, **options) -> list[np.ndarray]:  # noqa: ANN001
     lib = aot.build(model, **options)

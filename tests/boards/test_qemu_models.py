@@ -22,7 +22,7 @@ MODELS = ["kws_int8", "ad_int8", "micro_speech_quantized"]
 EMULATED = ["mps2-an385", "mps2-an386", "mps2-an500", "mps3-an547"]
 REAL = ["nucleo-l4r5zi", "stm32f746g-disco", "nrf52840-dk", "rpi-pico"]
 
-pytestmark = pytest.mark.usefixtures("arm_toolchain")
+pytestmark = [pytest.mark.usefixtures("arm_toolchain"), pytest.mark.slow]  # QEMU / arm-none-eabi-gcc
 
 
 def _load(name: str):  # noqa: ANN202

@@ -22,7 +22,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # conftest
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # conftest
 
 from aot.errors import ShapeError, UnsupportedError  # noqa: E402
 from aot.frontend.tflite_writer import TFLiteModelBuilder  # noqa: E402

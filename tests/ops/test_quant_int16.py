@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tflm_util
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tflm_util
 
 from tflm_util import run_tflm_batch  # noqa: E402
 

@@ -92,6 +92,7 @@ def assert_same_tree(a: Path, b: Path) -> None:
     assert differing == [], f"files differ between the two compiles: {differing}"
 
 
+@pytest.mark.slow
 def test_branching_model_compiles_byte_identically_under_load(tmp_path: Path) -> None:
     model = tmp_path / "branching.tflite"
     model.write_bytes(branching_model())
@@ -107,6 +108,7 @@ def test_branching_model_compiles_byte_identically_under_load(tmp_path: Path) ->
     assert_same_tree(tmp_path / "idle", tmp_path / "loaded")
 
 
+@pytest.mark.slow
 def test_shared_model_compiles_byte_identically_under_load(tmp_path: Path) -> None:
     model = shared_model("kws_int8.tflite")
     aot_compile(model, tmp_path / "idle", "--policy", "micro", "--cpu", "cortex-m4")

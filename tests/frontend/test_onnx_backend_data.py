@@ -260,6 +260,7 @@ def chunk(i: int) -> list[Case]:
     return cases[i::CHUNKS]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", range(CHUNKS))
 def test_small_cases_through_c_and_llvm(index: int) -> None:
     cases = chunk(index)
@@ -281,6 +282,7 @@ def test_small_cases_through_c_and_llvm(index: int) -> None:
 LIGHT_UNSUPPORTED = {"vgg19": "the limit is", "zfnet512": "LRN", "bvlc_alexnet": "LRN", "inception_v1": "LRN"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(set(LIGHT_BACKENDS) | set(light_names())))
 def test_light_model_zoo(name: str) -> None:
     assert name in light_names(), f"light_{name}.onnx is not shipped with the installed onnx"

@@ -73,6 +73,7 @@ def _compile_in_subprocess(out: Path, hashseed: str, extra: list[str]) -> None:
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("arm_toolchain")
 def test_outputs_are_byte_identical_across_runs(tmp_path: Path) -> None:
     model = str(shared_model("kws_int8.tflite"))

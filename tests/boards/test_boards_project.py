@@ -34,6 +34,8 @@ N = 16
 INPUT = bytes((i * 37 - 100) & 0xFF for i in range(N))
 EXPECTED = bytes((b + 1) & 0xFF for b in INPUT)
 
+pytestmark = pytest.mark.slow  # builds with gcc or arm-none-eabi-gcc and runs them (QEMU, sanitizers, bench)
+
 
 def write_library(root: Path, prefix: str = "net", *, body: str | None = None, pools=None,
                   dtype: str = "int8", ctype: str = "int8_t", size: int = N, extra: str = "") -> Path:
