@@ -23,5 +23,5 @@ def load(path: "str | Path", **options: object) -> Model:
         return load_tflite(data, name=p.stem)
     if suffix == ".onnx":
         from aot.frontend.onnx import load_onnx  # type: ignore[import-not-found]
-        return load_onnx(data, name=p.stem, **options)  # type: ignore[arg-type]
+        return load_onnx(data, name=p.stem, base_dir=str(p.parent), **options)  # type: ignore[arg-type]
     raise ModelFormatError(f"{p}: not a TFLite (.tflite) or ONNX (.onnx) model")

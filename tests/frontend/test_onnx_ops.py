@@ -97,12 +97,48 @@ def test_hostile_names_keep_messages_on_one_line() -> None:
         load_onnx(data.replace(b"nodeAAAA", b"node\xff\xfe\xfd\xfc"))
 
 
-def test_external_weights_refused(tmp_path: Path) -> None:
+def test_external_weights_without_a_path_are_refused() -> None:
     from onnx.external_data_helper import convert_model_to_external_data
     m = make([helper.make_node("MatMul", ["x", "W"], ["y"])], [("x", (1, 64))], ["y"], {"W": rnd(64, 64)})
     convert_model_to_external_data(m, all_tensors_to_one_file=True, location="w.bin", size_threshold=0)
     with pytest.raises(UnsupportedError, match="external"):
         load_onnx(m.SerializeToString())
+
+
+def test_external_weights_load_from_the_model_directory(tmp_path: Path) -> None:
+    w = rnd(64, 64)
+    m = make([helper.make_node("MatMul", ["x", "W"], ["y"])], [("x", (1, 64))], ["y"], {"W": w})
+    onnx.save(m, str(tmp_path / "m.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="m.weights", size_threshold=0)
+    assert (tmp_path / "m.weights").stat().st_size >= w.nbytes
+    x = rnd(1, 64)
+    am = aot.load(str(tmp_path / "m.onnx"))
+    np.testing.assert_allclose(aot.build(am, backend="c").run({"x": x})["y"], x @ w, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("location", ["../outside.bin", "/etc/hostname", "sub/../../outside.bin"])
+def test_external_data_may_not_leave_the_model_directory(tmp_path: Path, location: str) -> None:
+    from onnx.external_data_helper import set_external_data
+    (tmp_path / "outside.bin").write_bytes(np.zeros(64 * 64, np.float32).tobytes())
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    m = make([helper.make_node("MatMul", ["x", "W"], ["y"])], [("x", (1, 64))], ["y"], {"W": rnd(64, 64)})
+    t = m.graph.initializer[0]
+    set_external_data(t, location=location)
+    t.ClearField("raw_data")
+    t.ClearField("float_data")
+    t.data_location = onnx.TensorProto.EXTERNAL
+    (model_dir / "m.onnx").write_bytes(m.SerializeToString())
+    with pytest.raises(ModelFormatError, match="inside the model's directory"):
+        aot.load(str(model_dir / "m.onnx"))
+
+
+def test_truncated_external_data_is_a_format_error(tmp_path: Path) -> None:
+    m = make([helper.make_node("MatMul", ["x", "W"], ["y"])], [("x", (1, 64))], ["y"], {"W": rnd(64, 64)})
+    onnx.save(m, str(tmp_path / "m.onnx"), save_as_external_data=True, location="w.bin", size_threshold=0)
+    (tmp_path / "w.bin").write_bytes(b"\0" * 100)
+    with pytest.raises(ModelFormatError, match="truncated"):
+        aot.load(str(tmp_path / "m.onnx"))
 
 
 # ====================================================================== ops added for ONNX (aot/ops/extra.py)

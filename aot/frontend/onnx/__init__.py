@@ -74,8 +74,9 @@ from aot.ir import Model
 __all__ = ["load_onnx"]
 
 
-def load_onnx(data: bytes, name: str = "model", layout: str = "onnx") -> Model:
-    """Parse an ONNX model (bytes) into a graph-IR Model. See the module docstring."""
+def load_onnx(data: bytes, name: str = "model", layout: str = "onnx", base_dir: str | None = None) -> Model:
+    """Parse an ONNX model (bytes) into a graph-IR Model. See the module docstring. `base_dir`:
+    the model file's directory, where external weight files are looked up (and only there)."""
     try:
         import onnx
     except ImportError:  # pragma: no cover
@@ -84,7 +85,7 @@ def load_onnx(data: bytes, name: str = "model", layout: str = "onnx") -> Model:
         raise Error(f"layout must be 'onnx' or 'nhwc', got {layout!r}")
     try:
         proto = parse(onnx, data, name)
-        return import_graph(Importer(onnx, proto, name, layout), HANDLERS)
+        return import_graph(Importer(onnx, proto, name, layout, base_dir), HANDLERS)
     except Error as e:  # names from the file may hold control characters: keep messages one line
         msg = str(e)
         clean = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in msg)

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from aot.errors import ModelFormatError
+from aot.errors import ModelFormatError, UnsupportedError
 from aot.frontend.onnx.values import one_line
+
+# The newest opset of the default domain whose op semantics the handlers follow (each handler
+# reads `Importer.opset` where an op changed meaning); newer files are refused, not guessed at.
+MAX_OPSET = 22
 
 
 def parse(onnx: Any, data: bytes, name: str) -> Any:
@@ -21,6 +25,10 @@ def parse(onnx: Any, data: bytes, name: str) -> Any:
     if not m.graph.output:
         raise ModelFormatError(f"{name}: ONNX graph has no outputs")
     check_strings(m, name)
+    for o in m.opset_import:
+        if o.domain in ("", "ai.onnx") and o.version > MAX_OPSET:
+            raise UnsupportedError(f"{name}: ONNX opset {o.version} is newer than the newest supported ({MAX_OPSET}); "
+                                   f"export the model with opset_version={MAX_OPSET} or lower")
     if m.functions:
         try:
             from onnx import inliner

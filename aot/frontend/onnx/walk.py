@@ -4,6 +4,7 @@ evaluator), unsupported nodes collected and reported together, then the outputs.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
@@ -22,6 +23,40 @@ NONDETERMINISTIC = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike
                               "Bernoulli", "Multinomial"})
 
 
+def _with_external_data(im: Importer, name: str, t: Any) -> Any:
+    """A copy of initializer `t` with the bytes of its external data file inlined. The file must
+    lie inside the model's own directory (no absolute path, no `..`, no link out of it)."""
+    if im.base_dir is None:
+        raise UnsupportedError(
+            f"{im.model_name}: initializer {name!r} keeps its data in an external file; load the model "
+            "from its path (aot.load('model.onnx')) so the file is found beside it, or save the model with "
+            "its weights inside (onnx.save(model, path, save_as_external_data=False))")
+    info = {e.key: e.value for e in t.external_data}
+    loc = info.get("location", "")
+    base = Path(im.base_dir).resolve()
+    target = (base / loc).resolve()
+    if not loc or Path(loc).is_absolute() or not target.is_relative_to(base) or target == base:
+        raise ModelFormatError(f"{im.model_name}: initializer {name!r}: external data location {loc!r} "
+                               f"is not a file inside the model's directory {base}")
+    try:
+        offset, length = int(info.get("offset", 0)), int(info.get("length", -1))
+        with open(target, "rb") as f:
+            f.seek(offset)
+            raw = f.read() if length < 0 else f.read(length)
+    except (OSError, ValueError) as e:
+        raise ModelFormatError(f"{im.model_name}: initializer {name!r}: cannot read external data "
+                               f"{loc!r} ({one_line(e)})") from None
+    if length >= 0 and len(raw) != length:
+        raise ModelFormatError(f"{im.model_name}: initializer {name!r}: external data {loc!r} is truncated "
+                               f"({len(raw)} of {length} bytes)")
+    inline = type(t)()
+    inline.CopyFrom(t)
+    del inline.external_data[:]
+    inline.data_location = im.onnx.TensorProto.DEFAULT
+    inline.raw_data = raw
+    return inline
+
+
 def import_graph(im: Importer, handlers: Mapping[str, Handler]) -> Model:
     """Convert the importer's ONNX graph with `handlers` (op type -> handler) into a Model."""
     from onnx import numpy_helper
@@ -31,9 +66,7 @@ def import_graph(im: Importer, handlers: Mapping[str, Handler]) -> Model:
         im.problems.append(f"sparse initializer {sp.values.name!r}")
     for name, t in inits.items():
         if t.data_location == im.onnx.TensorProto.EXTERNAL:
-            raise UnsupportedError(
-                f"{im.model_name}: initializer {name!r} keeps its data in an external file; "
-                "save the model with its weights inside (onnx.save(model, path, save_as_external_data=False))")
+            t = _with_external_data(im, name, t)
         try:
             arr = numpy_helper.to_array(t)
         except Exception as e:

@@ -11,10 +11,13 @@ import numpy as np
 from aot.ir import Quant
 from aot.frontend.onnx.importer import Handler, Importer
 from aot.frontend.onnx.handlers.common import is_qview, node_hint
+from aot.frontend.onnx.handlers.activations import unary
 from aot.frontend.onnx.handlers.conv import conv_impl
 from aot.frontend.onnx.handlers.elementwise import binary
 from aot.frontend.onnx.handlers.matmul import gemm_impl, matmul_impl
+from aot.frontend.onnx.handlers.pool import HANDLERS as POOL_HANDLERS
 from aot.frontend.onnx.handlers.quantize import dequantize_linear, qparams
+from aot.frontend.onnx.handlers.shape import HANDLERS as SHAPE_HANDLERS
 from aot.frontend.onnx.values import Node, Val, unsupported
 
 
@@ -117,7 +120,69 @@ def _qgemm(im: Importer, n: Node) -> list[Val | None]:
     return [finish_qlinear(im, n, y, quant)]
 
 
+def _qlinear_unary(im: Importer, n: Node) -> list[Val | None]:
+    """QLinearSigmoid / QLinearLeakyRelu (X, X_scale, X_zp, Y_scale, Y_zp): a 256-entry table from
+    the model's scales, as onnxruntime builds its own."""
+    x = qlinear_val(im, n, 0, 1, 2)
+    quant = out_quant(im, n, 3, 4)
+    if n.op.endswith("Sigmoid"):
+        y = unary(im, x, "sigmoid", node_hint(n), quant)
+    else:
+        y = unary(im, x, "leaky_relu", node_hint(n), quant, alpha=float(n.attr("alpha", 0.01)))
+    return [finish_qlinear(im, n, y, quant)]
+
+
+def _as_float_op(im: Importer, n: Node, op: str, ins: list[Val | None], names: list[str],
+                 attrs: dict) -> Val:
+    """Run the float ONNX op `op` on dequantized operands (the result is quantized by the caller)."""
+    table = POOL_HANDLERS if op in POOL_HANDLERS else SHAPE_HANDLERS
+    fake = Node(n.proto, n.index, op, n.name, names, n.outputs[:1], attrs, ins)
+    y = table[op](im, fake)[0]
+    assert y is not None
+    return y
+
+
+def _qlinear_softmax(im: Importer, n: Node) -> list[Val | None]:
+    """com.microsoft QLinearSoftmax (X, X_scale, X_zp, Y_scale, Y_zp; axis, opset)."""
+    x = qlinear_val(im, n, 0, 1, 2)
+    quant = out_quant(im, n, 3, 4)
+    attrs = {"axis": int(n.attr("axis", -1 if int(n.attr("opset", 13)) >= 13 else 1))}
+    saved = im.opset
+    im.opset = int(n.attr("opset", 13))  # the attribute says which Softmax semantics (axis or flattening)
+    try:
+        y = _as_float_op(im, n, "Softmax", [x], n.inputs[:1], attrs)
+    finally:
+        im.opset = saved
+    return [finish_qlinear(im, n, y, quant)]
+
+
+def _qlinear_average_pool(im: Importer, n: Node) -> list[Val | None]:
+    """com.microsoft QLinearAveragePool (X, X_scale, X_zp, Y_scale, Y_zp; AveragePool's attributes)."""
+    if n.attr("channels_last", 0):
+        raise unsupported("channels_last")
+    x = qlinear_val(im, n, 0, 1, 2)
+    quant = out_quant(im, n, 3, 4)
+    attrs = {k: v for k, v in n.attrs.items() if k != "channels_last"}
+    return [finish_qlinear(im, n, _as_float_op(im, n, "AveragePool", [x], n.inputs[:1], attrs), quant)]
+
+
+def _qlinear_concat(im: Importer, n: Node) -> list[Val | None]:
+    """com.microsoft QLinearConcat (Y_scale, Y_zp, then X, X_scale, X_zp per input; axis)."""
+    quant = out_quant(im, n, 0, 1)
+    if (len(n.inputs) - 2) % 3 or len(n.inputs) < 5:
+        raise unsupported("inputs not in (X, X_scale, X_zp) triples")
+    xs: list[Val | None] = [qlinear_val(im, n, k, k + 1, k + 2) for k in range(2, len(n.inputs), 3)]
+    names = [n.inputs[k] for k in range(2, len(n.inputs), 3)]
+    y = _as_float_op(im, n, "Concat", xs, names, {"axis": int(n.attr("axis", 0))})
+    return [finish_qlinear(im, n, y, quant)]
+
+
 HANDLERS: Mapping[str, Handler] = MappingProxyType({
+    "com.microsoft::QLinearSigmoid": _qlinear_unary,
+    "com.microsoft::QLinearLeakyRelu": _qlinear_unary,
+    "com.microsoft::QLinearSoftmax": _qlinear_softmax,
+    "com.microsoft::QLinearAveragePool": _qlinear_average_pool,
+    "com.microsoft::QLinearConcat": _qlinear_concat,
     "QLinearConv": _qlinear_conv,
     "QLinearMatMul": _qlinear_matmul,
     "com.microsoft::QLinearAdd": _qlinear_binary,
