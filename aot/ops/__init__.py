@@ -8,6 +8,8 @@
   nn           conv2d (groups), depthwise_conv2d, fully_connected
   pool         max_pool2d, avg_pool2d (dilations, count_include_pad)
   elementwise  arithmetic, activations, pad, concat, views, softmax (any axis), mean, (de)quantize, lut
+  math         float sqrt, log, erf, pow (C library calls)
+  recurrent    svdf_state, svdf_output: recurrent layers over the model's state
   extra        the ONNX-only ops (layout and indexing, batch_matmul, conv_transpose2d, reduce, ...)
 """
 from aot.ops.registry import REGISTRY, OpDef, infer_call, infer_checked
@@ -15,5 +17,7 @@ from aot.ops import nn as _nn  # noqa: F401  (registers ops)
 from aot.ops import pool as _pool  # noqa: F401
 from aot.ops import elementwise as _elementwise  # noqa: F401
 from aot.ops import extra as _extra  # noqa: F401
+from aot.ops import recurrent as _recurrent  # noqa: F401
+from aot.ops import math as _math  # noqa: F401
 
 __all__ = ["REGISTRY", "OpDef", "infer_call", "infer_checked"]

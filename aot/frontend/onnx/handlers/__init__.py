@@ -6,12 +6,12 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Mapping
 
-from aot.frontend.onnx.handlers import (activations, conv, elementwise, matmul, pool, qlinear, quantize, resize,
-                                        shape)
+from aot.frontend.onnx.handlers import (activations, conv, elementwise, math, matmul, pool, qlinear, quantize,
+                                        resize, shape)
 from aot.frontend.onnx.importer import Handler
 
 
-FAMILIES = (quantize, qlinear, elementwise, activations, conv, matmul, pool, shape, resize)
+FAMILIES = (quantize, qlinear, elementwise, activations, math, conv, matmul, pool, shape, resize)
 
 
 def _merge(tables: tuple[Mapping[str, Handler], ...]) -> Mapping[str, Handler]:

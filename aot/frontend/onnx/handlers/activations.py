@@ -14,7 +14,7 @@ from aot.ops import REGISTRY
 from aot.frontend.onnx.importer import Handler, Importer
 from aot.frontend.onnx.handlers.common import node_hint
 from aot.frontend.onnx.handlers.elementwise import binary, broadcast
-from aot.frontend.onnx.values import Node, Val, unsupported
+from aot.frontend.onnx.values import Node, Val
 
 
 def onnx_lut(op: str, in_quant: Quant, out_quant: Quant, attrs: dict[str, Any]) -> tuple[int, ...]:
@@ -162,12 +162,14 @@ def _swish(im: Importer, n: Node) -> list[Val | None]:
 
 
 def _gelu(im: Importer, n: Node) -> list[Val | None]:
-    """The tanh approximation: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
+    """Exact (erf), or with approximate="tanh": 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
     x = n.ins[0]
     assert x is not None
-    if n.attr("approximate", "none") != "tanh":
-        raise unsupported("approximate='none' (needs erf); approximate='tanh' is supported")
     h = node_hint(n)
+    if n.attr("approximate", "none") != "tanh":  # exact: 0.5 x (1 + erf(x / sqrt(2)))
+        e = unary(im, binary(im, "mul", x, _scalar(1 / math.sqrt(2.0)), h + "_s"), "erf", h + "_erf")
+        return [binary(im, "mul", binary(im, "mul", x, _scalar(0.5), h + "_hx"),
+                       binary(im, "add", e, _scalar(1.0), h + "_1e"), h)]
     x3 = binary(im, "mul", binary(im, "mul", x, x, h + "_x2"), x, h + "_x3")
     inner = binary(im, "add", x, binary(im, "mul", x3, _scalar(0.044715), h + "_c"), h + "_in")
     t = unary(im, binary(im, "mul", inner, _scalar(math.sqrt(2.0 / math.pi)), h + "_k"), "tanh", h + "_tanh")

@@ -89,10 +89,10 @@ def _reciprocal(im: Importer, n: Node) -> list[Val | None]:
 def _pow(im: Importer, n: Node) -> list[Val | None]:
     x, e = n.ins[0], n.ins[1]
     assert x is not None and e is not None
-    if e.const is None or e.const.size != 1:
-        raise unsupported("exponent other than a constant scalar")
-    p = float(np.asarray(e.const).reshape(-1)[0])
     h = node_hint(n)
+    if e.const is None or e.const.size != 1:
+        return [binary(im, "pow", x, e, h)]  # the C library's powf, elementwise
+    p = float(np.asarray(e.const).reshape(-1)[0])
     if p == 1.0:
         return [x]
     if p == 2.0:
@@ -101,7 +101,9 @@ def _pow(im: Importer, n: Node) -> list[Val | None]:
         return [binary(im, "mul", binary(im, "mul", x, x, h + "_sq"), x, h)]
     if p == -1.0:
         return [binary(im, "div", Val((), "float32", const=np.float32(1)), x, h)]
-    raise unsupported(f"exponent {p:g} (supported: 1, 2, 3, -1)")
+    if p == 0.5:  # LayerNorm as PyTorch decomposes it: sqrt is exact where powf(x, 0.5) may not be
+        return [im.runtime_val(im.emit("sqrt", [im.f32(x, x.perm, h)], h), x.shape, x.perm)]
+    return [binary(im, "pow", x, e, h)]
 
 
 CMP: Mapping[str, str] = MappingProxyType(

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from aot.errors import ShapeError
-from aot.ir import Var
+from aot.ir import Quant, Var
 from aot.frontend.onnx.importer import Handler, Importer
 from aot.frontend.onnx.handlers.common import bn_affine, const_ints, is_qview, lift, node_hint, norm_axes
 from aot.frontend.onnx.handlers.elementwise import binary
@@ -117,7 +117,14 @@ REDUCE_OPS: Mapping[str, str] = MappingProxyType({
 
 
 def _reduce_impl(im: Importer, n: Node, x: Val, axes: list[int], keep: bool, kind: str) -> Val:
-    h = node_hint(n)
+    pq = im.pending_q(n.outputs[0]) if kind == "mean" else None
+    return reduce_val(im, x, axes, keep, kind, node_hint(n), pq[0] if pq else None)
+
+
+def reduce_val(im: Importer, x: Val, axes: Sequence[int], keep: bool, kind: str, h: str,
+               out_quant: Quant | None = None) -> Val:
+    """A reduction ("mean" or a `reduce` kind) of `x` over its logical `axes`; an int8 mean when
+    `x` is a QDQ view and `out_quant` is the following QuantizeLinear's."""
     r = x.rank
     if keep:
         shape = tuple(1 if d in axes else s for d, s in enumerate(x.shape))
@@ -128,11 +135,9 @@ def _reduce_impl(im: Importer, n: Node, x: Val, axes: list[int], keep: bool, kin
         out_perm = tuple(renum[p] for p in x.perm if p not in axes)
     pa = sorted(x.perm.index(a) for a in axes)
     if kind == "mean":
-        pq = im.pending_q(n.outputs[0])
-        q = im.qview(x) if pq is not None else None
-        if q is not None and im.int8_ok("mean", [q.ir.type], pq[0], {}):  # type: ignore[union-attr,index]
-            y = im.emit("mean", [im.rt(q, h)], h, axes=tuple(pa), keep_dims=keep,
-                        out_quant=pq[0])  # type: ignore[index]
+        q = im.qview(x) if out_quant is not None else None
+        if q is not None and im.int8_ok("mean", [q.ir.type], out_quant, {}):  # type: ignore[union-attr]
+            y = im.emit("mean", [im.rt(q, h)], h, axes=tuple(pa), keep_dims=keep, out_quant=out_quant)
         else:
             y = im.emit("mean", [im.f32(x, x.perm, h)], h, axes=tuple(pa), keep_dims=keep)
     else:

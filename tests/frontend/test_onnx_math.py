@@ -1,0 +1,114 @@
+"""Transformer-style ONNX math against onnxruntime (float32, rtol 1e-3 / atol 1e-4) on the numpy
+reference, the C and the LLVM host builds: Sqrt, Log, Erf, Pow with any exponent, LogSoftmax,
+Softplus, Mish, LayerNormalization (opset 17 and as PyTorch decomposes it), InstanceNormalization,
+ReduceL2, ReduceLogSumExp, exact Gelu, and an encoder block built of them."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+from onnx import helper  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_onnx_frontend import check, make, rnd  # noqa: E402
+
+X = (2, 5, 8)
+
+
+def pos(*shape: int) -> np.ndarray:
+    return (np.abs(rnd(*shape)) + 0.05).astype(np.float32)
+
+
+@pytest.mark.parametrize("op, feed", [("Sqrt", pos), ("Log", pos), ("Erf", rnd), ("Softplus", rnd), ("Mish", rnd)])
+def test_unary_math(op: str, feed) -> None:  # noqa: ANN001
+    opset = 18 if op == "Mish" else 17  # Mish is an opset-18 op
+    check(make([helper.make_node(op, ["x"], ["y"])], [("x", X)], ["y"], opset=opset), {"x": feed(*X) * 3})
+
+
+@pytest.mark.parametrize("p", [0.5, 1.5, -0.5, 2.7])
+def test_pow_any_constant_exponent(p: float) -> None:
+    m = make([helper.make_node("Pow", ["x", "p"], ["y"])], [("x", X)], ["y"], {"p": np.float32(p)})
+    check(m, {"x": pos(*X)})
+
+
+def test_pow_runtime_exponent() -> None:
+    m = make([helper.make_node("Pow", ["x", "e"], ["y"])], [("x", X), ("e", (1, 1, 8))], ["y"])
+    check(m, {"x": pos(*X), "e": rnd(1, 1, 8)})
+
+
+@pytest.mark.parametrize("opset, axis", [(17, -1), (17, 1), (11, 1)])
+def test_log_softmax(opset: int, axis: int) -> None:
+    m = make([helper.make_node("LogSoftmax", ["x"], ["y"], axis=axis)], [("x", X)], ["y"], opset=opset)
+    check(m, {"x": rnd(*X) * 4})
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_layer_normalization(axis: int) -> None:
+    shape = X[axis:] if axis > 0 else X[-1:]
+    m = make([helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=axis, epsilon=1e-5)],
+             [("x", X)], ["y"], {"g": rnd(*shape), "b": rnd(*shape)})
+    check(m, {"x": rnd(*X) * 2 + 1})
+
+
+def test_layer_norm_as_pytorch_decomposes_it() -> None:
+    nodes = [helper.make_node("ReduceMean", ["x"], ["m"], axes=[-1]),
+             helper.make_node("Sub", ["x", "m"], ["d"]),
+             helper.make_node("Pow", ["d", "two"], ["d2"]),
+             helper.make_node("ReduceMean", ["d2"], ["v"], axes=[-1]),
+             helper.make_node("Add", ["v", "eps"], ["ve"]),
+             helper.make_node("Sqrt", ["ve"], ["s"]),
+             helper.make_node("Div", ["d", "s"], ["n"]),
+             helper.make_node("Mul", ["n", "g"], ["ng"]),
+             helper.make_node("Add", ["ng", "b"], ["y"])]
+    m = make(nodes, [("x", X)], ["y"], {"two": np.float32(2), "eps": np.float32(1e-5), "g": rnd(8), "b": rnd(8)},
+             opset=13)
+    check(m, {"x": rnd(*X)})
+
+
+def test_instance_normalization() -> None:
+    m = make([helper.make_node("InstanceNormalization", ["x", "g", "b"], ["y"], epsilon=1e-5)],
+             [("x", (2, 3, 4, 5))], ["y"], {"g": rnd(3), "b": rnd(3)})
+    check(m, {"x": rnd(2, 3, 4, 5) * 3})
+
+
+@pytest.mark.parametrize("op", ["ReduceL2", "ReduceLogSumExp"])
+@pytest.mark.parametrize("keep", [0, 1])
+def test_reductions(op: str, keep: int) -> None:
+    m = make([helper.make_node(op, ["x", "axes"], ["y"], keepdims=keep)], [("x", X)], ["y"],
+             {"axes": np.array([1], np.int64)}, opset=18)
+    check(m, {"x": rnd(*X) * 3})
+
+
+def test_gelu_exact() -> None:
+    m = make([helper.make_node("Gelu", ["x"], ["y"])], [("x", X)], ["y"], opset=20)
+    check(m, {"x": rnd(*X) * 3})
+
+
+def test_transformer_encoder_block() -> None:
+    """Self-attention (MatMul, Softmax, MatMul) + residual + LayerNorm + MLP with exact GELU, as a
+    PyTorch export writes it (Erf-based GELU)."""
+    d, t = 16, 6
+    r = np.random.default_rng(7)
+
+    def w(*s: int) -> np.ndarray:
+        return (r.standard_normal(s) / np.sqrt(s[0])).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"]), helper.make_node("MatMul", ["x", "wk"], ["k"]),
+             helper.make_node("MatMul", ["x", "wv"], ["v"]),
+             helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["q", "kt"], ["s"]), helper.make_node("Mul", ["s", "scale"], ["ss"]),
+             helper.make_node("Softmax", ["ss"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["a"]),
+             helper.make_node("Add", ["a", "x"], ["res"]),
+             helper.make_node("LayerNormalization", ["res", "g", "b"], ["ln"], axis=-1),
+             helper.make_node("MatMul", ["ln", "w1"], ["h"]),
+             helper.make_node("Div", ["h", "sqrt2"], ["hs"]), helper.make_node("Erf", ["hs"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["e1"]), helper.make_node("Mul", ["h", "e1"], ["he"]),
+             helper.make_node("Mul", ["he", "half"], ["gelu"]), helper.make_node("MatMul", ["gelu", "w2"], ["y"])]
+    inits = {"wq": w(d, d), "wk": w(d, d), "wv": w(d, d), "scale": np.float32(1 / np.sqrt(d)), "g": rnd(d),
+             "b": rnd(d), "w1": w(d, 2 * d), "w2": w(2 * d, d), "sqrt2": np.float32(np.sqrt(2)),
+             "one": np.float32(1), "half": np.float32(0.5)}
+    check(make(nodes, [("x", (1, t, d))], ["y"], inits), {"x": rnd(1, t, d)})
