@@ -112,3 +112,36 @@ def test_transformer_encoder_block() -> None:
              "b": rnd(d), "w1": w(d, 2 * d), "w2": w(2 * d, d), "sqrt2": np.float32(np.sqrt(2)),
              "one": np.float32(1), "half": np.float32(0.5)}
     check(make(nodes, [("x", (1, t, d))], ["y"], inits), {"x": rnd(1, t, d)})
+
+
+def _rnn_model(op: str, direction: str, layout: int, t: int, b: int, i: int, h: int, with_init: bool,
+               **attrs: object):  # noqa: ANN202
+    g = {"LSTM": 4, "GRU": 3}[op]
+    d = 2 if direction == "bidirectional" else 1
+    r = np.random.default_rng(3)
+    inits = {"W": (r.standard_normal((d, g * h, i)) * 0.4).astype(np.float32),
+             "R": (r.standard_normal((d, g * h, h)) * 0.4).astype(np.float32),
+             "B": (r.standard_normal((d, 2 * g * h)) * 0.2).astype(np.float32)}
+    ins = ["x", "W", "R", "B", ""]
+    inputs = [("x", (t, b, i) if layout == 0 else (b, t, i))]
+    if with_init:
+        ins += ["h0"] + (["c0"] if op == "LSTM" else [])
+        inputs += [("h0", (d, b, h) if layout == 0 else (b, d, h))]
+        if op == "LSTM":
+            inputs += [("c0", (d, b, h) if layout == 0 else (b, d, h))]
+    outs = ["y", "yh"] + (["yc"] if op == "LSTM" else [])
+    node = helper.make_node(op, ins, outs, hidden_size=h, direction=direction, layout=layout, **attrs)
+    return make([node], inputs, outs, inits, opset=14), {name: rnd(*shape) for name, shape in inputs}
+
+
+@pytest.mark.parametrize("op", ["LSTM", "GRU"])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("with_init", [False, True])
+def test_onnx_rnn(op: str, direction: str, with_init: bool) -> None:
+    m, feeds = _rnn_model(op, direction, 0, t=4, b=2, i=5, h=3, with_init=with_init)
+    check(m, feeds)
+
+
+def test_gru_linear_before_reset_and_clip() -> None:
+    m, feeds = _rnn_model("GRU", "forward", 0, t=3, b=1, i=4, h=5, with_init=True, linear_before_reset=1, clip=0.8)
+    check(m, feeds)

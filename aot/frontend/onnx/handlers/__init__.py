@@ -7,11 +7,11 @@ from types import MappingProxyType
 from typing import Mapping
 
 from aot.frontend.onnx.handlers import (activations, conv, elementwise, math, matmul, pool, qlinear, quantize,
-                                        resize, shape)
+                                        recurrent, resize, shape)
 from aot.frontend.onnx.importer import Handler
 
 
-FAMILIES = (quantize, qlinear, elementwise, activations, math, conv, matmul, pool, shape, resize)
+FAMILIES = (quantize, qlinear, elementwise, activations, math, conv, matmul, pool, shape, resize, recurrent)
 
 
 def _merge(tables: tuple[Mapping[str, Handler], ...]) -> Mapping[str, Handler]:

@@ -182,7 +182,7 @@ def _pad(im: Importer, n: Node) -> list[Val | None]:
     if min(before + after) < 0:  # negative pads crop
         begin = [max(0, -b) for b in before]
         size = [x.shape[d] - begin[d] - max(0, -after[d]) for d in range(r)]
-        x = _slice_val(im, x, begin, [1] * r, size, h + "_crop")
+        x = slice_val(im, x, begin, [1] * r, size, h + "_crop")
         before, after = [max(0, b) for b in before], [max(0, a) for a in after]
     if not any(before) and not any(after):
         return [x]
@@ -214,7 +214,7 @@ def _pad(im: Importer, n: Node) -> list[Val | None]:
     return [run(x, value if mode == "constant" else None)]
 
 
-def _slice_val(im: Importer, x: Val, begin: Sequence[int], step: Sequence[int], size: Sequence[int],
+def slice_val(im: Importer, x: Val, begin: Sequence[int], step: Sequence[int], size: Sequence[int],
                hint: str) -> Val:
     """x[begin[d] : : step[d]][:size[d]] per logical axis, on the physical layout."""
     if x.const is not None:
@@ -255,7 +255,7 @@ def _slice(im: Importer, n: Node) -> list[Val | None]:
         begin[a], step[a], size[a] = (rr.start if len(rr) else 0), st, len(rr)
     if 0 in size:  # an empty tensor holds no data: a constant
         return [Val(tuple(size), x.dtype if x.deq is None else "float32", const=np.zeros(size, np.float32))]
-    return [_slice_val(im, x, begin, step, size, node_hint(n))]
+    return [slice_val(im, x, begin, step, size, node_hint(n))]
 
 
 def _split(im: Importer, n: Node) -> list[Val | None]:
@@ -275,7 +275,7 @@ def _split(im: Importer, n: Node) -> list[Val | None]:
         begin[axis] = off
         size = list(x.shape)
         size[axis] = p
-        out.append(_slice_val(im, x, begin, [1] * x.rank, size, node_hint(n, i)) if p > 0 else
+        out.append(slice_val(im, x, begin, [1] * x.rank, size, node_hint(n, i)) if p > 0 else
                    Val(tuple(size), "float32", const=np.zeros(size, np.float32)))
         off += p
     return out
