@@ -16,7 +16,7 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 VERSION = "0.1.0"  # printed in every generated file
 
 # C element types of the kernel dtypes a model input or output can have
-C_ELEMENT = {"i8": "int8_t", "u8": "uint8_t", "i16": "int16_t", "i32": "int32_t", "f32": "float"}
+C_ELEMENT = {"i8": "int8_t", "u8": "uint8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t", "f32": "float"}
 # Continuation lines of a long prototype start in this column plus the function name's length
 # after the prefix (the layout of the first templates, kept so that headers do not change).
 _WRAP_COLUMN = 21
@@ -84,6 +84,8 @@ def c_param(abi: EntryABI, p: Param) -> str:
 def c_prototype(abi: EntryABI, fn: EntryFunction) -> str:
     """`int32_t <name>(<params>)`, wrapped after the second parameter."""
     params = [c_param(abi, p) for p in fn.params]
+    if not params:
+        return f"int32_t {fn.name}(void)"
     head = f"int32_t {fn.name}(" + ", ".join(params[:2])
     if len(params) > 2:
         head += ",\n" + " " * (_WRAP_COLUMN + len(fn.name) - len(abi.prefix)) + ", ".join(params[2:])
@@ -98,8 +100,11 @@ def render_header(module: K.KernelModule, model_name: str, inputs: Sequence[Tens
                for s in (abi.inputs, abi.outputs)]
     declarations = [{"doc": f.doc, "prototype": c_prototype(abi, f)} for f in abi.declarations]
     pools = [{"name": x.name, "macro": pool_bytes_macro(p, x.name), "size": x.size} for x in module.pools]
+    states = [{"name": c.buffer.name, "dtype": c.buffer.dtype, "size": c.buffer.size, "nbytes": c.buffer.nbytes}
+              for c in module.states]
     return template_env(TEMPLATES).get_template("model.h.j2").render(
         prefix=p, PREFIX=p.upper(), version=VERSION, model_name=model_name, guard=f"{p.upper()}_H_",
         inputs=[t.as_template() for t in inputs], outputs=[t.as_template() for t in outputs],
         pools=pools, pool_bytes=sum(x.size for x in module.pools), pool_alignment=module.pools[0].alignment,
-        structs=structs, declarations=declarations)
+        structs=structs, declarations=declarations, states=states,
+        state_bytes=sum(c.buffer.nbytes for c in module.states))

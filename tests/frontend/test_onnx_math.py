@@ -145,3 +145,18 @@ def test_onnx_rnn(op: str, direction: str, with_init: bool) -> None:
 def test_gru_linear_before_reset_and_clip() -> None:
     m, feeds = _rnn_model("GRU", "forward", 0, t=3, b=1, i=4, h=5, with_init=True, linear_before_reset=1, clip=0.8)
     check(m, feeds)
+
+
+@pytest.mark.parametrize("idx_type", ["int64", "int32"])
+def test_gather_on_token_ids(idx_type: str) -> None:
+    """An embedding lookup: int64 token ids (a model input) gather rows of a constant table,
+    then a projection; negative ids count from the end, as ONNX defines."""
+    from onnx import TensorProto
+    vocab, d = 50, 8
+    table = rnd(vocab, d)
+    nodes = [helper.make_node("Gather", ["emb", "ids"], ["e"], axis=0),
+             helper.make_node("MatMul", ["e", "w"], ["y"])]
+    m = make(nodes, [("ids", (1, 7))], ["y"], {"emb": table, "w": rnd(d, 4)},
+             in_type=TensorProto.INT64 if idx_type == "int64" else TensorProto.INT32)
+    ids = np.array([[0, 3, 49, -1, 17, 5, -50]], dtype=idx_type)
+    check(m, {"ids": ids})

@@ -12,7 +12,7 @@ from aot.ir import Constant, Quant, Var
 
 
 NHWC = (0, 2, 3, 1)  # physical order of a logical NCHW tensor
-IR_DTYPES = frozenset({"float32", "int8", "uint8", "int16", "int32"})
+IR_DTYPES = frozenset({"float32", "int8", "uint8", "int16", "int32", "int64"})
 
 
 @dataclass(eq=False)

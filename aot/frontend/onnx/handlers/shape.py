@@ -284,9 +284,21 @@ def _split(im: Importer, n: Node) -> list[Val | None]:
 def _gather(im: Importer, n: Node) -> list[Val | None]:
     x, ind = n.ins[0], n.ins[1]
     assert x is not None and ind is not None
-    if ind.const is None:
-        raise unsupported("run-time indices")
     axis = norm_axes([n.attr("axis", 0)], x.rank)[0]
+    if ind.const is None:  # token ids and other run-time indices
+        if ind.dtype not in ("int32", "int64") or ind.ir is None:
+            raise unsupported(f"run-time {ind.dtype} indices")
+        h = node_hint(n)
+        if x.deq is not None:  # a QDQ view: gather the int8 codes, keep the view
+            data = im.as_layout(x.deq, ident(x.rank), h)
+        elif x.dtype == "float32":
+            data = im.f32(x, ident(x.rank), h)
+        else:
+            data = im.as_layout(x, ident(x.rank), h)
+        y = im.emit("gather", [data, im.as_layout(ind, ident(ind.rank), h + "_i")], h, axis=axis)
+        shape = x.shape[:axis] + ind.shape + x.shape[axis + 1:]
+        out = im.runtime_val(y, shape)
+        return [Val(shape, "float32", deq=out, perm=out.perm) if x.deq is not None else out]
     idx = np.asarray(ind.const).astype(np.int64)
     idx = np.where(idx < 0, idx + x.shape[axis], idx)
     q = idx.ndim
