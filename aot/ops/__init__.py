@@ -8,6 +8,7 @@
   nn           conv2d (groups), depthwise_conv2d, fully_connected
   pool         max_pool2d, avg_pool2d (dilations, count_include_pad)
   elementwise  arithmetic, activations, pad, concat, views, softmax (any axis), mean, (de)quantize, lut
+  argreduce    arg_max / arg_min along an axis (int32 or int64 indices)
   gather       gather with run-time (int32/int64) indices
   math         float sqrt, log, erf, pow (C library calls)
   recurrent    svdf_state, svdf_output: recurrent layers over the model's state
@@ -21,5 +22,6 @@ from aot.ops import extra as _extra  # noqa: F401
 from aot.ops import recurrent as _recurrent  # noqa: F401
 from aot.ops import math as _math  # noqa: F401
 from aot.ops import gather as _gather  # noqa: F401
+from aot.ops import argreduce as _argreduce  # noqa: F401
 
 __all__ = ["REGISTRY", "OpDef", "infer_call", "infer_checked"]

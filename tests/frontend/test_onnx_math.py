@@ -160,3 +160,21 @@ def test_gather_on_token_ids(idx_type: str) -> None:
              in_type=TensorProto.INT64 if idx_type == "int64" else TensorProto.INT32)
     ids = np.array([[0, 3, 49, -1, 17, 5, -50]], dtype=idx_type)
     check(m, {"ids": ids})
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("axis, keep, last", [(1, 1, 0), (-1, 0, 0), (2, 1, 1), (0, 0, 1)])
+def test_arg_max_min(op: str, axis: int, keep: int, last: int) -> None:
+    from onnx import TensorProto
+    m = make([helper.make_node(op, ["x"], ["y"], axis=axis, keepdims=keep, select_last_index=last)],
+             [("x", X)], ["y"], out_type=TensorProto.INT64)
+    x = np.round(rnd(*X) * 2).astype(np.float32)  # ties, so select_last_index matters
+    check(m, {"x": x})
+
+
+def test_argmax_after_conv_reads_the_nhwc_layout() -> None:
+    from onnx import TensorProto
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("ArgMax", ["c"], ["y"], axis=1, keepdims=0)]
+    m = make(nodes, [("x", (1, 3, 6, 5))], ["y"], {"w": rnd(4, 3, 3, 3)}, out_type=TensorProto.INT64)
+    check(m, {"x": rnd(1, 3, 6, 5)})

@@ -135,7 +135,27 @@ def _reduce_math(im: Importer, n: Node) -> list[Val | None]:
     return [binary(im, "add", unary(im, s, "log", h + "_l"), mk, h)]
 
 
+def _arg(im: Importer, n: Node) -> list[Val | None]:
+    """ArgMax / ArgMin: int64 indices along one axis (on the physical layout of `x`)."""
+    x = n.ins[0]
+    assert x is not None
+    axis = norm_axes([n.attr("axis", 0)], x.rank)[0]
+    keep = bool(n.attr("keepdims", 1))
+    h = node_hint(n)
+    src = x.deq if x.deq is not None else x  # an int8 view: the order of the codes is the order of the values
+    data = im.rt(src, h) if x.deq is not None or x.dtype != "float32" else im.f32(x, x.perm, h)
+    y = im.emit("arg_reduce", [data], h, kind="max" if n.op == "ArgMax" else "min", axis=src.perm.index(axis),
+                keep_dims=keep, select_last_index=bool(n.attr("select_last_index", 0)), out_dtype="int64")
+    if keep:
+        return [im.runtime_val(y, tuple(1 if d == axis else s for d, s in enumerate(x.shape)), src.perm)]
+    renum = {d: i for i, d in enumerate(dd for dd in range(x.rank) if dd != axis)}
+    return [im.runtime_val(y, tuple(s for d, s in enumerate(x.shape) if d != axis),
+                           tuple(renum[p] for p in src.perm if p != axis))]
+
+
 HANDLERS: Mapping[str, Handler] = MappingProxyType({
+    "ArgMax": _arg,
+    "ArgMin": _arg,
     "Sqrt": _unary_math,
     "Log": _unary_math,
     "Erf": _unary_math,
