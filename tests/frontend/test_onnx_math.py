@@ -178,3 +178,36 @@ def test_argmax_after_conv_reads_the_nhwc_layout() -> None:
              helper.make_node("ArgMax", ["c"], ["y"], axis=1, keepdims=0)]
     m = make(nodes, [("x", (1, 3, 6, 5))], ["y"], {"w": rnd(4, 3, 3, 3)}, out_type=TensorProto.INT64)
     check(m, {"x": rnd(1, 3, 6, 5)})
+
+
+def _dynamic_conv(tmp_path: Path) -> Path:
+    from onnx import TensorProto, numpy_helper
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(rnd(4, 3, 3, 3), "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "dyn.onnx"
+    onnx.save(m, str(path))
+    return path
+
+
+def test_input_shape_resolves_dynamic_dimensions(tmp_path: Path) -> None:
+    import aot
+    import onnxruntime as ort
+    path = _dynamic_conv(tmp_path)
+    am = aot.load(path, input_shapes={"x": (2, 3, 7, 9)})
+    assert am.inputs[0].type.shape[0] == 2 and sorted(am.inputs[0].type.shape[1:]) == [3, 7, 9]
+    x = rnd(2, 3, 7, 9)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(aot.build(am).run({"x": x})["y"], want, rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("shapes, match", [({"x": (2, 4, 7, 9)}, r"\(\?, 3, \?, \?\)"),
+                                           ({"x": (2, 3, 7)}, "give every dimension"),
+                                           ({"nope": (1, 3, 4, 4)}, "not inputs of the model")])
+def test_wrong_input_shapes_are_refused(tmp_path: Path, shapes: dict, match: str) -> None:
+    import aot
+    with pytest.raises(aot.ShapeError, match=match):
+        aot.load(_dynamic_conv(tmp_path), input_shapes=shapes)

@@ -64,6 +64,8 @@ table).
 """
 from __future__ import annotations
 
+from typing import Mapping, Sequence
+
 from aot.errors import Error
 from aot.frontend.onnx.handlers import HANDLERS
 from aot.frontend.onnx.importer import Importer
@@ -74,9 +76,12 @@ from aot.ir import Model
 __all__ = ["load_onnx"]
 
 
-def load_onnx(data: bytes, name: str = "model", layout: str = "onnx", base_dir: str | None = None) -> Model:
+def load_onnx(data: bytes, name: str = "model", layout: str = "onnx", base_dir: str | None = None,
+              input_shapes: Mapping[str, Sequence[int]] | None = None) -> Model:
     """Parse an ONNX model (bytes) into a graph-IR Model. See the module docstring. `base_dir`:
-    the model file's directory, where external weight files are looked up (and only there)."""
+    the model file's directory, where external weight files are looked up (and only there).
+    `input_shapes`: input name -> full shape, resolving the input's dynamic dimensions (a dynamic
+    dimension without one becomes 1; a given shape must agree with the static dimensions)."""
     try:
         import onnx
     except ImportError:  # pragma: no cover
@@ -85,7 +90,8 @@ def load_onnx(data: bytes, name: str = "model", layout: str = "onnx", base_dir: 
         raise Error(f"layout must be 'onnx' or 'nhwc', got {layout!r}")
     try:
         proto = parse(onnx, data, name)
-        return import_graph(Importer(onnx, proto, name, layout, base_dir), HANDLERS)
+        im = Importer(onnx, proto, name, layout, base_dir, dict(input_shapes or {}))
+        return import_graph(im, HANDLERS)
     except Error as e:  # names from the file may hold control characters: keep messages one line
         msg = str(e)
         clean = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in msg)

@@ -22,8 +22,10 @@ INDEX_REMAP_OPS = frozenset({"transpose", "strided_slice", "take", "tile", "broa
 class Importer:
     """One model being imported: the ONNX values seen so far and the IR calls emitted."""
 
-    def __init__(self, onnx: Any, proto: Any, name: str, layout: str, base_dir: str | None = None) -> None:
+    def __init__(self, onnx: Any, proto: Any, name: str, layout: str, base_dir: str | None = None,
+                 input_shapes: dict[str, Sequence[int]] | None = None) -> None:
         self.onnx = onnx
+        self.input_shapes = dict(input_shapes or {})  # name -> shape for inputs with dynamic dimensions
         self.base_dir = base_dir  # the model file's directory (external weight files), if known
         self.proto = proto
         self.g = proto.graph

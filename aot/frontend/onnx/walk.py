@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from aot.errors import Error, ModelFormatError, UnsupportedError
+from aot.errors import Error, ModelFormatError, ShapeError, UnsupportedError
 from aot.ir import Call, Constant, Function, Model, Quant, TensorType, Var, freeze_attrs, make_model, verify
 from aot.ir.limits import MAX_TENSOR_ELEMENTS
 from aot.ops import infer_call
@@ -86,6 +86,10 @@ def import_graph(im: Importer, handlers: Mapping[str, Handler]) -> Model:
         if n.index in im.absorbed:
             continue
         _convert(im, n, handlers)
+    unknown = sorted(set(im.input_shapes) - {vi.name for vi in g.input})
+    if unknown:
+        raise ShapeError(f"{im.model_name}: input shapes given for {unknown}, which are not inputs of the model; "
+                         f"its inputs: {[vi.name for vi in g.input if vi.name not in inits]}")
     outs = _outputs(im)
     if im.problems:
         listed = "; ".join(dict.fromkeys(im.problems))
@@ -178,6 +182,16 @@ def _input_quant(im: Importer, nodes: list[Node]) -> dict[str, Quant]:
     return out
 
 
+def _given_shape(im: Importer, name: str, dims: list[int | None], given: Sequence[int]) -> tuple[int, ...]:
+    """The shape given for input `name`, checked against the model's static dimensions."""
+    given = tuple(int(d) for d in given)
+    shown = "(" + ", ".join("?" if d is None else str(d) for d in dims) + ")"
+    if len(given) != len(dims) or any(g <= 0 for g in given) or any(d is not None and d != g for d, g in zip(dims, given)):
+        raise ShapeError(f"{im.model_name}: input shape {given} given for {name!r} does not fit the model's {shown} "
+                         f"(give every dimension; '?' ones are free)")
+    return given
+
+
 def _add_input(im: Importer, vi: Any, quant: Quant | None) -> None:
     tt = vi.type.tensor_type
     if not vi.type.HasField("tensor_type"):
@@ -186,6 +200,9 @@ def _add_input(im: Importer, vi: Any, quant: Quant | None) -> None:
         return
     np_dt = np_dtype(tt.elem_type)
     shape = tuple(int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else 1 for d in tt.shape.dim)
+    if vi.name in im.input_shapes:
+        shape = _given_shape(im, vi.name, [int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else None
+                                           for d in tt.shape.dim], im.input_shapes[vi.name])
     if np_dt not in IR_DTYPES:
         im.problems.append(f"input {vi.name!r}: dtype {np_dt}")
         im.poisoned.add(vi.name)
