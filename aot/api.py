@@ -10,7 +10,7 @@ import numpy as np
 from aot.pipeline.driver import CompileOptions, CompiledModel, compile_model
 from aot.errors import Error
 from aot.ir import Model
-from aot.ir.evaluate import check_inputs
+from aot.ir.evaluate import boundary_outputs, check_inputs
 
 BACKENDS = ("c", "llvm")
 TARGETS = ("host",)
@@ -70,10 +70,17 @@ class Library:
         return self._runner
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Run once: dict input name -> array in, dict output name -> array out."""
+        """Run once: dict input name -> array in, dict output name -> array out. A model with state
+        (recurrent layers) keeps it between runs, as the library does; `reset()` restores it."""
         args = check_inputs(self.model, inputs)
         outs = self._get_runner()(args)
-        return {v.name: o for v, o in zip(self.model.outputs, outs)}
+        return boundary_outputs(self.model, {v.name: o for v, o in zip(self.model.outputs, outs)})
+
+    def reset(self) -> None:
+        """Set the model's state (recurrent layers: variables kept between `run` calls) back to its
+        initial value, as `<prefix>_reset()` does in the library; a model without state has none."""
+        if self.model.states:
+            self._get_runner().reset(self.compiled.options.prefix)
 
     def export(self, path: "str | Path") -> Path:
         """Write the model library directory (see aot.artifact.library for the layout)."""

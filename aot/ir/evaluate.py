@@ -19,13 +19,17 @@ def check_inputs(model: Model, inputs: Mapping[str, np.ndarray]) -> list[np.ndar
         if p.name not in inputs:
             raise Error(f"missing input {p.name!r}; the model takes {[v.name for v in model.inputs]}")
         arr = np.asarray(inputs[p.name])
+        outer = dict(model.boundary_dtypes).get(p.name)
+        if outer is not None and arr.dtype == np.dtype(outer):
+            arr = arr.astype(p.type.np_dtype)  # declared in another dtype by the model file (float16)
         want = tuple(p.type.shape)
         if tuple(arr.shape) != want:
             raise ShapeError(f"input {p.name!r} has shape {tuple(arr.shape)}, the model expects {want}"
                              + _shape_hint(tuple(arr.shape), want))
         if arr.dtype != p.type.np_dtype:
-            raise ShapeError(f"input {p.name!r} has dtype {arr.dtype}, the model expects {p.type.dtype}; "
-                             f"convert it first (array.astype(numpy.{p.type.np_dtype.name}))")
+            want_dt = outer or p.type.dtype
+            raise ShapeError(f"input {p.name!r} has dtype {arr.dtype}, the model expects {want_dt}; "
+                             f"convert it first (array.astype(numpy.{want_dt}))")
         out.append(np.ascontiguousarray(arr))
     extra = set(inputs) - {p.name for p in model.inputs}
     if extra:
@@ -77,7 +81,13 @@ def reference(model: Model, inputs: Mapping[str, np.ndarray], trace: dict[str, n
     """Run the numpy oracle: dict input name -> array in, dict output name -> array out."""
     args = check_inputs(model, inputs)
     outs = evaluate(model, model.main, args, trace)
-    return {r.name: o for r, o in zip(model.outputs, outs)}
+    return boundary_outputs(model, {r.name: o for r, o in zip(model.outputs, outs)})
+
+
+def boundary_outputs(model: Model, outs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Outputs in the dtypes the model file declares (float16 outputs computed in float32)."""
+    conv = dict(model.boundary_dtypes)
+    return {k: (v.astype(conv[k]) if k in conv else v) for k, v in outs.items()}
 
 
 def random_inputs(model: Model, seed: int = 0) -> dict[str, np.ndarray]:
@@ -87,7 +97,7 @@ def random_inputs(model: Model, seed: int = 0) -> dict[str, np.ndarray]:
     for v in model.inputs:
         t = v.type
         if t.dtype == "float32":
-            out[v.name] = rng.standard_normal(t.shape).astype(np.float32)
+            out[v.name] = rng.standard_normal(t.shape).astype(dict(model.boundary_dtypes).get(v.name, "float32"))
         else:
             info = np.iinfo(t.np_dtype)
             out[v.name] = rng.integers(info.min, info.max + 1, size=t.shape, dtype=t.np_dtype)

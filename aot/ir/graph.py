@@ -4,6 +4,11 @@ Values are single-assignment: a `Var` is a function parameter or the output of e
 Call; a `Constant` carries its data. A Call names either a registered op (`op`) or a
 primitive function of the same model (`FunctionRef`), which is how fusion groups ops.
 All nodes are immutable; passes build new ones.
+
+State (recurrent layers): a Model's `states` are variables that persist between runs, each
+with its initial value. The entry function takes them as parameters after the model's inputs
+and returns their new values as results after the model's outputs (same order), so every op
+stays a pure function; the executor writes the new values back after the run.
 """
 from __future__ import annotations
 
@@ -71,10 +76,28 @@ class Function:
 
 
 @dataclass(frozen=True, eq=False)
+class State:
+    """A variable that persists between runs: its name, type and initial value (also the value
+    the library's reset entry point restores)."""
+    name: str
+    type: TensorType
+    init: np.ndarray
+
+    def __post_init__(self) -> None:
+        if tuple(np.shape(self.init)) != tuple(self.type.shape) or np.asarray(self.init).dtype != self.type.np_dtype:
+            raise ValueError(f"state {self.name}: initial value {np.asarray(self.init).dtype}"
+                             f"{tuple(np.shape(self.init))} is not of type {self.type}")
+
+
+@dataclass(frozen=True, eq=False)
 class Model:
     name: str
     functions: Mapping[str, Function]
     entry: str = "main"
+    states: tuple[State, ...] = ()  # main's last params (old values) and last results (new values)
+    # inputs/outputs the model file declares in another dtype than the IR computes in, converted at
+    # the boundary by the Python API: (name, dtype), e.g. ("x", "float16") for a float32 IR input
+    boundary_dtypes: tuple[tuple[str, str], ...] = ()
 
     @property
     def main(self) -> Function:
@@ -82,17 +105,31 @@ class Model:
 
     @property
     def inputs(self) -> tuple[Var, ...]:
-        return self.main.params
+        params = self.main.params
+        return params[:len(params) - len(self.states)]
 
     @property
     def outputs(self) -> tuple[Var, ...]:
-        return self.main.results
+        results = self.main.results
+        return results[:len(results) - len(self.states)]
+
+    @property
+    def state_params(self) -> tuple[Var, ...]:
+        """The entry function's parameters holding the states' values at the start of a run."""
+        return self.main.params[len(self.main.params) - len(self.states):]
+
+    @property
+    def state_results(self) -> tuple[Var, ...]:
+        """The entry function's results holding the states' values at the end of a run."""
+        return self.main.results[len(self.main.results) - len(self.states):]
 
     def replace_functions(self, functions: Mapping[str, Function]) -> "Model":
-        return Model(self.name, MappingProxyType(dict(functions)), self.entry)
+        return Model(self.name, MappingProxyType(dict(functions)), self.entry, self.states, self.boundary_dtypes)
 
 
-def make_model(name: str, main: Function, extra: Mapping[str, Function] | None = None) -> Model:
+def make_model(name: str, main: Function, extra: Mapping[str, Function] | None = None,
+               states: tuple[State, ...] = (), boundary_dtypes: Mapping[str, str] | None = None) -> Model:
     funcs = {main.name: main}
     funcs.update(extra or {})
-    return Model(name, MappingProxyType(funcs), main.name)
+    return Model(name, MappingProxyType(funcs), main.name, tuple(states),
+                 tuple(sorted((boundary_dtypes or {}).items())))

@@ -211,3 +211,26 @@ def test_wrong_input_shapes_are_refused(tmp_path: Path, shapes: dict, match: str
     import aot
     with pytest.raises(aot.ShapeError, match=match):
         aot.load(_dynamic_conv(tmp_path), input_shapes=shapes)
+
+
+def test_float16_model_computes_in_float32_and_converts_at_the_boundary() -> None:
+    """A float16 model (inputs, weights and outputs in float16): the library computes in float32,
+    the Python API takes and returns float16 arrays; close to onnxruntime's float16 arithmetic."""
+    import aot
+    import onnxruntime as ort
+    from onnx import TensorProto
+    from aot.frontend.onnx import load_onnx
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["a"]),
+             helper.make_node("Relu", ["a"], ["y"])]
+    m = make(nodes, [("x", (2, 16))], ["y"], {"w": rnd(16, 8).astype(np.float16), "b": rnd(8).astype(np.float16)},
+             in_type=TensorProto.FLOAT16, out_type=TensorProto.FLOAT16)
+    x = rnd(2, 16).astype(np.float16)
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    am = load_onnx(m.SerializeToString(), "h")
+    assert am.inputs[0].type.dtype == "float32" and dict(am.boundary_dtypes) == {"x": "float16", "y": "float16"}
+    for got in (aot.reference(am, {"x": x})["y"], aot.build(am, backend="c").run({"x": x})["y"],
+                aot.build(am, backend="llvm").run({"x": x})["y"]):
+        assert got.dtype == np.float16
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-2)
+    with pytest.raises(aot.ShapeError, match="float16"):
+        aot.reference(am, {"x": x.astype(np.float64)})

@@ -25,7 +25,8 @@ class Importer:
     def __init__(self, onnx: Any, proto: Any, name: str, layout: str, base_dir: str | None = None,
                  input_shapes: dict[str, Sequence[int]] | None = None) -> None:
         self.onnx = onnx
-        self.input_shapes = dict(input_shapes or {})  # name -> shape for inputs with dynamic dimensions
+        self.input_shapes = dict(input_shapes or {})
+        self.boundary: dict[str, str] = {}  # model inputs/outputs declared float16, computed in float32  # name -> shape for inputs with dynamic dimensions
         self.base_dir = base_dir  # the model file's directory (external weight files), if known
         self.proto = proto
         self.g = proto.graph

@@ -71,6 +71,8 @@ def import_graph(im: Importer, handlers: Mapping[str, Handler]) -> Model:
             arr = numpy_helper.to_array(t)
         except Exception as e:
             raise ModelFormatError(f"{im.model_name}: initializer {name!r} is corrupt ({one_line(e)})") from None
+        if arr.dtype == np.float16:  # float16 weights: computed in float32
+            arr = arr.astype(np.float32)
         im.vals[name] = Val(tuple(int(d) for d in arr.shape), arr.dtype.name, const=np.asarray(arr))
     nodes = _nodes(im)
     for n in nodes:
@@ -95,7 +97,7 @@ def import_graph(im: Importer, handlers: Mapping[str, Handler]) -> Model:
         listed = "; ".join(dict.fromkeys(im.problems))
         raise UnsupportedError(f"{im.model_name}: {len(set(im.problems))} unsupported: {listed}")
     main = Function("main", tuple(im.params), tuple(im.calls), tuple(outs))
-    model = make_model(im.model_name, main)
+    model = make_model(im.model_name, main, boundary_dtypes=im.boundary)
     return verify(model, infer_call)
 
 
@@ -199,6 +201,9 @@ def _add_input(im: Importer, vi: Any, quant: Quant | None) -> None:
         im.poisoned.add(vi.name)
         return
     np_dt = np_dtype(tt.elem_type)
+    if np_dt == "float16":  # computed in float32: the Python API converts at the boundary
+        im.boundary[vi.name] = "float16"
+        np_dt = "float32"
     shape = tuple(int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else 1 for d in tt.shape.dim)
     if vi.name in im.input_shapes:
         shape = _given_shape(im, vi.name, [int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else None
@@ -250,6 +255,9 @@ def _output(im: Importer, o: Any, v: Val, used: dict[int, Var], params: set[int]
     if 0 in v.shape:
         raise unsupported(f"empty output tensor {v.shape}")
     want = np_dtype(o.type.tensor_type.elem_type) if o.type.HasField("tensor_type") else v.dtype
+    if want == "float16":  # computed in float32, converted at the boundary
+        im.boundary[o.name] = "float16"
+        want = "float32"
     perm = NHWC if im.layout == "nhwc" and v.rank == 4 and want == "float32" else ident(v.rank)
     if v.deq is not None and want == "float32":
         ir = im.as_layout(v, perm, o.name)

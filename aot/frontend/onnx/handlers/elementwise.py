@@ -151,6 +151,8 @@ def _cast(im: Importer, n: Node) -> list[Val | None]:
     x = n.ins[0]
     assert x is not None
     to = np_dtype(int(n.attr("to", 0)))
+    if to == "float16" and (x.dtype == "float32" or x.deq is not None):
+        return [x]  # float16 arithmetic is computed in float32
     if to == x.dtype or (to == "float32" and x.deq is not None):
         return [x]
     raise unsupported(f"cast of a run-time {x.dtype} tensor to {to}")

@@ -19,6 +19,8 @@ def _constant(im: Importer, n: Node) -> list[Val | None]:
                     ("value_int", np.int64), ("value_ints", np.int64)):
         if key in n.attrs:
             arr = np.asarray(n.attrs[key], dtype=dt)
+            if arr.dtype == np.float16:  # computed in float32
+                arr = arr.astype(np.float32)
             return [Val(tuple(arr.shape), arr.dtype.name, const=arr)]
     raise unsupported("Constant without a numeric value (sparse or string)")
 
