@@ -2,7 +2,7 @@
 with its argument checks, and the functions that forward to it."""
 from __future__ import annotations
 
-from aot.artifact.abi import Check, Checked, Cond, EntryABI, EntryFunction, Forward, Ref, Source, StaticPool
+from aot.artifact.abi import Check, Checked, Cond, Delegate, EntryABI, EntryFunction, Forward, Ref, Source, StaticPool
 from aot.artifact.header import c_prototype
 
 
@@ -40,6 +40,8 @@ def _body(abi: EntryABI, fn: EntryFunction) -> str:
     if isinstance(b, Checked):
         checks = "".join(_check(abi, fn, c) for stage in b.stages for c in stage)
         return checks + f"    return {b.executor}({', '.join(_ref(abi, fn, r) for r in b.args)});\n"
+    if isinstance(b, Delegate):
+        return f"    return {b.target}();\n"
     assert isinstance(b, Forward)
     n = len(b.pools)
     pools = ", ".join(_source(abi, fn, s, False) for s in b.pools)

@@ -30,13 +30,18 @@ def render_sources(module: K.KernelModule, model_name: str, const_alignment: int
     consts = [{"name": c.buffer.name, "ctype": c_type(c.buffer.dtype), "size": c.buffer.size,
                "bytes": c.buffer.nbytes, "data": format_array(c.data, c.buffer.dtype)}  # type: ignore[arg-type]
               for c in module.consts]
+    states = "".join(f"/* state: {c.buffer.nbytes} bytes, kept between runs ({p}_reset restores this value) */\n"
+                     f"static {c_type(c.buffer.dtype)} {c.buffer.name}[{c.buffer.size}] "
+                     f"__attribute__((aligned({const_alignment}))) = {{\n    {format_array(c.data, c.buffer.dtype)}\n}};\n\n"
+                     for c in module.states)
     return {
         f"src/{p}_internal.h": env.get_template("internal.h.j2").render(
             **common, guard=f"{p.upper()}_INTERNAL_H_", consts=consts),
         f"src/{p}_constants.c": env.get_template("constants.c.j2").render(
             **common, consts=consts, const_alignment=const_alignment),
         f"src/{p}.c": env.get_template("model.c.j2").render(
-            **common, kernels=kernels, entry=entry, entry_points=print_entry_points(entry_abi(module))),
+            **common, states=states, kernels=kernels, entry=entry,
+            entry_points=print_entry_points(entry_abi(module))),
     }
 
 

@@ -5,6 +5,7 @@ A model library exports (the header, aot/artifact/header.py, declares them):
     int32_t <prefix>_run(struct <prefix>_inputs *in, struct <prefix>_outputs *out);
     int32_t <prefix>_run_with_pools(in, out, uint8_t *const pools[], const size_t pool_bytes[]);
     int32_t <prefix>_run_with_pool(in, out, uint8_t *pool, size_t pool_bytes);    (one pool only)
+    int32_t <prefix>_reset(void);    (models with state: recurrent layers; restores the initial state)
 
 `entry_abi(module)` describes them: the two structs (one element pointer per model input and
 output), the parameters, the argument checks of `_run_with_pools` with the error code each one
@@ -107,6 +108,12 @@ class Checked:
     args: tuple[Ref, ...]
 
 
+@dataclass(frozen=True)
+class Delegate:
+    """Body: return target() (a kernel of the module without parameters)."""
+    target: str
+
+
 # A pool pointer or size to forward: a parameter's value, or a static pool (its address or its size).
 Source = Union[Ref, StaticPool]
 
@@ -124,7 +131,7 @@ class Forward:
 class EntryFunction:
     name: str
     params: tuple[Param, ...]
-    body: Checked | Forward
+    body: Checked | Forward | Delegate
     doc: str  # the header's comment (lines after the first start with three spaces)
     note: str = ""  # a comment beside the definition
 
@@ -200,4 +207,9 @@ def entry_abi(module: K.KernelModule) -> EntryABI:
     functions.append(EntryFunction(
         f"{p}_run", in_out, Forward(with_pools.name, ("in", "out"), statics, statics),
         "Run the model with its static pool. Returns 0 (AOT_OK) or a negative error code of aot_runtime.h."))
+    if module.states:
+        functions.append(EntryFunction(
+            f"{p}_reset", (), Delegate(f"{p}_state_reset"),
+            f"Set the model's state ({P}_STATE_BYTES bytes that persist between runs) to its initial\n"
+            "   value, as before the first run. Returns 0 (AOT_OK)."))
     return EntryABI(p, inputs, outputs, statics, tuple(functions))

@@ -50,6 +50,10 @@ def metadata(compiled: Any, backend: str) -> dict[str, Any]:
         "inputs": [t(i) for i in ins],
         "outputs": [t(i) for i in outs],
         "pools": [{"name": x.name, "size": x.size, "alignment": x.alignment} for x in compiled.module.pools],
+        **({"states": [{"name": c.buffer.name, "model_name": st.name, "dtype": st.type.dtype,
+                        "shape": list(st.type.shape), "size_bytes": c.buffer.nbytes}
+                       for c, st in zip(compiled.module.states, compiled.model.states)],
+            "state_bytes": sum(c.buffer.nbytes for c in compiled.module.states)} if compiled.module.states else {}),
         "activation_bytes": p.activation_bytes,
         "lower_bound_bytes": p.lower_bound_bytes,
         "constant_bytes": sum(c.buffer.nbytes for c in compiled.module.consts),

@@ -101,10 +101,30 @@ def cmd_compare(a: argparse.Namespace) -> int:
 
 
 def cmd_ops(a: argparse.Namespace) -> int:
-    from aot.ops import REGISTRY
-    for name in REGISTRY.names():
-        op = REGISTRY.get(name)
-        print(f"{name:18} {op.kind:12} {', '.join(op.dtypes)}")
+    """The operators a user's model may hold, by frontend, with the dtypes each computes in: TFLite
+    builtin names (derived from the handler tables and the graph ops) and ONNX op types (float32,
+    and int8 where the op has an int8 path between QDQ pairs)."""
+    from aot.frontend.onnx.handlers import supported_dtypes as onnx_dtypes
+    from aot.frontend.tflite.listing import supported_dtypes
+    tflite = supported_dtypes()
+    onnx = onnx_dtypes()
+    both = not (a.tflite or a.onnx)
+    if a.json:
+        if a.onnx and not a.tflite:
+            print(json.dumps(onnx))
+        elif a.tflite and not a.onnx:
+            print(json.dumps(tflite))
+        else:
+            print(json.dumps({"onnx": onnx, "tflite": tflite}))
+        return 0
+    if a.tflite or both:
+        print(f"TFLite operators ({len(tflite)}):")
+        for name, dts in tflite.items():
+            print(f"  {name:24} {', '.join(dts)}")
+    if a.onnx or both:
+        print(f"ONNX operators ({len(onnx)}):")
+        for name, dts in onnx.items():
+            print(f"  {name:32} {', '.join(dts)}")
     return 0
 
 
@@ -142,5 +162,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     cp.add_argument("--target", choices=["host", "llvm"], default="host")
     cp.set_defaults(fn=cmd_compare)
 
-    o = sub.add_parser("ops", help="list the supported ops")
+    o = sub.add_parser("ops", help="list the supported TFLite and ONNX operators")
+    o.add_argument("--tflite", action="store_true", help="TFLite builtin operators with their activation dtypes")
+    o.add_argument("--onnx", action="store_true", help="ONNX op types")
+    o.add_argument("--json", action="store_true")
     o.set_defaults(fn=cmd_ops)

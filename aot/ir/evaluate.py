@@ -79,7 +79,7 @@ def evaluate(model: Model, fn: Function, args: list[np.ndarray], trace: dict[str
 def reference(model: Model, inputs: Mapping[str, np.ndarray], trace: dict[str, np.ndarray] | None = None
               ) -> dict[str, np.ndarray]:
     """Run the numpy oracle: dict input name -> array in, dict output name -> array out."""
-    args = check_inputs(model, inputs)
+    args = check_inputs(model, inputs) + [np.asarray(s.init) for s in model.states]  # a fresh state
     outs = evaluate(model, model.main, args, trace)
     return boundary_outputs(model, {r.name: o for r, o in zip(model.outputs, outs)})
 

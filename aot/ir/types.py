@@ -12,6 +12,7 @@ DTYPES: dict[str, np.dtype] = {
     "uint8": np.dtype(np.uint8),
     "int16": np.dtype(np.int16),
     "int32": np.dtype(np.int32),
+    "int64": np.dtype(np.int64),  # constants only (the int64 biases of 16x8 layers)
     "float32": np.dtype(np.float32),
 }
 

@@ -9,6 +9,8 @@ Rules (the error message starts with "rule N"):
      and the call's output type equals the callee's single result type.
   6. Every op name is registered and its type inference gives the call's output type.
   7. Primitive functions call ops only (no nested function calls), and no function calls itself.
+  8. The model's states are the entry function's last parameters and its last results, in
+     order, each of its state's type.
 """
 from __future__ import annotations
 
@@ -32,6 +34,14 @@ def verify(model: Model, infer: InferFn | None = None) -> Model:
         raise _fail(1, f"entry function @{model.entry} is missing")
     if model.functions[model.entry].primitive:
         raise _fail(1, f"entry function @{model.entry} is primitive")
+    main, n = model.functions[model.entry], len(model.states)
+    if n > len(main.params) or n > len(main.results):
+        raise _fail(8, f"{n} states but @{model.entry} has {len(main.params)} parameters and "
+                       f"{len(main.results)} results")
+    for st, p, r in zip(model.states, model.state_params, model.state_results):
+        if p.type != st.type or r.type != st.type:
+            raise _fail(8, f"state {st.name} of type {st.type}: parameter %{p.name} is {p.type}, "
+                           f"result %{r.name} is {r.type}")
     for fname, fn in model.functions.items():
         defined: set[int] = set()
         for p in fn.params:

@@ -69,6 +69,8 @@ class Interpreter:
         self.module = module
         self.consts = {id(c.buffer): np.asarray(c.data, dtype=NP[c.buffer.dtype]).reshape(-1)
                        for c in module.consts}
+        self.consts.update({id(c.buffer): np.array(c.data, dtype=NP[c.buffer.dtype]).reshape(-1)
+                            for c in module.states})  # mutable, persist between runs
         self.pools = {p.name: np.zeros(p.size, dtype=np.uint8) for p in module.pools}
         self.platform_live: list[int] = []
 

@@ -38,6 +38,13 @@ def requantize(x: int, multiplier: int, shift: int) -> int:
     return int(fp.multiply_by_quantized_multiplier(x, multiplier, shift))
 
 
+def requantize64(x: int, multiplier: int, shift: int) -> int:
+    """MultiplyByQuantizedMultiplier of an int64 accumulator (TFLite Micro's 16x8 kernels): one
+    rounding with the multiplier reduced to 16 bits, result wrapped to int32:
+    reduced = m < 0x7FFF0000 ? (m + 2^15) >> 16 : 0x7FFF; (x * reduced + 2^(14-shift)) >> (15-shift)."""
+    return int(fp.multiply_by_quantized_multiplier_int64(x, multiplier, shift))
+
+
 def clz32(x: int) -> int:
     """Count leading zeros of x as an unsigned 32-bit value (32 for 0)."""
     return int(fp.count_leading_zeros32(x))
@@ -149,6 +156,7 @@ INTRINSICS: Mapping[str, IntrinsicDef] = MappingProxyType({
         IntrinsicDef("srdhm", ("i32", "i32"), "i32", srdhm, srdhm.__doc__ or ""),
         IntrinsicDef("rdbpot", ("i32", "i32"), "i32", rdbpot, rdbpot.__doc__ or ""),
         IntrinsicDef("requantize", ("i32", "i32", "i32"), "i32", requantize, requantize.__doc__ or ""),
+        IntrinsicDef("requantize64", ("i64", "i32", "i32"), "i32", requantize64, requantize64.__doc__ or ""),
         IntrinsicDef("clz32", ("i32",), "i32", clz32, clz32.__doc__ or ""),
         IntrinsicDef("smlad", ("i32", "i32", "i32"), "i32", smlad, smlad.__doc__ or ""),
         IntrinsicDef("smlabb", ("i32", "i32", "i32"), "i32", smlabb, smlabb.__doc__ or ""),
@@ -163,6 +171,12 @@ INTRINSICS: Mapping[str, IntrinsicDef] = MappingProxyType({
                      requant_q31.__doc__ or ""),
         IntrinsicDef("expf", ("f32",), "f32", _f32(math.exp), "float exp"),
         IntrinsicDef("tanhf", ("f32",), "f32", _f32(math.tanh), "float tanh"),
+        IntrinsicDef("sqrtf", ("f32",), "f32", _f32(lambda x: math.sqrt(x) if x >= 0 else math.nan), "float sqrt"),
+        IntrinsicDef("logf", ("f32",), "f32",
+                     _f32(lambda x: math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan)), "float log"),
+        IntrinsicDef("erff", ("f32",), "f32", _f32(math.erf), "float erf"),
+        IntrinsicDef("powf", ("f32", "f32"), "f32", lambda x, y: float(np.power(np.float32(x), np.float32(y))),
+                     "float pow"),
         IntrinsicDef("roundf", ("f32",), "f32", _f32(fp.round_half_away), "round half away from zero"),
     )
 })

@@ -17,7 +17,7 @@ from typing import Union
 
 KDTYPES = ("i8", "u8", "i16", "i32", "i64", "f32", "bool")
 INT_DTYPES = ("i8", "u8", "i16", "i32", "i64")
-GRAPH_TO_K = {"int8": "i8", "uint8": "u8", "int16": "i16", "int32": "i32", "float32": "f32"}
+GRAPH_TO_K = {"int8": "i8", "uint8": "u8", "int16": "i16", "int32": "i32", "int64": "i64", "float32": "f32"}
 K_ITEMSIZE = {"i8": 1, "u8": 1, "i16": 2, "i32": 4, "i64": 8, "f32": 4, "bool": 1}
 
 
@@ -314,6 +314,9 @@ class KernelModule:
     # intermediates the executor passes between kernels, not yet placed in a pool
     # (plan_memory replaces them with PoolViews); workspace ones have kind "workspace"
     unplanned: tuple[Buffer, ...] = ()
+    # variables that persist between runs (recurrent layers): mutable globals outside every
+    # pool, each with its initial value (ConstBuffer.data), read and written by name
+    states: tuple["ConstBuffer", ...] = ()
 
     def func(self, name: str) -> PrimFunc:
         for f in self.funcs:

@@ -30,7 +30,7 @@ class _Checker:
         self.fn = fn
         self.planned = planned
         self.consts = {id(c.buffer) for c in module.consts}
-        self.buffers = set(self.consts) | {id(p) for p in fn.params}
+        self.buffers = set(self.consts) | {id(c.buffer) for c in module.states} | {id(p) for p in fn.params}
 
     def where(self) -> str:
         return f"function {self.fn.name}"

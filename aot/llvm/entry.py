@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from aot.artifact.abi import Check, Checked, Cond, EntryABI, EntryFunction, Forward, Ref, Source, StaticPool
+from aot.artifact.abi import Check, Checked, Cond, Delegate, EntryABI, EntryFunction, Forward, Ref, Source, StaticPool
 
 I1, I8, I32 = ir.IntType(1), ir.IntType(8), ir.IntType(32)
 PTR = ir.PointerType()
@@ -81,6 +81,9 @@ class _EntryEmitter:
                 for group in groups:
                     self.checks(group)
             b.ret(b.call(self.functions[body.executor], [self.ref(r) for r in body.args]))
+            return
+        if isinstance(body, Delegate):
+            b.ret(b.call(self.functions[body.target], []))
             return
         assert isinstance(body, Forward)
         pools = [self.source(s, False) for s in body.pools]

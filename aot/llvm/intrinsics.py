@@ -50,6 +50,18 @@ def _requantize(mod: ir.Module) -> ir.Function:
     return fn
 
 
+def _requantize64(mod: ir.Module) -> ir.Function:
+    fn, b = _fn(mod, "requantize64", I32, [I64, I32, I32])
+    x, m, s = fn.args
+    half = b.ashr(b.add(m, ir.Constant(I32, 1 << 15)), ir.Constant(I32, 16))
+    reduced = b.select(b.icmp_signed("<", m, ir.Constant(I32, 0x7FFF0000)), half, ir.Constant(I32, 0x7FFF))
+    total = b.zext(b.sub(ir.Constant(I32, 15), s), I64)
+    rnd = b.shl(ir.Constant(I64, 1), b.sub(total, ir.Constant(I64, 1)))
+    r = b.add(b.mul(x, b.sext(reduced, I64)), rnd)  # wrapping, as the C twin's uint64 arithmetic
+    b.ret(b.trunc(b.ashr(r, total), I32))
+    return fn
+
+
 def _clz32(mod: ir.Module) -> ir.Function:
     fn, b = _fn(mod, "clz32", I32, [I32])
     ctlz = mod.globals.get("llvm.ctlz.i32") or ir.Function(mod, ir.FunctionType(I32, [I32, I1]), "llvm.ctlz.i32")
@@ -140,17 +152,17 @@ def _requant_q31(mod: ir.Module) -> ir.Function:
 DSP_INTRINSICS = ("smlad", "smlabb", "smlatt", "sxtb16", "sxtb16_ror8", "sxtab16", "sxtab16_ror8", "pack16")
 
 
-def _libm(mod: ir.Module, name: str, c_name: str) -> ir.Function:
+def _libm(mod: ir.Module, name: str, c_name: str, arity: int = 1) -> ir.Function:
     ext = mod.globals.get(c_name)
     # the C library's float functions take and return floats in VFP registers on hard-float
     # targets; LLVM's default convention there is the base (integer register) AAPCS
     cconv = "arm_aapcs_vfpcc" if mod.triple.endswith("eabihf") and mod.triple.startswith(("thumb", "arm")) else None
     if ext is None:
-        ext = ir.Function(mod, ir.FunctionType(F32, [F32]), c_name)
+        ext = ir.Function(mod, ir.FunctionType(F32, [F32] * arity), c_name)
         if cconv:
             ext.calling_convention = cconv
-    fn, b = _fn(mod, name, F32, [F32])
-    b.ret(b.call(ext, [fn.args[0]], cconv=cconv))
+    fn, b = _fn(mod, name, F32, [F32] * arity)
+    b.ret(b.call(ext, list(fn.args), cconv=cconv))
     return fn
 
 
@@ -164,6 +176,8 @@ def define_intrinsic(mod: ir.Module, name: str) -> ir.Function:
         return _rdbpot(mod)
     if name == "requantize":
         return _requantize(mod)
+    if name == "requantize64":
+        return _requantize64(mod)
     if name == "clz32":
         return _clz32(mod)
     if name in DSP_INTRINSICS:
@@ -176,7 +190,9 @@ def define_intrinsic(mod: ir.Module, name: str) -> ir.Function:
         lo = b.select(b.icmp_signed("<", x, ir.Constant(I32, -128)), ir.Constant(I32, -128), x)
         b.ret(b.select(b.icmp_signed(">", lo, ir.Constant(I32, 127)), ir.Constant(I32, 127), lo))
         return fn
-    if name in ("expf", "tanhf", "roundf"):
+    if name in ("expf", "tanhf", "roundf", "sqrtf", "logf", "erff"):
         return _libm(mod, name, name)
+    if name == "powf":
+        return _libm(mod, name, name, 2)
     from aot.errors import UnsupportedError
     raise UnsupportedError(f"LLVM backend: intrinsic {name} has no implementation")

@@ -317,6 +317,11 @@ class ModulePrinter:
         km = self.km
         for c in km.consts:
             self._const(c)
+        for c in km.states:  # mutable globals with their initial value
+            self._const(c)
+            g = self.const_globals[id(c.buffer)]
+            g.global_constant = False
+            g.type = PTR  # an opaque pointer, so that stores type-check like stores through parameters
         # declare all functions first (calls may refer to any of them)
         prims = {f.name: f for f in km.funcs}
         for f in km.funcs:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+import numpy as np
+
 from aot.errors import Error
 from aot.ir import Call, FunctionRef, Model, Var
 from aot.ir.names import UniqueNames
@@ -62,9 +64,11 @@ def build_kernel_module(model: Model, prefix: str = "model", target: ScheduleTar
         s = c_identifier(name)
         return "t_" + s if s.startswith(prefix + "_") else s  # never shadow a generated function
     in_bufs = [K.Buffer(names.fresh(ident(p.name)), kdtype(p.type), max(p.type.size, 1))
-               for p in main.params]
+               for p in model.inputs]
     out_bufs = [K.Buffer(names.fresh(ident(r.name)), kdtype(r.type), max(r.type.size, 1))
-                for r in main.results]
+                for r in model.outputs]
+    state_bufs = [K.Buffer(names.fresh(f"{prefix}_state_{c_identifier(st.name)}"), kdtype(st.type),
+                           max(st.type.size, 1)) for st in model.states]
 
     alias: dict[int, Var] = {}
 
@@ -83,9 +87,11 @@ def build_kernel_module(model: Model, prefix: str = "model", target: ScheduleTar
                 raise Error(f"view {call.op_name} of a constant should have been folded")
             alias[id(call.out)] = src
     storage: dict[int, K.Buffer] = {}
-    for p, b in zip(main.params, in_bufs):
+    for p, b in zip(model.inputs, in_bufs):
         storage.setdefault(id(root(p)), b)
-    for r, b in zip(main.results, out_bufs):
+    for p, b in zip(model.state_params, state_bufs):
+        storage.setdefault(id(root(p)), b)
+    for r, b in zip(model.outputs, out_bufs):
         storage.setdefault(id(root(r)), b)
     unplanned: list[K.Buffer] = []
 
@@ -103,7 +109,47 @@ def build_kernel_module(model: Model, prefix: str = "model", target: ScheduleTar
         args = tuple(buffer_of(a) for a in call.args if isinstance(a, Var)) + (buffer_of(call.out),)
         body.append(K.CallKernel(kernels[call.op.name].name, args))
         body.append(K.ReturnOnError())
+    state_funcs: tuple[K.PrimFunc, ...] = ()
+    if model.states:
+        news = [buffer_of(r) for r in model.state_results]
+        update = _state_update(f"{prefix}_state_update", state_bufs, news)
+        if update is not None:
+            body += [K.CallKernel(update.name, tuple(n for s, n in zip(state_bufs, news) if s is not n)),
+                     K.ReturnOnError()]
+        state_funcs = ((update,) if update is not None else ()) + (
+            _state_reset(ctx, f"{prefix}_state_reset", state_bufs, model),)
     entry = K.PrimFunc(f"{prefix}_main", tuple(in_bufs) + tuple(out_bufs), K.Seq(tuple(body)))
-    return K.KernelModule(prefix, tuple(kernels.values()) + (entry,), tuple(ctx.consts), (), entry.name,
-                          tuple(in_bufs), tuple(out_bufs), tuple(unplanned))
+    states = tuple(K.ConstBuffer(b, np.asarray(st.init).astype(st.type.np_dtype).reshape(-1))
+                   for b, st in zip(state_bufs, model.states))
+    return K.KernelModule(prefix, tuple(kernels.values()) + state_funcs + (entry,), tuple(ctx.consts), (),
+                          entry.name, tuple(in_bufs), tuple(out_bufs), tuple(unplanned), states)
+
+
+def _copy_loop(dst: K.Buffer, value: "K.Buffer | K.Expr", var: str) -> K.Stmt:
+    i = K.ScalarVar(var)
+    return K.For(i, dst.size, K.Store(dst, i, value[i] if isinstance(value, K.Buffer) else value))
+
+
+def _state_update(name: str, states: list[K.Buffer], news: list[K.Buffer]) -> K.PrimFunc | None:
+    """The executor's last call: each state's new value (computed into a buffer of the run)
+    copied into the state's storage; a state no op changes needs no copy (None: none does)."""
+    pairs = [(s, n) for s, n in zip(states, news) if s is not n]
+    if not pairs:
+        return None
+    params = tuple(K.Buffer(f"new_{k}", n.dtype, n.size) for k, (_, n) in enumerate(pairs))
+    body = K.seq(*(_copy_loop(s, p, f"i{k}") for k, ((s, _), p) in enumerate(zip(pairs, params))))
+    return K.PrimFunc(name, params, body, "the states' new values written back after the run")
+
+
+def _state_reset(ctx: LowerCtx, name: str, states: list[K.Buffer], model: Model) -> K.PrimFunc:
+    """Every state set to its initial value (a constant fill, or a copy of a constant array)."""
+    loops = []
+    for k, (b, st) in enumerate(zip(states, model.states)):
+        flat = np.asarray(st.init).astype(st.type.np_dtype).reshape(-1)
+        if flat.size and np.all(flat == flat[0]):
+            value: K.Buffer | K.Expr = K.Const(flat[0].item(), b.dtype)
+        else:
+            value = ctx.const(flat, b.dtype, "state_init")
+        loops.append(_copy_loop(b, value, f"i{k}"))
+    return K.PrimFunc(name, (), K.seq(*loops), "the states set to their initial values")
 

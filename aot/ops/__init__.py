@@ -11,7 +11,7 @@
   argreduce    arg_max / arg_min along an axis (int32 or int64 indices)
   gather       gather with run-time (int32/int64) indices
   math         float sqrt, log, erf, pow (C library calls)
-  recurrent    svdf_state, svdf_output: recurrent layers over the model's state
+  recurrent    svdf_state, svdf_output, lstm, lstm_take: recurrent layers over the model's state
   extra        the ONNX-only ops (layout and indexing, batch_matmul, conv_transpose2d, reduce, ...)
 """
 from aot.ops.registry import REGISTRY, OpDef, infer_call, infer_checked

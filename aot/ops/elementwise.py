@@ -12,6 +12,7 @@ from aot.ir import Quant, TensorType
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.ops import quantized as Q
+from aot.ops import quantized16 as Q16
 from aot.ops.common import apply_activation_expr, apply_activation_np, broadcast_shapes, check_activation
 from aot.ops.emit import Accessor, EmitCtx, OutputWriter, kdtype, unflatten
 from aot.ops.registry import REGISTRY, Attrs, OpDef
@@ -36,6 +37,8 @@ def _binary(name: str, np_fn, k_fn):  # noqa: ANN001, ANN202
     def ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
         if out.dtype == "int8":
             return Q.binary_reference(name, xs, ts, attrs, out)
+        if out.dtype == "int16":
+            return Q16.binary_reference(name, xs, ts, attrs, out)
         y = np_fn(xs[0].astype(np.float32), xs[1].astype(np.float32)).astype(np.float32)
         return apply_activation_np(np.broadcast_to(y, out.shape), attrs.get("activation", "none"))
 
@@ -44,9 +47,12 @@ def _binary(name: str, np_fn, k_fn):  # noqa: ANN001, ANN202
         a, b = (x.broadcast_to(out.shape) for x in args)
         if out.dtype == "int8":
             return Q.binary_expr(name, a(idx), b(idx), args[0].type, args[1].type, out, call.attrs)
+        if out.dtype == "int16":
+            return Q16.binary_expr(name, a(idx), b(idx), args[0].type, args[1].type, out, call.attrs)
         return apply_activation_expr(k_fn(a(idx), b(idx)), call.attrs.get("activation", "none"))
 
-    REGISTRY.register(OpDef(name, "elementwise", binary_infer, ref, expr=expr, dtypes=("float32", "int8")))
+    int16 = ("int16",) if name in Q16.BINARY16 else ()
+    REGISTRY.register(OpDef(name, "elementwise", binary_infer, ref, expr=expr, dtypes=("float32", "int8") + int16))
 
 
 _binary("add", np.add, lambda a, b: a + b)
@@ -107,18 +113,23 @@ def _unary(name: str) -> None:
     def ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
         if out.dtype == "int8":
             return Q.unary_reference(name, xs[0], ts[0], attrs, out)
+        if out.dtype == "int16":
+            return Q16.unary_reference(name, xs[0], ts[0], attrs, out)
         return np.asarray(np_fn(xs[0].astype(np.float32), attrs), dtype=np.float32)
 
     def expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
         if call.out.type.dtype == "int8":
             table = ctx.const(Q.unary_table(name, args[0].type, call.out.type, call.attrs), "i8", name)
             return K.Load(table, args[0](idx).cast("i32") + 128)
+        if call.out.type.dtype == "int16":
+            return Q16.unary_expr(ctx, name, args[0](idx), args[0].type, call.out.type, call.attrs)
         return k_fn(args[0](idx), call.attrs)
 
     cheap = name in ("relu", "relu6", "relu_n1_to_1", "clip", "neg", "abs")
     infer = fixed_output_infer(name) if name in ("sigmoid", "tanh") else same_infer
+    int16 = ("int16",) if name in Q16.UNARY16 else ()
     REGISTRY.register(OpDef(name, "elementwise", infer, ref, expr=expr, inline_into_kernels=cheap,
-                            dtypes=("float32", "int8")))
+                            dtypes=("float32", "int8") + int16))
 
 
 for _n in UNARY:
@@ -152,21 +163,25 @@ REGISTRY.register(OpDef("lut", "elementwise", lut_infer, lut_ref, expr=lut_expr,
 def quantize_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
     q = attrs["out_quant"]
     dtype = attrs.get("dtype", "int8")
-    if dtype not in ("int8", "uint8", "int16"):
+    if dtype not in ("int8", "uint8", "int16", "int32"):
         raise UnsupportedError(f"quantize to {dtype}")
     return TensorType(ts[0].shape, dtype, q)
 
 
 def quantize_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    if Q16.handles_quantize(ts[0], out):
+        return Q16.quantize_reference(xs[0], ts[0], out)
     return Q.quantize_reference(xs[0], ts[0], out)
 
 
 def quantize_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+    if Q16.handles_quantize(args[0].type, call.out.type):
+        return Q16.quantize_expr(ctx, args[0](idx), args[0].type, call.out.type)
     return Q.quantize_expr(ctx, args[0](idx), args[0].type, call.out.type)
 
 
 REGISTRY.register(OpDef("quantize", "elementwise", quantize_infer, quantize_ref, expr=quantize_expr,
-                        dtypes=("float32", "int8", "uint8", "int16")))
+                        dtypes=("float32", "int8", "uint8", "int16", "int32")))
 
 
 def dequantize_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
@@ -176,10 +191,14 @@ def dequantize_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 
 def dequantize_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    if ts[0].dtype == "int16":
+        return Q16.dequantize_reference(xs[0], ts[0])
     return Q.dequantize_reference(xs[0], ts[0])
 
 
 def dequantize_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+    if args[0].type.dtype == "int16":
+        return Q16.dequantize_expr(args[0](idx), args[0].type)
     return Q.dequantize_expr(ctx, args[0](idx), args[0].type)
 
 
@@ -219,6 +238,8 @@ def pad_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call
         # clamp so the load is always in bounds (Select evaluates both sides)
         src.append(K.minimum(K.maximum(i, 0), n - 1) if (before or after) else i)
     val = x(src)
+    if val.dtype != kdtype(x.type):  # an inlined producer may hand over a wider value (quantize: i32)
+        val = val.cast(kdtype(x.type))
     if not conds:
         return val
     pv = _pad_value(x.type, call.attrs)
@@ -272,6 +293,8 @@ def concat_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 def concat_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
     if out.dtype == "int8":
         return Q.concat_reference(xs, ts, attrs, out)
+    if out.dtype == "int16":
+        Q16.check_concat(ts, out)
     y = np.concatenate(xs, axis=attrs["axis"]).astype(out.np_dtype)
     return apply_activation_np(y, attrs.get("activation", "none")) if out.dtype == "float32" else y
 
@@ -285,6 +308,8 @@ def concat_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call)
         v = a(idx)
         if out.type.dtype == "int8":
             v = Q.concat_value(ctx, v, a.type, out.type)
+        elif out.type.dtype == "int16":
+            Q16.check_concat([a.type], out.type)
         elif out.type.dtype == "float32":
             v = apply_activation_expr(v, call.attrs.get("activation", "none"))
         oidx = [i + offset if d == axis and offset else i for d, i in enumerate(idx)]
@@ -320,6 +345,8 @@ def softmax_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 def softmax_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
     if out.dtype == "int8":
         return Q.softmax_reference(xs[0], ts[0], attrs, out)
+    if out.dtype == "int16":
+        return Q16.softmax_reference(xs[0], ts[0], attrs, out)
     x = xs[0].astype(np.float32)
     a = softmax_axis(ts[0], attrs)
     beta = np.float32(attrs.get("beta", 1.0))
@@ -337,6 +364,8 @@ def softmax_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call
     depth = shape[a]
     if out.type.dtype == "int8":
         return Q.softmax_emit_int8(ctx, x, out, call, x.type.size // depth, depth)
+    if out.type.dtype == "int16":
+        return Q16.softmax_emit(ctx, x, out, call, x.type.size // depth, depth)
     if last:
         r, j = ctx.var("r"), ctx.var("j")
         lead = shape[:-1]
@@ -368,7 +397,7 @@ def softmax_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call
 
 
 REGISTRY.register(OpDef("softmax", "kernel", softmax_infer, softmax_ref, emit=softmax_emit,
-                        dtypes=("float32", "int8")))
+                        dtypes=("float32", "int8", "int16")))
 
 
 # ------------------------------------------------------------------ mean
@@ -385,6 +414,8 @@ def mean_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 def mean_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
     if out.dtype == "int8":
         return Q.mean_reference(xs[0], ts[0], attrs, out)
+    if out.dtype == "int16":
+        return Q16.mean_reference(xs[0], ts[0], attrs, out)
     axes = tuple(sorted(a % len(ts[0].shape) for a in attrs["axes"]))
     return np.mean(xs[0].astype(np.float32), axis=axes, dtype=np.float32).reshape(out.shape).astype(np.float32)
 
@@ -408,6 +439,8 @@ def mean_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) -
         [outer[d] for d in range(rank) if d not in inner]
     if floating:
         res: K.Expr = acc / _f(float(count))
+    elif out.type.dtype == "int16":
+        res = Q16.mean_finish(acc, count, x.type, out.type)
     else:
         res = Q.mean_finish(acc, count, x.type, out.type)
     body: K.Stmt = K.seq(K.Let(acc, K.Const(0.0, "f32") if floating else K.Const(0)), red, out.store(oidx, res))
@@ -417,7 +450,8 @@ def mean_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) -
     return body
 
 
-REGISTRY.register(OpDef("mean", "kernel", mean_infer, mean_ref, emit=mean_emit, dtypes=("float32", "int8")))
+REGISTRY.register(OpDef("mean", "kernel", mean_infer, mean_ref, emit=mean_emit,
+                        dtypes=("float32", "int8", "int16")))
 
 
 # ------------------------------------------------------------------ copy (materialise a value)

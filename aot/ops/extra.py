@@ -24,9 +24,12 @@ from aot.ir import TensorType
 from aot.kernel import ir as K
 from aot.ops.common import apply_activation_expr, apply_activation_np, check_activation, guard
 from aot.ops.emit import Accessor, EmitCtx, OutputWriter, flat_index
+from aot.ops.arith import mac_arith
+from aot.ops.mac16 import bmm_q_reference, mac16_reference, tconv8_reference
 from aot.ops.registry import REGISTRY, Attrs, OpDef
 
 ALL_DTYPES = ("float32", "int8", "uint8", "int16", "int32")
+MAC_DTYPES = ("float32", "int8", "int16", "int32", "int64")  # activations; int16/int32/int64 also biases
 F32_MAX = 3.4028234663852886e38
 
 
@@ -240,22 +243,48 @@ REGISTRY.register(OpDef("hard_sigmoid", "elementwise",
 
 
 # ------------------------------------------------------------------ batch_matmul
+def _mk(t: TensorType, adj: bool) -> tuple[int, int]:
+    """(rows, depth) of an operand, read transposed when `adj`."""
+    return (t.shape[-1], t.shape[-2]) if adj else (t.shape[-2], t.shape[-1])
+
+
 def bmm_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    """attrs: adj_x / adj_y (default false: read the operand's last two axes transposed),
+    activation (float), out_quant (int8 / int16: TFLM's BATCH_MATMUL, aot.ops.mac16)."""
     a, b = ts
     if len(a.shape) < 2 or len(b.shape) < 2:
         raise ShapeError(f"batch_matmul needs operands of rank >= 2, got {a.shape} and {b.shape}")
-    if a.shape[-1] != b.shape[-2]:
+    m, ka = _mk(a, bool(attrs.get("adj_x", False)))
+    nb, kb = _mk(b, not attrs.get("adj_y", False))  # b is [K, N]; adj_y: [N, K]
+    if ka != kb:
         raise ShapeError(f"batch_matmul inner dimensions differ: {a.shape} @ {b.shape}")
     try:
         batch = tuple(int(d) for d in np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
     except ValueError:
         raise ShapeError(f"batch dimensions of {a.shape} and {b.shape} do not broadcast") from None
     check_activation(attrs.get("activation", "none"))
-    return TensorType(batch + (a.shape[-2], b.shape[-1]), "float32")
+    if a.dtype != "float32" and attrs.get("activation", "none") != "none":
+        raise UnsupportedError(f"{a.dtype} batch_matmul has no fused activation")
+    return TensorType(batch + (m, nb), a.dtype, attrs.get("out_quant"))
+
+
+def _bmm_operands(xs: Sequence[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, np.ndarray]:
+    a, b = xs[0], xs[1]
+    if attrs.get("adj_x", False):
+        a = np.swapaxes(a, -1, -2)
+    if attrs.get("adj_y", False):
+        b = np.swapaxes(b, -1, -2)
+    return a, b
 
 
 def bmm_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
-    y = np.matmul(xs[0].astype(np.float32), xs[1].astype(np.float32))
+    a, b = _bmm_operands(xs, attrs)
+    if out.dtype != "float32":
+        return bmm_q_reference(a, b, ts[0], ts[1], out)
+    a, b = a.astype(np.float32), b.astype(np.float32)
+    y = np.zeros(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]), np.float32)
+    for k in range(a.shape[-1]):  # the sum in k order, as the kernel and TFLM add
+        y += a[..., :, k:k + 1] * b[..., k:k + 1, :]
     return apply_activation_np(y, attrs.get("activation", "none"))
 
 
@@ -268,23 +297,27 @@ def _bcast_index(own: Sequence[int], batch_idx: Sequence[K.Expr], tail: Sequence
 
 def bmm_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
     a, b = args
+    attrs = call.attrs
     shape = out.shape
-    m_n, n_n, k_n = shape[-2], shape[-1], a.shape[-1]
+    k_n = _mk(a.type, bool(attrs.get("adj_x", False)))[1]
+    m_n, n_n = shape[-2], shape[-1]
     bidx = [ctx.var(f"b{d}_") for d in range(len(shape) - 2)]
     m, n, k = ctx.var("m"), ctx.var("n"), ctx.var("k")
-    acc = ctx.var("acc", "f32")
-    term = a(_bcast_index(a.shape, bidx, [m, k])) * b(_bcast_index(b.shape, bidx, [k, n]))
+    arith = mac_arith(ctx, "batch_matmul", a.type, b.type, out.type, None, attrs)
+    acc = ctx.var("acc", arith.acc_dtype)
+    a_at = a(_bcast_index(a.shape, bidx, [k, m] if attrs.get("adj_x", False) else [m, k]))
+    b_at = b(_bcast_index(b.shape, bidx, [n, k] if attrs.get("adj_y", False) else [k, n]))
     body: K.Stmt = K.seq(
-        K.Let(acc, _f(0.0)),
-        K.For(k, k_n, K.Assign(acc, acc + term)),  # float accumulator, sum in k order
-        out.store(list(bidx) + [m, n], apply_activation_expr(acc, call.attrs.get("activation", "none"))))
+        K.Let(acc, arith.init()),
+        K.For(k, k_n, K.Assign(acc, acc + arith.term(a_at, b_at))),  # sum in k order (float: as TFLM)
+        out.store(list(bidx) + [m, n], arith.finish(acc, K.Const(0))))
     body = K.For(m, m_n, K.For(n, n_n, body))
     for d in reversed(range(len(bidx))):
         body = K.For(bidx[d], shape[d], body)
     return body
 
 
-REGISTRY.register(OpDef("batch_matmul", "kernel", bmm_infer, bmm_ref, emit=bmm_emit,
+REGISTRY.register(OpDef("batch_matmul", "kernel", bmm_infer, bmm_ref, emit=bmm_emit, dtypes=("float32", "int8", "int16"),
                         macs=lambda ts, out, attrs: out.size * ts[0].shape[-1]))
 
 
@@ -409,11 +442,18 @@ def tconv_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
     ow = _tconv_out(x.shape[2], w.shape[2], sw, dw, pl, pr, opw)
     if oh <= 0 or ow <= 0:
         raise ShapeError(f"conv_transpose2d output {oh}x{ow} is empty")
-    return TensorType((x.shape[0], oh, ow, w.shape[0]), "float32")
+    if x.dtype != "float32" and (g != 1 or (dh, dw) != (1, 1)):
+        raise UnsupportedError(f"{x.dtype} conv_transpose2d with groups or dilation: only float32")
+    return TensorType((x.shape[0], oh, ow, w.shape[0]), x.dtype, attrs.get("out_quant"))
 
 
 def tconv_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
-    """Scatter form: every input pixel adds its weighted kernel into the output."""
+    """Scatter form: every input pixel adds its weighted kernel into the output. int8 and
+    16x8: TFLM's TRANSPOSE_CONV integer kernels (aot.ops.mac16)."""
+    if ts[0].dtype == "int16":
+        return mac16_reference("conv_transpose2d", xs, ts, attrs, out)
+    if ts[0].dtype == "int8":
+        return tconv8_reference(xs, ts, attrs, out)
     x, w = xs[0].astype(np.float32), xs[1].astype(np.float32)
     g = int(attrs.get("groups", 1))
     (sh, sw), (dh, dw) = attrs["strides"], attrs.get("dilation", (1, 1))
@@ -427,11 +467,13 @@ def tconv_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, 
     for gi in range(g):
         xg = x[..., gi * cg:(gi + 1) * cg]
         wg = w[gi * og:(gi + 1) * og]
-        for ky in range(kh):
-            for kx in range(kw):
-                contrib = xg @ wg[:, ky, kx, :].T  # n, h, w, og
-                big[:, ky * dh:ky * dh + (h - 1) * sh + 1:sh, kx * dw:kx * dw + (wd - 1) * sw + 1:sw,
-                    gi * og:(gi + 1) * og] += contrib
+        # each output sums its products in TFLM's order (ascending input row, column, channel)
+        for ky in reversed(range(kh)):
+            for kx in reversed(range(kw)):
+                win = (slice(None), slice(ky * dh, ky * dh + (h - 1) * sh + 1, sh),
+                       slice(kx * dw, kx * dw + (wd - 1) * sw + 1, sw), slice(gi * og, (gi + 1) * og))
+                for ic in range(cg):
+                    big[win] += xg[..., ic:ic + 1] * wg[:, ky, kx, ic]
     y = big[:, pt:pt + oh, pl:pl + ow, :]
     if len(xs) > 2:
         y = y + xs[2].astype(np.float32)
@@ -453,7 +495,8 @@ def tconv_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) 
     h, wd = x.shape[1], x.shape[2]
     n, oy, ox, oc, ky, kx, ic = (ctx.var(v) for v in ("n", "oy", "ox", "oc", "ky", "kx", "ic"))
     ty, tx = ctx.var("ty"), ctx.var("tx")
-    acc = ctx.var("acc", "f32")
+    arith = mac_arith(ctx, "conv_transpose2d", x.type, w.type, out.type, bias, attrs)
+    acc = ctx.var("acc", arith.acc_dtype)
 
     def axis(t: K.Expr, s: int, size: int) -> tuple[list[K.Expr], K.Expr]:
         conds = [t >= 0] + ([(t % s).eq(0)] if s > 1 else [])
@@ -464,16 +507,17 @@ def tconv_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) 
     cx, ix = axis(tx, sw, wd)
     base = (oc / og) * cg if g > 1 else None
     xin = x([n, iy, ix, ic if base is None else base + ic])
-    tap = K.For(ic, cg, K.Assign(acc, acc + xin * w([oc, ky, kx, ic])))
-    body = K.For(ky, kh, K.seq(K.Let(ty, oy + pt - ky * dh), guard(cy, K.For(kx, kw, K.seq(
-        K.Let(tx, ox + pl - kx * dw), guard(cx, tap))))))
-    res: K.Expr = acc + bias([oc]) if bias is not None else acc
-    per_out = K.seq(K.Let(acc, _f(0.0)), body, out.store([n, oy, ox, oc],
-                                                          apply_activation_expr(res, attrs.get("activation", "none"))))
+    # taps in descending ky, kx: ascending input rows and columns, the order in which TFLM's
+    # scatter kernel adds them (float sums are bit-exact with it)
+    kyr, kxr = (kh - 1) - ky, (kw - 1) - kx
+    tap = K.For(ic, cg, K.Assign(acc, acc + arith.term(xin, w([oc, kyr, kxr, ic]))))
+    body = K.For(ky, kh, K.seq(K.Let(ty, oy + pt - kyr * dh), guard(cy, K.For(kx, kw, K.seq(
+        K.Let(tx, ox + pl - kxr * dw), guard(cx, tap))))))
+    per_out = K.seq(K.Let(acc, arith.init()), body, out.store([n, oy, ox, oc], arith.finish(acc, oc)))
     return K.For(n, n_, K.For(oy, oh, K.For(ox, ow, K.For(oc, oc_n, per_out))))
 
 
-REGISTRY.register(OpDef("conv_transpose2d", "kernel", tconv_infer, tconv_ref, emit=tconv_emit,
+REGISTRY.register(OpDef("conv_transpose2d", "kernel", tconv_infer, tconv_ref, emit=tconv_emit, dtypes=MAC_DTYPES,
                         macs=lambda ts, out, attrs: ts[0].size * ts[1].shape[0] // int(attrs.get("groups", 1))
                         * ts[1].shape[1] * ts[1].shape[2]))
 

@@ -4,7 +4,9 @@ Layouts: activations NHWC; conv weights OHWI (O H W (C/groups) when grouped); de
 weights 1HW(C*M); fully connected weights [out, in]. Padding attributes are explicit (top,
 bottom, left, right); frontends and the GraphBuilder resolve 'same'/'valid' (asymmetric SAME:
 the extra row/column at the end). The emitters here are the portable loop nests; for int8
-with constant weights aot.lower.schedule replaces them per target core.
+with constant weights aot.lower.schedule replaces them per target core. int16 activations
+with int8 weights and an int64 (or, for conv2d, int32) bias are TFLite's 16x8 layers
+(aot.ops.mac16): 64-bit accumulator, no zero points.
 """
 from __future__ import annotations
 
@@ -19,11 +21,13 @@ from aot.ops.arith import MacArith, mac_arith
 from aot.ops.common import (apply_activation_np, check_activation, guard, window_axis, window_bounds_conds,
                             window_out)
 from aot.ops.emit import Accessor, EmitCtx, OutputWriter, rows_accessor, unflatten
+from aot.ops.mac16 import mac16_reference
 from aot.ops.quantized import mac_reference
 from aot.ops.registry import REGISTRY, Attrs, OpDef
 from aot.quant.window import window_taps
 
 QDTYPES = ("float32", "int8")
+MAC_DTYPES = QDTYPES + ("int16", "int32", "int64")  # activations; int32/int64 for biases
 
 
 def _window_out(x: TensorType, kh: int, kw: int, attrs: Attrs) -> tuple[int, int]:
@@ -64,6 +68,8 @@ def conv2d_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 
 def conv2d_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    if ts[0].dtype == "int16":
+        return mac16_reference("conv2d", xs, ts, attrs, out)
     if out.dtype != "float32":
         return mac_reference("conv2d", xs, ts, attrs, out)
     x, w = xs[0].astype(np.float32), xs[1].astype(np.float32)
@@ -169,7 +175,7 @@ def _conv_macs(ts: Sequence[TensorType], out: TensorType, attrs: Attrs) -> int:
     return out.size * w.shape[1] * w.shape[2] * w.shape[3]
 
 
-REGISTRY.register(OpDef("conv2d", "kernel", conv2d_infer, conv2d_ref, emit=conv2d_emit, dtypes=QDTYPES + ("int32",),
+REGISTRY.register(OpDef("conv2d", "kernel", conv2d_infer, conv2d_ref, emit=conv2d_emit, dtypes=MAC_DTYPES,
                         macs=_conv_macs))
 
 
@@ -189,6 +195,8 @@ def dw_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 
 def dw_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    if ts[0].dtype == "int16":
+        return mac16_reference("depthwise_conv2d", xs, ts, attrs, out)
     if out.dtype != "float32":
         return mac_reference("depthwise_conv2d", xs, ts, attrs, out)
     x, w = xs[0].astype(np.float32), xs[1].astype(np.float32)
@@ -218,7 +226,7 @@ def _dw_macs(ts: Sequence[TensorType], out: TensorType, attrs: Attrs) -> int:
     return out.size * ts[1].shape[1] * ts[1].shape[2]
 
 
-REGISTRY.register(OpDef("depthwise_conv2d", "kernel", dw_infer, dw_ref, emit=dw_emit, dtypes=QDTYPES + ("int32",),
+REGISTRY.register(OpDef("depthwise_conv2d", "kernel", dw_infer, dw_ref, emit=dw_emit, dtypes=MAC_DTYPES,
                         macs=_dw_macs))
 
 
@@ -243,6 +251,8 @@ def fc_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 
 def fc_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    if ts[0].dtype == "int16":
+        return mac16_reference("fully_connected", xs, ts, attrs, out)
     if out.dtype != "float32":
         return mac_reference("fully_connected", xs, ts, attrs, out)
     w = xs[1].astype(np.float32)
@@ -271,5 +281,5 @@ def _fc_macs(ts: Sequence[TensorType], out: TensorType, attrs: Attrs) -> int:
     return out.size * ts[1].shape[1]
 
 
-REGISTRY.register(OpDef("fully_connected", "kernel", fc_infer, fc_ref, emit=fc_emit, dtypes=QDTYPES + ("int32",),
+REGISTRY.register(OpDef("fully_connected", "kernel", fc_infer, fc_ref, emit=fc_emit, dtypes=MAC_DTYPES,
                         macs=_fc_macs))

@@ -22,11 +22,12 @@ from aot.kernel import ir as K
 from aot.ops.common import (apply_activation_expr, apply_activation_np, check_activation, guard, window_axis,
                             window_bounds_conds, window_out)
 from aot.ops.emit import Accessor, EmitCtx, OutputWriter
+from aot.ops import quantized16 as Q16
 from aot.ops.quantized import pool_finish, pool_reference
 from aot.ops.registry import REGISTRY, Attrs, OpDef
 from aot.quant.window import window_taps
 
-QDTYPES = ("float32", "int8")
+QDTYPES = ("float32", "int8", "int16")
 F32_MAX = 3.4028234663852886e38
 
 
@@ -86,6 +87,8 @@ def _counts(x_hw: Sequence[int], out_hw: Sequence[int], attrs: Attrs, counted: S
 
 def _pool_ref(kind: str):  # noqa: ANN202
     def ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+        if out.dtype == "int16":
+            return Q16.pool_reference(kind, xs, ts, attrs, out)
         if out.dtype != "float32":
             return pool_reference(kind, xs, ts, attrs, out)
         x = xs[0].astype(np.float32)
@@ -145,6 +148,8 @@ def _pool_emit(kind: str):  # noqa: ANN202
         if floating:
             res: K.Expr = acc if count is None else acc / count.cast("f32")
             res = apply_activation_expr(res, attrs.get("activation", "none"))
+        elif out.type.dtype == "int16":
+            res = Q16.pool_finish(kind, acc, count, x.type, out.type, attrs)
         else:
             res = pool_finish(kind, acc, count, x.type, out.type, attrs)
         pre = [K.Let(acc, init)] + ([K.Let(count, K.Const(0))] if count is not None else [])

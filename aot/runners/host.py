@@ -80,6 +80,14 @@ class CtypesModel:
         return outs
 
 
+def _call_reset(address: int) -> None:
+    if not address:
+        raise Error("the library has no reset entry point (the model has no state)")
+    rc = ctypes.CFUNCTYPE(ctypes.c_int32)(address)()
+    if rc != 0:
+        raise Error(f"the model's reset returned error code {rc}")
+
+
 class HostCBuild:
     """A model library built with gcc into a temporary shared library and loaded."""
 
@@ -98,6 +106,10 @@ class HostCBuild:
     def address(self, name: str) -> int:
         """Address of the library's function `name` (e.g. another entry point)."""
         return int(ctypes.cast(getattr(self._dll, name), ctypes.c_void_p).value or 0)
+
+    def reset(self, prefix: str) -> None:
+        """Call `<prefix>_reset`: the model's state back to its initial value."""
+        _call_reset(self.address(f"{prefix}_reset"))
 
     def __call__(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         return self.model(inputs)
@@ -136,6 +148,10 @@ class LLVMJit:
     def address(self, name: str) -> int:
         """Address of the compiled function `name` (e.g. another entry point)."""
         return int(self._jitted.engine.get_function_address(name))
+
+    def reset(self, prefix: str) -> None:
+        """Call `<prefix>_reset`: the model's state back to its initial value."""
+        _call_reset(self.address(f"{prefix}_reset"))
 
     def __call__(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         return self.model(inputs)

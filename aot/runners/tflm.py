@@ -51,19 +51,33 @@ except BaseException as e:
     sys.exit(0)
 log_path = sys.argv[1]
 
-def run(model, inputs, arena, tensors, want_log):
-    cfg = (runtime.InterpreterConfig.kPreserveAllTensors if tensors
-           else runtime.InterpreterConfig.kAllocationRecording)
-    it = runtime.Interpreter.from_bytes(model, arena_size=arena, intrepreter_config=cfg)
-    for i, x in enumerate(inputs):
-        it.set_input(x, i)
-    it.invoke()
+def outputs(it):
     outs = []
     while True:
         try:
             outs.append(np.array(it.get_output(len(outs))))
         except Exception:
-            break
+            return outs
+
+def run(model, inputs, arena, tensors, want_log):
+    cfg = (runtime.InterpreterConfig.kPreserveAllTensors if tensors
+           else runtime.InterpreterConfig.kAllocationRecording)
+    it = runtime.Interpreter.from_bytes(model, arena_size=arena, intrepreter_config=cfg)
+    if isinstance(inputs, tuple):  # a sequence: ("reset",) or ("invoke", inputs) steps on one interpreter
+        outs = []
+        for step in inputs:
+            if step[0] == "reset":
+                it.reset()
+                continue
+            for i, x in enumerate(step[1]):
+                it.set_input(x, i)
+            it.invoke()
+            outs.append(outputs(it))
+        return outs, {}
+    for i, x in enumerate(inputs):
+        it.set_input(x, i)
+    it.invoke()
+    outs = outputs(it)
     kept = {}
     for t in tensors:
         try:
@@ -125,7 +139,8 @@ class _Job:
     log: bool = False
 
     def packed(self) -> tuple:
-        return (self.model, list(self.inputs), self.arena, list(self.tensors), self.log)
+        steps = self.inputs and isinstance(self.inputs[0], tuple)  # run_sequence's steps stay a tuple
+        return (self.model, self.inputs if steps else list(self.inputs), self.arena, list(self.tensors), self.log)
 
 
 def tflm_available() -> bool:
@@ -222,6 +237,19 @@ def run(model: bytes, inputs: Sequence[np.ndarray], tensors: Sequence[int] | Lit
     if isinstance(res, TFLMError):
         raise res
     return res
+
+
+def run_sequence(model: bytes, steps: Sequence["Sequence[np.ndarray] | None"],
+                 arena_size: int | None = None) -> list[list[np.ndarray]]:
+    """Invoke one interpreter several times (a stateful model keeps its variable tensors between
+    invocations): per step the model's inputs, or None to reset the interpreter's variables
+    (TFLM's reset: int8 to their zero point, others to 0). Returns each invocation's outputs."""
+    packed = tuple(("reset",) if xs is None else ("invoke", [np.ascontiguousarray(x) for x in xs]) for xs in steps)
+    job = _Job(bytes(model), packed, int(arena_size) if arena_size is not None else DEFAULT_ARENA)  # type: ignore[arg-type]
+    res = _run_jobs([job])[0]
+    if isinstance(res, TFLMError):
+        raise res
+    return list(res.outputs)
 
 
 # ---------------------------------------------------------------------- arena probe

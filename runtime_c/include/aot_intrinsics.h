@@ -52,6 +52,15 @@ static inline int32_t aot_requantize(int32_t x, int32_t multiplier, int32_t shif
     return aot_rdbpot(aot_srdhm((int32_t)((uint32_t)x << left), multiplier), right);
 }
 
+/* MultiplyByQuantizedMultiplier of an int64 accumulator (TFLite Micro's 16x8 kernels): the
+   multiplier reduced to 16 bits, one rounding, the result wrapped to int32 (shift -31..7) */
+static inline int32_t aot_requantize64(int64_t x, int32_t multiplier, int32_t shift) {
+    int64_t reduced = multiplier < 0x7FFF0000 ? (int64_t)((multiplier + (1 << 15)) >> 16) : 0x7FFF;
+    int32_t total = 15 - shift;
+    uint64_t r = (uint64_t)x * (uint64_t)reduced + (UINT64_C(1) << (total - 1));
+    return (int32_t)(uint32_t)(uint64_t)((int64_t)r >> total);
+}
+
 /* count leading zeros of x as uint32 (32 for 0) */
 static inline int32_t aot_clz32(int32_t x) {
     return x == 0 ? 32 : (int32_t)__builtin_clz((unsigned int)x);
@@ -148,6 +157,10 @@ static inline int32_t aot_requant_q31(int32_t y, int32_t m, int32_t lo, int32_t 
 
 static inline float aot_expf(float x) { return expf(x); }
 static inline float aot_tanhf(float x) { return tanhf(x); }
+static inline float aot_sqrtf(float x) { return sqrtf(x); }
+static inline float aot_logf(float x) { return logf(x); }
+static inline float aot_erff(float x) { return erff(x); }
+static inline float aot_powf(float x, float y) { return powf(x, y); }
 static inline float aot_roundf(float x) { return roundf(x); }
 
 #endif /* AOT_INTRINSICS_H */

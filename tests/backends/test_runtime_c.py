@@ -390,7 +390,8 @@ def _intrinsic_cases() -> dict[str, list[tuple[int, ...]]]:
     def i32() -> int:
         return rng.choice(edges) if rng.random() < 0.3 else rng.randint(-(1 << 31), (1 << 31) - 1)
 
-    shift_arg = {"rdbpot": (1, range(0, 32)), "requantize": (2, range(-31, 32)), "requant_q31": (4, range(0, 32))}
+    shift_arg = {"rdbpot": (1, range(0, 32)), "requantize": (2, range(-31, 32)), "requant_q31": (4, range(0, 32)),
+                 "requantize64": (2, range(-31, 8))}
     cases: dict[str, list[tuple[int, ...]]] = {}
     for name, d in INTRINSICS.items():
         if d.dtype != "i32":

@@ -17,11 +17,11 @@ import numpy as np
 
 from aot.errors import ModelFormatError, ShapeError, UnsupportedError
 from aot.frontend.tflite.records import Op, ParsedFile, Tensor
-from aot.ir import Call, Constant, Function, Model, Quant, TensorType, Var, freeze_attrs, make_model
+from aot.ir import Call, Constant, Function, Model, Quant, State, TensorType, Var, freeze_attrs, make_model
 from aot.ir.names import UniqueNames
 from aot.ops import REGISTRY, infer_checked
 
-GRAPH_DTYPES = ("float32", "int8", "uint8", "int16", "int32")  # the dtypes of graph-IR tensors
+GRAPH_DTYPES = ("float32", "int8", "uint8", "int16", "int32", "int64")  # the dtypes of graph-IR tensors
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_]+")
 _C_KEYWORDS = frozenset(
     "auto break case char const continue default do double else enum extern float for goto if inline int long "
@@ -64,6 +64,8 @@ class OpHandler:
     options: str | None = None       # the BuiltinOptions table, e.g. "Conv2DOptions"; None: no options
     fields: tuple[str, ...] = ()     # the fields read from it (the keys of the handler's options dict)
     options_required: bool = False   # the table must be present (TFLM would divide by a zero stride)
+    ir_op: str | None = None         # the graph op it becomes (its registry dtypes bound the listing)
+    dtypes: tuple[str, ...] | None = None  # activation dtypes it takes (None: the graph op's, see listing)
 
 
 class Converter:
@@ -77,6 +79,9 @@ class Converter:
         self.values: dict[int, Var | Constant] = {}
         self.names = UniqueNames()
         self.problems: list[str] = []
+        # variable (stateful) tensors read by a recurrent op: index -> (state, its entry parameter,
+        # its new value once the op that updates it has run)
+        self.states: dict[int, list[Any]] = {}
 
     # ------------------------------------------------------------------ values
     def quant(self, t: Tensor) -> Quant | None:
@@ -122,6 +127,22 @@ class Converter:
         c = Constant(self.names.fresh(hint or _clean_name(t.name) or f"const{i}"), tt, arr)
         self.values[i] = c
         return c
+
+    def state(self, i: int, init: np.ndarray) -> Var:
+        """Variable tensor `i` as a state of the model (initial value `init`): a parameter of the
+        entry function read by the op that updates it (see `update_state`)."""
+        if i in self.states:
+            raise Unsupported(f"{self.f.tensors[i].label} is a state read by two operators")
+        t = self.f.tensors[i]
+        tt = self.ttype(t)
+        name = self.names.fresh(_clean_name(t.name) or f"state{i}")
+        v = Var(name, tt, f"t{i:03d}")
+        self.states[i] = [State(name, tt, np.asarray(init, dtype=tt.np_dtype).reshape(tt.shape)), v, v]
+        return v
+
+    def update_state(self, i: int, new: Var) -> None:
+        """The value variable tensor `i` holds after the run."""
+        self.states[i][2] = new
 
     def param(self, i: int, what: str, op: Op) -> np.ndarray:
         """A constant operand read as an attribute (reshape shape, paddings, axes)."""
@@ -197,7 +218,8 @@ class Converter:
                 if op.options is None and handler.options_required:
                     raise ModelFormatError(f"{f.name}: {op.label} has no options table")
                 for i in op.inputs:
-                    if i >= 0 and i not in self.values and f.tensors[i].data is None:
+                    if i >= 0 and i not in self.values and f.tensors[i].data is None \
+                            and not f.tensors[i].is_variable:
                         raise Unsupported("__skip__")  # its producer was unsupported
                 handler.convert(self, op, op.options or {})
             except Unsupported as e:
@@ -222,9 +244,11 @@ class Converter:
             if v is None:
                 raise ModelFormatError(f"{f.name}: subgraph output {f.tensors[i].label} is never written")
             results.append(v)
+        states = [self.states[i] for i in sorted(self.states)]
+        results += [new for _, _, new in states]
         calls = _dead_code_eliminated(self.calls, results)
-        main = Function("main", tuple(params), tuple(calls), tuple(results))
-        return make_model(_clean_name(f.name) or "model", main)
+        main = Function("main", tuple(params) + tuple(v for _, v, _ in states), tuple(calls), tuple(results))
+        return make_model(_clean_name(f.name) or "model", main, states=tuple(st for st, _, _ in states))
 
 
 def _dead_code_eliminated(calls: list[Call], results: list[Var]) -> list[Call]:

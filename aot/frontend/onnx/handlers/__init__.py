@@ -25,3 +25,19 @@ def _merge(tables: tuple[Mapping[str, Handler], ...]) -> Mapping[str, Handler]:
 
 
 HANDLERS: Mapping[str, Handler] = _merge(tuple(m.HANDLERS for m in FAMILIES))
+INT8_OPS: frozenset[str] = frozenset().union(*(m.INT8 for m in FAMILIES))
+assert INT8_OPS <= set(HANDLERS), sorted(INT8_OPS - set(HANDLERS))
+
+
+def supported_dtypes() -> dict[str, list[str]]:
+    """ONNX op -> the dtypes of its run-time computation: float32, and int8 where the op has an
+    int8 path between QuantizeLinear/DequantizeLinear pairs (or is a QOperator op)."""
+    out = {}
+    for op in sorted(HANDLERS):
+        dts = {"int8"} if op in INT8_OPS else set()
+        if not op.startswith("com.microsoft::") and op != "QuantizeLinear":
+            dts.add("float32")
+        if op == "QuantizeLinear":
+            dts.add("float32")  # it reads float32 and writes int8
+        out[op] = sorted(dts)
+    return out

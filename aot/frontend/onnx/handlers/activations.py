@@ -191,3 +191,10 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType({
     "Swish": _swish,
     "Gelu": _gelu,
 })
+
+
+# ops with an int8 path between QDQ pairs: `aot ops --onnx` lists them, and
+# tests/frontend/test_onnx_int8_listing.py checks each
+INT8: frozenset[str] = frozenset({
+    "Abs", "Clip", "Exp", "HardSigmoid", "HardSwish", "LeakyRelu", "Neg", "Relu", "Sigmoid", "Tanh"
+})

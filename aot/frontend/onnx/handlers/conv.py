@@ -213,3 +213,10 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType({
     "Conv": _conv,
     "ConvTranspose": _conv_transpose,
 })
+
+
+# ops with an int8 path between QDQ pairs: `aot ops --onnx` lists them, and
+# tests/frontend/test_onnx_int8_listing.py checks each
+INT8: frozenset[str] = frozenset({
+    "Conv"
+})

@@ -184,3 +184,10 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType({
     "Cast": _cast,
     "CastLike": _castlike,
 })
+
+
+# ops with an int8 path between QDQ pairs: `aot ops --onnx` lists them, and
+# tests/frontend/test_onnx_int8_listing.py checks each
+INT8: frozenset[str] = frozenset({
+    "Add", "Mul", "Sub"
+})

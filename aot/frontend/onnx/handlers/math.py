@@ -167,3 +167,10 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType({
     "ReduceL2": _reduce_math,
     "ReduceLogSumExp": _reduce_math,
 })
+
+
+# ops with an int8 path between QDQ pairs: `aot ops --onnx` lists them, and
+# tests/frontend/test_onnx_int8_listing.py checks each
+INT8: frozenset[str] = frozenset({
+    "ArgMax", "ArgMin"
+})

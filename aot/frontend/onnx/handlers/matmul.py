@@ -154,3 +154,10 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType({
     "Gemm": _gemm,
     "MatMul": _matmul,
 })
+
+
+# ops with an int8 path between QDQ pairs: `aot ops --onnx` lists them, and
+# tests/frontend/test_onnx_int8_listing.py checks each
+INT8: frozenset[str] = frozenset({
+    "Gemm", "MatMul"
+})

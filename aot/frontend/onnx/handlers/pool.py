@@ -198,3 +198,10 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType({
     **dict.fromkeys(REDUCE_OPS, _reduce),
     "Softmax": _softmax,
 })
+
+
+# ops with an int8 path between QDQ pairs: `aot ops --onnx` lists them, and
+# tests/frontend/test_onnx_int8_listing.py checks each
+INT8: frozenset[str] = frozenset({
+    "AveragePool", "GlobalAveragePool", "MaxPool", "ReduceMean", "Softmax"
+})

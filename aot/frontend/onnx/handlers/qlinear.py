@@ -190,3 +190,7 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType({
     "com.microsoft::QLinearGlobalAveragePool": _qlinear_gap,
     "com.microsoft::QGemm": _qgemm,
 })
+
+
+# ops with an int8 path (QDQ views or QOperator): here, all of them
+INT8: frozenset[str] = frozenset(HANDLERS)

@@ -101,3 +101,10 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType({
     "QuantizeLinear": _quantize,
     "DequantizeLinear": dequantize_linear,
 })
+
+
+# ops with an int8 path between QDQ pairs: `aot ops --onnx` lists them, and
+# tests/frontend/test_onnx_int8_listing.py checks each
+INT8: frozenset[str] = frozenset({
+    "DequantizeLinear", "QuantizeLinear"
+})

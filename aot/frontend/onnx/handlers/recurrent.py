@@ -176,3 +176,6 @@ def _rnn(im: Importer, n: Node) -> list[Val | None]:
 
 
 HANDLERS: Mapping[str, Handler] = MappingProxyType({"LSTM": _rnn, "GRU": _rnn})
+
+
+INT8: frozenset[str] = frozenset()  # float32 only

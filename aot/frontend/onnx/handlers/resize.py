@@ -136,3 +136,10 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType({
     "Resize": _resize,
     "Upsample": _resize,
 })
+
+
+# ops with an int8 path between QDQ pairs: `aot ops --onnx` lists them, and
+# tests/frontend/test_onnx_int8_listing.py checks each
+INT8: frozenset[str] = frozenset({
+    "Resize"
+})

@@ -404,3 +404,11 @@ HANDLERS: Mapping[str, Handler] = MappingProxyType({
     "DepthToSpace": _depth_space,
     "SpaceToDepth": _depth_space,
 })
+
+
+# ops with an int8 path between QDQ pairs: `aot ops --onnx` lists them, and
+# tests/frontend/test_onnx_int8_listing.py checks each
+INT8: frozenset[str] = frozenset({
+    "Concat", "DepthToSpace", "Expand", "Flatten", "Gather", "Pad", "Reshape", "Slice", "SpaceToDepth",
+    "Squeeze", "Tile", "Transpose", "Unsqueeze"
+})

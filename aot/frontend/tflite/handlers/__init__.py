@@ -8,10 +8,10 @@ from types import MappingProxyType
 from typing import Mapping
 
 from aot.frontend.tflite.converter import OpHandler
-from aot.frontend.tflite.handlers import elementwise, mac, pool, quantize, shape
+from aot.frontend.tflite.handlers import elementwise, mac, pool, quantize, recurrent, shape
 from aot.frontend.tflite.parse import OptionsSpec
 
-FAMILIES = (mac, elementwise, pool, shape, quantize)
+FAMILIES = (mac, elementwise, pool, shape, quantize, recurrent)
 
 
 def _merge(tables: tuple[Mapping[str, OpHandler], ...]) -> Mapping[str, OpHandler]:

@@ -69,3 +69,9 @@ def n_inputs(cv: Converter, op: Op, lo: int, hi: int) -> None:
 def check_int8_or_float(cv: Converter, op: Op, x: Var | Constant) -> None:
     if x.type.dtype not in ("int8", "float32"):
         raise Unsupported(f"{x.type.dtype} activations")
+
+
+def check_dtype(x: Var | Constant, allowed: tuple[str, ...]) -> None:
+    """The operator's activation dtype must be one its handler declares (OpHandler.dtypes)."""
+    if x.type.dtype not in allowed:
+        raise Unsupported(f"{x.type.dtype} activations (takes {', '.join(allowed)})")

@@ -6,10 +6,11 @@ from typing import Any, Mapping
 
 from aot.errors import ModelFormatError
 from aot.frontend.tflite.converter import Convert, Converter, OpHandler
-from aot.frontend.tflite.handlers.common import act, check_int8_or_float, n_inputs, operand, padding, stride
+from aot.frontend.tflite.handlers.common import act, check_dtype, n_inputs, operand, padding, stride
 from aot.frontend.tflite.records import Op
 from aot.ops.common import resolve_padding
 
+DTYPES = ("float32", "int16", "int8")
 _POOL_FIELDS = ("Padding", "StrideW", "StrideH", "FilterWidth", "FilterHeight", "FusedActivationFunction")
 
 
@@ -17,7 +18,7 @@ def _pool(irop: str) -> Convert:
     def handler(cv: Converter, op: Op, opts: dict[str, Any]) -> None:
         n_inputs(cv, op, 1, 1)
         x = operand(cv, op, 0)
-        check_int8_or_float(cv, op, x)
+        check_dtype(x, DTYPES)
         if len(x.type.shape) != 4:
             raise ModelFormatError(f"{cv.f.name}: {op.label} needs a 4-d input, got {list(x.type.shape)}")
         k = (int(opts.get("FilterHeight", 0)), int(opts.get("FilterWidth", 0)))
@@ -32,7 +33,7 @@ def _pool(irop: str) -> Convert:
 def _mean(cv: Converter, op: Op, opts: dict[str, Any]) -> None:
     n_inputs(cv, op, 2, 2)
     x = operand(cv, op, 0)
-    check_int8_or_float(cv, op, x)
+    check_dtype(x, DTYPES)
     rank = len(x.type.shape)
     axes_raw = [int(a) for a in cv.param(op.inputs[1], "the axes operand", op).reshape(-1)]
     if any(not -rank <= a < rank for a in axes_raw):
@@ -43,7 +44,9 @@ def _mean(cv: Converter, op: Op, opts: dict[str, Any]) -> None:
 
 
 HANDLERS: Mapping[str, OpHandler] = MappingProxyType({
-    "AVERAGE_POOL_2D": OpHandler(_pool("avg_pool2d"), "Pool2DOptions", _POOL_FIELDS, options_required=True),
-    "MAX_POOL_2D": OpHandler(_pool("max_pool2d"), "Pool2DOptions", _POOL_FIELDS, options_required=True),
-    "MEAN": OpHandler(_mean, "ReducerOptions", ("KeepDims",)),
+    "AVERAGE_POOL_2D": OpHandler(_pool("avg_pool2d"), "Pool2DOptions", _POOL_FIELDS, options_required=True,
+                                 ir_op="avg_pool2d", dtypes=DTYPES),
+    "MAX_POOL_2D": OpHandler(_pool("max_pool2d"), "Pool2DOptions", _POOL_FIELDS, options_required=True,
+                             ir_op="max_pool2d", dtypes=DTYPES),
+    "MEAN": OpHandler(_mean, "ReducerOptions", ("KeepDims",), ir_op="mean", dtypes=DTYPES),
 })
