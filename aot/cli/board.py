@@ -24,7 +24,7 @@ def cmd_boards(a: argparse.Namespace) -> int:
 
 def cmd_project(a: argparse.Namespace) -> int:
     from aot.board.flow import make_project
-    model = load_model(a.model)
+    model = load_model(a.model, getattr(a, "input_shape", None))
     inputs = read_inputs(model, a.input, a.seed)
     kw = compile_kwargs(a)
     bb = make_project(model, a.board, Path(a.output), inputs, backend=a.backend, **kw)
@@ -68,6 +68,8 @@ def cmd_footprint(a: argparse.Namespace) -> int:
 
 def cmd_bench(a: argparse.Namespace) -> int:
     from aot.tools.bench import draw_bench, format_markdown, rows_json, run_bench
+    if a.input_shape:
+        raise Error("aot bench takes models with static input shapes; --input-shape is for run/compile/plan/project")
     anchors = Path(a.anchors) if a.anchors else _default_anchors()
     rows = run_bench([Path(m) for m in a.models], a.board, anchors, with_tflm=not a.no_tflm, **compile_kwargs(a))
     if a.md:

@@ -11,9 +11,30 @@ from aot.errors import Error
 from aot.ir.evaluate import random_inputs
 
 
-def load_model(path: str):  # noqa: ANN201
+def load_model(path: str, input_shapes: Sequence[str] | None = None):  # noqa: ANN201
+    """The model file; `input_shapes` are --input-shape NAME:D0,D1,... resolving an ONNX model's
+    dynamic input dimensions."""
     from aot.frontend import load
-    return load(path)
+    shapes = parse_input_shapes(input_shapes or [])
+    return load(path, input_shapes=shapes) if shapes else load(path)
+
+
+def parse_input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    out: dict[str, tuple[int, ...]] = {}
+    for spec in specs:
+        name, sep, dims = spec.rpartition(":")
+        try:
+            if not sep or not name:
+                raise ValueError
+            out[name] = tuple(int(d) for d in dims.replace("x", ",").split(","))
+        except ValueError:
+            raise Error(f"--input-shape expects NAME:D0,D1,... (e.g. input:1,3,224,224), got {spec!r}") from None
+    return out
+
+
+def add_input_shape_option(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--input-shape", action="append", metavar="NAME:DIMS",
+                    help="shape of an ONNX input with dynamic dimensions, e.g. input:1,3,224,224")
 
 
 def read_inputs(model, paths: Sequence[str] | None, seed: int) -> dict[str, np.ndarray]:  # noqa: ANN001
@@ -33,6 +54,7 @@ def read_inputs(model, paths: Sequence[str] | None, seed: int) -> dict[str, np.n
 
 
 def add_compile_options(sp: argparse.ArgumentParser) -> None:
+    add_input_shape_option(sp)
     sp.add_argument("--policy", choices=["host", "micro", "micro-platform"], help="allocation policy")
     sp.add_argument("--planner", choices=["greedy-size", "greedy-conflicts", "search", "best"])
     sp.add_argument("--prefix", help="C name prefix of the generated library (default: model)")

@@ -9,13 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from aot.cli.common import add_compile_options, compile_kwargs, load_model, read_inputs, target_backend
+from aot.cli.common import (add_compile_options, add_input_shape_option, compile_kwargs, load_model, read_inputs,
+                            target_backend)
 from aot.errors import Error
 
 
 def cmd_run(a: argparse.Namespace) -> int:
     from aot import build
-    model = load_model(a.model)
+    model = load_model(a.model, getattr(a, "input_shape", None))
     inputs = read_inputs(model, a.input, a.seed)
     t0 = time.perf_counter()
     result: dict[str, Any] = {"model": Path(a.model).stem, "target": a.target}
@@ -59,7 +60,7 @@ def cmd_run(a: argparse.Namespace) -> int:
 def cmd_compile(a: argparse.Namespace) -> int:
     from aot.api import export_library
     from aot.pipeline.driver import CompileOptions, compile_model
-    model = load_model(a.model)
+    model = load_model(a.model, getattr(a, "input_shape", None))
     compiled = compile_model(model, CompileOptions(**compile_kwargs(a)))
     out = export_library(compiled, Path(a.output), a.backend)
     p = compiled.plan
@@ -71,7 +72,7 @@ def cmd_compile(a: argparse.Namespace) -> int:
 
 def cmd_plan(a: argparse.Namespace) -> int:
     from aot.pipeline.driver import CompileOptions, compile_model
-    model = load_model(a.model)
+    model = load_model(a.model, getattr(a, "input_shape", None))
     compiled = compile_model(model, CompileOptions(**compile_kwargs(a)))
     p = compiled.plan
     rows = sorted(p.buffers, key=lambda b: (b.pool, b.offset, b.first_use))
@@ -93,7 +94,7 @@ def cmd_plan(a: argparse.Namespace) -> int:
 
 def cmd_compare(a: argparse.Namespace) -> int:
     from aot.tools.compare import compare_with_tflm
-    model = load_model(a.model)
+    model = load_model(a.model, getattr(a, "input_shape", None))
     inputs = read_inputs(model, a.input, a.seed)
     report = compare_with_tflm(a.model, inputs, backend=target_backend(a.target))
     print(report.format_report())
@@ -160,6 +161,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     cp.add_argument("--input", action="append", metavar="IN.npy")
     cp.add_argument("--seed", type=int, default=0)
     cp.add_argument("--target", choices=["host", "llvm"], default="host")
+    add_input_shape_option(cp)
     cp.set_defaults(fn=cmd_compare)
 
     o = sub.add_parser("ops", help="list the supported TFLite and ONNX operators")

@@ -9,6 +9,10 @@ State (recurrent layers): a Model's `states` are variables that persist between 
 with its initial value. The entry function takes them as parameters after the model's inputs
 and returns their new values as results after the model's outputs (same order), so every op
 stays a pure function; the executor writes the new values back after the run.
+
+Fixed inputs: a Model's `fixed_inputs` are model inputs whose run-time value must equal known
+values (TFLite's TRANSPOSE_CONV takes its output shape as an int32 tensor, here a model input,
+while the graph computes with the static shape): the library checks them before running.
 """
 from __future__ import annotations
 
@@ -89,6 +93,15 @@ class State:
                              f"{tuple(np.shape(self.init))} is not of type {self.type}")
 
 
+@dataclass(frozen=True)
+class FixedInput:
+    """Model input `index` must hold exactly `values` (flattened) at run time; the library
+    returns AOT_ERR_SHAPE_MISMATCH otherwise (`what` names the values, e.g. "output_shape")."""
+    index: int
+    values: tuple[int, ...]
+    what: str = "output_shape"
+
+
 @dataclass(frozen=True, eq=False)
 class Model:
     name: str
@@ -98,6 +111,7 @@ class Model:
     # inputs/outputs the model file declares in another dtype than the IR computes in, converted at
     # the boundary by the Python API: (name, dtype), e.g. ("x", "float16") for a float32 IR input
     boundary_dtypes: tuple[tuple[str, str], ...] = ()
+    fixed_inputs: tuple[FixedInput, ...] = ()  # inputs whose values the run checks (see FixedInput)
 
     @property
     def main(self) -> Function:
@@ -124,12 +138,14 @@ class Model:
         return self.main.results[len(self.main.results) - len(self.states):]
 
     def replace_functions(self, functions: Mapping[str, Function]) -> "Model":
-        return Model(self.name, MappingProxyType(dict(functions)), self.entry, self.states, self.boundary_dtypes)
+        return Model(self.name, MappingProxyType(dict(functions)), self.entry, self.states, self.boundary_dtypes,
+                     self.fixed_inputs)
 
 
 def make_model(name: str, main: Function, extra: Mapping[str, Function] | None = None,
-               states: tuple[State, ...] = (), boundary_dtypes: Mapping[str, str] | None = None) -> Model:
+               states: tuple[State, ...] = (), boundary_dtypes: Mapping[str, str] | None = None,
+               fixed_inputs: tuple[FixedInput, ...] = ()) -> Model:
     funcs = {main.name: main}
     funcs.update(extra or {})
     return Model(name, MappingProxyType(funcs), main.name, tuple(states),
-                 tuple(sorted((boundary_dtypes or {}).items())))
+                 tuple(sorted((boundary_dtypes or {}).items())), tuple(fixed_inputs))

@@ -146,3 +146,23 @@ def test_closed_output_pipe_ends_quietly(args: tuple[str, ...]) -> None:
         os.close(w_fd)
     assert p.returncode in (0, 141), p.stderr
     assert "internal error" not in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_input_shape_resolves_dynamic_onnx_dimensions(tmp_path: Path) -> None:
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "L"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "dyn.onnx"))
+    x = np.random.default_rng(0).standard_normal((2, 3, 5)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    r = aot_cli("run", str(tmp_path / "dyn.onnx"), "--input-shape", "x:2,3,5", "--input", str(tmp_path / "x.npy"),
+                "--output", str(tmp_path / "y.npy"))
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), np.maximum(x, 0))
+    bad = aot_cli("run", str(tmp_path / "dyn.onnx"), "--input-shape", "x:2,4,5")
+    assert bad.returncode == 2 and "(?, 3, ?)" in bad.stderr, bad.stderr
+    assert aot_cli("run", str(tmp_path / "dyn.onnx"), "--input-shape", "x=2").returncode == 2

@@ -84,3 +84,11 @@ def test_every_new_listed_dtype_is_tested_against_tflm(family, covered) -> None:
         for dt in handler_dtypes(h):
             if dt in ("int16", "int32") or op in ("STRIDED_SLICE", "TRANSPOSE") or op == "QUANTIZE":
                 assert (op, dt) in covered, f"{op} {dt} is listed but not tested against TFLM"
+
+
+def test_readme_tflite_table_equals_the_listing() -> None:
+    import re
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = dict(re.findall(r"^\| ([A-Z0-9_]+) \| ([a-z0-9, ]+) \|$", readme, re.M))
+    listed = json.loads(aot_cli("ops", "--tflite", "--json"))
+    assert {k: v.split(", ") for k, v in table.items()} == listed
