@@ -25,7 +25,7 @@ from tflm_util import run_tflm_batch  # noqa: E402
 import aot  # noqa: E402
 from aot.errors import UnsupportedError  # noqa: E402
 from aot.frontend.tflite import load_tflite  # noqa: E402
-from aot.frontend.tflite_writer import TFLiteModelBuilder  # noqa: E402
+from quant_sweep import T as _T, single_op as _single_op  # noqa: E402
 from aot.kernel import ir as K  # noqa: E402
 from aot.kernel.intrinsics import INTRINSICS, call as intrinsic  # noqa: E402
 from aot.kernel.printer import format_module  # noqa: E402
@@ -38,34 +38,14 @@ ACTS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
 ACT_SCALE = {"RELU6": 6 / 24000, "RELU_N1_TO_1": 1 / 24000}  # the clamp lands inside the range
 
 
-@dataclass
-class T:
-    """A tensor of a single-op model (no data: a graph input)."""
-    shape: tuple
-    dtype: str = "int16"
-    scale: object = None
-    zp: object = None
-    data: object = None
-    qdim: int = 0
+def T(shape: tuple, dtype: str = "int16", scale: object = None, zp: object = None, data: object = None,
+      qdim: int = 0) -> _T:
+    """A tensor of a single-op model (no data: a graph input); int16 unless said otherwise."""
+    return _T(shape, dtype, scale, zp, data, qdim)
 
 
-def single_op(op: str, ins: list, out: T, options: dict | None = None) -> bytes:
-    b = TFLiteModelBuilder()
-    idx, graph_inputs = [], []
-    for k, t in enumerate(ins):
-        if t is None:
-            idx.append(-1)
-            continue
-        i = b.add_tensor(f"in{k}", t.shape, t.dtype, data=t.data, scale=t.scale, zero_point=t.zp,
-                         quantized_dimension=t.qdim)
-        idx.append(i)
-        if t.data is None:
-            graph_inputs.append(i)
-    o = b.add_tensor("out", out.shape, out.dtype, scale=out.scale, zero_point=out.zp)
-    b.add_operator(op, idx, [o], options or {})
-    b.set_inputs(graph_inputs)
-    b.set_outputs([o])
-    return b.finish()
+def single_op(op: str, ins: list, out: _T, options: dict | None = None) -> bytes:
+    return _single_op(op, ins, [out], options)
 
 
 @dataclass

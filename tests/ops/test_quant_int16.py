@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tflm_util
 from tflm_util import run_tflm_batch  # noqa: E402
 
 from aot.errors import UnsupportedError  # noqa: E402
-from aot.frontend.tflite_writer import TFLiteModelBuilder  # noqa: E402
+from quant_sweep import T as _T, single_op as _single_op  # noqa: E402
 from aot.quant import fixedpoint as fp  # noqa: E402
 from aot.quant import params16 as P  # noqa: E402
 from aot.quant import reference16 as R  # noqa: E402
@@ -38,36 +38,13 @@ REFUSED = "refused"
 
 # ============================================================== model construction
 
-@dataclass
-class T:
-    """A tensor of a single-op model (no data: a graph input)."""
-    shape: tuple
-    dtype: str = "int16"
-    scale: object = None
-    zp: object = None
-    data: object = None
-    qdim: int = 0
+def T(shape: tuple, dtype: str = "int16", scale: object = None, zp: object = None, data: object = None,
+      qdim: int = 0) -> _T:
+    """A tensor of a single-op model (no data: a graph input); int16 unless said otherwise."""
+    return _T(shape, dtype, scale, zp, data, qdim)
 
 
-def single_op(op: str, ins: list, outs: list, options: dict | None = None) -> bytes:
-    """A model with one operator; inputs without data are graph inputs (None: omitted)."""
-    b = TFLiteModelBuilder()
-    idx, graph_inputs = [], []
-    for k, t in enumerate(ins):
-        if t is None:
-            idx.append(-1)
-            continue
-        i = b.add_tensor(f"in{k}", t.shape, t.dtype, data=t.data, scale=t.scale, zero_point=t.zp,
-                         quantized_dimension=t.qdim)
-        idx.append(i)
-        if t.data is None:
-            graph_inputs.append(i)
-    out_idx = [b.add_tensor(f"out{k}", t.shape, t.dtype, scale=t.scale, zero_point=t.zp)
-               for k, t in enumerate(outs)]
-    b.add_operator(op, idx, out_idx, options or {})
-    b.set_inputs(graph_inputs)
-    b.set_outputs(out_idx)
-    return b.finish()
+single_op = _single_op  # a model with one operator (tests/ops/quant_sweep.py)
 
 
 @dataclass
