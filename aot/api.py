@@ -72,8 +72,14 @@ class Library:
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run once: dict input name -> array in, dict output name -> array out. A model with state
         (recurrent layers) keeps it between runs, as the library does; `reset()` restores it."""
+        from aot.runners.host import RunError
         args = check_inputs(self.model, inputs)
-        outs = self._get_runner()(args)
+        try:
+            outs = self._get_runner()(args)
+        except RunError as e:
+            if e.name == "AOT_ERR_SHAPE_MISMATCH":
+                raise Error(_fixed_input_message(self.model, args)) from None
+            raise
         return boundary_outputs(self.model, {v.name: o for v, o in zip(self.model.outputs, outs)})
 
     def reset(self) -> None:
@@ -90,6 +96,16 @@ class Library:
     def metadata(self) -> dict[str, Any]:
         from aot.artifact.library import metadata
         return metadata(self.compiled, self.backend)
+
+
+def _fixed_input_message(model: Model, args: list[np.ndarray]) -> str:
+    """Which fixed input (aot.ir.graph.FixedInput) holds other values than the compiled model's."""
+    for f in model.fixed_inputs:
+        got = tuple(int(v) for v in np.asarray(args[f.index]).reshape(-1))
+        if got != f.values:
+            return (f"input {model.inputs[f.index].name!r} ({f.what}) is {list(got)}, but the model was compiled "
+                    f"for {list(f.values)}; it cannot change at run time (AOT_ERR_SHAPE_MISMATCH)")
+    return "the model returned AOT_ERR_SHAPE_MISMATCH"
 
 
 def build(model: Model, target: str = "host", backend: str = "c", **options: Any) -> Library:

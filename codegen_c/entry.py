@@ -8,7 +8,8 @@ from aot.artifact.header import c_prototype
 
 def _ref(abi: EntryABI, fn: EntryFunction, r: Ref) -> str:
     if r.field is not None:
-        return f"{r.param}->{abi.struct_of(fn, r).fields[r.field].name}"
+        member = f"{r.param}->{abi.struct_of(fn, r).fields[r.field].name}"
+        return member if r.index is None else f"{member}[{r.index}]"
     if r.index is not None:
         return f"{r.param}[{r.index}]"
     return r.param
@@ -18,6 +19,8 @@ def _cond(abi: EntryABI, fn: EntryFunction, c: Cond) -> str:
     v = _ref(abi, fn, c.ref)
     if c.kind == "null":
         return f"{v} == NULL"
+    if c.kind == "differs":
+        return f"{v} != {c.bound}"
     if c.kind == "below":
         return f"{v} < {c.bound_name or f'{c.bound}u'}"
     return f"((uintptr_t){v} % {c.bound}u) != 0u"

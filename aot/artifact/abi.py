@@ -34,6 +34,7 @@ ERROR_CODES: dict[str, int] = {
     "AOT_ERR_POOL_TOO_SMALL": -4,
     "AOT_ERR_INTERNAL": -5,
     "AOT_ERR_INVALID_ARGUMENT": -6,
+    "AOT_ERR_SHAPE_MISMATCH": -7,
 }
 
 # What a parameter is: a pointer to the inputs or outputs struct, one pool (a byte pointer) or
@@ -63,7 +64,8 @@ class Struct:
 @dataclass(frozen=True)
 class Ref:
     """A value the entry code reads: parameter `param`, or member `field` (an index) of the struct
-    it points to, or element `index` of the array it is."""
+    it points to, or element `index` of the array it is; with both, element `index` of the array
+    that member points to (an element of a model input)."""
     param: str
     field: int | None = None
     index: int | None = None
@@ -71,9 +73,10 @@ class Ref:
 
 @dataclass(frozen=True)
 class Cond:
-    """A failing argument: `null` (ref == NULL), `below` (ref < bound bytes) or `misaligned`
-    (ref % bound != 0). `bound_name` is the header's macro for the bound, if it has one."""
-    kind: Literal["null", "below", "misaligned"]
+    """A failing argument: `null` (ref == NULL), `below` (ref < bound bytes), `misaligned`
+    (ref % bound != 0) or `differs` (an int32 element of a model input != bound). `bound_name`
+    is the header's macro for the bound, if it has one."""
+    kind: Literal["null", "below", "misaligned", "differs"]
     ref: Ref
     bound: int = 0
     bound_name: str = ""
@@ -188,13 +191,16 @@ def entry_abi(module: K.KernelModule) -> EntryABI:
             members.append(Check((Cond("below", Ref("pool_bytes", index=i), pool.size,
                                        pool_bytes_macro(p, pool.name)),), small))
         members.append(Check((Cond("misaligned", Ref("pools", index=i), pool.alignment),), small))
+    # fixed inputs (aot.ir.graph.FixedInput): read through the input pointers checked above
+    fixed = tuple(Check(tuple(Cond("differs", Ref("in", field=i, index=k), v) for k, v in enumerate(values)),
+                        "AOT_ERR_SHAPE_MISMATCH") for i, values in module.fixed_inputs)
     args = tuple([Ref("in", field=i) for i in range(len(inputs.fields))]
                  + [Ref("out", field=i) for i in range(len(outputs.fields))]
                  + [Ref("pools", index=i) for i in range(len(module.pools))])
     with_pools = EntryFunction(
         f"{p}_run_with_pools",
         in_out + (Param("pools", "pool_array"), Param("pool_bytes", "size_array")),
-        Checked(((arguments,), tuple(members)), module.entry, args),
+        Checked(((arguments,), tuple(members)) + ((fixed,) if fixed else ()), module.entry, args),
         "Run the model with application-provided pools: pools[i] holds pool_bytes[i] >= the pool's\n"
         f"   {P}_POOL_<NAME>_BYTES, aligned to {P}_POOL_ALIGNMENT, in {P}_POOL_NAMES order.",
         note=f"pools[i] of pool_bytes[i] bytes, in the order of {P}_POOL_NAMES")
@@ -206,7 +212,9 @@ def entry_abi(module: K.KernelModule) -> EntryABI:
             "The same with the single pool."))
     functions.append(EntryFunction(
         f"{p}_run", in_out, Forward(with_pools.name, ("in", "out"), statics, statics),
-        "Run the model with its static pool. Returns 0 (AOT_OK) or a negative error code of aot_runtime.h."))
+        "Run the model with its static pool. Returns 0 (AOT_OK) or a negative error code of aot_runtime.h."
+        + "".join(f"\n   AOT_ERR_SHAPE_MISMATCH: in->{inputs.fields[i].name} does not hold {{{', '.join(map(str, v))}}}."
+                  for i, v in module.fixed_inputs)))
     if module.states:
         functions.append(EntryFunction(
             f"{p}_reset", (), Delegate(f"{p}_state_reset"),

@@ -34,6 +34,7 @@ class TensorInfo:
     nbytes: int
     scale: float | None = None
     zero_point: int | None = None
+    fixed: tuple[int, ...] | None = None  # the values a fixed input must hold (aot.ir.graph.FixedInput)
 
     def as_template(self) -> dict:
         quant = None
@@ -41,7 +42,7 @@ class TensorInfo:
             quant = {"scale": repr(float(self.scale)), "zero_point": int(self.zero_point or 0)}
         return {"name": self.name, "NAME": self.name.upper(), "orig_name": self.orig_name, "role": self.role,
                 "dtype": self.dtype, "shape": list(self.shape) or [1], "size": self.size, "nbytes": self.nbytes,
-                "quant": quant}
+                "quant": quant, "fixed": list(self.fixed) if self.fixed is not None else None}
 
 
 def tensor_infos(compiled: Any) -> tuple[list[TensorInfo], list[TensorInfo]]:
@@ -49,13 +50,15 @@ def tensor_infos(compiled: Any) -> tuple[list[TensorInfo], list[TensorInfo]]:
     m = compiled.module
     ins: list[TensorInfo] = []
     outs: list[TensorInfo] = []
+    fixed = dict(m.fixed_inputs)
     for role, vars_, bufs, dest in (("input", compiled.model.inputs, m.inputs, ins),
                                     ("output", compiled.model.outputs, m.outputs, outs)):
-        for v, b in zip(vars_, bufs):
+        for k, (v, b) in enumerate(zip(vars_, bufs)):
             q = v.type.quant
             dest.append(TensorInfo(b.name, v.name, role, v.type.dtype, v.type.shape, v.type.size, v.type.nbytes,
                                    q.scale[0] if q is not None and len(q.scale) == 1 else None,
-                                   q.zero_point[0] if q is not None and len(q.zero_point) == 1 else None))
+                                   q.zero_point[0] if q is not None and len(q.zero_point) == 1 else None,
+                                   fixed.get(k) if role == "input" else None))
     return ins, outs
 
 

@@ -91,7 +91,8 @@ def boundary_outputs(model: Model, outs: dict[str, np.ndarray]) -> dict[str, np.
 
 
 def random_inputs(model: Model, seed: int = 0) -> dict[str, np.ndarray]:
-    """Seeded random inputs of the model's dtypes (full int range, standard normal floats)."""
+    """Seeded random inputs of the model's dtypes (full int range, standard normal floats); a
+    fixed input (aot.ir.graph.FixedInput) holds its values."""
     rng = np.random.default_rng(seed)
     out = {}
     for v in model.inputs:
@@ -101,4 +102,7 @@ def random_inputs(model: Model, seed: int = 0) -> dict[str, np.ndarray]:
         else:
             info = np.iinfo(t.np_dtype)
             out[v.name] = rng.integers(info.min, info.max + 1, size=t.shape, dtype=t.np_dtype)
+    for f in model.fixed_inputs:  # inputs that must hold known values (an output shape)
+        v = model.inputs[f.index]
+        out[v.name] = np.asarray(f.values, dtype=v.type.np_dtype).reshape(v.type.shape)
     return out

@@ -317,6 +317,9 @@ class KernelModule:
     # variables that persist between runs (recurrent layers): mutable globals outside every
     # pool, each with its initial value (ConstBuffer.data), read and written by name
     states: tuple["ConstBuffer", ...] = ()
+    # model inputs whose run-time values the entry points check before running (see
+    # aot.ir.graph.FixedInput): (index into `inputs`, the values they must hold)
+    fixed_inputs: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
     def func(self, name: str) -> PrimFunc:
         for f in self.funcs:

@@ -27,6 +27,13 @@ class _EntryEmitter:
 
     def ref(self, r: Ref) -> ir.Value:
         """The value of `r`, loaded once."""
+        if r not in self.values and r.field is not None and r.index is not None:
+            field = self.abi.struct_of(self.fn, r).fields[r.field]
+            if field.dtype != "i32":
+                raise NotImplementedError(f"checks of {field.dtype} input elements")
+            member = self.ref(Ref(r.param, field=r.field))
+            self.values[r] = self.b.load(self.b.gep(member, [ir.Constant(I32, r.index)], inbounds=True,
+                                                    source_etype=I32), typ=I32)
         if r not in self.values:
             base = self.params[r.param]
             if r.field is None and r.index is None:
@@ -41,6 +48,8 @@ class _EntryEmitter:
         b, st = self.b, self.size_t
         if c.kind == "null":
             return b.icmp_unsigned("==", self.ref(c.ref), ir.Constant(PTR, None))
+        if c.kind == "differs":
+            return b.icmp_signed("!=", self.ref(c.ref), ir.Constant(I32, c.bound))
         if c.kind == "below":
             return b.icmp_unsigned("<", self.ref(c.ref), ir.Constant(st, c.bound))
         low = b.and_(b.ptrtoint(self.ref(c.ref), st), ir.Constant(st, c.bound - 1))

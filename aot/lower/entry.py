@@ -122,7 +122,8 @@ def build_kernel_module(model: Model, prefix: str = "model", target: ScheduleTar
     states = tuple(K.ConstBuffer(b, np.asarray(st.init).astype(st.type.np_dtype).reshape(-1))
                    for b, st in zip(state_bufs, model.states))
     return K.KernelModule(prefix, tuple(kernels.values()) + state_funcs + (entry,), tuple(ctx.consts), (),
-                          entry.name, tuple(in_bufs), tuple(out_bufs), tuple(unplanned), states)
+                          entry.name, tuple(in_bufs), tuple(out_bufs), tuple(unplanned), states,
+                          tuple((f.index, f.values) for f in model.fixed_inputs))
 
 
 def _copy_loop(dst: K.Buffer, value: "K.Buffer | K.Expr", var: str) -> K.Stmt:

@@ -339,11 +339,14 @@ def softmax_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
     if softmax_axis(x, attrs) != len(x.shape) - 1 and x.dtype != "float32":
         raise UnsupportedError(f"{x.dtype} softmax over axis {attrs['axis']} of {x.shape}: TensorFlow Lite's "
                                f"kernel takes the last axis only (float32 takes any)")
-    return TensorType(x.shape, x.dtype, attrs.get("out_quant", x.quant))
+    out_dtype = attrs.get("out_dtype", x.dtype)  # TFLM: int8 -> int16 besides same-dtype softmax
+    if out_dtype != x.dtype and (x.dtype, out_dtype) != ("int8", "int16"):
+        raise UnsupportedError(f"softmax from {x.dtype} to {out_dtype} (TFLM has int8 -> int16 only)")
+    return TensorType(x.shape, out_dtype, attrs.get("out_quant", x.quant))
 
 
 def softmax_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
-    if out.dtype == "int8":
+    if ts[0].dtype == "int8":
         return Q.softmax_reference(xs[0], ts[0], attrs, out)
     if out.dtype == "int16":
         return Q16.softmax_reference(xs[0], ts[0], attrs, out)
@@ -362,7 +365,7 @@ def softmax_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call
     shape = x.shape
     last = a == len(shape) - 1
     depth = shape[a]
-    if out.type.dtype == "int8":
+    if x.type.dtype == "int8":  # int8 or int16 output
         return Q.softmax_emit_int8(ctx, x, out, call, x.type.size // depth, depth)
     if out.type.dtype == "int16":
         return Q16.softmax_emit(ctx, x, out, call, x.type.size // depth, depth)

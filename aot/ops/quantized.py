@@ -285,7 +285,7 @@ def mean_finish(acc: K.Expr, count: int, x: TensorType, out: TensorType) -> K.Ex
 def _softmax_params(x: TensorType, out: TensorType, attrs: Attrs) -> P.SoftmaxParams:
     xs, _ = _s(x, "softmax input")
     os_, oz = _s(out, "softmax output")
-    return P.softmax_params(xs, float(attrs.get("beta", 1.0)), os_, oz)
+    return P.softmax_params(xs, float(attrs.get("beta", 1.0)), os_, oz, x.dtype, out.dtype)
 
 
 def softmax_reference(x: np.ndarray, t: TensorType, attrs: Attrs, out: TensorType) -> np.ndarray:
@@ -326,7 +326,8 @@ def _one_over_one_plus_x(ctx, a: K.Expr) -> tuple[list[K.Stmt], K.Expr]:  # noqa
 
 def softmax_emit_int8(ctx, x, out, call, rows: int, depth: int) -> K.Stmt:  # noqa: ANN001
     """TFLM int8 softmax per row: max; exps from a 256-entry table indexed by max - x (Q0.31);
-    sum of exps >> 12 (Q12.19); reciprocal of the sum; out = exp * recip >> (35 - clz) - 128."""
+    sum of exps >> 12 (Q12.19); reciprocal of the sum; out = exp * recip >> (35 - clz) - 128
+    for an int8 output, exp * recip >> (27 - clz) - 32768 for an int16 one (Softmax<int8, int16>)."""
     if depth > 4096:
         raise UnsupportedError(f"int8 softmax over {depth} classes: the Q12.19 sum could overflow (max 4096)")
     p = _softmax_params(x.type, out.type, call.attrs)
@@ -342,8 +343,10 @@ def softmax_emit_int8(ctx, x, out, call, rows: int, depth: int) -> K.Stmt:  # no
     recip_stmts, recip = _one_over_one_plus_x(ctx, ((total.cast("i64") << h.cast("i64"))
                                                     - K.Const(1 << 31, "i64")).cast("i32"))
     scale = ctx.var("recip_scale")
-    exponent = K.Const(35) - h
-    value = _clamp(intrinsic("rdbpot", intrinsic("srdhm", scale, exp_j), exponent) - 128, -128, 127)
+    bits = p.output_bits
+    half = 1 << (bits - 1)
+    exponent = K.Const(12 + 31 - bits) - h
+    value = _clamp(intrinsic("rdbpot", intrinsic("srdhm", scale, exp_j), exponent) - half, -half, half - 1)
     body = K.seq(
         K.Let(mx, K.Const(-128)),
         K.For(j, depth, K.Assign(mx, K.maximum(mx, x(at(j)).cast("i32")))),

@@ -345,23 +345,34 @@ def mean_rescale(params: MeanParams, num_elements: int) -> tuple[int, int]:
 
 @dataclass(frozen=True, eq=False)
 class SoftmaxParams(_ParamsBase):
-    """SOFTMAX int8 -> int8 (TFLM softmax_common.cc ``CalculateSoftmaxParams``).
+    """SOFTMAX int8 -> int8 or int8 -> int16 (TFLM softmax_common.cc ``CalculateSoftmaxParams``).
 
     ``input_multiplier, input_left_shift = PreprocessSoftmaxScaling(beta, s_in, 5)``:
     ``QuantizeMultiplierGreaterThanOne(min(double(beta) * double(s_in) * 2**26,
     2**31 - 1))``; ``diff_min = -CalculateInputRadius(5, input_left_shift)``.
-    The output must be ``scale == 1/256`` exactly and ``zero_point == -128``.
+    An int8 output must be ``scale == 1/256`` exactly and ``zero_point == -128``; an int16
+    output (``output_bits == 16``) ``zero_point == -32768`` and ``|scale - 1/65536| <= 0.001/65536``
+    (float32 arithmetic, ``TF_LITE_ENSURE_NEAR``).
     """
     input_multiplier: int
     input_left_shift: int
     diff_min: int
+    output_bits: int = 8
 
 
 def softmax_params(input_scale, beta: float = 1.0, output_scale=1.0 / 256,
-                   output_zp: int = -128, dtype: str = "int8") -> SoftmaxParams:
-    """See :class:`SoftmaxParams`.  ``beta`` is the float32 from SoftmaxOptions."""
+                   output_zp: int = -128, dtype: str = "int8", out_dtype: str = "int8") -> SoftmaxParams:
+    """See :class:`SoftmaxParams`.  ``beta`` is the float32 from SoftmaxOptions; ``dtype`` is
+    the input's, ``out_dtype`` the output's (int8 or int16)."""
     _check_dtype(dtype)
-    if int(output_zp) != -128 or np.float32(output_scale) != np.float32(1.0 / 256):
+    if out_dtype == "int16":
+        want = np.float32(1.0) / np.float32(65536)
+        s_out = np.float32(output_scale)
+        if int(output_zp) != -32768 or abs(s_out - want) > np.float32(0.001) * want:
+            raise UnsupportedError("int8 -> int16 softmax output must have scale 1/65536 and zero point -32768")
+    elif out_dtype != "int8":
+        raise UnsupportedError(f"int8 softmax with a {out_dtype} output (TFLM takes int8 or int16)")
+    elif int(output_zp) != -128 or np.float32(output_scale) != np.float32(1.0 / 256):
         raise UnsupportedError("int8 softmax output must have scale 1/256 and zero point -128")
     k_scaled_diff_integer_bits = 5
     max_real_multiplier = float((1 << 31) - 1)
@@ -369,7 +380,7 @@ def softmax_params(input_scale, beta: float = 1.0, output_scale=1.0 / 256,
                max_real_multiplier)
     m, s = fp.quantize_multiplier_greater_than_one(real)
     diff_min = -fp.calculate_input_radius(k_scaled_diff_integer_bits, s)
-    return SoftmaxParams(m, s, int(diff_min))
+    return SoftmaxParams(m, s, int(diff_min), 16 if out_dtype == "int16" else 8)
 
 
 # -------------------------------------------------------------- logistic / tanh

@@ -324,35 +324,42 @@ def softmax_exp_table(params: SoftmaxParams) -> np.ndarray:
     return np.where(diff >= params.diff_min, e, 0).astype(np.int64)
 
 
-def softmax_rows_from_exps(exps) -> np.ndarray:
+def softmax_rows_from_exps(exps, output_bits: int = 8) -> np.ndarray:
     """Per-row remainder of TFLM's int8 softmax, given the Q0.31 exps of one or more rows
-    (last axis = row; values from :func:`softmax_exp_table`).  For each row::
+    (last axis = row; values from :func:`softmax_exp_table`).  For each row, with
+    ``bits = 8`` (int8 output) or ``16`` (int16 output, TFLM's ``Softmax<int8_t, int16_t>``)::
 
         sum      = wrap32(sum(RoundingDivideByPOT(exp, 12)))     # Q12.19 accumulator
         h        = CountLeadingZeros(uint32(sum))
         num_bits_over_unit = 12 - h
         scale    = one_over_one_plus_x_for_x_in_0_1(int32((uint32(sum) << h) - 2**31))
-        exponent = num_bits_over_unit + 31 - 8
-        out[c]   = clamp(RoundingDivideByPOT(SRDHM(scale, exp[c]), exponent) - 128, -128, 127)
+        exponent = num_bits_over_unit + 31 - bits
+        out[c]   = clamp(RoundingDivideByPOT(SRDHM(scale, exp[c]), exponent) - 2**(bits-1),
+                         -2**(bits-1), 2**(bits-1) - 1)
+
+    A zero exp (TFLM's skipped ``diff < diff_min``) gives the output minimum either way.
     """
     e = _as_i64(exps)
     acc = fp.wrap32(np.sum(fp.rounding_divide_by_pot(e, 12), axis=-1))
     scale, nbou = fp.get_reciprocal(acc, 12)
-    exponent = nbou + 31 - 8
+    exponent = nbou + 31 - output_bits
     if np.any((exponent < 0) | (exponent > 31)):
         raise ValueError("softmax exponent out of range (TFLM TFLITE_CHECK fails)")
     out = fp.rounding_divide_by_pot(
-        fp.saturating_rounding_doubling_high_mul(scale[..., None], e), exponent[..., None]) - 128
-    return _clamp_i8(out)
+        fp.saturating_rounding_doubling_high_mul(scale[..., None], e), exponent[..., None])
+    if output_bits == 16:
+        return np.clip(out - 32768, -32768, 32767).astype(np.int16)
+    return _clamp_i8(out - 128)
 
 
 def softmax(x, params: SoftmaxParams) -> np.ndarray:
-    """TFLM ``reference_ops::Softmax`` int8 -> int8 over the last axis
+    """TFLM ``reference_ops::Softmax`` int8 -> int8 (or int8 -> int16 when
+    ``params.output_bits == 16``) over the last axis
     (= exp table lookup by ``max - x`` + :func:`softmax_rows_from_exps`)."""
     x = _as_i64(x)
     table = softmax_exp_table(params)
     d = np.max(x, axis=-1, keepdims=True) - x
-    return softmax_rows_from_exps(table[d])
+    return softmax_rows_from_exps(table[d], params.output_bits)
 
 
 # ------------------------------------------------------------------------ unary

@@ -16,6 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
+from aot.artifact.abi import ERROR_CODES
 from aot.assets import asset_dir
 from aot.errors import Error, ToolchainError
 from aot.kernel import ir as K
@@ -49,6 +50,15 @@ def write_files(root: Path, files: dict[str, str]) -> None:
         p.write_text(text)
 
 
+class RunError(Error):
+    """A model library's entry point returned a nonzero error code (`code`, named by `name`)."""
+
+    def __init__(self, code: int, what: str = "the model") -> None:
+        self.code = code
+        self.name = next((k for k, v in ERROR_CODES.items() if v == code), "AOT_ERR_UNKNOWN")
+        super().__init__(f"{what} returned error code {code} ({self.name})")
+
+
 def build_shared(lib_dir: Path, out: Path, extra_flags: Sequence[str] = ()) -> Path:
     srcs, incs = runtime_sources("host")
     model_srcs = sorted((lib_dir / "src").glob("*.c"))
@@ -76,7 +86,7 @@ class CtypesModel:
         out_arr = (ctypes.c_void_p * max(len(outs), 1))(*[y.ctypes.data for y in outs])
         rc = self._fn(ctypes.addressof(in_arr), ctypes.addressof(out_arr))
         if rc != 0:
-            raise Error(f"the model returned error code {rc}")
+            raise RunError(rc)
         return outs
 
 
@@ -85,7 +95,7 @@ def _call_reset(address: int) -> None:
         raise Error("the library has no reset entry point (the model has no state)")
     rc = ctypes.CFUNCTYPE(ctypes.c_int32)(address)()
     if rc != 0:
-        raise Error(f"the model's reset returned error code {rc}")
+        raise RunError(rc, "the model's reset")
 
 
 class HostCBuild:

@@ -34,6 +34,8 @@ extern "C" {
 #define AOT_ERR_POOL_TOO_SMALL (-4)   /* an application-provided workspace pool is too small */
 #define AOT_ERR_INTERNAL (-5)         /* a broken invariant inside the runtime or a model */
 #define AOT_ERR_INVALID_ARGUMENT (-6) /* e.g. an alignment that is not a power of two */
+#define AOT_ERR_SHAPE_MISMATCH (-7)   /* an input that gives a shape (TRANSPOSE_CONV's output_shape)
+                                         differs from the static shape the model was compiled for */
 
 /* Name of an error code ("AOT_OK", "AOT_ERR_FREE_ORDER", ...); "AOT_ERR_UNKNOWN" otherwise.
  * Never returns NULL. */

@@ -19,6 +19,8 @@ const char *aot_error_name(int32_t code) {
         return "AOT_ERR_INTERNAL";
     case AOT_ERR_INVALID_ARGUMENT:
         return "AOT_ERR_INVALID_ARGUMENT";
+    case AOT_ERR_SHAPE_MISMATCH:
+        return "AOT_ERR_SHAPE_MISMATCH";
     default:
         return "AOT_ERR_UNKNOWN";
     }

@@ -4,6 +4,7 @@ and run the model the same way."""
 from __future__ import annotations
 
 import ctypes
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import pytest
 import aot
 from aot.api import library_files
 from aot.artifact.abi import ERROR_CODES, Checked, entry_abi
+from aot.ir.graph import FixedInput
 from aot.pipeline.driver import CompileOptions, compile_model
 from aot.runners.host import HostCBuild, LLVMJit
 
@@ -131,3 +133,83 @@ def test_single_pool_entry_points_agree() -> None:
     assert c[7] == ll[7] == OK
     for i in (6, 8):
         np.testing.assert_array_equal(c[i], ll[i])
+
+
+SHAPE = ERROR_CODES["AOT_ERR_SHAPE_MISMATCH"]
+FIXED = (1, 3, 12, 64)
+
+
+def _fixed_model() -> aot.ir.Model:
+    """A model whose input 0 is a fixed input (an output shape the run checks, as TFLite's
+    TRANSPOSE_CONV takes it) that no op reads."""
+    g = aot.GraphBuilder("fixed")
+    g.input("shape", (4,), "int32")
+    x = g.input("x", (1, 32))
+    y = g.fully_connected(x, np.eye(32, dtype=np.float32) * 2, activation="relu")
+    g.output(g.fully_connected(y, np.eye(32, dtype=np.float32), activation="relu"), "y")
+    return replace(g.finish(), fixed_inputs=(FixedInput(0, FIXED),))
+
+
+def test_fixed_inputs_are_checked_the_same_by_both_backends() -> None:
+    compiled = compile_model(_fixed_model(), CompileOptions())
+    (size,) = [p.size for p in compiled.module.pools]
+    assert size > 0 and compiled.module.fixed_inputs == ((0, FIXED),)
+    specs = ([((4,), np.int32), ((1, 32), np.float32)], [((1, 32), np.float32)])
+    backends = {"c": HostCBuild(library_files(compiled), "model", *specs), "llvm": LLVMJit(compiled.module, *specs)}
+    x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(1, 32)
+    want = np.maximum(x * 2, 0)
+
+    def call(addr: int, shape: "np.ndarray | None", pool_bytes: int = size) -> tuple[int, np.ndarray]:
+        y = np.zeros((1, 32), np.float32)
+        ins = (P * 2)(None if shape is None else shape.ctypes.data, x.ctypes.data)
+        outs = (P * 1)(y.ctypes.data)
+        mem = np.zeros(size + 64, np.uint8)
+        pools = (P * 1)(mem.ctypes.data + (-mem.ctypes.data) % 16)
+        lens = (ctypes.c_size_t * 1)(pool_bytes)
+        fn = ctypes.CFUNCTYPE(ctypes.c_int32, P, P, P, P)(addr)
+        return fn(ctypes.addressof(ins), ctypes.addressof(outs), ctypes.addressof(pools), ctypes.addressof(lens)), y
+
+    got = {}
+    for name, b in backends.items():
+        addr = b.address("model_run_with_pools")
+        rcs = {}
+        rc, y = call(addr, np.array(FIXED, np.int32))
+        np.testing.assert_array_equal(y, want)
+        rcs["ok"] = rc
+        for k in range(4):
+            bad = np.array(FIXED, np.int32)
+            bad[k] += 1
+            rc, y = call(addr, bad)
+            rcs[f"element {k} differs"] = rc
+            assert not y.any(), "nothing runs after a failed check"
+        rcs["shape NULL"] = call(addr, None)[0]  # the pointer is checked before its elements
+        rcs["pool short, shape differs"] = call(addr, np.zeros(4, np.int32), size - 1)[0]
+        run = ctypes.CFUNCTYPE(ctypes.c_int32, P, P)(b.address("model_run"))
+        ins = (P * 2)(np.zeros(4, np.int32).ctypes.data, x.ctypes.data)
+        rcs["run, shape differs"] = run(ctypes.addressof(ins), ctypes.addressof((P * 1)(want.ctypes.data)))
+        got[name] = rcs
+    assert got["c"] == got["llvm"]
+    assert got["c"]["ok"] == OK and got["c"]["shape NULL"] == NULL and got["c"]["run, shape differs"] == SHAPE
+    assert all(got["c"][f"element {k} differs"] == SHAPE for k in range(4))
+    assert got["c"]["pool short, shape differs"] == SMALL  # the pools are checked first
+
+
+@pytest.mark.parametrize("backend", ["c", "llvm"])
+def test_a_wrong_fixed_input_is_a_clear_python_error(backend: str) -> None:
+    lib = aot.build(_fixed_model(), backend=backend)
+    x = np.ones((1, 32), np.float32)
+    shape = lib.model.inputs[0].name
+    np.testing.assert_array_equal(lib.run({shape: np.array(FIXED, np.int32), "x": x})["y"], np.full((1, 32), 2.0))
+    with pytest.raises(aot.Error, match=r"\[1, 3, 13, 64\].*compiled for \[1, 3, 12, 64\]") as e:
+        lib.run({shape: np.array([1, 3, 13, 64], np.int32), "x": x})
+    assert "AOT_ERR_SHAPE_MISMATCH" in str(e.value)
+
+
+def test_the_header_documents_a_fixed_input() -> None:
+    compiled = compile_model(_fixed_model(), CompileOptions())
+    header = library_files(compiled)["include/model.h"]
+    name = compiled.module.inputs[0].name
+    assert f"#define MODEL_{name.upper()}_VALUES {{1, 3, 12, 64}}" in header
+    assert f"AOT_ERR_SHAPE_MISMATCH: in->{name} does not hold {{1, 3, 12, 64}}" in header
+    plain = library_files(compile_model(_model(), CompileOptions()))["include/model.h"]
+    assert "_VALUES" not in plain and "SHAPE_MISMATCH" not in plain

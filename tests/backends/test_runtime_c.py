@@ -36,6 +36,7 @@ static void test_error_names(void) {
     CHECK(strcmp(aot_error_name(AOT_ERR_POOL_TOO_SMALL), "AOT_ERR_POOL_TOO_SMALL") == 0);
     CHECK(strcmp(aot_error_name(AOT_ERR_INTERNAL), "AOT_ERR_INTERNAL") == 0);
     CHECK(strcmp(aot_error_name(AOT_ERR_INVALID_ARGUMENT), "AOT_ERR_INVALID_ARGUMENT") == 0);
+    CHECK(strcmp(aot_error_name(AOT_ERR_SHAPE_MISMATCH), "AOT_ERR_SHAPE_MISMATCH") == 0);
     CHECK(strcmp(aot_error_name(12345), "AOT_ERR_UNKNOWN") == 0);
     CHECK(strcmp(aot_error_name(-99), "AOT_ERR_UNKNOWN") == 0);
     /* all codes distinct and negative */

@@ -112,11 +112,11 @@ def test_audio_preprocessor_lists_its_ops_not_its_int16_input(variant: str) -> N
     assert "model input" not in msg
 
 
-def test_keyword_scrambled_lists_svdf_and_the_int16_quantize() -> None:
-    # QUANTIZE int16 -> int8 and SVDF are supported now; its int8 -> int16 SOFTMAX is not yet
-    msg = refusal("models/keyword_scrambled.tflite")
-    assert "1 unsupported operator" in msg and "SOFTMAX v2 (int8 input with int16 output)" in msg
-    assert "QUANTIZE" not in msg.split("Supported:")[0] and "invalid" not in msg
+def test_keyword_scrambled_loads_with_svdf_and_int8_int16_softmax() -> None:
+    # SVDF, QUANTIZE int16 -> int32 and SOFTMAX int8 -> int16 are all supported now
+    m = load_tflite(repo_file("models/keyword_scrambled.tflite").read_bytes(), "ks")
+    ops = {(c.op, c.args[0].type.dtype, c.out.type.dtype) for c in m.main.body}
+    assert ("softmax", "int8", "int16") in ops and any(op[0].startswith("svdf") for op in ops)
 
 
 # ------------------------------------------------------- the same rules, written models

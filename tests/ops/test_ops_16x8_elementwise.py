@@ -89,6 +89,24 @@ for _k, (_shape, _si, _beta) in enumerate([((3, 10), 3e-4, 1.0), ((2, 2, 7), 1e-
     _unary(f"softmax{_k}", "SOFTMAX", _si, 1.0 / 32768, options={"beta": _beta}, shape=_shape)
 
 
+def _softmax8(name: str, shape, si: float, zi: int, beta: float, so: float = 1.0 / 65536) -> None:
+    """SOFTMAX int8 -> int16 (TFLM's Softmax<int8_t, int16_t>: output zero point -32768, scale ~1/65536)."""
+    @case(name)
+    def build():  # noqa: ANN202
+        x = rand(rng_for(name), shape, "int8")
+        x.reshape(-1)[:4] = [-128, 127, 0, 127][:x.size]
+        x.reshape(-1)[-shape[-1]:] = -128  # a row of equal values
+        return single_op("SOFTMAX", [T(x.shape, "int8", si, zi)], [T(x.shape, "int16", so, -32768)],
+                         {"beta": beta}), [x]
+
+
+for _k, (_shape, _si, _zi, _beta) in enumerate([
+        ((2, 12), 1.0 / 16, -128, 1.0), ((3, 2, 10), 0.1, 5, 0.5), ((1, 3), 0.02, 0, 1.0), ((4, 1), 0.05, 0, 1.0),
+        ((2, 300), 0.25, -3, 2.0), ((5, 64), 0.004, 17, 1.0), ((2, 40), 0.9, 0, 3.0), ((3, 8), 0.07, 0, 0.1)]):
+    _softmax8(f"softmax_i8_i16_{_k}", _shape, _si, _zi, _beta)
+_softmax8("softmax_i8_i16_scale_near", (2, 20), 0.06, 0, 1.0, so=1.0005 / 65536)  # inside TFLM's 0.1 %
+
+
 # ------------------------------------------------------------------ pools, mean
 def _pool(name: str, op: str, shape, filt, stride, padding: str, act: str) -> None:
     @case(name)
@@ -265,6 +283,17 @@ def test_strided_slice_offset_is_refused() -> None:
                   {"offset": True})
     with pytest.raises(UnsupportedError, match="offset"):
         load_tflite(m, "ss")
+
+
+@pytest.mark.parametrize("scale, zp", [(1.0 / 32768, 0), (1.0 / 65536, 0), (1.01 / 65536, -32768)])
+def test_int8_int16_softmax_output_quant_is_checked(scale: float, zp: int) -> None:
+    # TFLM's Prepare needs zero point -32768 and scale 1/65536 (within 0.1 %) for int8 -> int16
+    m = single_op("SOFTMAX", [T((2, 8), "int8", 0.05, 0)], [T((2, 8), "int16", scale, zp)], {"beta": 1.0})
+    tflm_out = run_tflm_batch([(m, [np.zeros((2, 8), np.int8)])], return_errors=True)[0]
+    assert not isinstance(tflm_out, list), "TFLM accepted the model"
+    with pytest.raises(UnsupportedError, match="65536"):
+        model = load_tflite(m, "sm")
+        aot.reference(model, {model.inputs[0].name: np.zeros((2, 8), np.int8)})
 
 
 def test_int16_hard_swish_is_refused_clearly() -> None:

@@ -9,6 +9,7 @@ repository run the same way on a seeded input, and within +-1 of their golden CS
 """
 from __future__ import annotations
 
+import re
 import sys
 import zlib
 from dataclasses import dataclass
@@ -167,7 +168,9 @@ def fc_case(name, dtype, in_shape, out_c, act, bias="int64", keep=False, per_cha
     CASES.append(Case(name, build, sweep))
 
 
-def tconv_case(name, dtype, n, ih, iw, cin, cout, k, stride, padding, act="NONE", bias="int64", sweep=False) -> None:
+def tconv_case(name, dtype, n, ih, iw, cin, cout, k, stride, padding, act="NONE", bias="int64", sweep=False,
+               shape_input=False) -> None:
+    """shape_input: output_shape is a model input (as in TFLM's seanet files), given the right values."""
     def build():
         rng = rng_for(name)
         (kh, kw), (sh, sw) = k, stride
@@ -178,10 +181,12 @@ def tconv_case(name, dtype, n, ih, iw, cin, cout, k, stride, padding, act="NONE"
         x = rand_x(rng, (n, ih, iw, cin), dtype)
         b = _bias(rng, cout, _bias_dtype(dtype, bias), dtype, si, ws, taps)
         shape = np.array([n, oh, ow, cout], dtype=np.int32)
-        ins = [T((4,), "int32", data=shape), T(wt.shape, wt.dtype.name, ws, 0, wt, 0), T(x.shape, dtype, si, zi)]
+        ins = [T((4,), "int32", data=None if shape_input else shape), T(wt.shape, wt.dtype.name, ws, 0, wt, 0),
+               T(x.shape, dtype, si, zi)]
         ins += [b] if b is not None else []
         return single_op("TRANSPOSE_CONV", ins, T((n, oh, ow, cout), dtype, so, zo),
-                         {"padding": padding, "stride_w": sw, "stride_h": sh, "fused_activation_function": act}), [x]
+                         {"padding": padding, "stride_w": sw, "stride_h": sh, "fused_activation_function": act}), \
+            [shape, x] if shape_input else [x]
     CASES.append(Case(name, build, sweep))
 
 
@@ -237,6 +242,9 @@ for _dt in ("float32", "int8", "int16"):
     bmm_case(f"bmm_{_dt}_const_rhs", _dt, (4, 6), (6, 3), const_b=True)
 tconv_case("tconv_int16_int16_bias", "int16", 1, 2, 5, 3, 2, (1, 4), (1, 2), "SAME", bias="int16")
 tconv_case("tconv_int16_seanet_like", "int16", 1, 1, 10, 8, 4, (3, 4), (1, 2), "VALID")
+for _dt in ("float32", "int8", "int16"):
+    tconv_case(f"tconv_{_dt}_shape_input", _dt, 1, 3, 4, 3, 2, (3, 2), (2, 2), "SAME", shape_input=True)
+tconv_case("tconv_int16_shape_input_valid", "int16", 1, 1, 5, 4, 3, (3, 4), (1, 2), "VALID", shape_input=True)
 for _k in range(6):
     _r = np.random.default_rng(7000 + _k)
     _dt = ("int16", "int8")[_k % 2]
@@ -366,8 +374,11 @@ def _csv(path: Path) -> np.ndarray:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not SEANET.is_dir(), reason="TFLM's model files are not here")
-@pytest.mark.parametrize("kind", ["conv"])
+@pytest.mark.parametrize("kind", ["conv", "transpose_conv"])
 def test_seanet_files_match_tflm_and_golden(kind: str) -> None:
+    """Random inputs (a fixed input, TRANSPOSE_CONV's output_shape, holds the shape the model was
+    compiled for) bit-exact with TFLM; the golden inputs (every input, from its CSV file) within
+    +-1 of the golden output, as TFLM's own test accepts."""
     files = _seanet(kind)
     assert files
     jobs, models = [], []
@@ -375,6 +386,8 @@ def test_seanet_files_match_tflm_and_golden(kind: str) -> None:
         m = aot.load(f)
         rng = np.random.default_rng(zlib.crc32(f.name.encode()))
         xs = [rand_x(rng, p.type.shape, p.type.dtype) for p in m.inputs]
+        for fx in m.fixed_inputs:
+            xs[fx.index] = np.array(fx.values, dtype=m.inputs[fx.index].type.np_dtype)
         jobs.append((f.read_bytes(), xs))
         models.append(m)
     tflm = run_tflm_batch(jobs)
@@ -384,8 +397,30 @@ def test_seanet_files_match_tflm_and_golden(kind: str) -> None:
             got = list(aot.reference(m, named).values()) if backend == "reference" else \
                 list(aot.build(m, backend=backend).run(named).values())
             _same(got, want)
-        golden_in = f.with_name(f.stem + "_input0_int16.csv")
+        golden_ins = {p.name: _csv(f.with_name(f"{f.stem}_input{k}_{p.type.dtype}.csv")).astype(p.type.np_dtype)
+                      .reshape(p.type.shape) for k, p in enumerate(m.inputs)}
         golden = f.with_name(f.stem + "_golden_int16.csv")
-        x0 = _csv(golden_in).astype(np.int16).reshape(m.inputs[0].type.shape)
-        out = list(aot.build(m, backend="c").run({m.inputs[0].name: x0}).values())[0]
+        out = list(aot.build(m, backend="c").run(golden_ins).values())[0]
         assert np.max(np.abs(out.astype(np.int64).reshape(-1) - _csv(golden))) <= 1, f.name
+        # the output_shape TFLM's test feeds is the one the model was compiled for
+        assert [tuple(golden_ins[m.inputs[fx.index].name]) for fx in m.fixed_inputs] == \
+            [fx.values for fx in m.fixed_inputs]
+    if kind == "transpose_conv":
+        assert all(len(m.fixed_inputs) == 1 for m in models)
+
+
+@pytest.mark.parametrize("backend", ["c", "llvm"])
+def test_a_wrong_output_shape_input_is_refused_at_run_time(backend: str) -> None:
+    """TRANSPOSE_CONV's output_shape given as a model input: the right values run, others give
+    AOT_ERR_SHAPE_MISMATCH from the library, an aot.Error naming both shapes in Python."""
+    case = next(c for c in CASES if c.name == "tconv_int8_shape_input")
+    model_bytes, (shape, x) = case.build()
+    m = load_tflite(model_bytes, name="case")
+    assert [(f.index, f.values) for f in m.fixed_inputs] == [(0, tuple(int(v) for v in shape))]
+    lib = aot.build(m, backend=backend)
+    ok = lib.run({m.inputs[0].name: shape, m.inputs[1].name: x})
+    _same(list(ok.values()), list(aot.reference(m, {m.inputs[0].name: shape, m.inputs[1].name: x}).values()))
+    bad = shape.copy()
+    bad[2] += 1
+    with pytest.raises(aot.Error, match=re.escape(f"is {bad.tolist()}, but the model was compiled for {shape.tolist()}")):
+        lib.run({m.inputs[0].name: bad, m.inputs[1].name: x})

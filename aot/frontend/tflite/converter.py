@@ -18,6 +18,7 @@ import numpy as np
 from aot.errors import ModelFormatError, ShapeError, UnsupportedError
 from aot.frontend.tflite.records import Op, ParsedFile, Tensor
 from aot.ir import Call, Constant, Function, Model, Quant, State, TensorType, Var, freeze_attrs, make_model
+from aot.ir.graph import FixedInput
 from aot.ir.names import UniqueNames
 from aot.ops import REGISTRY, infer_checked
 
@@ -82,6 +83,9 @@ class Converter:
         # variable (stateful) tensors read by a recurrent op: index -> (state, its entry parameter,
         # its new value once the op that updates it has run)
         self.states: dict[int, list[Any]] = {}
+        # model inputs whose run-time values must equal known ones (TRANSPOSE_CONV's output_shape):
+        # input Var -> (values, what they are); see aot.ir.graph.FixedInput
+        self.fixed_inputs: dict[Var, tuple[tuple[int, ...], str]] = {}
 
     # ------------------------------------------------------------------ values
     def quant(self, t: Tensor) -> Quant | None:
@@ -248,7 +252,9 @@ class Converter:
         results += [new for _, _, new in states]
         calls = _dead_code_eliminated(self.calls, results)
         main = Function("main", tuple(params) + tuple(v for _, v, _ in states), tuple(calls), tuple(results))
-        return make_model(_clean_name(f.name) or "model", main, states=tuple(st for st, _, _ in states))
+        fixed = tuple(FixedInput(params.index(v), vals, what) for v, (vals, what) in self.fixed_inputs.items())
+        return make_model(_clean_name(f.name) or "model", main, states=tuple(st for st, _, _ in states),
+                          fixed_inputs=tuple(sorted(fixed, key=lambda x: x.index)))
 
 
 def _dead_code_eliminated(calls: list[Call], results: list[Var]) -> list[Call]:

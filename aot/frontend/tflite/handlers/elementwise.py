@@ -34,9 +34,11 @@ def _unary(irop: str, dtypes: tuple[str, ...]) -> Convert:
         x = operand(cv, op, 0)
         check_dtype(x, dtypes)
         out_dtype = cv.f.tensors[op.outputs[0]].dtype
-        if out_dtype != x.type.dtype:
-            raise Unsupported(f"{x.type.dtype} input with {out_dtype} output")
         attrs: dict[str, Any] = {}
+        if irop == "softmax" and (x.type.dtype, out_dtype) == ("int8", "int16"):
+            attrs["out_dtype"] = out_dtype  # TFLM's Softmax<int8_t, int16_t>
+        elif out_dtype != x.type.dtype:
+            raise Unsupported(f"{x.type.dtype} input with {out_dtype} output")
         if irop == "leaky_relu":
             attrs["alpha"] = float(np.float32(opts.get("Alpha", 0.0)))  # TFLM: 0 without options
         if irop == "softmax":

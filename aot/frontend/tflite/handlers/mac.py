@@ -96,8 +96,9 @@ def _fully_connected(cv: Converter, op: Op, opts: dict[str, Any]) -> None:
 
 
 def _transpose_conv(cv: Converter, op: Op, opts: dict[str, Any]) -> None:
-    """Inputs: output_shape (int32 [4]), weights [O, KH, KW, I], input, optional bias. The
-    output's static shape is the file's output tensor; TFLM pads as a convolution of that
+    """Inputs: output_shape (int32 [4]: a constant, or a model input checked at run time),
+    weights [O, KH, KW, I], input, optional bias. The output's static shape is the file's
+    output tensor; TFLM pads as a convolution of that
     output would (top/left only; the rest of the scatter falls outside)."""
     n_inputs(cv, op, 3, 4)
     x, w = operand(cv, op, 2), const_operand(cv, op, 1, "weights", role="weights")
@@ -113,11 +114,7 @@ def _transpose_conv(cv: Converter, op: Op, opts: dict[str, Any]) -> None:
     shape_op = operand(cv, op, 0, role="output_shape")
     if shape_op.type.dtype != "int32" or shape_op.type.shape != (4,):
         raise ModelFormatError(f"{cv.f.name}: {op.label}: output_shape must be int32 [4], got {shape_op.type}")
-    if not isinstance(shape_op, Constant):
-        raise Unsupported("output_shape given at run time (a model input): its check is not implemented yet")
-    if tuple(int(v) for v in shape_op.data) != tuple(want):
-        raise ModelFormatError(f"{cv.f.name}: {op.label}: output_shape {list(shape_op.data)} differs from its "
-                               f"output tensor's shape {list(want)}")
+    _output_shape(cv, op, shape_op, tuple(int(d) for d in want))
     strides = stride(opts, op)
     (_, kh, kw, _), (_, ih, iw, _), (_, oh, ow, _) = w.type.shape, x.type.shape, want
     pt, pl = transpose_conv_padding(padding(opts), (oh, ow), (kh, kw), strides)
@@ -126,6 +123,24 @@ def _transpose_conv(cv: Converter, op: Op, opts: dict[str, Any]) -> None:
     attrs = {"strides": strides, "padding": (pt, max(pb, 0), pl, max(pr, 0)),
              "output_padding": (max(-pb, 0), max(-pr, 0)), "activation": act(opts)}
     cv.emit(op, "conv_transpose2d", [x, w] + ([b] if b is not None else []), cv.out_quant(op, attrs))
+
+
+def _output_shape(cv: Converter, op: Op, shape_op: Var | Constant, want: tuple[int, ...]) -> None:
+    """TRANSPOSE_CONV's output_shape must be the output tensor's static shape: a constant is
+    checked now; a model input becomes a fixed input (aot.ir.graph.FixedInput) that the library
+    checks at run time (AOT_ERR_SHAPE_MISMATCH)."""
+    if isinstance(shape_op, Constant):
+        if tuple(int(v) for v in shape_op.data) != want:
+            raise ModelFormatError(f"{cv.f.name}: {op.label}: output_shape {list(shape_op.data)} differs from its "
+                                   f"output tensor's shape {list(want)}")
+        return
+    if op.inputs[0] not in cv.f.inputs:
+        raise Unsupported("output_shape computed in the model (only a constant or a model input is taken)")
+    known = cv.fixed_inputs.get(shape_op)
+    if known is not None and known[0] != want:
+        raise ModelFormatError(f"{cv.f.name}: {op.label}: output_shape input {shape_op.name!r} feeds outputs of "
+                               f"shapes {list(known[0])} and {list(want)}")
+    cv.fixed_inputs[shape_op] = (want, "output_shape")
 
 
 def _batch_matmul(cv: Converter, op: Op, opts: dict[str, Any]) -> None:
