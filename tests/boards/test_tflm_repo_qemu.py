@@ -1,0 +1,46 @@
+"""TensorFlow Lite Micro's own int8 and 16x8 models in QEMU on mps2-an386 (Cortex-M4F): every one
+that compiles and fits the board runs bit-exact with the host C build (which the suite checks
+against the tflite-micro interpreter in tests/frontend/test_tflm_repo_bit_exact.py). Float models
+are left out: the board's C library computes expf/tanhf differently from the host's."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aot
+from aot.board.flow import run_on_board
+from aot.errors import FitError, UnsupportedError
+from aot.ir.evaluate import random_inputs
+from conftest import ROOT
+
+pytestmark = [pytest.mark.usefixtures("arm_toolchain"), pytest.mark.slow]  # QEMU / arm-none-eabi-gcc
+
+FOLDER = ROOT.parent / "shared" / "tflm-models"
+FILES = sorted(p.relative_to(FOLDER).as_posix() for p in FOLDER.rglob("*.tflite")) if FOLDER.is_dir() else []
+
+
+def _integer_model(path: Path):  # noqa: ANN202
+    try:
+        model = aot.load(str(path))
+    except UnsupportedError:
+        return None
+    dts = {v.type.dtype for v in model.main.params} | {c.out.type.dtype for c in model.main.body}
+    return None if "float32" in dts else model
+
+
+@pytest.mark.parametrize("rel", FILES)
+def test_integer_model_in_qemu_bit_exact_with_host(rel: str) -> None:
+    model = _integer_model(FOLDER / rel)
+    if model is None:
+        return  # float or refused: covered by tests/frontend/test_tflm_repo_bit_exact.py
+    x = random_inputs(model, 0)
+    host = aot.build(model, backend="c").run(x)
+    try:
+        board, extra = run_on_board(model, x, "mps2-an386")
+    except FitError:
+        return  # larger than the board (the fit check names the numbers)
+    assert extra["match_host"], rel
+    for k, v in host.items():
+        np.testing.assert_array_equal(board[k], v, err_msg=f"{rel}: {k}")
