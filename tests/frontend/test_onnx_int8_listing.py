@@ -1,6 +1,6 @@
 """Every ONNX op that `aot ops --onnx` lists with int8 computes in int8 between a
 DequantizeLinear and a QuantizeLinear: a QDQ model of the op imports with no float32 arithmetic
-(only the boundary quantize and dequantize), and matches onnxruntime within two output steps."""
+(only the boundary quantize and dequantize), and matches onnxruntime within one output step (C and LLVM)."""
 from __future__ import annotations
 
 from typing import Any
@@ -98,9 +98,11 @@ def test_listed_int8_op_computes_in_int8(op: str) -> None:
     assert float_ops == [], f"{op}: float32 arithmetic {float_ops}"
     x = np.random.default_rng(1).uniform(-4, 4, CASES[op][4]).astype(np.float32)
     want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    got = aot.build(am, backend="c").run({"x": x})["y"]
-    assert got.shape == want.shape
-    if op in ("ArgMax", "ArgMin"):
-        assert np.array_equal(got, want)
-    else:
-        assert np.max(np.abs(got.astype(np.float64) - want)) <= 2 * step + 1e-6
+    for backend in ("c", "llvm"):
+        got = aot.build(am, backend=backend).run({"x": x})["y"]
+        assert got.shape == want.shape
+        if op in ("ArgMax", "ArgMin"):
+            assert np.array_equal(got, want), backend
+        else:
+            steps = np.max(np.abs(got.astype(np.float64) - want)) / step
+            assert steps <= 1.0001, f"{op} ({backend}): {steps:.2f} output steps from onnxruntime"
