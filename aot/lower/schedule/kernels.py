@@ -5,7 +5,8 @@ SCHEDULES maps an op name to its schedule. A schedule gets the lowering context 
 left for re-laid-out weights; it returns the kernel body of an int8 op with constant weights
 and the budget left after it, or None when no schedule applies (float, per-tensor weight
 zero point, weights computed at run time, target opt "reference", ...), and the op's own
-lowering (aot.ops) runs instead.
+lowering (aot.ops) runs instead. 16x8 conv2d (groups 1) and fully_connected (int16 activations,
+int8 constant weights) get aot.lower.schedule.gemm16 on DSP cores at opt speed.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from aot.kernel import ir as K
 from aot.lower.context import LowerCtx
 from aot.lower.schedule.depthwise import emit_depthwise
 from aot.lower.schedule.gemm import Geometry, emit_gemm
+from aot.lower.schedule.gemm16 import emit_gemm16
 from aot.lower.schedule.requant import Requant, fold_bias
 from aot.lower.schedule.target import WeightBudget
 from aot.ops.arith import MacArith, mac_arith
@@ -41,6 +43,13 @@ def _int8_mac(x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter
             and arith.filter_offset == 0 and len(arith.mult_values) > 0)
 
 
+def _int16_mac(ctx: LowerCtx, x: Accessor, w: Accessor, out: OutputWriter, arith: MacArith) -> bool:
+    """16x8 (int16 activations, int8 weights, int64 accumulator) on a DSP core at speed."""
+    return (ctx.target.dsp and ctx.target.speed and arith.acc_dtype == "i64" and x.type.dtype == "int16"
+            and out.type.dtype == "int16" and w.type.dtype == "int8" and w.const is not None
+            and arith.filter_offset == 0 and len(arith.mult_values) > 0)
+
+
 def _operands(args: Sequence[Accessor]) -> tuple[Accessor, Accessor, Accessor | None]:
     return args[0], args[1], (args[2] if len(args) > 2 else None)
 
@@ -54,6 +63,9 @@ def schedule_conv2d(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: Ou
     x, w, bias = _operands(args)
     attrs = call.attrs
     arith = mac_arith(ctx, "conv2d", x.type, w.type, out.type, bias, attrs)
+    if (not ctx.target.reference and int(attrs.get("groups", 1)) == 1 and w.shape[3] == x.shape[3]
+            and _int16_mac(ctx, x, w, out, arith)):
+        return _conv16(ctx, x, w, out, attrs, arith, budget)
     if ctx.target.reference or int(attrs.get("groups", 1)) != 1 or not _int8_mac(x, w, bias, out, arith):
         return None
     oc_n, kh, kw, cin = w.shape
@@ -72,12 +84,33 @@ def schedule_conv2d(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: Ou
     return Scheduled(*emit_gemm(ctx, ctx.target, g, w2d, biasf, Requant(ctx, arith, oc_n), budget))
 
 
+def _conv16(ctx: LowerCtx, x: Accessor, w: Accessor, out: OutputWriter, attrs: Mapping, arith: MacArith,
+            budget: WeightBudget) -> Scheduled | None:
+    oc_n, kh, kw, cin = w.shape
+    n_, oh, ow, _ = out.shape
+    _, h, wd, c = x.shape
+    sh, sw = attrs["strides"]
+    dh, dw = attrs.get("dilation", (1, 1))
+    pt, _, pl, _ = attrs["padding"]
+    g = Geometry(n_, h, wd, c, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow,
+                 get=lambda n, iy, ix, ic: x([n, iy, ix, ic]), buf=None,
+                 store=lambda n, oy, ox, oc, v: out.store([n, oy, ox, oc], v), zp_in=0)
+    done = emit_gemm16(ctx, ctx.target, g, np.asarray(w.const).reshape(oc_n, -1), arith.finish, budget)
+    return None if done is None else Scheduled(*done)
+
+
 def schedule_fully_connected(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: OutputWriter,
                              budget: WeightBudget) -> Scheduled | None:
     x, w, bias = _operands(args)
     arith = mac_arith(ctx, "fully_connected", x.type, w.type, out.type, bias, call.attrs)
     o_n, k_n = w.shape
     xf, rows = rows_accessor(x, k_n)  # the input as a [rows, K] matrix
+    if not ctx.target.reference and _int16_mac(ctx, xf, w, out, arith):
+        g = Geometry(1, 1, rows, k_n, 1, 1, 1, 1, 1, 1, 0, 0, 1, rows,
+                     get=lambda n, iy, ix, ic: xf([ix, ic]), buf=None,
+                     store=lambda n, oy, ox, oc, v: out.store(unflatten(out.shape[:-1], ox) + [oc], v), zp_in=0)
+        done = emit_gemm16(ctx, ctx.target, g, np.asarray(w.const).reshape(o_n, k_n), arith.finish, budget)
+        return None if done is None else Scheduled(*done)
     if ctx.target.reference or not _int8_mac(xf, w, bias, out, arith):
         return None
     w2d = np.asarray(w.const).reshape(o_n, k_n)
