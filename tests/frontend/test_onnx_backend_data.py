@@ -207,7 +207,9 @@ def merge_models(models: list[Model], prefixes: list[str]) -> Model:
         params += [var(v) for v in fn.params]
         body += [Call(c.op, tuple(val(a) for a in c.args), var(c.out), c.attrs) for c in fn.body]
         results += [var(v) for v in fn.results]
-    return make_model("merged", Function("main", tuple(params), tuple(body), tuple(results)))
+    boundary = {p + name: dt for m, p in zip(models, prefixes) for name, dt in m.boundary_dtypes}
+    return make_model("merged", Function("main", tuple(params), tuple(body), tuple(results)),
+                      boundary_dtypes=boundary)
 
 
 def has_unused_input(m: Model) -> bool:
