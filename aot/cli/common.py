@@ -19,6 +19,26 @@ def load_model(path: str, input_shapes: Sequence[str] | None = None):  # noqa: A
     return load(path, input_shapes=shapes) if shapes else load(path)
 
 
+def load_model_for_inputs(path: str, input_shapes: Sequence[str] | None, input_files: Sequence[str] | None,
+                          seed: int):  # noqa: ANN201
+    """The model and its inputs. Without --input-shape, an ONNX model's dynamic dimensions are taken
+    from the --input arrays (the model's static dimensions still have to match; when they do not,
+    the model is kept as it is and the input check names both shapes)."""
+    model = load_model(path, input_shapes)
+    inputs = read_inputs(model, input_files, seed)
+    if input_files and not input_shapes and path.lower().endswith(".onnx"):
+        given = {v.name: tuple(inputs[v.name].shape) for v in model.inputs}
+        if any(given[v.name] != v.type.shape for v in model.inputs):
+            from aot.errors import ShapeError
+            from aot.frontend import load
+            try:
+                resolved = load(path, input_shapes=given)
+            except ShapeError:
+                return model, inputs
+            return resolved, inputs
+    return model, inputs
+
+
 def parse_input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
     out: dict[str, tuple[int, ...]] = {}
     for spec in specs:

@@ -9,15 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from aot.cli.common import (add_compile_options, add_input_shape_option, compile_kwargs, load_model, read_inputs,
-                            target_backend)
+from aot.cli.common import (add_compile_options, add_input_shape_option, compile_kwargs, load_model,
+                            load_model_for_inputs, read_inputs, target_backend)
 from aot.errors import Error
 
 
 def cmd_run(a: argparse.Namespace) -> int:
     from aot import build
-    model = load_model(a.model, getattr(a, "input_shape", None))
-    inputs = read_inputs(model, a.input, a.seed)
+    model, inputs = load_model_for_inputs(a.model, a.input_shape, a.input, a.seed)
     t0 = time.perf_counter()
     result: dict[str, Any] = {"model": Path(a.model).stem, "target": a.target}
     if a.target == "qemu":

@@ -163,6 +163,13 @@ def test_input_shape_resolves_dynamic_onnx_dimensions(tmp_path: Path) -> None:
                 "--output", str(tmp_path / "y.npy"))
     assert r.returncode == 0, r.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), np.maximum(x, 0))
+    # without --input-shape, the dynamic dimensions come from the --input array
+    r2 = aot_cli("run", str(tmp_path / "dyn.onnx"), "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "z.npy"))
+    assert r2.returncode == 0, r2.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "z.npy"), np.maximum(x, 0))
+    np.save(tmp_path / "w.npy", np.zeros((2, 4, 5), np.float32))  # static dimension 1 is 3: refused, both shapes named
+    r3 = aot_cli("run", str(tmp_path / "dyn.onnx"), "--input", str(tmp_path / "w.npy"))
+    assert r3.returncode == 2 and "(2, 4, 5)" in r3.stderr and "(1, 3, 1)" in r3.stderr, r3.stderr
     bad = aot_cli("run", str(tmp_path / "dyn.onnx"), "--input-shape", "x:2,4,5")
     assert bad.returncode == 2 and "(?, 3, ?)" in bad.stderr, bad.stderr
     assert aot_cli("run", str(tmp_path / "dyn.onnx"), "--input-shape", "x=2").returncode == 2
