@@ -342,13 +342,13 @@ def test_requantize64_python_c_llvm_agree() -> None:
 
 
 @pytest.mark.parametrize("dtype", ["int16", "int8"])
-def test_int16_layers_use_no_int8_schedule(dtype: str) -> None:
-    """On a DSP core the int8 conv takes the smlad schedule; the 16x8 one the portable loop nest
-    (64-bit accumulator, requantize64)."""
+def test_int16_layers_take_the_16x8_schedule_not_the_int8_one(dtype: str) -> None:
+    """On a DSP core the int8 conv takes the int8 smlad schedule (32-bit requantize); the 16x8 one
+    its own schedule: smlad over int16 pairs, accumulated into 64 bits (requantize64)."""
     model, _ = next(c for c in CASES if c.name == f"conv_{dtype}_none").build()
     cm = compile_model(load_tflite(model, name="c16"), CompileOptions(cpu="cortex-m4"))
     text = format_module(cm.module)
-    assert ("requantize64" in text, "smlad" in text) == ((True, False) if dtype == "int16" else (False, True))
+    assert ("requantize64" in text, "smlad" in text) == ((True, True) if dtype == "int16" else (False, True))
 
 
 def test_depthwise_int16_without_int64_bias_is_refused() -> None:
