@@ -300,6 +300,7 @@ def test_light_model_zoo(name: str) -> None:
     assert not errs, "\n".join(errs)
 
 
+@pytest.mark.slow
 def test_summary() -> None:
     """Count the cases: passing (loaded; reference matches here, C/LLVM in the tests above),
     unsupported (UnsupportedError, broken down by op), failing (anything else)."""

@@ -134,6 +134,7 @@ def _rnn_model(op: str, direction: str, layout: int, t: int, b: int, i: int, h: 
     return make([node], inputs, outs, inits, opset=14), {name: rnd(*shape) for name, shape in inputs}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", ["LSTM", "GRU"])
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 @pytest.mark.parametrize("with_init", [False, True])

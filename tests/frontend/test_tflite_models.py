@@ -149,6 +149,7 @@ def probe(name: str, backend: str) -> IntermediateRunner:
     return IntermediateRunner(model(name), backend)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", MODELS)
 def test_live_inputs_bit_exact_with_tflm(name: str) -> None:
     """Every tensor (not only the output: KWS's softmax saturates on random inputs) of the
@@ -189,6 +190,7 @@ def test_compare_with_tflm_reports_bit_exact_layers() -> None:
     assert "all bit-exact" in text and len(text.splitlines()) <= 45
 
 
+@pytest.mark.slow
 def test_compare_with_tflm_names_the_first_differing_layer(monkeypatch) -> None:  # noqa: ANN001
     """Perturb our run's t025 (the second depthwise conv) and, downstream, t030: the report must
     name t025 first, with its op, the exact count of differing elements and the max difference."""

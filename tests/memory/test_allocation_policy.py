@@ -91,6 +91,7 @@ def _kernel_optional(policy):  # noqa: ANN001, ANN202
             ("lower_workspaces", lower_workspaces)]
 
 
+@pytest.mark.slow
 def test_optional_passes_in_50_random_orders() -> None:
     from aot.lower.entry import build_kernel_module
     model = conv_chain(2, c=2, hw=5)

@@ -72,6 +72,7 @@ def _cases(dtype: str, n: int) -> list[LstmCase]:
 
 
 @needs_tflm
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["float32", "int8", "int16"])
 @pytest.mark.parametrize("backend", ["c", "llvm"])
 def test_lstm_single_op(dtype, backend):

@@ -124,6 +124,7 @@ def _input(model, seed: int = 0) -> dict:  # noqa: ANN001
     return {v.name: np.random.default_rng(seed).integers(-128, 128, v.type.shape).astype(np.int8)}
 
 
+@pytest.mark.slow  # the kernel-IR interpreter on every chain and target
 @pytest.mark.parametrize("target", list(TARGETS))
 @pytest.mark.parametrize("chain", list(CHAINS))
 def test_schedule_bit_exact_on_interp_c_and_llvm(chain: str, target: str) -> None:
@@ -324,6 +325,7 @@ def test_llvm_selects_dsp_instructions_only_where_the_core_has_them(tmp_path: Pa
 
 
 # ----------------------------------------------------------------------------- QEMU
+@pytest.mark.slow
 @pytest.mark.usefixtures("arm_toolchain")
 @pytest.mark.parametrize("board,backend", [("mps2-an386", "c"), ("mps2-an385", "c"), ("mps2-an386", "llvm")])
 def test_schedules_in_qemu_bit_exact(board: str, backend: str) -> None:
