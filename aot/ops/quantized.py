@@ -100,11 +100,17 @@ def pool_finish(kind: str, acc: K.Expr, count: K.Expr | None, x: TensorType, out
                 attrs: Attrs) -> K.Expr:
     """max: clamp; average: round half away from zero over the in-bounds count, then clamp."""
     p = _pool_params(x, out, attrs)
+    return round_average_and_clamp(kind, acc, count, p.act_min, p.act_max)
+
+
+def round_average_and_clamp(kind: str, acc: K.Expr, count: K.Expr | None, lo: int, hi: int) -> K.Expr:
+    """TFLM's integer pool epilogue (int8 and int16 alike): an average rounds half away from zero
+    over the in-bounds count; both kinds clamp to the activation range."""
     if kind == "avg":
         assert count is not None
         half = count / 2
         acc = K.Select(acc > 0, (acc + half) / count, (acc - half) / count)
-    return _clamp(acc, p.act_min, p.act_max)
+    return _clamp(acc, lo, hi)
 
 
 # ------------------------------------------------------------------ add / sub / mul

@@ -23,6 +23,7 @@ from aot.ir import Quant, TensorType
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.ops.emit import unflatten
+from aot.ops.quantized import round_average_and_clamp
 from aot.quant import params16 as P
 from aot.quant import reference16 as R
 
@@ -186,11 +187,7 @@ def pool_finish(kind: str, acc: K.Expr, count: K.Expr | None, x: TensorType, out
                 attrs: Attrs) -> K.Expr:
     """max: clamp; average: round half away from zero over the in-bounds count, then clamp."""
     p = _pool_params(x, out, attrs)
-    if kind == "avg":
-        assert count is not None
-        half = count / 2
-        acc = K.Select(acc > 0, (acc + half) / count, (acc - half) / count)
-    return _clamp(acc, p.act_min, p.act_max)
+    return round_average_and_clamp(kind, acc, count, p.act_min, p.act_max)
 
 
 @_prepared
