@@ -99,6 +99,8 @@ def random_inputs(model: Model, seed: int = 0) -> dict[str, np.ndarray]:
         t = v.type
         if t.dtype == "float32":
             out[v.name] = rng.standard_normal(t.shape).astype(dict(model.boundary_dtypes).get(v.name, "float32"))
+        elif t.dtype == "bool":
+            out[v.name] = rng.integers(0, 2, size=t.shape).astype(np.bool_)
         else:
             info = np.iinfo(t.np_dtype)
             out[v.name] = rng.integers(info.min, info.max + 1, size=t.shape, dtype=t.np_dtype)

@@ -14,6 +14,13 @@ DTYPES: dict[str, np.dtype] = {
     "int32": np.dtype(np.int32),
     "int64": np.dtype(np.int64),  # constants only (the int64 biases of 16x8 layers)
     "float32": np.dtype(np.float32),
+    # comparison results and logic operands: one byte per element holding 0 or 1 (numpy np.bool_,
+    # kernel IR / C / LLVM memory: u8 = uint8_t / i8), so the C ABI has no _Bool
+    "bool": np.dtype(np.bool_),
+    # the audio front end's (TFLM Signal library) raw unsigned values; kernel IR / C / LLVM storage is the
+    # signed type of the same width (i32 / i64), the Signal ops' lowerings do the unsigned arithmetic
+    "uint32": np.dtype(np.uint32),
+    "uint64": np.dtype(np.uint64),
 }
 
 

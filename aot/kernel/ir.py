@@ -17,7 +17,9 @@ from typing import Union
 
 KDTYPES = ("i8", "u8", "i16", "i32", "i64", "f32", "bool")
 INT_DTYPES = ("i8", "u8", "i16", "i32", "i64")
-GRAPH_TO_K = {"int8": "i8", "uint8": "u8", "int16": "i16", "int32": "i32", "int64": "i64", "float32": "f32"}
+GRAPH_TO_K = {"int8": "i8", "uint8": "u8", "int16": "i16", "int32": "i32", "int64": "i64", "float32": "f32",
+              "bool": "u8",  # a graph bool is one byte holding 0 or 1
+              "uint32": "i32", "uint64": "i64"}  # Signal-library unsigned values: same-width signed storage
 K_ITEMSIZE = {"i8": 1, "u8": 1, "i16": 2, "i32": 4, "i64": 8, "f32": 4, "bool": 1}
 
 

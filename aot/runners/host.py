@@ -80,14 +80,21 @@ class CtypesModel:
         self._keepalive = keepalive
 
     def __call__(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        ins = [np.ascontiguousarray(x, dtype=dt).reshape(shape) for x, (shape, dt) in zip(inputs, self.in_specs)]
-        outs = [np.zeros(shape, dtype=dt) for shape, dt in self.out_specs]
+        # a bool tensor crosses the C ABI as uint8_t elements holding 0 or 1
+        ins = [np.ascontiguousarray(x, dtype=dt).reshape(shape).astype(_abi_dtype(dt), copy=False)
+               for x, (shape, dt) in zip(inputs, self.in_specs)]
+        outs = [np.zeros(shape, dtype=_abi_dtype(dt)) for shape, dt in self.out_specs]
         in_arr = (ctypes.c_void_p * max(len(ins), 1))(*[x.ctypes.data for x in ins])
         out_arr = (ctypes.c_void_p * max(len(outs), 1))(*[y.ctypes.data for y in outs])
         rc = self._fn(ctypes.addressof(in_arr), ctypes.addressof(out_arr))
         if rc != 0:
             raise RunError(rc)
-        return outs
+        return [y != 0 if np.dtype(dt) == np.bool_ else y for y, (_, dt) in zip(outs, self.out_specs)]
+
+
+def _abi_dtype(dt: "np.dtype | str | type") -> np.dtype:
+    """The element type of an array at the library's C interface (bool: uint8 0/1)."""
+    return np.dtype(np.uint8) if np.dtype(dt) == np.bool_ else np.dtype(dt)
 
 
 def _call_reset(address: int) -> None:
@@ -227,5 +234,5 @@ def build_and_run_executable(files: dict[str, str], prefix: str, in_names: Seque
                            + [str(p) for p in outs_paths], capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             raise Error(f"model executable failed (exit {r.returncode}):\n{r.stderr[-3000:]}")
-        return [np.frombuffer(p.read_bytes(), dtype=dt).reshape(shape).copy()
+        return [np.frombuffer(p.read_bytes(), dtype=_abi_dtype(dt)).reshape(shape).astype(dt)
                 for p, (shape, dt) in zip(outs_paths, out_specs)]
