@@ -11,6 +11,7 @@ from aot.errors import ShapeError, UnsupportedError
 from aot.ir import Quant, TensorType
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
+from aot.ops import libm
 from aot.ops import quantized as Q
 from aot.ops import quantized16 as Q16
 from aot.ops.common import apply_activation_expr, apply_activation_np, broadcast_shapes, check_activation
@@ -103,7 +104,7 @@ UNARY = {
                    lambda v, a: v * K.minimum(K.maximum(v + _f(3.0), _f(0.0)), _f(6.0)) / _f(6.0)),
     "neg": (lambda x, a: -x, lambda v, a: _f(0.0) - v),
     "abs": (lambda x, a: np.abs(x), lambda v, a: K.Select(v < _f(0.0), _f(0.0) - v, v)),
-    "exp": (lambda x, a: np.exp(x), lambda v, a: intrinsic("expf", v)),
+    "exp": (lambda x, a: libm.call("expf", x), lambda v, a: intrinsic("expf", v)),  # as C rounds
 }
 
 
@@ -273,7 +274,9 @@ def reshape_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs
 
 
 ALL_DTYPES = ("float32", "int8", "uint8", "int16", "int32")
-REGISTRY.register(OpDef("reshape", "view", reshape_infer, reshape_ref, dtypes=ALL_DTYPES))
+MOVE_DTYPES = ALL_DTYPES + ("int64", "bool", "uint32", "uint64")  # ops that only move values (TFLite PACK of
+# int64, SLICE of bool, the audio front end's uint32)
+REGISTRY.register(OpDef("reshape", "view", reshape_infer, reshape_ref, dtypes=MOVE_DTYPES))
 
 
 # ------------------------------------------------------------------ concat
@@ -321,7 +324,7 @@ def concat_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call)
     return K.seq(*parts)
 
 
-REGISTRY.register(OpDef("concat", "kernel", concat_infer, concat_ref, emit=concat_emit, dtypes=ALL_DTYPES))
+REGISTRY.register(OpDef("concat", "kernel", concat_infer, concat_ref, emit=concat_emit, dtypes=MOVE_DTYPES))
 
 
 # ------------------------------------------------------------------ softmax
@@ -463,4 +466,4 @@ def copy_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, o
 
 
 REGISTRY.register(OpDef("copy", "elementwise", same_infer, copy_ref,
-                        expr=lambda ctx, args, idx, call: args[0](idx), dtypes=ALL_DTYPES))
+                        expr=lambda ctx, args, idx, call: args[0](idx), dtypes=MOVE_DTYPES))

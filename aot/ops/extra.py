@@ -29,6 +29,7 @@ from aot.ops.mac16 import bmm_q_reference, mac16_reference, tconv8_reference
 from aot.ops.registry import REGISTRY, Attrs, OpDef
 
 ALL_DTYPES = ("float32", "int8", "uint8", "int16", "int32")
+MOVE_DTYPES = ALL_DTYPES + ("int64", "bool")  # what TFLite's REVERSE_V2, SLICE, BROADCAST_TO also move
 MAC_DTYPES = ("float32", "int8", "int16", "int32", "int64")  # activations; int16/int32/int64 also biases
 F32_MAX = 3.4028234663852886e38
 
@@ -96,7 +97,7 @@ def slice_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], ca
 
 
 REGISTRY.register(OpDef("strided_slice", "elementwise", slice_infer, slice_ref, expr=slice_expr,
-                        inline_into_kernels=True, pointwise=False, dtypes=ALL_DTYPES))
+                        inline_into_kernels=True, pointwise=False, dtypes=MOVE_DTYPES))
 
 
 # ------------------------------------------------------------------ take (gather with constant indices)
@@ -154,7 +155,7 @@ def broadcast_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Att
 
 REGISTRY.register(OpDef("broadcast_to", "elementwise", broadcast_infer, broadcast_ref,
                         expr=lambda ctx, args, idx, call: args[0].broadcast_to(call.attrs["shape"])(idx),
-                        inline_into_kernels=True, pointwise=False, dtypes=ALL_DTYPES))
+                        inline_into_kernels=True, pointwise=False, dtypes=MOVE_DTYPES))
 
 
 def tile_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
@@ -178,8 +179,10 @@ REGISTRY.register(OpDef("tile", "elementwise", tile_infer, tile_ref, expr=tile_e
                         pointwise=False, dtypes=ALL_DTYPES))
 
 
-# ------------------------------------------------------------------ pad_mode (reflect / edge / wrap)
-PAD_MODES = ("reflect", "edge", "wrap")
+# ------------------------------------------------------------------ pad_mode (reflect / edge / wrap / symmetric)
+# reflect mirrors about the edge element (pad <= n - 1), symmetric repeats it (pad <= n: TFLite's
+# MIRROR_PAD SYMMETRIC)
+PAD_MODES = ("reflect", "edge", "wrap", "symmetric")
 
 
 def pad_mode_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
@@ -192,13 +195,13 @@ def pad_mode_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
     for (b, a), n in zip(pads, x.shape):
         if mode == "reflect" and (b or a) and (n < 2 or b > n - 1 or a > n - 1):
             raise ShapeError(f"reflect padding ({b}, {a}) needs an axis longer than the padding, got {n}")
-        if mode == "wrap" and (b > n or a > n):
-            raise ShapeError(f"wrap padding ({b}, {a}) larger than the axis {n}")
+        if mode in ("wrap", "symmetric") and (b > n or a > n):
+            raise ShapeError(f"{mode} padding ({b}, {a}) larger than the axis {n}")
     return _same(x, [d + b + a for d, (b, a) in zip(x.shape, pads)])
 
 
 def pad_mode_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
-    return np.pad(xs[0], attrs["pads"], mode={"reflect": "reflect", "edge": "edge", "wrap": "wrap"}[attrs["mode"]])
+    return np.pad(xs[0], attrs["pads"], mode=attrs["mode"])
 
 
 def pad_mode_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
@@ -215,6 +218,9 @@ def pad_mode_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr],
         elif mode == "reflect":
             j = K.Select(j < 0, 0 - j, j)
             j = K.Select(j > n - 1, 2 * (n - 1) - j, j)
+        elif mode == "symmetric":
+            j = K.Select(j < 0, -1 - j, j)
+            j = K.Select(j > n - 1, 2 * n - 1 - j, j)
         else:  # wrap: j in [-n, 2n)
             j = K.Select(j < 0, j + n, K.Select(j > n - 1, j - n, j))
         src.append(j)

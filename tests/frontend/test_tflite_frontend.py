@@ -641,6 +641,14 @@ def test_every_supported_op_is_exercised() -> None:
     elsewhere = {"BATCH_MATMUL": "ops/test_ops_16x8_mac.py", "TRANSPOSE_CONV": "ops/test_ops_16x8_mac.py",
                  "STRIDED_SLICE": "ops/test_ops_16x8_elementwise.py", "TRANSPOSE": "ops/test_ops_16x8_elementwise.py",
                  "SVDF": "ops/test_ops_recurrent.py", "UNIDIRECTIONAL_SEQUENCE_LSTM": "ops/test_ops_recurrent_lstm.py"}
+    elsewhere.update({op: "ops/test_tflite_logic.py" for op in (
+        "EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "LOGICAL_AND", "LOGICAL_OR",
+        "LOGICAL_NOT", "SELECT_V2", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_ALL", "ARG_MAX", "ARG_MIN", "CUMSUM",
+        "L2_POOL_2D")})
+    elsewhere.update({op: "ops/test_tflite_movement.py" for op in (
+        "SLICE", "SPLIT", "SPLIT_V", "PACK", "UNPACK", "GATHER", "GATHER_ND", "EMBEDDING_LOOKUP", "DEPTH_TO_SPACE",
+        "SPACE_TO_DEPTH", "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND", "MIRROR_PAD", "REVERSE_V2", "BROADCAST_TO",
+        "BROADCAST_ARGS", "SHAPE", "DYNAMIC_UPDATE_SLICE", "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR")})
     tests = Path(__file__).resolve().parents[1]
     for op, f in elsewhere.items():
         assert re.search(rf"\b{op}\b", (tests / f).read_text()), f"{f} does not build {op} models"
