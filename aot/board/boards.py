@@ -21,6 +21,15 @@ memory regions and, for emulated boards, the QEMU machine:
   ``ram_region`` receives .data, .bss, the heap (if any) and the stack (at its top).
 - ``boot_reserved_bytes`` are kept free at the start of the flash region (RP2040's boot2).
 - ``origin`` and ``size`` may be JSON integers or strings such as ``"0x20000000"``.
+- ``console`` is the UART the firmware prints through: ``{"driver": "cmsdk_uart",
+  "base": "0x40004000", "baud": 115200, "clock_hz": 25000000}`` (``clock_hz``: the UART's
+  input clock after the board's init; ``tx_pin`` for Nordic parts; ``"lpuart": true`` for an
+  STM32 LPUART). The driver is ``platform/cortex_m/console/<driver>.c``.
+- ``soc`` names ``platform/cortex_m/soc/<soc>.c``: clocks and console pins, run before main
+  (null: the reset state is enough).
+- ``stack_bytes``: the default stack of the board's projects (16 KiB unless it says).
+- ``flash_tool``: how ``make flash`` programs a real board: ``{"tool": "pyocd", "target":
+  "stm32l4r5zitx"}`` or ``{"tool": "uf2", "family": "0xe48bff56"}``.
 """
 from __future__ import annotations
 
@@ -38,6 +47,7 @@ FLOAT_ABIS = ("soft", "softfp", "hard")
 
 # cpu -> (LLVM triple without the float-ABI suffix, architecture family)
 _CPUS: dict[str, tuple[str, str]] = {
+    "cortex-m0": ("thumbv6m-none-eabi", "armv6-m"),
     "cortex-m0plus": ("thumbv6m-none-eabi", "armv6-m"),
     "cortex-m3": ("thumbv7m-none-eabi", "armv7-m"),
     "cortex-m4": ("thumbv7em-none-eabi", "armv7e-m"),
@@ -56,7 +66,38 @@ _FPU_LLVM_FEATURES: dict[str, tuple[str, ...]] = {
 _BOARD_KEYS = {
     "name", "description", "cpu", "fpu", "float_abi", "dsp", "clock_hz", "memory",
     "flash_region", "ram_region", "qemu_machine", "boot_reserved_bytes", "notes",
+    "console", "soc", "stack_bytes", "flash_tool", "qemu_clock_hz",
 }
+_OPTIONAL_KEYS = {"description", "qemu_machine", "boot_reserved_bytes", "notes", "soc", "stack_bytes",
+                  "flash_tool", "qemu_clock_hz"}
+CONSOLE_DRIVERS = ("cmsdk_uart", "stm32_usart_f4", "stm32_usart", "nrf_uart", "nrf_uarte", "pl011_uart")
+_CONSOLE_KEYS = {"driver", "base", "baud", "clock_hz", "tx_pin", "lpuart", "note"}
+FLASH_TOOLS = ("pyocd", "uf2")
+# cores with a DWT cycle counter (CYCCNT); ARMv6-M cores have none
+DWT_CPUS = ("cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
+DEFAULT_STACK_BYTES = 16384
+
+
+@dataclass(frozen=True)
+class Console:
+    """The UART a board's firmware prints through."""
+
+    driver: str
+    base: int
+    baud: int
+    clock_hz: int
+    tx_pin: int | None = None
+    lpuart: bool = False
+    note: str = ""
+
+    def defines(self) -> list[str]:
+        out = [f"AOT_CONSOLE_BASE=0x{self.base:08X}u", f"AOT_CONSOLE_BAUD={self.baud}u",
+               f"AOT_CONSOLE_CLOCK_HZ={self.clock_hz}u"]
+        if self.tx_pin is not None:
+            out.append(f"AOT_CONSOLE_TX_PIN={self.tx_pin}u")
+        if self.lpuart:
+            out.append("AOT_CONSOLE_LPUART=1")
+        return out
 _REGION_KEYS = {"name", "origin", "size", "kind", "pools", "note"}
 
 
@@ -97,6 +138,21 @@ class Board:
     qemu_machine: str | None = None
     boot_reserved_bytes: int = 0
     notes: str = ""
+    console: Console | None = None
+    soc: str | None = None
+    stack_bytes: int = DEFAULT_STACK_BYTES
+    flash_tool: tuple[tuple[str, str], ...] = ()
+    # the clock QEMU gives SysTick (the emulated machine's, when it differs from clock_hz)
+    qemu_clock_hz: int | None = None
+
+    @property
+    def has_dwt(self) -> bool:
+        """The core has a DWT cycle counter (QEMU does not model it: emulated runs use SysTick)."""
+        return self.cpu in DWT_CPUS
+
+    @property
+    def flash_tool_dict(self) -> dict[str, str]:
+        return dict(self.flash_tool)
 
     # ---- memory ------------------------------------------------------------------------
     def region(self, name: str) -> MemoryRegion:
@@ -130,19 +186,26 @@ class Board:
         return self.qemu_machine is not None
 
     def qemu_args(self) -> list[str]:
-        """qemu-system-arm arguments (without -kernel) that run this board's images with
-        semihosting and a deterministic instruction clock (-icount shift=0)."""
+        """qemu-system-arm arguments (without -kernel) that run this board's images with a
+        deterministic instruction clock (-icount shift=0): the console UART on stdout
+        (-nographic), -no-reboot so that the image's reset request ends QEMU, and semihosting
+        enabled for `--io semihosting` images."""
         if self.qemu_machine is None:
             raise Error(f"board {self.name!r} is not emulated (no qemu_machine)")
         return [
-            "-machine", self.qemu_machine, "-nographic",
+            "-machine", self.qemu_machine, "-nographic", "-no-reboot",
             "-semihosting-config", "enable=on,target=native", "-icount", "shift=0",
         ]
 
     @property
+    def timer_clock_hz(self) -> int:
+        """The SysTick clock of the image: QEMU's machine clock when emulated."""
+        return self.qemu_clock_hz or self.clock_hz
+
+    @property
     def qemu_instructions_per_tick(self) -> float:
-        """Under QEMU -icount shift=0 an instruction is 1 ns; SysTick runs at clock_hz."""
-        return 1e9 / self.clock_hz
+        """Under QEMU -icount shift=0 an instruction is 1 ns; SysTick runs at the machine clock."""
+        return 1e9 / self.timer_clock_hz
 
     # ---- toolchains ----------------------------------------------------------------------
     @property
@@ -174,7 +237,7 @@ class Board:
                 features += ["-fpregs", "+mve"]
         elif self.has_fpu:
             features += list(_FPU_LLVM_FEATURES[self.fpu])
-        elif self.cpu != "cortex-m0plus" and self.cpu != "cortex-m3":
+        elif self.cpu not in ("cortex-m0", "cortex-m0plus", "cortex-m3"):
             features.append("-fpregs")
         if self.float_abi == "soft" and self.has_fpu:
             features.append("+soft-float")
@@ -184,6 +247,7 @@ class Board:
         """The board as a JSON-ready dict (the file format, with integer addresses)."""
         data = asdict(self)
         data["memory"] = [asdict(r) | {"pools": list(r.pools)} for r in self.memory]
+        data["flash_tool"] = dict(self.flash_tool) or None
         return data
 
 
@@ -207,7 +271,7 @@ def _board_from_dict(data: dict[str, Any], source: str) -> Board:
     unknown = set(data) - _BOARD_KEYS
     if unknown:
         raise Error(f"{source}: unknown board keys {sorted(unknown)}")
-    required = _BOARD_KEYS - {"description", "qemu_machine", "boot_reserved_bytes", "notes"}
+    required = _BOARD_KEYS - _OPTIONAL_KEYS
     missing = required - set(data)
     if missing:
         raise Error(f"{source}: missing board keys {sorted(missing)}")
@@ -246,9 +310,41 @@ def _board_from_dict(data: dict[str, Any], source: str) -> Board:
         qemu_machine=data.get("qemu_machine"),
         boot_reserved_bytes=_as_int(data.get("boot_reserved_bytes", 0), f"{source}: boot_reserved_bytes"),
         notes=str(data.get("notes", "")),
+        console=_console_from_dict(data["console"], source),
+        soc=data.get("soc"),
+        stack_bytes=_as_int(data.get("stack_bytes", DEFAULT_STACK_BYTES), f"{source}: stack_bytes"),
+        flash_tool=_flash_tool(data.get("flash_tool"), source),
+        qemu_clock_hz=(_as_int(data["qemu_clock_hz"], f"{source}: qemu_clock_hz")
+                       if data.get("qemu_clock_hz") is not None else None),
     )
     _validate(board, source)
     return board
+
+
+def _console_from_dict(raw: Any, source: str) -> Console:
+    if isinstance(raw, Console):
+        return raw
+    if not isinstance(raw, dict) or set(raw) - _CONSOLE_KEYS or not {"driver", "base", "baud", "clock_hz"} <= set(raw):
+        raise Error(f"{source}: console needs driver, base, baud, clock_hz (keys among {sorted(_CONSOLE_KEYS)})")
+    if raw["driver"] not in CONSOLE_DRIVERS:
+        raise Error(f"{source}: unknown console driver {raw['driver']!r}; known: {', '.join(CONSOLE_DRIVERS)}")
+    return Console(
+        driver=str(raw["driver"]),
+        base=_as_int(raw["base"], f"{source}: console.base"),
+        baud=_as_int(raw["baud"], f"{source}: console.baud"),
+        clock_hz=_as_int(raw["clock_hz"], f"{source}: console.clock_hz"),
+        tx_pin=_as_int(raw["tx_pin"], f"{source}: console.tx_pin") if raw.get("tx_pin") is not None else None,
+        lpuart=bool(raw.get("lpuart", False)),
+        note=str(raw.get("note", "")),
+    )
+
+
+def _flash_tool(raw: Any, source: str) -> tuple[tuple[str, str], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or raw.get("tool") not in FLASH_TOOLS:
+        raise Error(f"{source}: flash_tool needs a tool among {FLASH_TOOLS}")
+    return tuple(sorted((str(k), str(v)) for k, v in raw.items()))
 
 
 def _validate(board: Board, source: str) -> None:
@@ -275,6 +371,10 @@ def _validate(board: Board, source: str) -> None:
         raise Error(f"{source}: ram_region {board.ram_region!r} is not a ram region")
     if not 0 <= board.boot_reserved_bytes < board.flash.size:
         raise Error(f"{source}: boot_reserved_bytes does not fit the flash region")
+    if not 0 < board.stack_bytes < board.ram.size:
+        raise Error(f"{source}: stack_bytes must be positive and smaller than the ram region")
+    if board.soc is not None and not board.soc.replace("_", "").isalnum():
+        raise Error(f"{source}: soc {board.soc!r} is not a plain name")
 
 
 def _board_files() -> dict[str, Path]:

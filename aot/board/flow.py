@@ -39,7 +39,8 @@ def board_options(board: Board, options: Mapping[str, Any]) -> CompileOptions:
     opts.setdefault("cpu", t.cpu)
     opts.setdefault("cpu_features", tuple(sorted(t.features)))
     opts.setdefault("flash_bytes", t.flash_bytes)
-    stack = int(opts.pop("stack_bytes", DEFAULT_STACK_BYTES))
+    stack = int(opts.pop("stack_bytes", board.stack_bytes))
+    opts.pop("io", None)
     rams = [r for r in board.memory if r.kind == "ram" and r.pools]
     if "pool_size" not in opts and not opts.get("pools"):
         if len(rams) > 1:  # one pool per RAM region, filled in the board's order (e.g. DTCM first)
@@ -57,8 +58,10 @@ def pool_placement(board: Board, compiled: CompiledModel) -> dict[str, str] | No
     return placed or None
 
 
-def check_fit(compiled: CompiledModel, board: Board, stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
+def check_fit(compiled: CompiledModel, board: Board, stack_bytes: int | None = None) -> None:
     """Refuse, before any C compiler runs, a model whose weights or activations cannot fit."""
+    if stack_bytes is None:
+        stack_bytes = board.stack_bytes
     weights = sum(c.buffer.nbytes for c in compiled.module.consts)
     pool = compiled.plan.activation_bytes
     problems = []
@@ -79,7 +82,7 @@ def check_fit(compiled: CompiledModel, board: Board, stack_bytes: int = DEFAULT_
 
 
 def _compile_for_board(model: Model, board: Board, options: Mapping[str, Any]) -> CompiledModel:
-    stack = int(options.get("stack_bytes", DEFAULT_STACK_BYTES))
+    stack = int(options.get("stack_bytes", board.stack_bytes))
     opts = board_options(board, options)
     try:
         compiled = compile_model(model, opts)
@@ -103,7 +106,8 @@ def make_project(model: Model, board_name: str, out_dir: Path, inputs: Mapping[s
     from aot.ir.evaluate import check_inputs
 
     board = load_board(board_name)
-    stack = int(options.get("stack_bytes", DEFAULT_STACK_BYTES))
+    stack = int(options.get("stack_bytes", board.stack_bytes))
+    io = str(options.get("io", "uart"))
     t0 = time.perf_counter()
     compiled = _compile_for_board(model, board, options)
     compile_seconds = time.perf_counter() - t0
@@ -121,8 +125,30 @@ def make_project(model: Model, board_name: str, out_dir: Path, inputs: Mapping[s
             generate_project(lib_dir, board, staging, prefix=compiled.options.prefix,
                              input_bytes=[a.tobytes() for a in args],
                              expected_output_bytes=[e.tobytes() for e in expected], stack_bytes=stack,
-                             pool_placement=pool_placement(board, compiled))
+                             pool_placement=pool_placement(board, compiled), io=io)
     return BoardBuild(board, compiled, out_dir, expected, compile_seconds)
+
+
+def make_library_project(model: Model, board_name: str, out_dir: Path, backend: str = "c",
+                         **options: Any) -> BoardBuild:
+    """`aot project --library-only`: the compiled model as a CMake library target (no firmware)."""
+    from aot.board.project.library_only import generate_library_project
+
+    board = load_board(board_name)
+    t0 = time.perf_counter()
+    compiled = _compile_for_board(model, board, options)
+    compile_seconds = time.perf_counter() - t0
+    out_dir = Path(out_dir)
+    with tempfile.TemporaryDirectory(prefix="aot_lib_") as tmp:
+        lib_dir = Path(tmp) / "lib"
+        target = None
+        if backend == "llvm":
+            from aot.llvm import LLVMTarget
+            target = LLVMTarget(board.llvm_triple(), board.llvm_cpu(), board.llvm_features())
+        export_library(compiled, lib_dir, backend, llvm_target=target)
+        with atomic_directory(out_dir) as staging:
+            generate_library_project(lib_dir, board, staging, prefix=compiled.options.prefix)
+    return BoardBuild(board, compiled, out_dir, [], compile_seconds)
 
 
 def run_on_board(model: Model, inputs: Mapping[str, np.ndarray], board_name: str, backend: str = "c",
@@ -133,8 +159,9 @@ def run_on_board(model: Model, inputs: Mapping[str, np.ndarray], board_name: str
 
     board = load_board(board_name)
     if not board.emulated:
-        raise Error(f"board {board.name} has no emulator; `aot project` builds it, QEMU runs only "
-                    f"mps2-an385, mps2-an386, mps2-an500 and mps3-an547")
+        from aot.board.boards import list_boards
+        emulated = ", ".join(b.name for b in list_boards() if b.emulated)
+        raise Error(f"board {board.name} has no emulator; `aot project` builds it, QEMU runs only {emulated}")
     tmp = Path(tempfile.mkdtemp(prefix="aot_qemu_")) if keep_dir is None else Path(keep_dir)
     try:
         bb = make_project(model, board_name, tmp / "project", inputs, backend=backend, **options)

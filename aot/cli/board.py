@@ -15,24 +15,35 @@ def cmd_boards(a: argparse.Namespace) -> int:
     if a.json:
         print(json.dumps([b.to_dict() for b in boards], sort_keys=True))
         return 0
-    print(f"{'board':18} {'cpu':14} {'fpu':12} {'flash':>10} {'RAM':>10}  emulated")
+    print(f"{'board':18} {'cpu':14} {'fpu':12} {'flash':>10} {'RAM':>10}  {'console':16} {'timer':10} emulated")
     for b in boards:
+        console = b.console.driver if b.console else "-"
+        timer = "instrs" if b.emulated else ("dwt" if b.has_dwt else "systick")
         print(f"{b.name:18} {b.cpu:14} {str(b.fpu):12} {b.flash_bytes // 1024:>7} KiB {b.ram_bytes // 1024:>7} KiB"
-              f"  {'yes (' + b.qemu_machine + ')' if b.emulated else 'no'}")
+              f"  {console:16} {timer:10} {'yes (' + b.qemu_machine + ')' if b.emulated else 'no'}")
     return 0
 
 
 def cmd_project(a: argparse.Namespace) -> int:
-    from aot.board.flow import make_project
+    from aot.board.flow import make_library_project, make_project
     model = load_model(a.model, getattr(a, "input_shape", None))
-    inputs = read_inputs(model, a.input, a.seed)
     kw = compile_kwargs(a)
-    bb = make_project(model, a.board, Path(a.output), inputs, backend=a.backend, **kw)
+    if a.library_only:
+        if a.input or a.io != "uart":
+            raise Error("--library-only writes only the model library: --input and --io do not apply")
+        bb = make_library_project(model, a.board, Path(a.output), backend=a.backend, **kw)
+        prefix = bb.compiled.options.prefix
+        print(f"wrote {bb.project_dir}: CMake library target `{prefix}` for {bb.board.name} ({bb.board.cpu})")
+        print(f"  use: add_subdirectory({bb.project_dir}) and target_link_libraries(<app> PRIVATE {prefix})")
+        return 0
+    inputs = read_inputs(model, a.input, a.seed)
+    bb = make_project(model, a.board, Path(a.output), inputs, backend=a.backend, io=a.io, **kw)
     p = bb.compiled.plan
     print(f"wrote {bb.project_dir} for {bb.board.name} ({bb.board.cpu}): activations {p.activation_bytes:,} B "
           f"(lower bound {p.lower_bound_bytes:,} B), weights "
           f"{sum(c.buffer.nbytes for c in bb.compiled.module.consts):,} B")
-    print(f"  build: make -C {bb.project_dir}" + (f"    run: make -C {bb.project_dir} run" if bb.board.emulated else ""))
+    print(f"  build: make -C {bb.project_dir}" + (f"    run: make -C {bb.project_dir} run" if bb.board.emulated
+                                                  else f"    flash: make -C {bb.project_dir} flash"))
     return 0
 
 
@@ -107,6 +118,10 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     p.add_argument("--backend", choices=["c", "llvm"], default="c")
     p.add_argument("--input", action="append", metavar="IN.npy", help="input embedded in main.c")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--io", choices=["uart", "semihosting"], default="uart",
+                   help="print through the board's console UART (default) or Arm semihosting (needs a debugger)")
+    p.add_argument("--library-only", action="store_true",
+                   help="write only a CMake library target (add_subdirectory + target_link_libraries)")
     add_compile_options(p)
     p.set_defaults(fn=cmd_project)
 

@@ -2,12 +2,18 @@
 
 The ELF (see aot/board/project/templates/main.c.j2) prints one result per line:
 
-    AOT_STATUS <rc>            AOT_INSTRUCTIONS <n>        AOT_TICKS <n>
+    AOT_STATUS <rc>            AOT_TIMER <kind>            AOT_INSTRUCTIONS <n>   AOT_TICKS <n>
+    AOT_CYCLES <n>             (hardware builds: DWT or SysTick cycles instead of instructions)
     AOT_OUTPUT <index> <hex>   AOT_MATCH 1|0               (only with expected outputs)
-    AOT_FAULT <what>           (a HardFault ended the run; QEMU exits with code 3)
+    AOT_FAULT <what>           (a HardFault ended the run; the exit code is 3)
+    AOT_EXIT <code>            (console builds: main's return value)
 
-QEMU runs with semihosting and `-icount shift=0`, so AOT_INSTRUCTIONS is deterministic:
-SysTick ticks once per 1e9 / clock_hz guest instructions (40 on the MPS2 boards).
+By default the image prints through the board's console UART, which QEMU connects to its
+stdout (-nographic), and ends QEMU with a reset request (-no-reboot): the exit code is then
+the one the image printed on its AOT_EXIT line. `--io semihosting` images print through
+semihosting and QEMU's own exit code is the image's. QEMU runs with `-icount shift=0`, so
+AOT_INSTRUCTIONS is deterministic: SysTick ticks once per 1e9 / (machine clock) guest
+instructions (40 on the 25 MHz MPS2 boards).
 """
 from __future__ import annotations
 
@@ -41,6 +47,8 @@ class QemuResult:
     ticks: int | None = None
     stderr: str = ""
     fault: str | None = None
+    cycles: int | None = None
+    timer: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -48,8 +56,10 @@ class QemuResult:
 
 
 def parse_output(text: str) -> dict:
-    """The AOT_* lines of a run as {"status", "instructions", "ticks", "outputs", "match", "fault"}."""
-    status = instructions = ticks = None
+    """The AOT_* lines of a run as {"status", "instructions", "ticks", "outputs", "match", "fault",
+    "cycles", "timer", "exit"}."""
+    status = instructions = ticks = cycles = exit_code = None
+    timer = None
     match = None
     fault = None
     outputs: dict[int, bytes] = {}
@@ -65,6 +75,12 @@ def parse_output(text: str) -> dict:
                 instructions = int(rest)
             elif tag == "AOT_TICKS":
                 ticks = int(rest)
+            elif tag == "AOT_CYCLES":
+                cycles = int(rest)
+            elif tag == "AOT_TIMER":
+                timer = rest
+            elif tag == "AOT_EXIT":
+                exit_code = int(rest)
             elif tag == "AOT_FAULT":
                 fault = rest or "fault"
             elif tag == "AOT_MATCH":
@@ -83,6 +99,9 @@ def parse_output(text: str) -> dict:
         "outputs": [outputs[i] for i in range(len(outputs))],
         "match": match,
         "fault": fault,
+        "cycles": cycles,
+        "timer": timer,
+        "exit": exit_code,
     }
 
 
@@ -130,8 +149,11 @@ def run_elf(elf: Path, board: Board, timeout_s: float = 120) -> QemuResult:
             f"killed (a hang in startup, a fault loop, or a very long model). Output so far:\n{tail}"
         ) from None
     parsed = parse_output(stdout)
+    exit_code = proc.returncode
+    if exit_code == 0 and parsed["exit"] is not None:
+        exit_code = parsed["exit"]  # a console image ended QEMU by a reset request
     return QemuResult(
-        exit_code=proc.returncode,
+        exit_code=exit_code,
         stdout=stdout,
         instructions=parsed["instructions"],
         outputs=parsed["outputs"],
@@ -140,6 +162,8 @@ def run_elf(elf: Path, board: Board, timeout_s: float = 120) -> QemuResult:
         ticks=parsed["ticks"],
         stderr=stderr,
         fault=parsed["fault"],
+        cycles=parsed["cycles"],
+        timer=parsed["timer"],
     )
 
 

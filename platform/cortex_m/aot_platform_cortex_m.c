@@ -1,25 +1,30 @@
 /*
- * Cortex-M bare-metal platform hooks for microaot (semihosting + SysTick).
+ * Cortex-M bare-metal platform hooks for microaot (console + timer + arena).
  *
  * Allocation: a static LIFO arena (runtime_c's aot_arena_t) of AOT_PLATFORM_ARENA_BYTES
  * bytes. The default is 0: no arena exists and every allocation fails with
  * AOT_ERR_ALLOCATION, as the `micro` allocation policy expects (all scratch is planned).
  *
- * Log: text written verbatim to semihosting stdout (newlib rdimon's write(1, ...)).
+ * Log: text written verbatim to the console UART (console/<driver>.c), or to semihosting
+ * stdout (newlib rdimon's write(1, ...)) in AOT_IO_SEMIHOSTING builds.
  *
  * Timer calibration (qemu-system-arm 7.2, -icount shift=0), measured with a two-instruction
  * `subs/bne` loop of 1e3..4e8 iterations: SysTick on the processor clock advances exactly
  * once per 1e9 / clock_hz instructions: 40 on the 25 MHz MPS2 boards (an385/an386/an500),
  * 31.25 on the 32 MHz mps3-an547. 2n-instruction loops read back as exactly 2n (the call
  * overhead, ~20 instructions, is below one tick); 8e8 instructions (> 2^24 ticks) confirmed
- * the wrap counting. Resolution is one tick. tests/test_boards_project.py checks this.
+ * the wrap counting. Resolution is one tick. tests/boards/test_boards_project.py checks this.
+ * On hardware with DWT (AOT_TIMER_DWT) the same SysTick runs beside CYCCNT and only decides
+ * how many times the 32-bit CYCCNT wrapped.
  */
 #include "aot_platform_cortex_m.h"
 
 #include "aot_runtime.h"
 
 #include <string.h>
+#if defined(AOT_IO_SEMIHOSTING)
 #include <unistd.h>
+#endif
 
 #ifndef AOT_PLATFORM_ARENA_BYTES
 #define AOT_PLATFORM_ARENA_BYTES 0
@@ -85,10 +90,27 @@ size_t aot_platform_arena_high_water(void) {
 
 /* ---- log ------------------------------------------------------------------------------- */
 
+#if defined(AOT_IO_SEMIHOSTING)
+void aot_console_init(void) {
+}
+
+void aot_console_write(const char *text, size_t length) {
+    (void)write(1, text, length);
+}
+
+void aot_console_flush(void) {
+}
+#endif
+
 void aot_platform_log(const char *msg) {
     if (msg != NULL) {
-        (void)write(1, msg, strlen(msg));
+        aot_console_write(msg, strlen(msg));
     }
+}
+
+/* Boards without a soc/<name>.c run on their reset clocks and only need the console. */
+__attribute__((weak)) void aot_board_init(void) {
+    aot_console_init();
 }
 
 /* ---- SysTick timer --------------------------------------------------------------------- */
@@ -108,17 +130,36 @@ void aot_platform_log(const char *msg) {
 static volatile uint32_t aot_timer_wraps;
 static uint64_t aot_timer_ticks;
 
+#if defined(AOT_TIMER_DWT)
+#define AOT_DEMCR (*(volatile uint32_t *)0xE000EDFCu)
+#define AOT_DWT_CTRL (*(volatile uint32_t *)0xE0001000u)
+#define AOT_DWT_CYCCNT (*(volatile uint32_t *)0xE0001004u)
+#define AOT_DWT_LAR (*(volatile uint32_t *)0xE0001FB0u)
+#define AOT_DEMCR_TRCENA (1u << 24)
+#define AOT_DWT_CTRL_CYCCNTENA (1u << 0)
+
+static uint32_t aot_timer_cycles_start;
+#endif
+
 void SysTick_Handler(void) {
     aot_timer_wraps = aot_timer_wraps + 1u;
 }
 
 void aot_timer_start(void) {
+#if defined(AOT_TIMER_DWT)
+    AOT_DEMCR |= AOT_DEMCR_TRCENA;
+    AOT_DWT_LAR = 0xC5ACCE55u; /* unlock (Cortex-M7); ignored where there is no lock */
+    AOT_DWT_CTRL |= AOT_DWT_CTRL_CYCCNTENA;
+#endif
     AOT_SYST_CSR = 0u;
     AOT_SYST_RVR = AOT_SYST_RELOAD;
     AOT_SYST_CVR = 0u; /* any write clears the counter; the first tick loads the reload */
     AOT_SCB_ICSR = AOT_SCB_ICSR_PENDSTCLR;
     aot_timer_wraps = 0u;
     AOT_SYST_CSR = AOT_SYST_CSR_CLKSOURCE | AOT_SYST_CSR_TICKINT | AOT_SYST_CSR_ENABLE;
+#if defined(AOT_TIMER_DWT)
+    aot_timer_cycles_start = AOT_DWT_CYCCNT;
+#endif
 }
 
 uint64_t aot_timer_stop_instructions(void) {
@@ -143,6 +184,21 @@ uint64_t aot_timer_stop_instructions(void) {
             ((uint64_t)(AOT_SYST_RELOAD + 1u - value) & AOT_SYST_RELOAD);
     aot_timer_ticks = ticks;
     return ticks * (uint64_t)(AOT_TIMER_NS_PER_TICK_NUM) / (uint64_t)(AOT_TIMER_NS_PER_TICK_DEN);
+}
+
+uint64_t aot_timer_stop_cycles(void) {
+#if defined(AOT_TIMER_DWT)
+    uint32_t cycles = AOT_DWT_CYCCNT - aot_timer_cycles_start;
+    uint64_t ticks;
+
+    (void)aot_timer_stop_instructions();
+    ticks = aot_timer_ticks;
+    /* CYCCNT and SysTick both count processor cycles; SysTick says how often CYCCNT wrapped. */
+    return (uint64_t)cycles + (((ticks - (uint64_t)cycles + 0x80000000ull) >> 32) << 32);
+#else
+    (void)aot_timer_stop_instructions();
+    return aot_timer_ticks;
+#endif
 }
 
 uint64_t aot_timer_last_ticks(void) {

@@ -1,13 +1,20 @@
 /*
  * Cortex-M platform extras for microaot board projects (beyond the hooks in aot_runtime.h).
  *
- * Timer: SysTick on the processor clock, reload 0xFFFFFF, wraps counted in SysTick_Handler,
- * so intervals of any length are measured. On real silicon a tick is one CPU cycle. Under
- * QEMU with `-icount shift=0` every guest instruction advances virtual time by 1 ns and
- * SysTick ticks at the board's emulated clock, so
- *     instructions = ticks * AOT_TIMER_NS_PER_TICK_NUM / AOT_TIMER_NS_PER_TICK_DEN
- * (= ticks * 1e9 / clock_hz: 40 per tick at 25 MHz) with a resolution of one tick.
- * See the calibration notes in aot_platform_cortex_m.c.
+ * Console: aot_platform_log() writes to the board's UART (console/<driver>.c, chosen by the
+ * board file) or, in `--io semihosting` builds (AOT_IO_SEMIHOSTING), to semihosting stdout.
+ *
+ * Timer: one interval at a time, started by aot_timer_start() and read by aot_timer_stop().
+ *   - QEMU (AOT_TIMER_QEMU, emulated boards): SysTick on the processor clock, reload
+ *     0xFFFFFF, wraps counted in SysTick_Handler. QEMU does not model DWT; with
+ *     `-icount shift=0` every guest instruction advances virtual time by 1 ns and SysTick
+ *     ticks at the board's emulated clock, so
+ *         instructions = ticks * AOT_TIMER_NS_PER_TICK_NUM / AOT_TIMER_NS_PER_TICK_DEN
+ *     (= ticks * 1e9 / clock_hz: 40 per tick at 25 MHz), to one tick.
+ *   - Hardware with a DWT cycle counter (Cortex-M3/M4/M7/M33/M55, AOT_TIMER_DWT): CPU cycles
+ *     from DWT CYCCNT; SysTick runs alongside and resolves the 2^32 wraps of CYCCNT.
+ *   - Hardware without DWT CYCCNT (Cortex-M0/M0+): SysTick on the processor clock, one tick
+ *     per CPU cycle.
  */
 #ifndef AOT_PLATFORM_CORTEX_M_H
 #define AOT_PLATFORM_CORTEX_M_H
@@ -19,18 +26,35 @@
 extern "C" {
 #endif
 
-/* Reset and start the SysTick counter (reload 0xFFFFFF, processor clock, wrap interrupt). */
+/* Reset and start the interval timer. */
 void aot_timer_start(void);
 
-/* Stop the counter; return the elapsed interval as QEMU instructions (see above). */
+/* Stop the timer; return the elapsed interval as QEMU instructions (see above). Under QEMU
+ * this is the figure to report; on hardware use aot_timer_stop_cycles(). */
 uint64_t aot_timer_stop_instructions(void);
 
-/* Raw SysTick ticks of the interval measured by the last aot_timer_stop_instructions(). */
+/* Stop the timer; return the elapsed CPU cycles (hardware) or SysTick ticks (QEMU). */
+uint64_t aot_timer_stop_cycles(void);
+
+/* Raw SysTick ticks of the interval measured by the last stop. */
 uint64_t aot_timer_last_ticks(void);
 
 /* Highest arena use (bytes, headers included) of aot_platform_allocate so far; 0 when
  * AOT_PLATFORM_ARENA_BYTES is 0. */
 size_t aot_platform_arena_high_water(void);
+
+/* Clocks, pins and console of the board (soc/<name>.c; a weak no-op when the board has none
+ * beyond the reset state). Called by Reset_Handler before main. */
+void aot_board_init(void);
+
+/* Console UART driver (console/<driver>.c): init once, then blocking writes. */
+void aot_console_init(void);
+void aot_console_write(const char *text, size_t length);
+/* Wait until every written byte has left the UART. */
+void aot_console_flush(void);
+
+/* Print "AOT_EXIT <rc>" and stop (console builds), or exit through semihosting. */
+void aot_platform_exit(int rc) __attribute__((noreturn));
 
 #ifdef __cplusplus
 }

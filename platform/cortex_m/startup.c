@@ -2,26 +2,36 @@
  * Cortex-M startup for microaot board projects, in C (no assembly file).
  *
  * - The vector table (section .isr_vector, placed first in flash by the generated linker
- *   script) holds the initial stack pointer (linker symbol __stack_top) and the 15 system
- *   exception handlers. No device interrupts are used, so none are listed.
- * - Reset_Handler copies .data from its load address in flash, zeroes .bss, enables the
- *   FPU (CP10/CP11 full access in CPACR) when built for hard float (__ARM_FP), sets VTOR on
- *   ARMv7-M/ARMv8-M, calls initialise_monitor_handles() (newlib rdimon semihosting) and
- *   main(), then exit(rc): newlib's _exit issues the semihosting exit call with main's
- *   return value, which QEMU returns as its own exit code.
+ *   script, after RP2040's boot2) holds the initial stack pointer (linker symbol __stack_top)
+ *   and the 15 system exception handlers. No device interrupts are used, so none are listed.
+ * - Reset_Handler copies .data from its load address in flash, zeroes .bss, enables the FPU
+ *   (CP10/CP11 full access in CPACR) when built for hard float (__ARM_FP), sets VTOR on
+ *   ARMv7-M/ARMv8-M, runs aot_board_init() (clocks, pins and the console UART: see
+ *   soc/<name>.c, selected by the board file), calls main() and ends with aot_platform_exit().
+ * - Console builds (the default) link no newlib syscall: aot_platform_exit prints
+ *   "AOT_EXIT <rc>" on the UART; on an emulated board (AOT_EXIT_RESET) it then requests a
+ *   system reset, which ends QEMU (run with -no-reboot); on hardware it sleeps for ever.
+ * - Semihosting builds (AOT_IO_SEMIHOSTING, `--io semihosting`) call newlib rdimon's
+ *   initialise_monitor_handles() first and exit(rc) last: the semihosting exit call hands
+ *   main's return value to QEMU as its exit code (a real board needs a debugger attached).
  * - Every other handler is a weak alias of Default_Handler, an endless loop. When
  *   AOT_FAULT_EXIT is defined (the generator does so for emulated boards), HardFault (where
  *   MemManage, BusFault and UsageFault escalate by default) instead prints
- *   "AOT_FAULT HardFault" on semihosting stdout and exits with code AOT_FAULT_EXIT, so a
- *   faulting model ends a QEMU run at once instead of spinning until a timeout.
+ *   "AOT_FAULT HardFault" and exits with code AOT_FAULT_EXIT, so a faulting model ends a
+ *   QEMU run at once instead of spinning until a timeout.
  *
  * The .aot_pool sections (planned workspace pools) are NOLOAD and are not zeroed: the
  * generated code writes every planned buffer before reading it.
  */
 #include <stdint.h>
-#include <stdlib.h>
 
+#include "aot_platform_cortex_m.h"
 #include "aot_runtime.h"
+
+#if defined(AOT_IO_SEMIHOSTING)
+#include <stdlib.h>
+extern void initialise_monitor_handles(void);
+#endif
 
 /* Linker script symbols (see aot/board/project/templates/linker.ld.j2). */
 extern uint32_t __stack_top;
@@ -33,7 +43,6 @@ extern uint32_t __bss_end;
 extern uint32_t __isr_vector_start;
 
 extern int main(void);
-extern void initialise_monitor_handles(void);
 
 void Reset_Handler(void);
 void Default_Handler(void);
@@ -79,7 +88,9 @@ __attribute__((section(".isr_vector"), used)) const aot_vector_t aot_vector_tabl
 };
 
 #define AOT_SCB_VTOR (*(volatile uint32_t *)0xE000ED08u)
+#define AOT_SCB_AIRCR (*(volatile uint32_t *)0xE000ED0Cu)
 #define AOT_SCB_CPACR (*(volatile uint32_t *)0xE000ED88u)
+#define AOT_SCB_AIRCR_SYSRESETREQ (0x05FA0000u | (1u << 2))
 
 void Reset_Handler(void) {
     const uint32_t *src = &__data_load_start;
@@ -101,9 +112,48 @@ void Reset_Handler(void) {
     AOT_SCB_CPACR |= (0xFu << 20);
     __asm__ volatile("dsb\n\tisb" ::: "memory");
 #endif
+#if defined(AOT_IO_SEMIHOSTING)
     initialise_monitor_handles();
+#endif
+    aot_board_init();
     rc = main();
+    aot_platform_exit(rc);
+}
+
+void aot_platform_exit(int rc) {
+#if defined(AOT_IO_SEMIHOSTING)
     exit(rc);
+#else
+    char line[24] = "AOT_EXIT ";
+    char digits[12];
+    uint32_t value = rc < 0 ? (uint32_t)0 - (uint32_t)rc : (uint32_t)rc;
+    int n = 0;
+    int used = 9;
+
+    do {
+        digits[n++] = (char)('0' + (int)(value % 10u));
+        value /= 10u;
+    } while (value != 0u);
+    if (rc < 0) {
+        line[used++] = '-';
+    }
+    while (n > 0) {
+        line[used++] = digits[--n];
+    }
+    line[used++] = '\n';
+    line[used] = '\0';
+    aot_platform_log(line);
+    aot_console_flush();
+#if defined(AOT_EXIT_RESET)
+    /* QEMU runs with -no-reboot: a reset request ends it. */
+    __asm__ volatile("dsb" ::: "memory");
+    AOT_SCB_AIRCR = AOT_SCB_AIRCR_SYSRESETREQ;
+    __asm__ volatile("dsb" ::: "memory");
+#endif
+    for (;;) {
+        __asm__ volatile("wfi");
+    }
+#endif
 }
 
 void Default_Handler(void) {
@@ -114,6 +164,6 @@ void Default_Handler(void) {
 #if defined(AOT_FAULT_EXIT)
 void HardFault_Handler(void) {
     aot_platform_log("\nAOT_FAULT HardFault\n");
-    exit(AOT_FAULT_EXIT);
+    aot_platform_exit(AOT_FAULT_EXIT);
 }
 #endif

@@ -18,6 +18,8 @@ from aot.board.footprint import footprint
 from aot.runners.qemu import build_project, run_elf
 from conftest import ROOT, shared_model
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 MODELS = ["kws_int8", "ad_int8", "micro_speech_quantized"]
 EMULATED = ["mps2-an385", "mps2-an386", "mps2-an500", "mps3-an547"]
 REAL = ["nucleo-l4r5zi", "stm32f746g-disco", "nrf52840-dk", "rpi-pico"]
@@ -54,6 +56,10 @@ def test_real_board_projects_compile_and_link(board: str, tmp_path: Path) -> Non
     b = aot.board.boards.load_board(board)
     assert fp.flash <= b.flash_bytes and fp.ram_static <= b.ram_bytes
     assert not b.emulated
+    from test_firmware_uart import HEAP_SYMBOLS, elf_facts  # issue 15: no heap, no semihosting
+    names, bkpts = elf_facts(elf)
+    assert not names & set(HEAP_SYMBOLS) and bkpts == 0 and "aot_console_write" in names
+    assert elf.with_suffix(".bin").is_file() and elf.with_suffix(".hex").is_file()
     r = subprocess.run(["make", "-C", str(bb.project_dir), "run"], capture_output=True, text=True)
     assert r.returncode != 0 and "emulat" in (r.stdout + r.stderr).lower()
 

@@ -8,11 +8,18 @@ Project layout (fixed, reproducible: no timestamps, no absolute paths):
     main.c               embedded inputs/expected outputs, timer, result lines
     board.json           the board as loaded
     project.json         generator inputs (prefix, pools and their regions, stack, heap, ...)
-    platform/            startup.c, aot_platform_cortex_m.[ch]   (from platform/cortex_m)
+    platform/            startup.c, aot_platform_cortex_m.[ch], console/<driver>.c, soc/<soc>.c
+                         (from platform/cortex_m, as the board file says), aot_boot2_*.c (RP2040)
+    tools/bin2uf2.py     (UF2 boards) the UF2 converter `make` runs for build/<elf_name>.uf2
     runtime_c/           include/aot_runtime.h, include/aot_intrinsics.h, src/aot_runtime.c (from runtime_c)
     model/               the model library as given (include/<prefix>.h, src/*.c, metadata.json)
 
-Both build files produce build/<elf_name>.elf (CMake: in its own build directory).
+Both build files produce build/<elf_name>.elf (CMake: in its own build directory); make also
+writes build/<elf_name>.bin and .hex (and .uf2 for the Pico) and has a `flash` target.
+
+I/O: `io="uart"` (the default) prints through the board's console UART and links no newlib
+syscall (no rdimon, no heap); `io="semihosting"` prints through Arm semihosting (newlib's
+rdimon), which needs QEMU or an attached debugger.
 """
 from __future__ import annotations
 
@@ -24,6 +31,7 @@ from pathlib import Path
 
 from aot.assets import asset_dir
 from aot.board.boards import Board
+from aot.board.boot2 import boot2_c_source
 from aot.errors import Error
 from aot.board.project.linker import Pool, place_pools, render_linker_script
 from aot.board.project.render import render
@@ -37,8 +45,10 @@ CFLAGS = (
     "-O2 -std=c99 -Wall -Wextra -Werror -ffunction-sections -fdata-sections "
     "-fstack-usage -fcallgraph-info=su"
 )
-LDFLAGS = "-nostartfiles --specs=nano.specs --specs=rdimon.specs -Wl,--gc-sections"
+LDFLAGS = "-nostartfiles --specs=nano.specs -Wl,--gc-sections"
+LDFLAGS_SEMIHOSTING = "-nostartfiles --specs=nano.specs --specs=rdimon.specs -Wl,--gc-sections"
 LDLIBS = ("-lm",)
+IO_MODES = ("uart", "semihosting")
 
 # metadata dtype -> C element type
 C_TYPES = {
@@ -56,7 +66,7 @@ C_TYPES = {
 }
 
 # Files a regeneration owns completely (stale files inside are removed).
-_MANAGED_DIRS = ("model", "runtime_c", "platform", "cmake")
+_MANAGED_DIRS = ("model", "runtime_c", "platform", "cmake", "tools")
 
 
 @dataclass(frozen=True)
@@ -148,6 +158,25 @@ def _tree_files(root: Path, dest: str) -> dict[str, bytes]:
     return files
 
 
+def _platform_files(board: Board, io: str) -> dict[str, bytes]:
+    """startup, platform hooks, the console driver (uart) and the board's soc init."""
+    root = asset_dir("platform") / "cortex_m"
+    names = ["startup.c", "aot_platform_cortex_m.c", "aot_platform_cortex_m.h"]
+    if io == "uart":
+        if board.console is None:
+            raise Error(f"board {board.name} has no console UART; use --io semihosting")
+        names.append(f"console/{board.console.driver}.c")
+    if board.soc is not None:
+        names.append(f"soc/{board.soc}.c")
+    files = {}
+    for name in names:
+        path = root / name
+        if not path.is_file():
+            raise Error(f"board {board.name} needs {path}, which does not exist")
+        files[f"platform/{name}"] = path.read_bytes()
+    return files
+
+
 def _boot2_placeholder(board: Board) -> str:
     n = board.boot_reserved_bytes
     return (
@@ -177,10 +206,11 @@ def generate_project(
     input_bytes: list[bytes],
     expected_output_bytes: list[bytes] | None,
     pool_placement: dict[str, str] | None = None,
-    stack_bytes: int = DEFAULT_STACK_BYTES,
+    stack_bytes: int | None = None,
     heap_bytes: int = 0,
     arena_bytes: int = 0,
     elf_name: str = "firmware",
+    io: str = "uart",
 ) -> Path:
     """Write a buildable project for `board` into `out_dir` and return `out_dir`.
 
@@ -189,7 +219,12 @@ def generate_project(
     given by `pool_placement` (pool name -> region name) or chosen by place_pools().
     `arena_bytes` sizes the Cortex-M platform arena behind aot_platform_allocate (0: every
     platform allocation fails, as the `micro` policy expects). Rewriting a project only
-    touches files whose content changed."""
+    touches files whose content changed. `io` is "uart" (the board's console, no newlib
+    syscalls) or "semihosting"."""
+    if io not in IO_MODES:
+        raise Error(f"io must be one of {IO_MODES}, got {io!r}")
+    if stack_bytes is None:
+        stack_bytes = board.stack_bytes
     if not prefix.isidentifier() or not prefix.isascii():
         raise Error(f"prefix {prefix!r} is not a C identifier")
     if not elf_name.replace("-", "_").isidentifier():
@@ -220,27 +255,42 @@ def generate_project(
     files: dict[str, bytes] = {}
     files.update(_tree_files(library.path, "model"))
     files.update(_tree_files(asset_dir("runtime_c"), "runtime_c"))
-    files.update(_tree_files(asset_dir("platform") / "cortex_m", "platform"))
+    files.update(_platform_files(board, io))
 
-    if board.boot_reserved_bytes:
+    if board.soc == "rp2040":
+        files["platform/aot_boot2_w25q080.c"] = boot2_c_source("w25q080").encode()
+    elif board.boot_reserved_bytes:
         files["platform/aot_boot2_placeholder.c"] = _boot2_placeholder(board).encode()
+    flash_tool = board.flash_tool_dict
+    if flash_tool.get("tool") == "uf2":
+        files["tools/bin2uf2.py"] = (asset_dir("platform") / "tools" / "bin2uf2.py").read_bytes()
 
     sources = (
         ["main.c"]
-        + sorted(k for k in files if k.startswith("platform/") and k.endswith(".c"))
+        + sorted((k for k in files if k.startswith("platform/") and k.endswith(".c")),
+                 key=lambda k: (k.count("/"), k))
         + sorted(k for k in files if k.startswith("runtime_c/src/") and k.endswith(".c"))
         + sorted(k for k in files if k.startswith("model/") and k.endswith(".c"))
     )
     extra_objects = sorted(k for k in files if k.startswith("model/") and k.endswith((".o", ".a")))
     include_dirs = ["platform", "runtime_c/include", "model/include"]
-    ns_gcd = math.gcd(10**9, board.clock_hz)
+    ns_gcd = math.gcd(10**9, board.timer_clock_hz)
     define_list = [
         f"AOT_TIMER_NS_PER_TICK_NUM={10**9 // ns_gcd}u",
-        f"AOT_TIMER_NS_PER_TICK_DEN={board.clock_hz // ns_gcd}u",
+        f"AOT_TIMER_NS_PER_TICK_DEN={board.timer_clock_hz // ns_gcd}u",
         f"AOT_PLATFORM_ARENA_BYTES={arena_bytes}",
     ]
+    if io == "semihosting":
+        define_list.append("AOT_IO_SEMIHOSTING=1")
+    elif board.console is not None:
+        define_list += board.console.defines()
     if board.emulated:
         define_list.append(f"AOT_FAULT_EXIT={FAULT_EXIT_CODE}")
+        define_list.append("AOT_TIMER_QEMU=1")
+        if io == "uart":
+            define_list.append("AOT_EXIT_RESET=1")
+    elif board.has_dwt:
+        define_list.append("AOT_TIMER_DWT=1")
     board_ident = "".join(c if c.isalnum() else "_" for c in board.name)
     qemu_args = shlex.join(board.qemu_args()) if board.emulated else ""
 
@@ -252,7 +302,9 @@ def generate_project(
         board_ident=board_ident,
         cpu_flags=" ".join(board.gcc_flags()),
         cflags=CFLAGS,
-        ldflags=LDFLAGS,
+        ldflags=LDFLAGS_SEMIHOSTING if io == "semihosting" else LDFLAGS,
+        flash_tool={"tool": "", "target": "", "family": "", **flash_tool},
+        io=io,
         sources=sources,
         extra_objects=extra_objects,
         qemu_args=qemu_args,
@@ -279,6 +331,8 @@ def generate_project(
         "main.c.j2",
         board=board,
         prefix=prefix,
+        io=io,
+        timer="qemu" if board.emulated else ("dwt" if board.has_dwt else "systick"),
         has_expected=expected is not None,
         inputs=[_tensor_context(i, d) for i, d in zip(library.inputs, inputs)],
         outputs=[
@@ -297,6 +351,7 @@ def generate_project(
         "heap_bytes": heap_bytes,
         "arena_bytes": arena_bytes,
         "has_expected_outputs": expected is not None,
+        "io": io,
         "qemu_args": board.qemu_args() if board.emulated else None,
     }
     files["project.json"] = (json.dumps(project_meta, indent=2, sort_keys=True) + "\n").encode()

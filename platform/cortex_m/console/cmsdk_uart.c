@@ -1,0 +1,38 @@
+/*
+ * Console on an Arm CMSDK APB UART (MPS2/MPS3 FPGA images; QEMU connects UART0 to -serial).
+ * Registers: DATA +0x00, STATE +0x04 (bit 0: TX buffer full), CTRL +0x08 (bit 0: TX enable),
+ * BAUDDIV +0x10 (= UART clock / baud, at least 16).
+ */
+#include "aot_platform_cortex_m.h"
+
+#define AOT_UART(off) (*(volatile uint32_t *)((uintptr_t)(AOT_CONSOLE_BASE) + (off)))
+#define AOT_UART_DATA AOT_UART(0x00u)
+#define AOT_UART_STATE AOT_UART(0x04u)
+#define AOT_UART_CTRL AOT_UART(0x08u)
+#define AOT_UART_BAUDDIV AOT_UART(0x10u)
+
+static void aot_console_putc(char c) {
+    while ((AOT_UART_STATE & 1u) != 0u) {
+    }
+    AOT_UART_DATA = (uint32_t)(uint8_t)c;
+}
+
+void aot_console_init(void) {
+    AOT_UART_BAUDDIV = (AOT_CONSOLE_CLOCK_HZ) / (AOT_CONSOLE_BAUD);
+    AOT_UART_CTRL = 1u; /* TX enable */
+}
+
+void aot_console_write(const char *text, size_t length) {
+    size_t i;
+    for (i = 0u; i < length; ++i) {
+        if (text[i] == '\n') {
+            aot_console_putc('\r');
+        }
+        aot_console_putc(text[i]);
+    }
+}
+
+void aot_console_flush(void) {
+    while ((AOT_UART_STATE & 1u) != 0u) {
+    }
+}

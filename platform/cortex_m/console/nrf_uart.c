@@ -1,0 +1,54 @@
+/*
+ * Console on a Nordic nRF51 UART (no EasyDMA), 8N1, transmit only.
+ * TASKS_STARTTX +0x008, EVENTS_TXDRDY +0x11C, ENABLE +0x500 (4), PSELTXD +0x50C, TXD +0x51C,
+ * BAUDRATE +0x524. The TX pin number is AOT_CONSOLE_TX_PIN (port 0); the pin is driven high
+ * as an output before the UART takes it.
+ */
+#include "aot_platform_cortex_m.h"
+
+#define AOT_UART(off) (*(volatile uint32_t *)((uintptr_t)(AOT_CONSOLE_BASE) + (off)))
+#define AOT_UART_STARTTX AOT_UART(0x008u)
+#define AOT_UART_TXDRDY AOT_UART(0x11Cu)
+#define AOT_UART_ENABLE AOT_UART(0x500u)
+#define AOT_UART_PSELTXD AOT_UART(0x50Cu)
+#define AOT_UART_TXD AOT_UART(0x51Cu)
+#define AOT_UART_BAUDRATE AOT_UART(0x524u)
+#define AOT_GPIO_OUTSET (*(volatile uint32_t *)0x50000508u)
+#define AOT_GPIO_DIRSET (*(volatile uint32_t *)0x50000518u)
+
+#if AOT_CONSOLE_BAUD == 115200
+#define AOT_UART_BAUD_VALUE 0x01D7E000u
+#elif AOT_CONSOLE_BAUD == 9600
+#define AOT_UART_BAUD_VALUE 0x00275000u
+#else
+#error "nrf_uart console: baud must be 115200 or 9600"
+#endif
+
+static void aot_console_putc(char c) {
+    AOT_UART_TXDRDY = 0u;
+    AOT_UART_TXD = (uint32_t)(uint8_t)c;
+    while (AOT_UART_TXDRDY == 0u) {
+    }
+}
+
+void aot_console_init(void) {
+    AOT_GPIO_OUTSET = 1u << (AOT_CONSOLE_TX_PIN);
+    AOT_GPIO_DIRSET = 1u << (AOT_CONSOLE_TX_PIN);
+    AOT_UART_PSELTXD = AOT_CONSOLE_TX_PIN;
+    AOT_UART_BAUDRATE = AOT_UART_BAUD_VALUE;
+    AOT_UART_ENABLE = 4u;
+    AOT_UART_STARTTX = 1u;
+}
+
+void aot_console_write(const char *text, size_t length) {
+    size_t i;
+    for (i = 0u; i < length; ++i) {
+        if (text[i] == '\n') {
+            aot_console_putc('\r');
+        }
+        aot_console_putc(text[i]);
+    }
+}
+
+void aot_console_flush(void) {
+}

@@ -1,0 +1,40 @@
+/*
+ * Console on an STM32F1/F2/F4 USART (SR/DR/BRR/CR1 register layout), 8N1, transmit only.
+ * SR +0x00 (bit 7 TXE, bit 6 TC), DR +0x04, BRR +0x08 (oversampling by 16: clock / baud),
+ * CR1 +0x0C (bit 13 UE, bit 3 TE). The pins and the bus clock are enabled by soc/<name>.c.
+ */
+#include "aot_platform_cortex_m.h"
+
+#define AOT_USART(off) (*(volatile uint32_t *)((uintptr_t)(AOT_CONSOLE_BASE) + (off)))
+#define AOT_USART_SR AOT_USART(0x00u)
+#define AOT_USART_DR AOT_USART(0x04u)
+#define AOT_USART_BRR AOT_USART(0x08u)
+#define AOT_USART_CR1 AOT_USART(0x0Cu)
+#define AOT_USART_SR_TXE (1u << 7)
+#define AOT_USART_SR_TC (1u << 6)
+
+static void aot_console_putc(char c) {
+    while ((AOT_USART_SR & AOT_USART_SR_TXE) == 0u) {
+    }
+    AOT_USART_DR = (uint32_t)(uint8_t)c;
+}
+
+void aot_console_init(void) {
+    AOT_USART_BRR = ((AOT_CONSOLE_CLOCK_HZ) + (AOT_CONSOLE_BAUD) / 2u) / (AOT_CONSOLE_BAUD);
+    AOT_USART_CR1 = (1u << 13) | (1u << 3); /* UE | TE */
+}
+
+void aot_console_write(const char *text, size_t length) {
+    size_t i;
+    for (i = 0u; i < length; ++i) {
+        if (text[i] == '\n') {
+            aot_console_putc('\r');
+        }
+        aot_console_putc(text[i]);
+    }
+}
+
+void aot_console_flush(void) {
+    while ((AOT_USART_SR & AOT_USART_SR_TC) == 0u) {
+    }
+}
