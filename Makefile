@@ -1,10 +1,10 @@
 # microaot: `make demo` sets everything up and runs the demo; `make test` runs the test suite.
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
-APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc make cmake
+APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc make cmake chromium cppcheck
 JOBS ?= 2
 
-.PHONY: setup demo test test-fast fuzz clean
+.PHONY: setup demo test test-fast fuzz fuzz-diff clean
 FUZZ_SECONDS ?= 600
 
 setup:
@@ -27,6 +27,9 @@ test-fast:
 
 fuzz: setup
 	$(PYTHON) tools/fuzz.py --seconds $(FUZZ_SECONDS) --jobs $(JOBS)
+
+fuzz-diff: setup
+	$(PYTHON) -m aot.fuzz.campaign --seconds $(FUZZ_SECONDS) --jobs $$(nproc)
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache out

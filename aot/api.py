@@ -32,10 +32,14 @@ def export_library(compiled: CompiledModel, out_dir: Path, backend: str = "c", l
         files: dict[str, str | bytes] = dict(library_files(compiled))
     elif backend == "llvm":
         from aot.artifact.header import render_header, tensor_infos
-        from aot.llvm import emit_object
+        from aot.llvm import DEFAULT_OBJECT_TARGET, emit_object
+        from aot.llvm.stack import callgraph_info, stack_info
         prefix = compiled.options.prefix
         files = {f"include/{prefix}.h": render_header(compiled.module, compiled.model.name, *tensor_infos(compiled)),
-                 f"obj/{prefix}.o": emit_object(compiled.module, llvm_target)}
+                 f"obj/{prefix}.o": emit_object(compiled.module, llvm_target),
+                 # the object's frames and calls in the format of gcc's -fcallgraph-info (aot.board.footprint)
+                 f"obj/{prefix}.stack": callgraph_info(stack_info(compiled.module, llvm_target or DEFAULT_OBJECT_TARGET),
+                                                    f"{prefix}.o")}
     else:
         raise Error(f"unknown backend {backend!r}; choose c or llvm")
     return write_library(compiled, Path(out_dir), backend, files)
@@ -115,6 +119,11 @@ def build(model: Model, target: str = "host", backend: str = "c", **options: Any
         raise Error(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if target not in TARGETS:
         raise Error(f"unknown target {target!r} for build(); use 'host' (board projects: aot project)")
+    if backend == "llvm" and options.get("cpu") is None and options.get("cpu_features") is None:
+        # the host's vector features for the host schedules (aot.lower.schedule.host_x86); the
+        # C backend keeps the generic schedules (gcc builds the library for a generic x86-64)
+        from aot.lower.schedule.host_x86 import host_features
+        options = {**options, "cpu_features": host_features()}
     try:
         opts = CompileOptions(**options)
     except TypeError as e:

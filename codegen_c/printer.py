@@ -10,6 +10,7 @@ import numpy as np
 from aot.artifact.abi import pool_param
 from aot.errors import UnsupportedError
 from aot.kernel import ir as K
+from aot.kernel.intrinsics import INTRINSICS
 
 C_TYPES = {"i8": "int8_t", "u8": "uint8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t",
            "f32": "float", "bool": "int"}
@@ -54,7 +55,7 @@ class CPrinter:
             K.Logic: lambda e: f"({self.expr(e.a)} {'&&' if e.op == 'and' else '||'} {self.expr(e.b)})",
             K.Cast: lambda e: f"(({C_TYPES[e.dtype]})({self.expr(e.value)}))",
             K.Select: lambda e: f"({self.expr(e.cond)} ? {self.expr(e.a)} : {self.expr(e.b)})",
-            K.Intrinsic: lambda e: f"aot_{e.name}({', '.join(self.expr(a) for a in e.args)})",
+            K.Intrinsic: lambda e: f"aot_{e.name}({', '.join(self._intrinsic_args(e))})",
         }
         self.stmt_table: dict[type, Callable[[K.Stmt, int], list[str]]] = {
             K.Seq: lambda s, d: [line for b in s.body for line in self.stmt(b, d)],
@@ -66,6 +67,7 @@ class CPrinter:
             K.Allocate: self._allocate,
             K.CallKernel: self._call,
             K.ReturnOnError: lambda s, d: [self._ind(d) + "if (rc != 0) return rc;"],
+            K.Evaluate: lambda s, d: [self._ind(d) + self.expr(s.value) + ";"],
         }
         self._platform_live: list[str] = []
 
@@ -134,6 +136,11 @@ class CPrinter:
             return f"({C_TYPES[a.dtype]} *)({pool_param(a.pool)} + {a.offset})"
         return a.name
 
+    def _intrinsic_args(self, e: K.Intrinsic) -> list[str]:
+        """Arguments as C; a reference argument (dtype "&..." or "*...") passes the address of its Load."""
+        kinds = INTRINSICS[e.name].arg_dtypes
+        return [f"&{self.expr(a)}" if t[0] in "&*" else self.expr(a) for a, t in zip(e.args, kinds)]
+
     def _call(self, s: K.CallKernel, d: int) -> list[str]:
         return [self._ind(d) + f"rc = {s.callee}({', '.join(self._arg(a) for a in s.args)});"]
 
@@ -187,6 +194,9 @@ def _written_buffers(s: K.Stmt) -> set[int]:
         if isinstance(n, K.CallKernel):
             for a in n.args:
                 out.add(id(a))
+        if isinstance(n, K.Evaluate):  # a vector routine writes through its "*" arguments
+            kinds = INTRINSICS[n.value.name].arg_dtypes
+            out.update(id(a.buffer) for a, t in zip(n.value.args, kinds) if t.startswith("*"))
     return out
 
 

@@ -3,6 +3,7 @@ pool sizes, input/output sizes, shapes and quantization, and the entry points of
 with their C spelling (which codegen_c also uses for the definitions)."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -67,8 +68,10 @@ def c_comment(text: Any) -> str:
     return str(text).replace("*/", "* /").replace("/*", "/ *").replace("\n", " ")
 
 
+@functools.lru_cache(maxsize=None)
 def template_env(directory: Path) -> jinja2.Environment:
-    """The Jinja settings of every generated C file (strict, no escaping, a c_comment filter)."""
+    """The Jinja settings of every generated C file (strict, no escaping, a c_comment filter);
+    one environment per template directory, so each template is compiled once per process."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(directory)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, autoescape=False)
     env.filters["c_comment"] = c_comment

@@ -26,6 +26,13 @@ from aot.artifact.header import TensorInfo, tensor_infos
 FORMAT_VERSION = 1
 
 
+def widened_weight_bytes(module: Any) -> int:
+    """The flash that weights pre-widened to 16-bit pairs cost beyond their int8 form (half of
+    each pair table: `--flash-budget` int8 tables and 16x8 tables)."""
+    return sum(c.buffer.nbytes // 2 for c in module.consts
+               if "_wpairs" in c.buffer.name or "_w16pairs" in c.buffer.name)
+
+
 def metadata(compiled: Any, backend: str) -> dict[str, Any]:
     ins, outs = tensor_infos(compiled)
     p = compiled.plan
@@ -34,6 +41,8 @@ def metadata(compiled: Any, backend: str) -> dict[str, Any]:
     def t(info: TensorInfo) -> dict[str, Any]:
         d = {"name": info.name, "model_name": info.orig_name, "dtype": info.dtype, "shape": list(info.shape),
              "size_bytes": info.nbytes}
+        if info.dtype == "bool":
+            d["storage"] = "uint8 (0 = false, 1 = true)"  # the C element type of a bool tensor
         if info.scale is not None:
             d["quantization"] = {"scale": info.scale, "zero_point": info.zero_point}
         return d
@@ -57,6 +66,7 @@ def metadata(compiled: Any, backend: str) -> dict[str, Any]:
         "activation_bytes": p.activation_bytes,
         "lower_bound_bytes": p.lower_bound_bytes,
         "constant_bytes": sum(c.buffer.nbytes for c in compiled.module.consts),
+        "widened_weight_bytes": widened_weight_bytes(compiled.module),
         "kernels": list(p.step_kernels),
         "buffers": [asdict(b) for b in p.buffers],
     }

@@ -13,12 +13,14 @@ So, the equalities the tests check against `arm-none-eabi-size`:
 Footprint.ram adds the worst-case stack (when it is bounded).
 
 Stack: gcc's `-fstack-usage` (.su: one frame per function) and `-fcallgraph-info=su` (.ci:
-frames and call edges) from the build directory (with .su files only, the bound is the sum
+frames and call edges) from the build directory, and for an LLVM-built model library the same
+graph of its object (obj/<prefix>.stack, from LLVM's own frame sizes: aot.llvm.stack) (with .su files only, the bound is the sum
 of all frames). The worst case is the deepest path from
 Reset_Handler plus, for every exception handler in the build (each may preempt the others
 once; priorities are not analysed), its deepest path and its hardware-stacked frame (32
 bytes, 104 with the FP context on hard-float builds). Library functions (newlib, libgcc) have no
-stack data: they count as 0 and are listed in the notes. A recursive cycle, an indirect
+stack data: a leaf among them is sized from its Thumb code (aot.board.thumb_frames: every SP
+decrement summed), the others count as 0 and are listed in the notes. A recursive cycle, an indirect
 call or a dynamically sized frame makes the result unbounded (None), with a note.
 
 Symbol groups (for the "largest symbols" table), first rule that matches wins:
@@ -39,6 +41,7 @@ from pathlib import Path
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
+from aot.board.thumb_frames import leaf_frames
 from aot.errors import Error
 
 GROUPS = ("weights", "kernels", "pools", "runtime", "app", "libc")
@@ -203,6 +206,18 @@ def _prefix_for(elf: Path) -> str:
     return "model"
 
 
+def _library_dirs(elf: Path, dirs: list[Path]) -> list[Path]:
+    """The model library of a generated project (project.json next to or above the ELF): an
+    LLVM build's object comes with its frames and calls (obj/<prefix>.stack: gcc's .ci format,
+    written by aot.llvm.stack)."""
+    for project in (elf.parent, elf.parent.parent):
+        lib = project / "model"
+        if (project / "project.json").is_file() and lib.is_dir() \
+                and not any(lib.resolve().is_relative_to(d.resolve()) for d in dirs):
+            return [lib]
+    return []
+
+
 # ---- stack -------------------------------------------------------------------------------
 _CI_NODE = re.compile(r'node: \{ title: "([^"]+)" label: "([^"]*)"')
 _CI_EDGE = re.compile(r'edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"')
@@ -219,7 +234,7 @@ class _Function:
 def _read_call_graph(dirs: list[Path]) -> tuple[dict[str, _Function], bool]:
     functions: dict[str, _Function] = {}
     have_edges = False
-    ci_files = sorted({p for d in dirs for p in Path(d).rglob("*.ci")})
+    ci_files = sorted({p for d in dirs for pattern in ("*.ci", "*.stack") for p in Path(d).rglob(pattern)})
     for ci in ci_files:
         have_edges = True
         text = ci.read_text(errors="replace")
@@ -248,7 +263,13 @@ def _short(title: str) -> str:
     return title.rsplit(":", 1)[-1]
 
 
-def _stack_estimate(dirs: list[Path], elf_functions: set[str], hard_float: bool) -> StackEstimate:
+def _stack_estimate(dirs: list[Path], elf_functions: set[str], hard_float: bool, root: str = ROOT,
+                    leaf: dict[str, int] | None = None) -> StackEstimate:
+    """The deepest path from `root` (by default the reset handler, plus every exception handler
+    nested once; for another root, that function's own worst case). `leaf`: frames of library
+    leaf functions read from their code (aot.board.thumb_frames), used where no .su data is."""
+    leaf = leaf or {}
+    from_code: dict[str, int] = {}
     functions, have_edges = _read_call_graph(dirs)
     if not functions:
         return StackEstimate(None, notes=("no .su/.ci files found: build with -fstack-usage -fcallgraph-info=su",))
@@ -268,7 +289,9 @@ def _stack_estimate(dirs: list[Path], elf_functions: set[str], hard_float: bool)
             caller = _short(active[-1]) if active else "?"
             problems.append(f"indirect call in {caller}")
             return 0, ()
-        if fn.frame is None:
+        if fn.frame is None and _short(title) in leaf:
+            frame = from_code[_short(title)] = leaf[_short(title)]
+        elif fn.frame is None:
             unknown.add(_short(title))
             frame = 0
         else:
@@ -284,15 +307,15 @@ def _stack_estimate(dirs: list[Path], elf_functions: set[str], hard_float: bool)
         memo[title] = result
         return result
 
-    if ROOT not in functions:
-        return StackEstimate(None, notes=(f"{ROOT} not found in the stack data",))
-    main_bytes, main_path = depth(ROOT, ())
+    if root not in functions:
+        return StackEstimate(None, notes=(f"{root} not found in the stack data",))
+    main_bytes, main_path = depth(root, ())
     # Exception handlers: priorities are not known here, so every handler may preempt the
     # others once (HardFault always can): each adds its deepest path + a stacked frame.
     exception_frame = EXCEPTION_FRAME_FP_BYTES if hard_float else EXCEPTION_FRAME_BYTES
     handler_total = 0
     handler_parts: list[str] = []
-    for title in sorted(functions):
+    for title in sorted(functions) if root == ROOT else ():
         name = _short(title)
         if name.endswith("_Handler") and name != ROOT and functions[title].frame is not None:
             if name not in elf_functions:
@@ -314,6 +337,9 @@ def _stack_estimate(dirs: list[Path], elf_functions: set[str], hard_float: bool)
             f"includes {handler_total} bytes for exception handlers, each nested once "
             f"(frames + {exception_frame} bytes stacked by the hardware): " + "; ".join(handler_parts)
         )
+    if from_code:
+        notes.append("library leaf functions sized from their code: "
+                     + ", ".join(f"{k} {v}" for k, v in sorted(from_code.items())))
     unknown_in_elf = sorted(u for u in unknown if u in elf_functions or not elf_functions)
     if unknown_in_elf:
         notes.append(
@@ -351,6 +377,21 @@ def _hard_float(elf: ELFFile) -> bool:
 
 
 # ---- entry point -------------------------------------------------------------------------
+def function_stack(elf: Path, function: str, su_dirs: list[Path] | None = None) -> StackEstimate:
+    """The worst-case stack of one function of `elf` and everything it calls (e.g. the model's
+    `<prefix>_run`, for comparison with a measurement), from the same call graph as `footprint`."""
+    elf = Path(elf)
+    dirs = [Path(d) for d in su_dirs] if su_dirs is not None else [elf.parent]
+    dirs += _library_dirs(elf, dirs)
+    with elf.open("rb") as fh:
+        ef = ELFFile(fh)
+        symtab = ef.get_section_by_name(".symtab")
+        names = {s.name for s in symtab.iter_symbols() if s["st_info"]["type"] == "STT_FUNC"} if symtab else set()
+        hard_float = _hard_float(ef)
+        leaf = leaf_frames(ef, names)
+    return _stack_estimate(dirs, names, hard_float, root=function, leaf=leaf)
+
+
 def footprint(elf: Path, su_dirs: list[Path] | None = None, *, prefix: str | None = None) -> Footprint:
     """Measure `elf`. `su_dirs` (default: the ELF's directory) are searched recursively for
     the .su/.ci files of the build; `prefix` (default: project.json's, else "model") names
@@ -360,6 +401,7 @@ def footprint(elf: Path, su_dirs: list[Path] | None = None, *, prefix: str | Non
         raise Error(f"ELF {elf} does not exist")
     prefix = prefix or _prefix_for(elf)
     dirs = [Path(d) for d in su_dirs] if su_dirs is not None else [elf.parent]
+    dirs += _library_dirs(elf, dirs)
 
     totals = {"code": 0, "rodata": 0, "data": 0, "bss": 0, "pools": 0, "heap": 0}
     sections: dict[str, int] = {}
@@ -397,7 +439,8 @@ def footprint(elf: Path, su_dirs: list[Path] | None = None, *, prefix: str | Non
                     kind="function" if sym_type == "STT_FUNC" else "object",
                 )
         hard_float = _hard_float(ef)
+        leaf = leaf_frames(ef, elf_functions)
 
     ordered = tuple(sorted(symbols.values(), key=lambda s: (-s.size, s.name, s.section)))
-    stack = _stack_estimate(dirs, elf_functions, hard_float)
+    stack = _stack_estimate(dirs, elf_functions, hard_float, leaf=leaf)
     return Footprint(elf=elf.name, stack=stack, sections=sections, symbols=ordered, **totals)

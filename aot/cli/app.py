@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from aot.cli import board, demo, model
+from aot.cli import board, demo, model, profile, scale
 from aot.errors import Error
 
 
@@ -19,6 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_commands(sub)  # run, compile, plan, compare, ops
     demo.add_commands(sub)
     board.add_commands(sub)  # boards, project, bench, footprint
+    scale.add_commands(sub)  # sweep, report, tune
+    profile.add_commands(sub)  # profile
     return p
 
 

@@ -79,6 +79,11 @@ def cmd_footprint(a: argparse.Namespace) -> int:
 
 def cmd_bench(a: argparse.Namespace) -> int:
     from aot.tools.bench import draw_bench, format_markdown, rows_json, run_bench
+    if a.host:
+        from aot.tools.host_bench import host_bench_command
+        return host_bench_command(a.models, a.json, a.md, a.threads, a.runs, compile_kwargs(a))
+    if not a.board:
+        raise Error("aot bench needs --board BOARD (or --host: time per inference on this machine)")
     if a.input_shape:
         raise Error("aot bench takes models with static input shapes; --input-shape is for run/compile/plan/project")
     anchors = Path(a.anchors) if a.anchors else _default_anchors()
@@ -93,6 +98,11 @@ def cmd_bench(a: argparse.Namespace) -> int:
         Path(a.md).write_text(header + format_markdown(rows))
     if a.png:
         draw_bench(rows, a.png)
+    if a.html:  # the rows as a self-contained page (aot.tools.report)
+        from dataclasses import asdict
+        from aot.tools.report import sweep_page
+        from aot.tools.sweep import write_atomic
+        write_atomic(a.html, sweep_page([asdict(r) for r in rows], "aot bench"))
     print(rows_json(rows) if a.json else format_markdown(rows))
     return 0
 
@@ -127,8 +137,13 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
 
     bn = sub.add_parser("bench", help="flash, RAM and speed on a board, beside TensorFlow Lite Micro")
     bn.add_argument("models", nargs="+", metavar="MODEL")
-    bn.add_argument("--board", action="append", required=True, help="board (repeat for several)")
-    bn.add_argument("--json", action="store_true")
+    bn.add_argument("--board", action="append", help="board (repeat for several)")
+    bn.add_argument("--json", nargs="?", const=True, metavar="OUT", help="print JSON (with --host: or write it to OUT)")
+    bn.add_argument("--html", metavar="OUT", help="write the rows as a self-contained HTML page")
+    bn.add_argument("--host", action="store_true", help="time per inference on this machine: our C and LLVM builds "
+                    "beside TFLM's host interpreter and LiteRT+XNNPACK (aot.tools.host_bench)")
+    bn.add_argument("--threads", type=int, default=1, help="with --host: also time LiteRT with N threads")
+    bn.add_argument("--runs", type=int, default=300, help="with --host: inferences timed per runtime")
     bn.add_argument("--md", metavar="FILE", help="write the table as Markdown")
     bn.add_argument("--png", metavar="FILE", help="draw ours vs TensorFlow Lite Micro")
     bn.add_argument("--anchors", metavar="JSON", help="reference figures (default: ../shared/anchors.json)")

@@ -83,15 +83,22 @@ def add_compile_options(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--opt", choices=["speed", "size", "reference"],
                     help="kernel schedules: fastest (default), smallest code, or plain reference loops")
     sp.add_argument("--cpu", help="schedule kernels for this core (e.g. cortex-m4) when no --board says it")
+    sp.add_argument("--flash-budget", type=int, metavar="BYTES",
+                    help="flash that DSP kernels may spend on int8 weights pre-widened to 16-bit pairs "
+                         "(faster; default 0: weights stay int8)")
+    sp.add_argument("--tuning-log", metavar="FILE",
+                    help="apply the best feasible record of this model in an `aot tune` log (per-layer schedules)")
 
 
 def compile_kwargs(a: argparse.Namespace) -> dict[str, Any]:
     """The options of add_compile_options as keyword arguments of CompileOptions."""
     kw: dict[str, Any] = {}
-    for k in ("prefix", "policy", "planner", "stack_limit", "opt", "cpu"):
+    for k in ("prefix", "policy", "planner", "stack_limit", "opt", "cpu", "flash_budget"):
         v = getattr(a, k, None)
         if v is not None:
             kw[k] = v
+    if getattr(a, "tuning_log", None):
+        kw["schedules"] = _tuned(a)
     pools = getattr(a, "pool", None) or []
     parsed = []
     for spec in pools:
@@ -105,6 +112,16 @@ def compile_kwargs(a: argparse.Namespace) -> dict[str, Any]:
     elif parsed:
         kw["pools"] = tuple(parsed)
     return kw
+
+
+def _tuned(a: argparse.Namespace) -> tuple:
+    """CompileOptions.schedules from --tuning-log: the best record of this model (and board)."""
+    from aot.tools.tune import best_schedules
+    model = getattr(a, "model", None)
+    board = getattr(a, "board", None)
+    if not isinstance(model, str) or isinstance(board, list):
+        raise Error("--tuning-log applies to one model: use it with compile, project or run")
+    return best_schedules(a.tuning_log, model, board)
 
 
 def target_backend(target: str) -> str:

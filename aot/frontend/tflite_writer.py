@@ -135,6 +135,8 @@ _DTYPES = {
     "float32": ("FLOAT32", np.float32), "int8": ("INT8", np.int8),
     "uint8": ("UINT8", np.uint8), "int16": ("INT16", np.int16),
     "int32": ("INT32", np.int32), "int64": ("INT64", np.int64), "bool": ("BOOL", np.bool_),
+    "resource": ("RESOURCE", np.int32),  # VAR_HANDLE's output (a resource variable's id)
+    "uint32": ("UINT32", np.uint32), "uint64": ("UINT64", np.uint64),  # the Signal library's raw values
 }
 
 
@@ -187,18 +189,51 @@ class _Operator:
     custom_options: bytes = b""
 
 
+@dataclass
+class _Subgraph:
+    name: str
+    tensors: list[_Tensor] = field(default_factory=list)
+    ops: list[_Operator] = field(default_factory=list)
+    inputs: list[int] = field(default_factory=list)
+    outputs: list[int] = field(default_factory=list)
+
+
 class TFLiteModelBuilder:
-    """Accumulates tensors and operators of one subgraph and serialises a TFLite model."""
+    """Accumulates tensors and operators of subgraphs and serialises a TFLite model.
+
+    The builder starts in subgraph 0 ("main"); ``add_subgraph()`` adds another (the init
+    subgraph of CALL_ONCE, the branches of IF) and makes it current, ``select_subgraph(k)``
+    returns to one: ``add_tensor``/``add_operator``/``set_inputs``/``set_outputs`` act on the
+    current subgraph (tensor indices are per subgraph); buffers and operator codes are shared."""
 
     def __init__(self, description: str = "microaot tflite_writer"):
         _require_tflite()
         self.description = description
         self._buffers: list[bytes] = [b""]          # buffer 0: the empty sentinel
-        self._tensors: list[_Tensor] = []
-        self._ops: list[_Operator] = []
         self._opcodes: list[tuple[str, int, str]] = []   # (builtin name, version, custom code)
-        self._inputs: list[int] = []
-        self._outputs: list[int] = []
+        self._subgraphs: list[_Subgraph] = [_Subgraph("main")]
+        self._current = 0
+
+    # the current subgraph's parts
+    @property
+    def _tensors(self) -> list[_Tensor]:
+        return self._subgraphs[self._current].tensors
+
+    @property
+    def _ops(self) -> list[_Operator]:
+        return self._subgraphs[self._current].ops
+
+    def add_subgraph(self, name: str = "") -> int:
+        """Add an empty subgraph and make it the current one; returns its index."""
+        self._subgraphs.append(_Subgraph(name or f"subgraph{len(self._subgraphs)}"))
+        self._current = len(self._subgraphs) - 1
+        return self._current
+
+    def select_subgraph(self, index: int) -> None:
+        """Make subgraph `index` the current one."""
+        if not 0 <= index < len(self._subgraphs):
+            raise UnsupportedError(f"no subgraph {index} (the builder has {len(self._subgraphs)})")
+        self._current = int(index)
 
     # ------------------------------------------------------------------ graph API
     def add_tensor(self, name: str, shape: Sequence[int], dtype: str, data=None,
@@ -270,10 +305,10 @@ class TFLiteModelBuilder:
         return len(self._ops) - 1
 
     def set_inputs(self, inputs: Sequence[int]) -> None:
-        self._inputs = [int(i) for i in inputs]
+        self._subgraphs[self._current].inputs = [int(i) for i in inputs]
 
     def set_outputs(self, outputs: Sequence[int]) -> None:
-        self._outputs = [int(o) for o in outputs]
+        self._subgraphs[self._current].outputs = [int(o) for o in outputs]
 
     # -------------------------------------------------------------- serialisation
     @staticmethod
@@ -311,6 +346,8 @@ class TFLiteModelBuilder:
             elif k in _TENSOR_TYPE_FIELDS:
                 name = _DTYPES[v][0] if v in _DTYPES else v
                 prepared[k] = _enum_value(TensorType, name, "tensor type")
+            elif isinstance(v, str):  # a string field (VarHandleOptions' container, shared_name)
+                prepared[k] = b.CreateString(v)
             else:
                 prepared[k] = v
         mod.Start(b)
@@ -337,20 +374,17 @@ class TFLiteModelBuilder:
             QP.AddQuantizedDimension(b, t.quantized_dimension)
         return QP.End(b)
 
-    def finish(self) -> bytes:
-        """Serialise to .tflite bytes (file identifier 'TFL3', schema version 3)."""
-        b = flatbuffers.Builder(1024)
-        # Buffers.
-        buf_offsets = []
-        for data in self._buffers:
-            vec = self._byte_vector(b, data) if data else 0
-            _mod("Buffer").Start(b)
-            if data:
-                _mod("Buffer").AddData(b, vec)
-            buf_offsets.append(_mod("Buffer").End(b))
+    @staticmethod
+    def _offsets_vector(b, start_fn, offs: Sequence[int]) -> int:
+        start_fn(b, len(offs))
+        for o in reversed(offs):
+            b.PrependUOffsetTRelative(o)
+        return b.EndVector()
+
+    def _subgraph(self, b, sg: _Subgraph) -> int:
         # Tensors.
         tensor_offsets = []
-        for t in self._tensors:
+        for t in sg.tensors:
             name = b.CreateString(t.name)
             shape = self._int_vector(b, _mod("Tensor").StartShapeVector, t.shape)
             quant = self._quantization(b, t)
@@ -365,7 +399,7 @@ class TFLiteModelBuilder:
             tensor_offsets.append(_mod("Tensor").End(b))
         # Operators.
         op_offsets = []
-        for op in self._ops:
+        for op in sg.ops:
             ins = self._int_vector(b, _mod("Operator").StartInputsVector, op.inputs)
             outs = self._int_vector(b, _mod("Operator").StartOutputsVector, op.outputs)
             opt_type, opt = self._options(b, op)
@@ -381,24 +415,31 @@ class TFLiteModelBuilder:
                 _mod("Operator").AddCustomOptions(b, custom)
             op_offsets.append(_mod("Operator").End(b))
 
-        def offsets_vector(start_fn, offs):
-            start_fn(b, len(offs))
-            for o in reversed(offs):
-                b.PrependUOffsetTRelative(o)
-            return b.EndVector()
-
-        tensors_vec = offsets_vector(_mod("SubGraph").StartTensorsVector, tensor_offsets)
-        ops_vec = offsets_vector(_mod("SubGraph").StartOperatorsVector, op_offsets)
-        in_vec = self._int_vector(b, _mod("SubGraph").StartInputsVector, self._inputs)
-        out_vec = self._int_vector(b, _mod("SubGraph").StartOutputsVector, self._outputs)
-        sg_name = b.CreateString("main")
+        tensors_vec = self._offsets_vector(b, _mod("SubGraph").StartTensorsVector, tensor_offsets)
+        ops_vec = self._offsets_vector(b, _mod("SubGraph").StartOperatorsVector, op_offsets)
+        in_vec = self._int_vector(b, _mod("SubGraph").StartInputsVector, sg.inputs)
+        out_vec = self._int_vector(b, _mod("SubGraph").StartOutputsVector, sg.outputs)
+        sg_name = b.CreateString(sg.name)
         _mod("SubGraph").Start(b)
         _mod("SubGraph").AddTensors(b, tensors_vec)
         _mod("SubGraph").AddInputs(b, in_vec)
         _mod("SubGraph").AddOutputs(b, out_vec)
         _mod("SubGraph").AddOperators(b, ops_vec)
         _mod("SubGraph").AddName(b, sg_name)
-        subgraph = _mod("SubGraph").End(b)
+        return _mod("SubGraph").End(b)
+
+    def finish(self) -> bytes:
+        """Serialise to .tflite bytes (file identifier 'TFL3', schema version 3)."""
+        b = flatbuffers.Builder(1024)
+        # Buffers.
+        buf_offsets = []
+        for data in self._buffers:
+            vec = self._byte_vector(b, data) if data else 0
+            _mod("Buffer").Start(b)
+            if data:
+                _mod("Buffer").AddData(b, vec)
+            buf_offsets.append(_mod("Buffer").End(b))
+        subgraph_offsets = [self._subgraph(b, sg) for sg in self._subgraphs]
         # Operator codes.
         code_offsets = []
         for name, ver, custom_code in self._opcodes:
@@ -411,9 +452,9 @@ class TFLiteModelBuilder:
             if custom_str:
                 _mod("OperatorCode").AddCustomCode(b, custom_str)
             code_offsets.append(_mod("OperatorCode").End(b))
-        codes_vec = offsets_vector(_mod("Model").StartOperatorCodesVector, code_offsets)
-        subgraphs_vec = offsets_vector(_mod("Model").StartSubgraphsVector, [subgraph])
-        buffers_vec = offsets_vector(_mod("Model").StartBuffersVector, buf_offsets)
+        codes_vec = self._offsets_vector(b, _mod("Model").StartOperatorCodesVector, code_offsets)
+        subgraphs_vec = self._offsets_vector(b, _mod("Model").StartSubgraphsVector, subgraph_offsets)
+        buffers_vec = self._offsets_vector(b, _mod("Model").StartBuffersVector, buf_offsets)
         desc = b.CreateString(self.description)
         _mod("Model").Start(b)
         _mod("Model").AddVersion(b, 3)

@@ -120,7 +120,9 @@ class Interpreter:
         return a if c else b
 
     def e_Intrinsic(self, e: K.Intrinsic, fr: _Frame):  # noqa: ANN201
-        args = [self.expr(a, fr) for a in e.args]
+        # a reference argument ("&...", "*..." written): the Load's buffer (numpy, written in place) and index
+        args = [(fr.buffers[id(a.buffer)], self.expr(a.index, fr)) if t[0] in "&*" else self.expr(a, fr)
+                for a, t in zip(e.args, INTRINSICS[e.name].arg_dtypes)]
         return cast_value(INTRINSICS[e.name].py(*args), e.dtype)
 
     # ------------------------------------------------------------------ statements
@@ -156,6 +158,10 @@ class Interpreter:
         return 0
 
     s_Assign = s_Let  # type: ignore[assignment]
+
+    def s_Evaluate(self, s: K.Evaluate, fr: _Frame) -> int:
+        self.expr(s.value, fr)
+        return 0
 
     def s_If(self, s: K.If, fr: _Frame) -> int:
         if self.expr(s.cond, fr):

@@ -15,6 +15,8 @@ from typing import Callable, Mapping
 import numpy as np
 
 from aot.kernel.ir import Expr, Intrinsic, as_expr
+from aot.kernel.intrinsics_mve import MVE_INTRINSICS
+from aot.kernel.intrinsics_x86 import X86_INTRINSICS
 from aot.quant import fixedpoint as fp
 
 INT32_MIN = fp.INT32_MIN
@@ -178,8 +180,25 @@ INTRINSICS: Mapping[str, IntrinsicDef] = MappingProxyType({
         IntrinsicDef("powf", ("f32", "f32"), "f32", lambda x, y: float(np.power(np.float32(x), np.float32(y))),
                      "float pow"),
         IntrinsicDef("roundf", ("f32",), "f32", _f32(fp.round_half_away), "round half away from zero"),
+        IntrinsicDef("sinf", ("f32",), "f32", _f32(math.sin), "float sin"),
+        IntrinsicDef("cosf", ("f32",), "f32", _f32(math.cos), "float cos"),
+        IntrinsicDef("floorf", ("f32",), "f32", lambda x: float(np.floor(np.float32(x))), "float floor"),
+        IntrinsicDef("ceilf", ("f32",), "f32", lambda x: float(np.ceil(np.float32(x))), "float ceil"),
+        IntrinsicDef("expm1f", ("f32",), "f32", _f32(math.expm1), "float exp(x) - 1"),
+        IntrinsicDef("fmodf", ("f32", "f32"), "f32", lambda x, y: float(np.fmod(np.float32(x), np.float32(y))),
+                     "float fmod (the remainder of truncated division, exact)"),
+        IntrinsicDef("floordivf", ("f32", "f32"), "f32",
+                     lambda x, y: float(np.float32(np.floor(np.float64(np.float32(x)) / np.float64(np.float32(y))))),
+                     "floor(a / b) with the division in double, rounded to float (TFLite's FloorDiv)"),
+        IntrinsicDef("ssd_centerf", ("f32", "f32", "f32", "f32"), "f32",
+                     lambda v, s, size, c: float(np.float32(float(v) / float(s) * float(size) + float(c))),
+                     "v / scale * size + center in double, rounded to float (TFLM's SSD box decoding)"),
+        IntrinsicDef("ssd_halff", ("f32", "f32", "f32"), "f32",
+                     lambda v, s, size: float(np.float32(0.5 * math.exp(float(v) / float(s)) * float(size))),
+                     "0.5 * exp(v / scale) * size in double, rounded to float (TFLM's SSD box decoding)"),
     )
-})
+} | {n: IntrinsicDef(n, args, dt, fn, fn.__doc__ or "") for n, args, dt, fn in MVE_INTRINSICS}
+  | {n: IntrinsicDef(n, args, dt, fn, fn.__doc__ or "") for n, args, dt, fn in X86_INTRINSICS})
 
 
 def call(name: str, *args: "object") -> Expr:

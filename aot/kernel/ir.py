@@ -239,6 +239,13 @@ class Assign(Stmt):
 
 
 @dataclass(frozen=True, eq=False)
+class Evaluate(Stmt):
+    """An intrinsic run for its effect: a vector routine over buffers. A reference argument (an
+    intrinsic argument dtype "&i8" read, "*i8" written) is a Load whose address is passed."""
+    value: Expr
+
+
+@dataclass(frozen=True, eq=False)
 class If(Stmt):
     cond: Expr
     then: Stmt

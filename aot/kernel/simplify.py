@@ -65,6 +65,8 @@ def simplify_stmt(s: K.Stmt) -> K.Stmt:
         return K.Store(s.buffer, simplify_expr(s.index), simplify_expr(s.value))
     if isinstance(s, K.Let):
         return K.Let(s.var, simplify_expr(s.value))
+    if isinstance(s, K.Evaluate):
+        return K.Evaluate(simplify_expr(s.value))
     if isinstance(s, K.Assign):
         return K.Assign(s.var, simplify_expr(s.value))
     if isinstance(s, K.If):

@@ -8,7 +8,8 @@ Rules (the error message starts with "rule N"):
      never stored to; a LoadWord reads an 8-bit (i8/u8) buffer.
   5. Every CallKernel names a function of the module, with as many arguments as parameters,
      each of the parameter's dtype and at least its size (no dangling function reference).
-  6. Intrinsics exist, with their arity and argument dtypes.
+  6. Intrinsics exist, with their arity and argument dtypes; a reference argument ("&...",
+     "*..." written) is a Load; an Evaluate writes through a "*" argument, never into a constant.
   7. Allocations: no 'unplanned' allocation survives lower_allocations (checked when
      planned=True), and a 'workspace' Allocate node never reaches a printer.
   8. When planned: the entry passes no unplanned buffer, and every pool view lies inside its pool.
@@ -86,10 +87,12 @@ class _Checker:
             d = INTRINSICS.get(e.name)
             if d is None:
                 raise _fail(6, self.where(), f"unknown intrinsic {e.name}")
-            if len(e.args) != len(d.arg_dtypes) or any(a.dtype != t for a, t in zip(e.args, d.arg_dtypes)):
+            if len(e.args) != len(d.arg_dtypes) or any(a.dtype != t.lstrip("&*") for a, t in zip(e.args, d.arg_dtypes)):
                 raise _fail(6, self.where(), f"intrinsic {e.name} takes {d.arg_dtypes}, "
                                              f"given {tuple(a.dtype for a in e.args)}")
-            for a in e.args:
+            for a, t in zip(e.args, d.arg_dtypes):
+                if t[0] in "&*" and not isinstance(a, K.Load):
+                    raise _fail(6, self.where(), f"intrinsic {e.name}: a reference argument must be a Load")
                 self.expr(a, scope)
             return
         raise _fail(3, self.where(), f"unknown expression node {type(e).__name__}")
@@ -160,6 +163,16 @@ class _Checker:
                     raise _fail(8, self.where(), f"argument {a.name} was never placed in a pool")
             return
         if isinstance(s, K.ReturnOnError):
+            return
+        if isinstance(s, K.Evaluate):
+            kinds = INTRINSICS[s.value.name].arg_dtypes if isinstance(s.value, K.Intrinsic) else ()
+            written = [a for a, t in zip(getattr(s.value, "args", ()), kinds) if t.startswith("*")]
+            if not written:
+                raise _fail(6, self.where(), "Evaluate runs an intrinsic that writes through a \"*\" argument")
+            self.expr(s.value, scope)  # references are Loads of known buffers
+            for a in written:
+                if id(a.buffer) in self.consts:
+                    raise _fail(4, self.where(), f"store to constant {a.buffer.name}")
             return
         raise _fail(2, self.where(), f"unknown statement node {type(s).__name__}")
 

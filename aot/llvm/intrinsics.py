@@ -166,6 +166,25 @@ def _libm(mod: ir.Module, name: str, c_name: str, arity: int = 1) -> ir.Function
     return fn
 
 
+def _ssd(mod: ir.Module, name: str) -> ir.Function:
+    f64 = ir.DoubleType()
+    fn, b = _fn(mod, name, F32, [F32] * (4 if name == "ssd_centerf" else 3))
+    v, sc, size = (b.fpext(x, f64) for x in fn.args[:3])
+    q = b.fdiv(v, sc)
+    if name == "ssd_centerf":
+        b.ret(b.fptrunc(b.fadd(b.fmul(q, size), b.fpext(fn.args[3], f64)), F32))
+        return fn
+    cconv = "arm_aapcs_vfpcc" if mod.triple.endswith("eabihf") and mod.triple.startswith(("thumb", "arm")) else None
+    ext = mod.globals.get("exp")
+    if ext is None:
+        ext = ir.Function(mod, ir.FunctionType(f64, [f64]), "exp")
+        if cconv:
+            ext.calling_convention = cconv
+    e = b.call(ext, [q], cconv=cconv)
+    b.ret(b.fptrunc(b.fmul(b.fmul(ir.Constant(f64, 0.5), e), size), F32))
+    return fn
+
+
 def define_intrinsic(mod: ir.Module, name: str) -> ir.Function:
     existing = mod.globals.get(f"aot_{name}")
     if existing is not None:
@@ -194,5 +213,27 @@ def define_intrinsic(mod: ir.Module, name: str) -> ir.Function:
         return _libm(mod, name, name)
     if name == "powf":
         return _libm(mod, name, name, 2)
+    if name in ("sinf", "cosf", "floorf", "ceilf", "expm1f"):
+        return _libm(mod, name, name)
+    if name == "fmodf":
+        return _libm(mod, name, name, 2)
+    if name == "floordivf":  # floor(double(a) / double(b)) rounded to float; LLVM's floor on double
+        fn, b = _fn(mod, name, F32, [F32, F32])
+        f64 = ir.DoubleType()
+        q = b.fdiv(b.fpext(fn.args[0], f64), b.fpext(fn.args[1], f64))
+        floor = mod.declare_intrinsic("llvm.floor", [f64])
+        b.ret(b.fptrunc(b.call(floor, [q]), F32))
+        return fn
+    if name in ("ssd_centerf", "ssd_halff"):  # TFLM's SSD box decoding, in double
+        return _ssd(mod, name)
+    if name in ("mve_conv4", "mve_pw", "mve_dw_row"):  # Helium routines, as scalar loops
+        from aot.kernel.intrinsics import INTRINSICS
+        from aot.llvm.helium import define_conv4, define_dw_row
+        define = define_dw_row if name == "mve_dw_row" else define_conv4
+        return define(mod, name, INTRINSICS[name].arg_dtypes, define_intrinsic(mod, "requantize"))
+    if name in ("x86_gemm", "x86_gemm_vnni", "x86_dw_row"):  # x86-64 host routines, LLVM vector IR
+        from aot.kernel.intrinsics import INTRINSICS
+        from aot.llvm.x86 import define_dw_row, define_gemm
+        return (define_dw_row if name == "x86_dw_row" else define_gemm)(mod, name, INTRINSICS[name].arg_dtypes)
     from aot.errors import UnsupportedError
     raise UnsupportedError(f"LLVM backend: intrinsic {name} has no implementation")

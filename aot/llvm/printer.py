@@ -15,6 +15,7 @@ from llvmlite import ir
 from aot.artifact.abi import entry_abi, pool_param
 from aot.errors import UnsupportedError
 from aot.kernel import ir as K
+from aot.kernel.intrinsics import INTRINSICS
 from aot.llvm.entry import print_entry_points
 from aot.llvm.intrinsics import define_intrinsic
 
@@ -57,6 +58,7 @@ class FunctionEmitter:
         self.stmt_table: dict[type, Callable[[K.Stmt], None]] = {
             K.Seq: self.s_seq, K.For: self.s_for, K.Store: self.s_store, K.Let: self.s_let, K.Assign: self.s_assign,
             K.If: self.s_if, K.Allocate: self.s_allocate, K.CallKernel: self.s_call, K.ReturnOnError: self.s_return_on_error,
+            K.Evaluate: lambda s: self.expr(s.value),
         }
 
     # ------------------------------------------------------------------ helpers
@@ -164,7 +166,9 @@ class FunctionEmitter:
 
     def e_intrinsic(self, e: K.Intrinsic) -> ir.Value:
         fn = self.mp.intrinsic(e.name)
-        return self.b.call(fn, [self.expr(a) for a in e.args])
+        kinds = INTRINSICS[e.name].arg_dtypes  # "&..." / "*...": a reference argument, its Load's address
+        return self.b.call(fn, [self.elem_ptr(a.buffer, a.index) if t[0] in "&*" else self.expr(a)
+                                for a, t in zip(e.args, kinds)])
 
     # ------------------------------------------------------------------ statements
     def s_seq(self, s: K.Seq) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from aot.ir.names import UniqueNames
 from aot.kernel import ir as K
 from aot.lower.context import LowerCtx
 from aot.lower.function import lower_function
+from aot.lower.tuning import check_layers, lower_tuned
 from aot.lower.schedule.target import DEFAULT_TARGET, ScheduleTarget, WeightBudget
 from aot.ops.emit import kdtype
 
@@ -45,9 +47,11 @@ def c_identifier(name: str, reserved_prefixes: tuple[str, ...] = ("aot_", "AOT_"
 
 
 def build_kernel_module(model: Model, prefix: str = "model", target: ScheduleTarget = DEFAULT_TARGET,
-                        budget: WeightBudget | None = None) -> K.KernelModule:
+                        budget: WeightBudget | None = None,
+                        schedules: "Mapping[str, Mapping[str, Any]] | None" = None) -> K.KernelModule:
     """Lower a fused model (entry = views + calls of primitive functions) to a KernelModule,
-    its kernels scheduled for `target`. `budget` (default: a quarter of the target's flash)
+    its kernels scheduled for `target`. `budget` (default: int8 weights stay int8, 16x8 ones
+    may take a quarter of the target's flash)
     bounds the flash spent on re-laid-out weights; the kernels are lowered in the entry's
     call order, each given the budget its predecessors left."""
     ctx = LowerCtx(prefix, target)
@@ -56,7 +60,13 @@ def build_kernel_module(model: Model, prefix: str = "model", target: ScheduleTar
     kernels: dict[str, K.PrimFunc] = {}
     for call in main.body:
         if isinstance(call.op, FunctionRef) and call.op.name not in kernels:
-            kernels[call.op.name], left = lower_function(ctx, model.functions[call.op.name], left)
+            if schedules and call.op.name in schedules:  # a tuning record's knobs (aot.lower.tuning)
+                kernels[call.op.name], left = lower_tuned(ctx, model.functions[call.op.name], left,
+                                                          schedules[call.op.name])
+            else:
+                kernels[call.op.name], left = lower_function(ctx, model.functions[call.op.name], left)
+    if schedules:
+        check_layers(schedules, kernels)
 
     names = UniqueNames({"pool", "rc", prefix})
 

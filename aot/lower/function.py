@@ -75,23 +75,29 @@ def lower_function(ctx: LowerCtx, fn: Function, budget: WeightBudget) -> tuple[K
 
         writer = OutputWriter(kernel.out.type, out_buf, out_var.type, epilogue)
         op = REGISTRY.get(kernel.op_name)
-        body, budget = _kernel_body(ctx, op, kernel, [accessor(a) for a in kernel.args], writer, budget)
+        body, budget, over = _kernel_body(ctx, op, kernel, [accessor(a) for a in kernel.args], writer, budget)
     body = simplify_stmt(body)
-    inplace = inplace_candidates(body, params, out_buf) if kernel is None else ()
+    if kernel is None:
+        inplace = inplace_candidates(body, params, out_buf)
+    else:  # the schedule's word, for a parameter only the kernel op reads
+        uses = [a for c in fn.body for a in c.args]
+        inplace = tuple(i for i, (p, b) in enumerate(zip(fn.params, params))
+                        if any(b is o for o in over) and sum(a is p for a in uses) == 1)
     func = K.PrimFunc(ctx.fresh(f"{ctx.prefix}_{fn.name}"), tuple(params) + (out_buf,), body,
                       doc=" -> ".join(c.op_name for c in fn.body), inplace=inplace)
     return func, budget
 
 
 def _kernel_body(ctx: LowerCtx, op: OpDef, call: Call, args: Sequence[Accessor], out: OutputWriter,
-                 budget: WeightBudget) -> tuple[K.Stmt, WeightBudget]:
-    """The target's schedule of the op if one applies, else the op's own loop nest."""
+                 budget: WeightBudget) -> tuple[K.Stmt, WeightBudget, tuple[K.Buffer, ...]]:
+    """The target's schedule of the op if one applies, else the op's own loop nest; and the
+    input buffers the schedule may overwrite with the output."""
     schedule = SCHEDULES.get(op.name)
     scheduled = schedule(ctx, call, args, out, budget) if schedule is not None else None
     if scheduled is not None:
-        return scheduled.body, scheduled.budget
+        return scheduled.body, scheduled.budget, scheduled.inplace
     assert op.emit is not None
-    return op.emit(ctx, args, out, call), budget
+    return op.emit(ctx, args, out, call), budget, ()
 
 
 def inplace_candidates(body: K.Stmt, params: Sequence[K.Buffer], out: K.Buffer) -> tuple[int, ...]:

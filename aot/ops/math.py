@@ -11,6 +11,7 @@ import numpy as np
 from aot.ir import TensorType
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
+from aot.ops import libm
 from aot.ops.elementwise import binary_infer, same_infer
 from aot.ops.emit import Accessor, EmitCtx
 from aot.ops.registry import REGISTRY, Attrs, OpDef
@@ -19,7 +20,7 @@ _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 UNARY_MATH = {
     "sqrt": (lambda x: np.sqrt(x), "sqrtf"),
-    "log": (lambda x: np.log(x), "logf"),
+    "log": (lambda x: libm.call("logf", x), "logf"),  # the C library's, as the C code rounds
     "erf": (lambda x: _erf(x.astype(np.float64)), "erff"),
 }
 

@@ -13,6 +13,7 @@ from aot.kernel.allocations import AllocationPolicy, get_policy, lower_allocatio
 from aot.kernel.simplify import prune_constants, simplify
 from aot.kernel.verify import verify_kernel_module
 from aot.lower.entry import C_RESERVED, build_kernel_module
+from aot.lower.tuning import as_schedules
 from aot.lower.schedule.target import OPT_LEVELS, WeightBudget, make_target
 from aot.ops import infer_call
 from aot.pipeline.manager import Pass, PassTimings, run_passes
@@ -36,7 +37,10 @@ class CompileOptions:
     cpu: str | None = None
     cpu_features: tuple[str, ...] | None = None
     opt: str = "speed"  # speed | size | reference (plain loops)
-    flash_bytes: int | None = None  # bounds the flash spent on re-laid-out weights
+    flash_bytes: int | None = None  # bounds the flash spent on re-laid-out 16x8 weights (a quarter)
+    flash_budget: int | None = 0  # flash int8 weights may spend pre-widened to 16-bit pairs (None: no limit)
+    # per-layer schedule knobs from a tuning log (aot.lower.tuning): ((layer, ((knob, value), ...)), ...)
+    schedules: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.prefix, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,31}", self.prefix) \
@@ -85,7 +89,8 @@ def _lower_for_target(model: Model, o: CompileOptions) -> K.KernelModule:
     """The target core and the flash budget for re-laid-out weights (a quarter of the device's
     flash) come from the options; the lowering gets both as arguments."""
     target = make_target(o.cpu, o.cpu_features, o.opt, o.flash_bytes)
-    return build_kernel_module(model, o.prefix, target, WeightBudget.for_target(target))
+    return build_kernel_module(model, o.prefix, target, WeightBudget.for_target(target, o.flash_budget),
+                               as_schedules(o.schedules))
 
 
 def compile_model(model: Model, options: CompileOptions | None = None) -> CompiledModel:

@@ -162,5 +162,26 @@ static inline float aot_logf(float x) { return logf(x); }
 static inline float aot_erff(float x) { return erff(x); }
 static inline float aot_powf(float x, float y) { return powf(x, y); }
 static inline float aot_roundf(float x) { return roundf(x); }
+static inline float aot_sinf(float x) { return sinf(x); }
+static inline float aot_cosf(float x) { return cosf(x); }
+static inline float aot_floorf(float x) { return floorf(x); }
+static inline float aot_ceilf(float x) { return ceilf(x); }
+static inline float aot_expm1f(float x) { return expm1f(x); }
+static inline float aot_fmodf(float x, float y) { return fmodf(x, y); }
+/* floor(a / b) with the division in double (TensorFlow Lite's FloorDiv<float>) */
+static inline float aot_floordivf(float x, float y) { return (float)floor((double)x / (double)y); }
+/* TFLM's SSD box decoding (detection_postprocess.cc), in double rounded to float */
+static inline float aot_ssd_centerf(float v, float s, float size, float c) {
+    return (float)((double)v / (double)s * (double)size + (double)c);
+}
+static inline float aot_ssd_halff(float v, float s, float size) {
+    return (float)(0.5 * exp((double)v / (double)s) * (double)size);
+}
+
+/* Helium (MVE) vector routines of the Cortex-M55 schedules */
+#include "aot_helium.h"
+
+/* x86-64 host routines of the host schedules */
+#include "aot_x86.h"
 
 #endif /* AOT_INTRINSICS_H */

@@ -27,7 +27,7 @@ from aot.lower.schedule.requant import q31_constants
 M4 = target_for_cpu("cortex-m4")
 TARGETS = {
     "nodsp-speed": ScheduleTarget(),
-    "dsp-speed": M4,  # no flash limit: weights pre-widened to 16-bit pairs
+    "dsp-speed": M4,  # --flash-budget without limit (below): weights pre-widened to 16-bit pairs
     "dsp-small-flash": ScheduleTarget("cortex-m4", frozenset({"dsp"}), "speed", flash_bytes=64),  # int8 weights
     "dsp-size": target_for_cpu("cortex-m4", opt="size"),
     "nodsp-size": target_for_cpu("cortex-m3", opt="size"),
@@ -35,7 +35,9 @@ TARGETS = {
 
 
 def target_options(t: ScheduleTarget, **extra) -> CompileOptions:  # noqa: ANN003
-    """The CompileOptions that schedule for target t (the driver makes the target from them)."""
+    """The CompileOptions that schedule for target t (the driver makes the target from them);
+    M4 (the "dsp-speed" target) gets an unlimited flash budget for pre-widened weights."""
+    extra.setdefault("flash_budget", None if t is M4 else 0)
     return CompileOptions(cpu=t.cpu or None, cpu_features=tuple(sorted(t.features)), opt=t.opt,
                           flash_bytes=t.flash_bytes, **extra)
 
@@ -164,23 +166,31 @@ def test_target_and_weight_budget() -> None:
     t = target_for_board(board)
     assert t.dsp and t.cpu == "cortex-m4" and t.flash_bytes == board.flash_bytes
     assert not target_for_board(load_board("mps2-an385")).dsp
-    budget = WeightBudget.for_target(t)  # a quarter of the flash, a value: taking returns what is left
-    assert budget.remaining == board.flash_bytes // 4
-    assert budget.take(board.flash_bytes // 4) == WeightBudget(0) and budget.take(board.flash_bytes // 4 + 1) is None
-    assert budget.remaining == board.flash_bytes // 4
-    assert WeightBudget.for_target(ScheduleTarget()).take(1 << 40) == WeightBudget(None)  # no flash given: no limit
+    budget = WeightBudget.for_target(t)  # int8: nothing by default; 16x8: a quarter of the flash
+    assert budget.remaining == 0 and budget.take(1) is None and budget.take(0) == budget
+    assert budget.device == board.flash_bytes // 4
+    left = budget.take16(board.flash_bytes // 4)
+    assert left is not None and left.device == 0 and left.spent == board.flash_bytes // 4
+    assert budget.take16(board.flash_bytes // 4 + 1) is None and budget.device == board.flash_bytes // 4
+    given = WeightBudget.for_target(t, 1000)  # --flash-budget 1000: a value, taking returns what is left
+    assert given.take(1000) == WeightBudget(0, given.device, 1000) and given.take(1001) is None
+    assert WeightBudget.for_target(ScheduleTarget(), None).take(1 << 40).remaining is None  # no limit
+    with pytest.raises(aot.Error, match="flash budget"):
+        WeightBudget.for_target(t, -1)
     with pytest.raises(aot.Error, match="opt"):
         ScheduleTarget(opt="fast")
 
 
 def test_flash_budget_keeps_int8_weights() -> None:
-    """A device with little flash keeps the op's own int8 weights (read four at a time): no
-    new weight table, the op's constant is the one referenced."""
+    """By default (no flash budget) a DSP core keeps int8 weights: no pre-widened table and no
+    more weight bytes than the model's own; a flash budget buys the widened pairs."""
     model = conv_chain(3, (1, 64), [dict(kind="fc", oc=8)])
-    small = compile_model(model, target_options(TARGETS["dsp-small-flash"])).module
-    big = compile_model(model, target_options(M4)).module
+    default = compile_model(model, CompileOptions(cpu="cortex-m4")).module
+    big = compile_model(model, CompileOptions(cpu="cortex-m4", flash_budget=1 << 20)).module
     names = lambda m: {c.buffer.name for c in m.consts}  # noqa: E731
-    assert not any("wpairs" in n for n in names(small)) and any("wpairs" in n for n in names(big))
+    nbytes = lambda m, part: sum(np.asarray(c.data).nbytes for c in m.consts if part in c.buffer.name)  # noqa: E731
+    assert not any("wpairs" in n for n in names(default)) and any("wpairs" in n for n in names(big))
+    assert nbytes(default, "wlohi") == 8 * 64 and nbytes(big, "wpairs") == 2 * 8 * 64
 
 
 def test_weight_budget_is_spent_in_call_order() -> None:
@@ -337,3 +347,30 @@ def test_schedules_in_qemu_bit_exact(board: str, backend: str) -> None:
     outs, extra = run_on_board(model, inputs, board, backend=backend)  # scheduled for the board's core
     np.testing.assert_array_equal(outs["y"], ref)
     assert extra["match_host"] is True
+
+
+def test_lohi_words_give_low_pair_and_combined_lanes() -> None:
+    """One int8 word per channel pair: SXTB16 yields the low channel's pair, and the word's own
+    16-bit lanes are low + 256 * high, so (SMLAD(word) - SMLAD(low)) >> 8 is the high channel's sum."""
+    from aot.kernel.intrinsics import smlad, sxtb16
+    from aot.lower.schedule.gemm import lohi_fits, pack_lohi
+    rng = np.random.default_rng(5)
+    w = rng.integers(-127, 128, (3, 6)).astype(np.int8)
+    w[0, :2] = [-127, 127]
+    order = [(0, 2), (1, 3), (4, 5)]
+    words = pack_lohi(w, order)
+    assert words.shape == (2, 3)  # channel pair (0, 1), and channel 2 alone (stored widened)
+    x = rng.integers(-128, 128, 6)
+    for j, (a, b) in enumerate(order):
+        xp = (int(x[a]) & 0xFFFF) | ((int(x[b]) & 0xFFFF) << 16)
+        lo = smlad(xp, sxtb16(int(words[0, j])), 0)
+        both = smlad(xp, int(words[0, j]), 0)
+        assert lo == x[a] * w[0, a] + x[b] * w[0, b]
+        assert (both - lo) >> 8 == x[a] * w[1, a] + x[b] * w[1, b]
+        assert smlad(xp, int(words[1, j]), 0) == x[a] * w[2, a] + x[b] * w[2, b]
+    bias = np.zeros(3, np.int64)
+    assert lohi_fits(w, bias, order)
+    w2 = w.copy()
+    w2[0, 0], w2[1, 0] = -1, -128  # low + 256 * high = -32769 leaves a 16-bit lane
+    assert not lohi_fits(w2, bias, order)
+    assert not lohi_fits(w, np.full(3, 2 ** 31 - 1000), order)  # the accumulator could leave int32

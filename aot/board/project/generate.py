@@ -57,9 +57,9 @@ C_TYPES = {
     "int16": "int16_t",
     "uint16": "uint16_t",
     "int32": "int32_t",
-    "uint32": "uint32_t",
+    "uint32": "int32_t",  # the library's ABI holds uint32/uint64 values (the audio front end's) in the
     "int64": "int64_t",
-    "uint64": "uint64_t",
+    "uint64": "int64_t",  # signed type of their width (aot.kernel.ir.GRAPH_TO_K), as model.h declares
     "float32": "float",
     "float64": "double",
     "bool": "uint8_t",

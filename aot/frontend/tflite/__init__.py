@@ -11,7 +11,8 @@ Three stages, each with its own kind of error:
    constant data sizes, one producer per tensor, every operand defined, and an execution
    order (operators are topologically sorted; a cycle is a ModelFormatError).
    `parse.check_model_kind` refuses model kinds the compiler does not take (float16,
-   hybrid; several subgraphs are refused by `check_graph`).
+   hybrid). Every subgraph is checked; only subgraph 0 runs, the others when an operator
+   calls them (CALL_ONCE's init subgraph is evaluated at compile time; IF/WHILE are refused).
 3. `converter.Converter` maps each operator to graph-IR calls through its handler. Every
    unsupported operator or option is collected and reported in one UnsupportedError
    (name, version, operator index).

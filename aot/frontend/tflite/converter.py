@@ -22,7 +22,8 @@ from aot.ir.graph import FixedInput
 from aot.ir.names import UniqueNames
 from aot.ops import REGISTRY, infer_checked
 
-GRAPH_DTYPES = ("float32", "int8", "uint8", "int16", "int32", "int64")  # the dtypes of graph-IR tensors
+# the dtypes of graph-IR tensors
+GRAPH_DTYPES = ("float32", "int8", "uint8", "int16", "int32", "int64", "bool", "uint32", "uint64")
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_]+")
 _C_KEYWORDS = frozenset(
     "auto break case char const continue default do double else enum extern float for goto if inline int long "
@@ -67,6 +68,7 @@ class OpHandler:
     options_required: bool = False   # the table must be present (TFLM would divide by a zero stride)
     ir_op: str | None = None         # the graph op it becomes (its registry dtypes bound the listing)
     dtypes: tuple[str, ...] | None = None  # activation dtypes it takes (None: the graph op's, see listing)
+    multi_output: bool = False       # writes several outputs (SPLIT, UNPACK): emit(..., out=op.outputs[k])
 
 
 class Converter:
@@ -86,6 +88,11 @@ class Converter:
         # model inputs whose run-time values must equal known ones (TRANSPOSE_CONV's output_shape):
         # input Var -> (values, what they are); see aot.ir.graph.FixedInput
         self.fixed_inputs: dict[Var, tuple[tuple[int, ...], str]] = {}
+        # conversion state of an operator family, by family (handlers/state.py: the resource variables)
+        self.family_state: dict[str, Any] = {}
+        # an audio front end (TFLM Signal-library ops) computes on raw int16 samples and emits raw int8
+        # features: its int8/int16 tensors may lack quantization
+        self.raw_ints = any(op.name.startswith("CUSTOM(Signal") for op in f.ops)
 
     # ------------------------------------------------------------------ values
     def quant(self, t: Tensor) -> Quant | None:
@@ -113,7 +120,8 @@ class Converter:
         if 0 in t.shape:
             raise Unsupported(f"{t.label} has a zero-sized dimension {list(t.shape)}")
         q = self.quant(t)
-        if dt in ("int8", "int16", "uint8") and q is None and t.data is None:
+        if dt in ("int8", "int16", "uint8") and q is None and t.data is None \
+                and not (dt in ("int8", "int16") and self.raw_ints):
             raise Unsupported(f"{t.label} is {dt} without quantization parameters")
         return TensorType(tuple(t.shape), dt, q)
 
@@ -217,7 +225,7 @@ class Converter:
             try:
                 if handler is None:
                     raise Unsupported("")
-                if len(op.outputs) != 1:
+                if len(op.outputs) != 1 and not handler.multi_output:
                     raise ModelFormatError(f"{f.name}: {op.label} has {len(op.outputs)} outputs, expected 1")
                 if op.options is None and handler.options_required:
                     raise ModelFormatError(f"{f.name}: {op.label} has no options table")

@@ -7,9 +7,10 @@ ModelFormatError naming the file problem. Vector lengths are checked against the
 size before they are iterated, so a corrupt length cannot make the parse run away. Only
 the options tables of the operators in the given `options` spec are read.
 
-`check_graph` validates the structure: tensor and buffer indices in range, constant data
-sizes, one producer per tensor, every operand defined, and an execution order (operators
-are topologically sorted; a cycle is a ModelFormatError). `check_model_kind` refuses model
+`check_graph` validates the structure of every subgraph: tensor and buffer indices in range,
+constant data sizes, one producer per tensor, every operand defined, and an execution order
+(operators are topologically sorted; a cycle is a ModelFormatError). Operators without
+outputs (ASSIGN_VARIABLE, CALL_ONCE) keep their place in the file's order. `check_model_kind` refuses model
 kinds the compiler does not take (float16, hybrid).
 """
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from aot.errors import Error, ModelFormatError, UnsupportedError
-from aot.frontend.tflite.records import Op, ParsedFile, Tensor
+from aot.frontend.tflite.records import Op, ParsedFile, Subgraph, Tensor
 
 MAX_FILE_BYTES = 2 ** 31 - 1          # a flatbuffer addresses at most 2 GiB
 MAX_TENSOR_BYTES = 2 ** 31 - 1        # no single tensor of a microcontroller model is larger
@@ -110,7 +111,7 @@ def parse(data: bytes, name: str, options: OptionsSpec) -> ParsedFile:
 
 
 def read_file(data: bytes, name: str, options: OptionsSpec) -> ParsedFile:
-    """Read the file's first subgraph into records; any exception but an Error means a corrupt file."""
+    """Read the file's subgraphs into records; any exception but an Error means a corrupt file."""
     FbModel, op_names, opt_names = _tflite_modules()
     r = _Reader(data, name)
     m = FbModel.GetRootAs(data, 0)
@@ -139,9 +140,23 @@ def read_file(data: bytes, name: str, options: OptionsSpec) -> ParsedFile:
         if op_name == "CUSTOM":
             op_name = f"CUSTOM({r.string(c.CustomCode())})"
         codes.append((op_name, int(c.Version())))
-    g = m.Subgraphs(0)
+    subgraphs = []
+    for k in range(n_sub):
+        g = m.Subgraphs(k)
+        if g is None:
+            raise r.fail(f"subgraph {k} is missing")
+        subgraphs.append(_read_subgraph(r, g, k, buffers, codes, opt_names, options))
+    s0 = subgraphs[0]
+    return ParsedFile(name, s0.tensors, s0.ops, s0.inputs, s0.outputs, n_sub, tuple(subgraphs))
+
+
+def _read_subgraph(r: _Reader, g: Any, k: int, buffers: list, codes: list[tuple[str, int]],
+                   opt_names: dict[int, str], options: OptionsSpec) -> Subgraph:
+    """Subgraph `k`'s tensors (constant data included), operators and inputs/outputs."""
+    data, n_buf = r.data, len(buffers)
+    where = f" of subgraph {k}" if k else ""
     # tensors
-    n_t = r.length(g.TensorsLength(), 4, "the tensor list")
+    n_t = r.length(g.TensorsLength(), 4, f"the tensor list{where}")
     tensors: list[Tensor] = []
     for i in range(n_t):
         t = g.Tensors(i)
@@ -181,7 +196,7 @@ def read_file(data: bytes, name: str, options: OptionsSpec) -> ParsedFile:
                 rec.data = np.frombuffer(data, dtype=np.uint8, count=size, offset=off)
         tensors.append(rec)
     # operators
-    n_ops = r.length(g.OperatorsLength(), 4, "the operator list")
+    n_ops = r.length(g.OperatorsLength(), 4, f"the operator list{where}")
     ops: list[Op] = []
     for i in range(n_ops):
         o = g.Operators(i)
@@ -195,10 +210,14 @@ def read_file(data: bytes, name: str, options: OptionsSpec) -> ParsedFile:
                     r.ints(o, "Outputs", f"the outputs of operator {i}"))
         if op_name in options:
             rec_op.options = _read_options(r, o, rec_op, opt_names, options)
+        if op_name.startswith("CUSTOM("):
+            n_custom = r.length(o.CustomOptionsLength(), 1, f"the custom options of operator {i}")
+            if n_custom:
+                rec_op.custom_options = bytes(np.asarray(o.CustomOptionsAsNumpy(), dtype=np.uint8))
         ops.append(rec_op)
-    ins = r.ints(g, "Inputs", "the subgraph inputs")
-    outs = r.ints(g, "Outputs", "the subgraph outputs")
-    return ParsedFile(name, tensors, ops, ins, outs, n_sub)
+    ins = r.ints(g, "Inputs", f"the subgraph inputs{where}")
+    outs = r.ints(g, "Outputs", f"the subgraph outputs{where}")
+    return Subgraph(k, r.string(g.Name()), tensors, ops, ins, outs)
 
 
 def _read_options(r: _Reader, o: Any, op: Op, opt_names: dict[int, str],
@@ -222,21 +241,32 @@ def _read_options(r: _Reader, o: Any, op: Op, opt_names: dict[int, str],
 
 
 def check_graph(f: ParsedFile) -> list[Op]:
-    """Validate indices, data sizes and dataflow; return the operators in execution order."""
+    """Validate every subgraph (indices, data sizes, dataflow); return subgraph 0's operators in
+    execution order (the other subgraphs run only when an operator calls them: CALL_ONCE, IF, WHILE)."""
+    for k in range(1, len(f.subgraphs)):
+        subgraph_order(f, k)
+    return _check_subgraph(f, entry=True)
+
+
+def subgraph_order(f: ParsedFile, k: int) -> list[Op]:
+    """Subgraph `k` validated; its operators in execution order."""
+    if not 0 <= k < max(len(f.subgraphs), 1):
+        raise ModelFormatError(f"{f.name}: invalid TFLite model: subgraph {k} does not exist "
+                               f"(the file has {max(len(f.subgraphs), 1)})")
+    return _check_subgraph(f.subgraph_file(k) if k else f, entry=k == 0)
+
+
+def _check_subgraph(f: ParsedFile, entry: bool) -> list[Op]:
     n = len(f.tensors)
 
     def bad(msg: str) -> ModelFormatError:
         return ModelFormatError(f"{f.name}: invalid TFLite model: {msg}")
 
-    if f.n_subgraphs > 1:
-        raise UnsupportedError(
-            f"{f.name}: the model has {f.n_subgraphs} subgraphs (control flow such as WHILE/IF/CALL_ONCE); "
-            "only single-subgraph models are supported")
     for what, idxs in (("subgraph input", f.inputs), ("subgraph output", f.outputs)):
         for i in idxs:
             if not 0 <= i < n:
                 raise bad(f"{what} refers to tensor {i}; the subgraph has {n} tensors")
-    if not f.outputs:
+    if entry and not f.outputs:  # a called subgraph (CALL_ONCE's init) may have none
         raise bad("the subgraph has no outputs")
     if len(set(f.inputs)) != len(f.inputs):
         raise bad(f"the subgraph lists an input tensor twice: {list(f.inputs)}")
@@ -245,8 +275,6 @@ def check_graph(f: ParsedFile) -> list[Op]:
             for k, i in enumerate(idxs):
                 if not (0 <= i < n or (kind == "input" and i == -1)):
                     raise bad(f"{op.label} {kind} {k} refers to tensor {i}; the subgraph has {n} tensors")
-        if not op.outputs:
-            raise bad(f"{op.label} has no outputs")
         if -1 in op.outputs:
             raise bad(f"{op.label} has an omitted output")
     for t in f.tensors:

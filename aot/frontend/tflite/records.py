@@ -55,6 +55,7 @@ class Op:
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
     options: dict[str, Any] | None = None  # None: no options table in the file
+    custom_options: bytes | None = None  # a CUSTOM operator's options (usually a flexbuffer map)
 
     @property
     def label(self) -> str:
@@ -62,11 +63,32 @@ class Op:
 
 
 @dataclass
+class Subgraph:
+    """One subgraph of the file: its tensors (indexed from 0 within it), operators, inputs, outputs."""
+    index: int
+    name: str
+    tensors: list[Tensor]
+    ops: list[Op]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+@dataclass
 class ParsedFile:
+    """The parsed file; `tensors`/`ops`/`inputs`/`outputs` are those of subgraph 0 (the model's
+    entry), `subgraphs` holds every subgraph (0 included) for operators that call others
+    (CALL_ONCE, IF, WHILE)."""
     name: str
     tensors: list[Tensor]
     ops: list[Op]
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
     n_subgraphs: int
+    subgraphs: tuple[Subgraph, ...] = ()
+
+    def subgraph_file(self, k: int) -> "ParsedFile":
+        """Subgraph `k` seen as a file of its own (the view a converter of that subgraph takes)."""
+        g = self.subgraphs[k]
+        return ParsedFile(f"{self.name}[subgraph {k}]", g.tensors, g.ops, g.inputs, g.outputs,
+                          self.n_subgraphs, self.subgraphs)
 

@@ -61,7 +61,9 @@ def _ranges(out_n: int, stride: int, pad: int, k: int, dil: int, size: int) -> l
 
 
 def emit_depthwise(ctx, tgt: ScheduleTarget, x, w, bias, out, attrs: Mapping[str, Any],  # noqa: ANN001
-                   arith) -> K.Stmt | None:  # noqa: ANN001
+                   arith, in_place: bool = False) -> tuple[K.Stmt, bool] | None:  # noqa: ANN001
+    """The kernel body and whether it may write its output over its input (in_place asks for
+    the line-buffer form: see _ring_ok)."""
     n_, oh, ow, oc_n = out.shape
     _, h, wd, cin = x.shape
     _, kh, kw, _ = w.shape
@@ -90,6 +92,8 @@ def emit_depthwise(ctx, tgt: ScheduleTarget, x, w, bias, out, attrs: Mapping[str
         rows = [(0, oh, tuple(range(kh)))]
         cols = [(0, ow, tuple(range(kw)))]
 
+    ring_rows = pt + 1 if (in_place and not checked and dsp and _ring_ok(x, out, attrs, quads, oc_n, kh)) else 0
+    ring = K.Buffer(ctx.fresh("rows"), "i32", ring_rows * wd * cin // 4) if ring_rows else None  # words
     btab = ctx.const(b.astype(np.int32), "i32", "dwbias")
     ftab = ctx.const(biasf.astype(np.int32), "i32", "dwbiasf")
     wtab8 = ctx.const(w3.astype(np.int8).reshape(-1), "i8", "dww")
@@ -113,13 +117,13 @@ def emit_depthwise(ctx, tgt: ScheduleTarget, x, w, bias, out, attrs: Mapping[str
         conds = window_bounds_conds(iy, h, ylo, yhi) + window_bounds_conds(ix, wd, xlo, xhi)
         return guard(conds, body)  # no condition when no tap can leave the image
 
-    def pixel_body(n: K.Expr, oy: K.Expr, ox: K.Expr, taps: list[tuple[int, int]], interior: bool) -> K.Stmt:
+    def pixel_body(n: K.Expr, oy: K.Expr, ox: K.Expr, taps: list[tuple[int, int]], interior: bool,
+                   ring_base: dict[int, K.Expr] | None = None) -> K.Stmt:
         stmts: list[K.Stmt] = []
         iy0, ix0 = ctx.var("iy0"), ctx.var("ix0")
         if dsp:
             assert x.buffer is not None and wtabp is not None
             base = ctx.var("xbase")
-            stmts.append(K.Let(base, ((n * h + iy0) * wd + ix0) * cin))
             cq = ctx.var("cq")
             c0 = cq * 4
             accs = [ctx.var(f"acc{i}") for i in range(4)]
@@ -127,8 +131,13 @@ def emit_depthwise(ctx, tgt: ScheduleTarget, x, w, bias, out, attrs: Mapping[str
             for ky, kx in taps:
                 t = ky * kw + kx
                 v, pa, pb, wa, wb = (ctx.var(s) for s in ("xw", "xa", "xb", "wa", "wb"))
+                if ring_base is not None and ky in ring_base:  # a row already overwritten: its copy
+                    assert ring is not None
+                    src = K.Load(ring, ring_base[ky] + (ix0 + kx * dw) * (cin // 4) + cq)
+                else:
+                    src = _word(x.buffer, base + ((ky * dh * wd + kx * dw) * cin) + c0)
                 tap = K.seq(
-                    K.Let(v, _word(x.buffer, base + ((ky * dh * wd + kx * dw) * cin) + c0)),
+                    K.Let(v, src),
                     K.Let(pa, intrinsic("sxtab16", offpair, v)),
                     K.Let(pb, intrinsic("sxtab16_ror8", offpair, v)),
                     K.Let(wa, K.Load(wtabp, (cq + t * quads) * 2)),
@@ -142,7 +151,10 @@ def emit_depthwise(ctx, tgt: ScheduleTarget, x, w, bias, out, attrs: Mapping[str
                 lets, cc = rq.channel(ctx, c0 + i)
                 qb += lets
                 qb.append(out.store([n, oy, ox, c0 + i], rq.value(cc, accs[i])))
-            stmts.append(K.For(cq, quads, K.seq(*qb)))
+            quad_loop = K.For(cq, quads, K.seq(*qb))
+            if _mentions(quad_loop, base):  # (all taps may read the line buffer)
+                stmts.append(K.Let(base, ((n * h + iy0) * wd + ix0) * cin))
+            stmts.append(quad_loop)
         first = quads * 4
         if first < oc_n:
             c = ctx.var("c")
@@ -166,6 +178,8 @@ def emit_depthwise(ctx, tgt: ScheduleTarget, x, w, bias, out, attrs: Mapping[str
 
     n = ctx.var("n")
     classes: list[K.Stmt] = []
+    if ring is not None:
+        return _row_major_in_place(ctx, x, ring, ring_rows, rows, cols, taps_of, pixel_body, kh, kw, wd, cin, n_), True
     for y0, y1, vky in rows:
         for x0, x1, vkx in cols:
             taps = taps_of(vky, vkx)
@@ -173,4 +187,51 @@ def emit_depthwise(ctx, tgt: ScheduleTarget, x, w, bias, out, attrs: Mapping[str
             interior = len(vky) == kh and len(vkx) == kw
             inner = pixel_body(n, oy, ox, taps, interior)
             classes.append(K.For(oy, y1 - y0, K.For(ox, x1 - x0, inner, start=x0), start=y0))
-    return K.For(n, n_, K.seq(*classes))
+    return K.For(n, n_, K.seq(*classes)), False
+
+
+def _ring_ok(x, out, attrs: Mapping[str, Any], quads: int, oc_n: int, kh: int) -> bool:  # noqa: ANN001
+    """The line-buffer form applies: one image, stride and dilation 1, the output the input's
+    shape and int8 (so output element e overwrites input element e), channels in quads only,
+    and the window's top padding pt < kh. Rows are then computed in order; before row oy is
+    written, input row oy is copied into a ring of pt + 1 rows, from which the taps of rows
+    <= oy are read (rows below oy are still intact in the tensor)."""
+    n_, oh, ow, _ = out.shape
+    _, h, wd, cin = x.shape
+    return (n_ == 1 and tuple(attrs["strides"]) == (1, 1) and tuple(attrs.get("dilation", (1, 1))) == (1, 1)
+            and (oh, ow) == (h, wd) and quads * 4 == oc_n == cin and out.buffer is not None
+            and out.buffer.dtype == "i8" and out.buffer.size == x.buffer.size
+            and 0 <= attrs["padding"][0] < kh)
+
+
+def _row_major_in_place(ctx, x, ring: K.Buffer, r: int, rows, cols, taps_of, pixel_body, kh: int, kw: int,  # noqa: ANN001
+                        wd: int, cin: int, n_: int) -> K.Stmt:
+    """Rows in order, each first copied (a word at a time) into ring slot oy % r; taps of rows
+    <= oy read the ring."""
+    row_words = wd * cin // 4
+    n = K.Const(0)
+    out: list[K.Stmt] = []
+    for y0, y1, vky in rows:
+        oy = ctx.var("oy")
+        e = ctx.var("re")
+        slot = ctx.var("rslot")
+        stmts: list[K.Stmt] = [K.Let(slot, (oy % r) * row_words if r > 1 else K.Const(0)),
+                               K.For(e, row_words, K.Store(ring, slot + e, _word(x.buffer, (oy * row_words + e) * 4)))]
+        bases: dict[int, K.Expr] = {}
+        lets: list[tuple[K.ScalarVar, K.Expr]] = []
+        for ky in range(min(r, kh)):  # rows oy - (r - 1) + ky <= oy
+            if ky == r - 1:
+                bases[ky] = slot
+            else:
+                v = ctx.var("rbase")
+                lets.append((v, ((oy + 1 + ky) % r) * row_words))
+                bases[ky] = v
+        loops = []
+        for x0, x1, vkx in cols:
+            ox = ctx.var("ox")
+            interior = len(vky) == kh and len(vkx) == kw
+            loops.append(K.For(ox, x1 - x0, pixel_body(n, oy, ox, taps_of(vky, vkx), interior, bases), start=x0))
+        stmts += [K.Let(v, e) for v, e in lets if _mentions(tuple(loops), v)] + loops
+        out.append(K.For(oy, y1 - y0, K.seq(*stmts), start=y0))
+    assert n_ == 1
+    return K.Allocate(ring, K.seq(*out))

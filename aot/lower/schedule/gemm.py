@@ -10,9 +10,11 @@ by its pixels (aot.lower.schedule.requant).
 
 DSP cores (SMLAD): the column holds 16-bit pairs packed in 32-bit words, two pixels
 interleaved (col[2*j + slot]); four int8 inputs are read with one 32-bit load and split by
-SXTB16 into the pairs (x0, x2) and (x1, x3), and the weights are re-laid out and pre-widened
-at compile time in that same order, pairs of one channel block adjacent (wp[(j*nb + c)]), so
-the inner loop is 32-bit loads and SMLADs only.
+SXTB16 into the pairs (x0, x2) and (x1, x3). The weights stay int8 by default ("lohi"): one
+word per channel pair and column pair, whose SXTB16 is the low channel's pair and whose 16-bit
+lanes are low + 256 * high (pack_lohi), so a word feeds two SMLADs and the high channel is
+recovered exactly after the loop. With a flash budget (--flash-budget) they are pre-widened to
+16-bit pairs instead (`widened`, the fastest: the inner loop is 32-bit loads and SMLADs only).
 Other cores: an int8 column (or the input itself, for 1x1 convolutions without padding and
 fully connected layers) and int8 weights interleaved by channel block; the inner loop is
 byte loads and multiply-accumulates.
@@ -119,6 +121,7 @@ def pixel_coords(ctx, g: Geometry, q: K.Expr | int) -> tuple[list[K.Stmt], Pixel
     stmts: list[K.Stmt] = []
 
     def let(hint: str, e: K.Expr) -> K.Expr:
+        e = simplify_expr(e)  # a constant (0 * sw - pl on a one-pixel-wide output) needs no variable
         if isinstance(e, (K.Const, K.ScalarVar)):
             return e
         v = ctx.var(hint)
@@ -402,6 +405,52 @@ def _pack_bytes(w2d: np.ndarray, order: Sequence[tuple[int, int]]) -> np.ndarray
     return np.stack(words, axis=1).astype(np.uint32).view(np.int32)
 
 
+# lohi: pixels per group when there are that many, and channels per block by pixels per group
+# (8 accumulators, as the widened schedule; one pixel: weight words loaded two at a time)
+LOHI_SLOTS = 2
+LOHI_BLOCK = {1: 8, 2: 4, 4: 2}
+_ACC_LIMIT = 1 << 31
+
+
+def pack_lohi(w2d: np.ndarray, order: Sequence[tuple[int, int]]) -> np.ndarray:
+    """[ceil(oc / 2), len(order)] int32 words, one per channel pair (L, H) and column pair (a, b):
+    bytes (L[a], H[a] - (L[a] < 0), L[b], H[b] - (L[b] < 0)). SXTB16 of the word is L's pair
+    (L[a], L[b]); as 16-bit lanes the word itself is (L[a] + 256 H[a], L[b] + 256 H[b]), so one
+    SMLAD on it accumulates L + 256 H. A lone last channel is stored widened (lanes L[a], L[b])."""
+    oc_n = w2d.shape[0]
+    wq = w2d.astype(np.int64)
+    zero = np.zeros(oc_n, np.int64)
+    lo = np.stack([wq[:, a] if a >= 0 else zero for a, _ in order], axis=1)
+    hi = np.stack([wq[:, b] if b >= 0 else zero for _, b in order], axis=1)
+    rows = []
+    for c in range(0, oc_n, 2):
+        if c + 1 < oc_n:
+            lanes = [lo[c] + 256 * lo[c + 1], hi[c] + 256 * hi[c + 1]]
+        else:
+            lanes = [lo[c], hi[c]]
+        rows.append((lanes[0] & 0xFFFF) | ((lanes[1] & 0xFFFF) << 16))
+    return np.stack(rows).astype(np.uint32).view(np.int32)
+
+
+def lohi_fits(w2d: np.ndarray, biasf: np.ndarray, order: Sequence[tuple[int, int]]) -> bool:
+    """Whether every channel pair (L, H) can share words: L + 256 H fits a 16-bit lane, and with
+    inputs in [-128, 127] neither accumulator can leave int32 (so both, and their difference,
+    are exact)."""
+    oc_n = w2d.shape[0]
+    if oc_n < 2 or not order:
+        return False
+    used = sorted({e for pr in order for e in pr if e >= 0})
+    wq = w2d[:, used].astype(np.int64)
+    for c in range(0, oc_n - 1, 2):
+        lane = wq[c] + 256 * wq[c + 1]
+        if lane.min() < -32768 or lane.max() > 32767:
+            return False
+        bound = abs(int(biasf[c])) + 128 * int(np.abs(wq[c]).sum()) + 32768 * int(np.abs(wq[c + 1]).sum())
+        if bound >= _ACC_LIMIT:
+            return False
+    return True
+
+
 def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.ndarray,  # noqa: ANN001
               rq: Requant, budget: WeightBudget) -> tuple[K.Stmt, WeightBudget]:
     """The whole kernel: pixels two at a time (a tail pixel alone), channel blocks, epilogue;
@@ -409,6 +458,9 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
 
     Step kinds of the reduction (per pixel slot and output channel of a block):
       widened   DSP, weights pre-widened to pairs: one column pair, one weight word, one SMLAD
+                (only with a flash budget)
+      lohi      DSP, int8 words of two channels: one column pair, one word, one SXTB16, two SMLADs
+                (the default at speed when lohi_fits)
       packed8   DSP, int8 weights four to a word: two column pairs, one weight word split by
                 SXTB16 / SXTB16 ROR 8, two SMLADs (half the weight flash of `widened`)
       scalar    no DSP: one int8 input, one int8 weight, one multiply-accumulate
@@ -434,19 +486,28 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         left = budget.take(widened_bytes) if (speed and not single) else None
         kind = "widened" if left is not None else "packed8"
         budget = left if left is not None else budget
+        if kind == "packed8" and speed and not single and lohi_fits(w2d, biasf, order):
+            kind = "lohi"
         if kind == "packed8" and len(order) % 2:
             pad_pair_at = len(order)
             order = order + [(-1, -1)]
         nb = 4 if (kind == "widened" or slots == 1) else 2
+        if kind == "lohi":
+            slots = LOHI_SLOTS if P >= LOHI_SLOTS else slots
+            nb = LOHI_BLOCK[slots]
         if not speed:
             nb = 2
         if kind == "widened":
             wvals, wdtype, ksteps, per_step = _pack_pairs(w2d, order), "i32", len(order), 1
+        elif kind == "lohi":
+            wvals, wdtype, ksteps, per_step = pack_lohi(w2d, order), "i32", len(order), 1
         else:
             wvals, wdtype, ksteps, per_step = _pack_bytes(w2d, order), "i32", len(order) // 2, 2
         full_blocks = oc_n // nb + (1 if oc_n % nb else 0)
         direct = (kind == "packed8" and unpadded_1x1 and lay.words and g.C % 4 == 0
                   and (full_blocks == 1 or len(order) * slots * 4 > 2048))
+        # one pixel (a fully connected row): lohi reads the input's words itself, no widened column
+        direct = direct or (kind == "lohi" and slots == 1 and unpadded_1x1 and lay.words and g.C % 4 == 0)
         col = K.Buffer(ctx.fresh("col"), "i32", len(order) * slots)
     else:
         kind = "scalar"
@@ -456,6 +517,15 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         col = K.Buffer(ctx.fresh("col"), g.buf.dtype if g.buf is not None else "i8", depth * slots)
 
     full, tails = _blocks(oc_n, nb)
+
+    wide64 = kind == "lohi" and slots == 1
+
+    def units(size: int) -> int:
+        """Weight table entries per step of `size` channels (lohi: one word per channel pair; one
+        pixel: two words per 64-bit entry so that a pair of words is one LDRD)."""
+        if kind != "lohi":
+            return size
+        return ((size + 1) // 2 + 1) // 2 if wide64 else (size + 1) // 2
     # Weight layout. natural: the op's own int8 weights [oc][k] (the same constant, no extra flash;
     # packed8 reads them four at a time, which is its pair order whenever every run of the column
     # is a multiple of four long); interleaved: [block][step][channel], a table of its own.
@@ -467,19 +537,25 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         wrow, wper = depth, (4 if kind == "packed8" else 1)  # elements per channel row / per step
     else:
         segs: list[np.ndarray] = []
-        for b in range(full):
-            segs.append(wvals[b * nb:(b + 1) * nb].T.reshape(-1))  # [step][channel]
-        for oc0, size in tails:
-            segs.append(wvals[oc0:oc0 + size].T.reshape(-1))
-        wtab = ctx.const(np.concatenate(segs), wdtype, "wpairs" if kind == "widened" else "wpack8")
+        for oc0, size in [(b * nb, nb) for b in range(full)] + tails:
+            if wide64:  # [step][pair of words] as int64, a zero word after an odd count
+                rows = wvals[oc0 // 2:oc0 // 2 + (size + 1) // 2].astype(np.int64) & 0xFFFFFFFF
+                if len(rows) % 2:
+                    rows = np.concatenate([rows, np.zeros((1, rows.shape[1]), np.int64)])
+                segs.append((rows[0::2] | (rows[1::2] << 32)).T.reshape(-1))
+            else:
+                segs.append(wvals[units(oc0):units(oc0) + units(size)].T.reshape(-1))  # [step][unit]
+        if wide64:
+            wdtype = "i64"
+        wtab = ctx.const(np.concatenate(segs), wdtype, {"widened": "wpairs", "lohi": "wlohi"}.get(kind, "wpack8"))
         wrow, wper = 0, 0
 
     def w_base(oc0: K.Expr, seg: K.Expr, kb: K.Expr, size: int) -> K.Expr:
-        return oc0 * wrow + kb * wper if natural else seg + kb * size
+        return oc0 * wrow + kb * wper if natural else seg + kb * units(size)
 
     def w_load(wb: K.Expr, c: int, j: int, size: int) -> K.Expr:
         if not natural:
-            return K.Load(wtab, wb + (j * size + c))
+            return K.Load(wtab, wb + (j * units(size) + c))
         if kind == "packed8":
             return _word(wtab, wb + (c * wrow + j * wper))
         return K.Load(wtab, wb + (c * wrow + j))
@@ -487,6 +563,8 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
     fill = _Fill(ctx, g, lay, col, slots, speed)
     # one pixel: twice the steps per iteration (fewer live values, the loop overhead halves)
     unroll = (MAX_UNROLL * (2 if slots == 1 else 1) // per_step) if speed else 1
+
+    words: dict[tuple, K.Expr] = {}  # lohi direct: input words loaded in the current block's scope
 
     def x_values(st: list[K.Stmt], s: int, base: K.Expr | None, kb: K.Expr, j: int) -> list[K.Expr]:
         """The step's input values of slot s (step index kb + j), as locals appended to st."""
@@ -499,6 +577,16 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
                 src = K.Load(col, kb + (j + s * depth))
             v = ctx.var("xv", src.dtype)
             st.append(K.Let(v, src))
+            return [v]
+        if direct and kind == "lohi":  # pair p: SXTB16 (even p) or SXTB16 ROR 8 (odd p) of word p // 2
+            assert base is not None and g.buf is not None
+            key = (("c", kb.value) if isinstance(kb, K.Const) else id(kb), s, j // 2)
+            if key not in words:
+                w = ctx.var("xw")
+                st.append(K.Let(w, _word(g.buf, base + kb * 2 + (j // 2) * 4)))
+                words[key] = w
+            v = ctx.var("xv")
+            st.append(K.Let(v, intrinsic("sxtb16_ror8" if j % 2 else "sxtb16", words[key])))
             return [v]
         if direct:
             assert base is not None and g.buf is not None
@@ -515,16 +603,41 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
 
     def block(nsl: int, size: int, oc0: K.Expr, seg: K.Expr, pixs: list[Pixel], bases: list[K.Expr | None]) -> K.Stmt:
         accs = [[ctx.var(f"acc{s}_{c}") for c in range(size)] for s in range(nsl)]
+        words.clear()
         pre: list[K.Stmt] = []
+        lo_bias: K.Expr = K.Const(0)
         for c in range(size):
+            if kind == "lohi" and c % 2:  # a pair's combined accumulator starts at the low channel's bias
+                pre += [K.Let(accs[s][c], lo_bias) for s in range(nsl)]
+                continue
             b = ctx.var("bias")
             pre.append(K.Let(b, K.Load(btab, oc0 + c)))
             pre += [K.Let(accs[s][c], b) for s in range(nsl)]
+            lo_bias = b
 
         def step(kb: K.Expr, wb: K.Expr, j: int) -> list[K.Stmt]:
             """Step kb + j: every index is a per-iteration base plus a constant (one pointer each)."""
             st: list[K.Stmt] = []
             xs = [x_values(st, s, bases[s], kb, j) for s in range(nsl)]
+            if kind == "lohi":
+                for u in range((size + 1) // 2):
+                    wv, c = ctx.var("wv"), 2 * u
+                    if not wide64:
+                        st.append(K.Let(wv, w_load(wb, u, j, size)))
+                    else:
+                        if u % 2 == 0:
+                            wd = ctx.var("wd", "i64")
+                            st.append(K.Let(wd, w_load(wb, u // 2, j, size)))
+                        st.append(K.Let(wv, (wd >> 32 if u % 2 else wd).cast("i32")))
+                    if c + 1 < size:  # the low channel's pair by SXTB16, low + 256 * high by the word itself
+                        lo = ctx.var("wl")
+                        st.append(K.Let(lo, intrinsic("sxtb16", wv)))
+                        st += [K.Assign(accs[s][c], intrinsic("smlad", xs[s][0], lo, accs[s][c])) for s in range(nsl)]
+                        st += [K.Assign(accs[s][c + 1], intrinsic("smlad", xs[s][0], wv, accs[s][c + 1]))
+                               for s in range(nsl)]
+                    else:  # a lone channel: its pairs stored widened
+                        st += [K.Assign(accs[s][c], intrinsic("smlad", xs[s][0], wv, accs[s][c])) for s in range(nsl)]
+                return st
             for c0 in range(0, size, 2):  # weights of two channels are adjacent: one LDRD
                 cs = list(range(c0, min(c0 + 2, size)))
                 ws: list[list[K.Expr]] = []
@@ -549,6 +662,8 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         # one pixel: the column is the same for every channel block anyway, a complete unroll
         # costs nothing in loads; two pixels: keep a loop (see _unroll_factor)
         u = ksteps if (speed and nsl == 1 and ksteps * per_step <= FULL_UNROLL) else _unroll_factor(ksteps, unroll)
+        if direct and kind == "lohi" and u % 2:  # two steps per input word: an even step per iteration
+            u = 2
         main = ksteps // u
         body: list[K.Stmt] = []
         w0 = simplify_expr(w_base(oc0, seg, K.Const(0), size))
@@ -566,9 +681,16 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         for c in range(size):
             lets, cc = rq.channel(ctx, oc0 + c)
             post += lets
+            hb = None
+            if kind == "lohi" and c % 2:
+                hb = ctx.var("bias")
+                post.append(K.Let(hb, K.Load(btab, oc0 + c)))
             for s in range(nsl):
                 p = pixs[s]
-                post.append(g.store(p.n, p.oy, p.ox, oc0 + c, rq.value(cc, accs[s][c])))
+                acc: K.Expr = accs[s][c]
+                if hb is not None:  # ((low + 256 high) - low) / 256, exact: lohi_fits bounds both
+                    acc = ((accs[s][c] - accs[s][c - 1]) >> 8) + hb
+                post.append(g.store(p.n, p.oy, p.ox, oc0 + c, rq.value(cc, acc)))
         return K.seq(*pre, *body, *post)
 
     def pixel_group(qs: list[K.Expr | int]) -> K.Stmt:
@@ -592,11 +714,11 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         nsl = len(qs)
         if full:
             ob = ctx.var("ob")
-            stmts.append(K.For(ob, full, block(nsl, nb, ob * nb, ob * (nb * ksteps), pixs, bases)))
-        seg = full * nb * ksteps
+            stmts.append(K.For(ob, full, block(nsl, nb, ob * nb, ob * (units(nb) * ksteps), pixs, bases)))
+        seg = full * units(nb) * ksteps
         for oc0, size in tails:
             stmts.append(block(nsl, size, K.Const(oc0), K.Const(seg), pixs, bases))
-            seg += size * ksteps
+            seg += units(size) * ksteps
         return K.seq(*stmts)
 
     parts: list[K.Stmt] = []

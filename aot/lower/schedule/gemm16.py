@@ -72,7 +72,7 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, finish: 
     taps, ppt = g.kh * g.kw, tap_pairs(g.C)
     total = taps * ppt
     wp = pack_weights16(w2d, g.kh, g.kw, g.C)
-    left = budget.take(int(wp.size) * 4)
+    left = budget.take16(int(wp.size) * 4)
     if left is None:
         return None
     blks = blocks(oc_n, BLOCK)

@@ -22,6 +22,8 @@ from aot.lower.context import LowerCtx
 from aot.lower.schedule.depthwise import emit_depthwise
 from aot.lower.schedule.gemm import Geometry, emit_gemm
 from aot.lower.schedule.gemm16 import emit_gemm16
+from aot.lower.schedule.helium import helium_conv2d, helium_depthwise, helium_fully_connected
+from aot.lower.schedule.host_x86 import x86_conv2d, x86_depthwise, x86_fully_connected, x86_gemm_geometry
 from aot.lower.schedule.requant import Requant, fold_bias
 from aot.lower.schedule.target import WeightBudget
 from aot.ops.arith import MacArith, mac_arith
@@ -32,6 +34,8 @@ from aot.ops.emit import Accessor, OutputWriter, rows_accessor, unflatten
 class Scheduled:
     body: K.Stmt
     budget: WeightBudget  # what is left for the kernels lowered after this one
+    # input buffers the kernel may overwrite with its output (same element offsets, read first)
+    inplace: tuple[K.Buffer, ...] = ()
 
 
 Schedule = Callable[[LowerCtx, Call, Sequence[Accessor], OutputWriter, WeightBudget], "Scheduled | None"]
@@ -68,6 +72,12 @@ def schedule_conv2d(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: Ou
         return _conv16(ctx, x, w, out, attrs, arith, budget)
     if ctx.target.reference or int(attrs.get("groups", 1)) != 1 or not _int8_mac(x, w, bias, out, arith):
         return None
+    mve = helium_conv2d(ctx, x, w, bias, out, attrs, arith)
+    if mve is not None:
+        return Scheduled(mve, budget)
+    x86 = x86_conv2d(ctx, x, w, bias, out, attrs, arith)
+    if x86 is not None:
+        return Scheduled(x86, budget)
     oc_n, kh, kw, cin = w.shape
     w2d = np.asarray(w.const).reshape(oc_n, -1)
     biasf = fold_bias(w2d, None if bias is None else bias.const, arith.input_offset)
@@ -81,7 +91,18 @@ def schedule_conv2d(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: Ou
     g = Geometry(n_, h, wd, c, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow,
                  get=lambda n, iy, ix, ic: x([n, iy, ix, ic]), buf=_i8_buffer(x),
                  store=lambda n, oy, ox, oc, v: out.store([n, oy, ox, oc], v), zp_in=-arith.input_offset)
-    return Scheduled(*emit_gemm(ctx, ctx.target, g, w2d, biasf, Requant(ctx, arith, oc_n), budget))
+    return _gemm_scheduled(g, out, oc_n, *emit_gemm(ctx, ctx.target, g, w2d, biasf, Requant(ctx, arith, oc_n), budget))
+
+
+def _gemm_scheduled(g: Geometry, out: OutputWriter, oc_n: int, body: K.Stmt, budget: WeightBudget) -> Scheduled:
+    """A 1x1 product that reads its input through the column (every pixel group copied before
+    its outputs are stored) writes output pixel p at or below input pixel p's bytes when it has
+    no more channels than the input: it may overwrite its input."""
+    ylo, yhi, xlo, xhi = g.pads
+    ok = (isinstance(body, K.Allocate) and g.buf is not None and g.buf.dtype == "i8" and out.buffer.dtype == "i8"
+          and g.kh == g.kw == g.sh == g.sw == 1 and not (ylo or yhi or xlo or xhi) and oc_n <= g.C
+          and (g.OH, g.OW) == (g.H, g.W))
+    return Scheduled(body, budget, (g.buf,) if ok and g.buf is not None else ())
 
 
 def _conv16(ctx: LowerCtx, x: Accessor, w: Accessor, out: OutputWriter, attrs: Mapping, arith: MacArith,
@@ -113,6 +134,12 @@ def schedule_fully_connected(ctx: LowerCtx, call: Call, args: Sequence[Accessor]
         return None if done is None else Scheduled(*done)
     if ctx.target.reference or not _int8_mac(xf, w, bias, out, arith):
         return None
+    mve = helium_fully_connected(ctx, xf, rows, w, bias, out, arith)
+    if mve is not None:
+        return Scheduled(mve, budget)
+    x86 = x86_fully_connected(ctx, xf, rows, w, bias, out, arith)
+    if x86 is not None:
+        return Scheduled(x86, budget)
     w2d = np.asarray(w.const).reshape(o_n, k_n)
     biasf = fold_bias(w2d, None if bias is None else bias.const, arith.input_offset)
     if biasf is None:
@@ -121,7 +148,7 @@ def schedule_fully_connected(ctx: LowerCtx, call: Call, args: Sequence[Accessor]
                  get=lambda n, iy, ix, ic: xf([ix, ic]), buf=_i8_buffer(xf),
                  store=lambda n, oy, ox, oc, v: out.store(unflatten(out.shape[:-1], ox) + [oc], v),
                  zp_in=-arith.input_offset)
-    return Scheduled(*emit_gemm(ctx, ctx.target, g, w2d, biasf, Requant(ctx, arith, o_n), budget))
+    return _gemm_scheduled(g, out, o_n, *emit_gemm(ctx, ctx.target, g, w2d, biasf, Requant(ctx, arith, o_n), budget))
 
 
 def schedule_depthwise(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: OutputWriter,
@@ -131,6 +158,12 @@ def schedule_depthwise(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out:
     arith = mac_arith(ctx, "depthwise_conv2d", x.type, w.type, out.type, bias, attrs)
     if ctx.target.reference or not _int8_mac(x, w, bias, out, arith):
         return None
+    mve = helium_depthwise(ctx, x, w, bias, out, attrs, arith)
+    if mve is not None:
+        return Scheduled(mve, budget)
+    x86 = x86_depthwise(ctx, x, w, bias, out, attrs, arith)
+    if x86 is not None:
+        return Scheduled(x86, budget)
     n_, oh, ow, oc_n = out.shape
     _, h, wd, cin = x.shape
     _, kh, kw, _ = w.shape
@@ -147,9 +180,15 @@ def schedule_depthwise(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out:
         g = Geometry(n_, h, wd, 1, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow,
                      get=lambda n, iy, ix, ic: x([n, iy, ix, ic]), buf=_i8_buffer(x),
                      store=lambda n, oy, ox, oc, v: out.store([n, oy, ox, oc], v), zp_in=-arith.input_offset)
+        x86 = x86_gemm_geometry(ctx, g, w2d, biasf, arith, out)
+        if x86 is not None:
+            return Scheduled(x86, budget)
         return Scheduled(*emit_gemm(ctx, ctx.target, g, w2d, biasf, Requant(ctx, arith, oc_n), budget))
-    body = emit_depthwise(ctx, ctx.target, x, w, bias, out, attrs, arith)
-    return None if body is None else Scheduled(body, budget)
+    done = emit_depthwise(ctx, ctx.target, x, w, bias, out, attrs, arith, in_place=True)
+    if done is None:
+        return None
+    body, in_place = done
+    return Scheduled(body, budget, (x.buffer,) if in_place and x.buffer is not None else ())
 
 
 SCHEDULES: Mapping[str, Schedule] = MappingProxyType({

@@ -12,10 +12,14 @@ the lowering carries it in its LowerCtx (aot.lower.context); the schedules take 
 argument. The default, DEFAULT_TARGET, is a core without DSP at speed: correct on every
 target, and the DSP intrinsics never appear.
 
-A WeightBudget is the flash the schedules may still spend on weights re-laid-out for speed
-(a quarter of the device's flash): a value, spent with `take`, which returns the budget left.
-The lowering loop threads it through the kernels in the entry function's call order, so the
-kernels called first get pre-widened weights while the budget lasts.
+A WeightBudget is the flash the schedules may still spend on weights re-laid-out for speed:
+a value, spent with `take`, which returns the budget left. int8 weights keep their own size by
+default (the DSP schedules read them as int8, aot.lower.schedule.gemm): only the user's
+`--flash-budget BYTES` (CompileOptions.flash_budget) lets them pre-widen int8 weights to int16
+pairs, which is faster. 16x8 weights have no int8 form for SMLAD: they may take a quarter of
+the device's flash (`take16`). The lowering loop threads the budget through the kernels in the
+entry function's call order, so the kernels called first get pre-widened weights while it
+lasts; `spent` is the flash that cost.
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ OPT_LEVELS = ("speed", "size", "reference")
 
 # cpu -> features the schedules use (the DSP extension is optional on Cortex-M33: boards say)
 CPU_FEATURES: Mapping[str, frozenset[str]] = MappingProxyType({
+    "cortex-m0": frozenset(),
     "cortex-m0plus": frozenset(),
     "cortex-m3": frozenset(),
     "cortex-m4": frozenset({"dsp"}),
@@ -36,6 +41,12 @@ CPU_FEATURES: Mapping[str, frozenset[str]] = MappingProxyType({
     "cortex-m33": frozenset(),
     "cortex-m55": frozenset({"dsp", "mve"}),
 })
+
+
+# ARMv6-M cores (Thumb-1 plus a few Thumb-2 instructions): no DSP extension, no SSAT/USAT,
+# no hardware divide. The schedules' DSP paths are gated on the "dsp" feature, which these
+# cores can never have; generic C and LLVM IR then compile to thumbv6m (libgcc for division).
+ARMV6M_CPUS = frozenset({"cortex-m0", "cortex-m0plus", "cortex-m1"})
 
 
 @dataclass(frozen=True)
@@ -50,6 +61,14 @@ class ScheduleTarget:
         if self.opt not in OPT_LEVELS:
             raise Error(f"unknown schedule opt {self.opt!r}; choose one of {', '.join(OPT_LEVELS)}")
         object.__setattr__(self, "features", frozenset(self.features))
+        if self.cpu in ARMV6M_CPUS and self.features & {"dsp", "mve"}:
+            raise Error(f"{self.cpu} is an ARMv6-M core: it has no {', '.join(sorted(self.features & {'dsp', 'mve'}))} "
+                        f"extension")
+
+    @property
+    def armv6m(self) -> bool:
+        """An ARMv6-M core: only the portable (non-DSP) schedules apply."""
+        return self.cpu in ARMV6M_CPUS
 
     @property
     def dsp(self) -> bool:
@@ -92,19 +111,32 @@ def make_target(cpu: str | None = None, features: Iterable[str] | None = None,
 
 @dataclass(frozen=True)
 class WeightBudget:
-    """Extra flash that schedules may still spend on re-laid-out weights (None: no limit)."""
+    """Extra flash that schedules may still spend on re-laid-out weights (None: no limit):
+    `remaining` for int8 weights pre-widened to 16-bit pairs (the user's flash budget, 0 by
+    default), `device` for 16x8 weights (a quarter of the device's flash); `spent` so far."""
 
-    remaining: int | None = None
+    remaining: int | None = 0
+    device: int | None = None
+    spent: int = 0
 
     @staticmethod
-    def for_target(target: ScheduleTarget) -> "WeightBudget":
-        """A quarter of the target's flash (no limit when the target does not say)."""
-        return WeightBudget(target.flash_bytes // 4 if target.flash_bytes else None)
+    def for_target(target: ScheduleTarget, flash_budget: int | None = 0) -> "WeightBudget":
+        """flash_budget for int8 weights (None: no limit); a quarter of the target's flash for
+        16x8 weights (no limit when the target does not say)."""
+        if flash_budget is not None and flash_budget < 0:
+            raise Error(f"flash budget {flash_budget} must not be negative")
+        return WeightBudget(flash_budget, target.flash_bytes // 4 if target.flash_bytes else None)
 
     def take(self, nbytes: int) -> "WeightBudget | None":
-        """The budget left after spending nbytes, or None if they do not fit."""
-        if self.remaining is None:
-            return self
-        if nbytes > self.remaining:
+        """The budget left after spending nbytes on pre-widened int8 weights, or None if they do not fit."""
+        if self.remaining is not None and nbytes > self.remaining:
             return None
-        return WeightBudget(self.remaining - nbytes)
+        left = None if self.remaining is None else self.remaining - nbytes
+        return WeightBudget(left, self.device, self.spent + nbytes)
+
+    def take16(self, nbytes: int) -> "WeightBudget | None":
+        """The budget left after spending nbytes on 16x8 weight pairs, or None if they do not fit."""
+        if self.device is not None and nbytes > self.device:
+            return None
+        left = None if self.device is None else self.device - nbytes
+        return WeightBudget(self.remaining, left, self.spent + nbytes)

@@ -9,9 +9,15 @@ from typing import Mapping
 
 from aot.frontend.tflite.converter import OpHandler
 from aot.frontend.tflite.handlers import elementwise, mac, pool, quantize, recurrent, shape
+from aot.frontend.tflite.handlers import logic
+from aot.frontend.tflite.handlers import state
+from aot.frontend.tflite.handlers import detection
+from aot.frontend.tflite.handlers import movement
+from aot.frontend.tflite.handlers import signal
+from aot.frontend.tflite.handlers import math
 from aot.frontend.tflite.parse import OptionsSpec
 
-FAMILIES = (mac, elementwise, pool, shape, quantize, recurrent)
+FAMILIES = (mac, elementwise, pool, shape, quantize, recurrent, logic, state, movement, signal, math, detection)
 
 
 def _merge(tables: tuple[Mapping[str, OpHandler], ...]) -> Mapping[str, OpHandler]:

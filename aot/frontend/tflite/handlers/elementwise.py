@@ -24,6 +24,9 @@ def _binary(irop: str, dtypes: tuple[str, ...]) -> Convert:
         check_dtype(a, dtypes)
         if len(a.type.shape) > 6 or len(b.type.shape) > 6:
             raise Unsupported("operands of rank above 6")
+        if a.type.dtype == "int32":  # plain int32 arithmetic (aot.ops.signal_int)
+            cv.emit(op, f"{irop}_i32", [a, b], {"activation": act(opts)})
+            return
         cv.emit(op, irop, [a, b], cv.out_quant(op, {"activation": act(opts)}))
     return handler
 
@@ -55,9 +58,9 @@ def _h(make, irop: str, dtypes: tuple[str, ...], options: str | None = None,  # 
 
 
 HANDLERS: Mapping[str, OpHandler] = MappingProxyType({
-    "ADD": _h(_binary, "add", Q16, "AddOptions", ("FusedActivationFunction",)),
+    "ADD": _h(_binary, "add", Q16 + ("int32",), "AddOptions", ("FusedActivationFunction",)),
     "SUB": _h(_binary, "sub", Q16, "SubOptions", ("FusedActivationFunction",)),
-    "MUL": _h(_binary, "mul", Q16, "MulOptions", ("FusedActivationFunction",)),
+    "MUL": _h(_binary, "mul", Q16 + ("int32",), "MulOptions", ("FusedActivationFunction",)),
     "SOFTMAX": _h(_unary, "softmax", Q16, "SoftmaxOptions", ("Beta",)),
     "LOGISTIC": _h(_unary, "sigmoid", Q16),
     "TANH": _h(_unary, "tanh", Q16),

@@ -38,7 +38,8 @@ def _concat(cv: Converter, op: Op, opts: dict[str, Any]) -> None:
     if not -rank <= axis < rank:
         raise ModelFormatError(f"{cv.f.name}: {op.label} axis {axis} for rank {rank}")
     attrs = {"axis": axis % rank, "activation": act(opts)}
-    cv.emit(op, "concat", xs, cv.out_quant(op, attrs))
+    plain = xs[0].type.dtype in ("int32", "int64", "bool", "uint32", "uint64")  # no quantization to carry
+    cv.emit(op, "concat", xs, attrs if plain else cv.out_quant(op, attrs))
 
 
 def _pad(cv: Converter, op: Op, opts: dict[str, Any]) -> None:

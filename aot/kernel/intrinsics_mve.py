@@ -1,0 +1,120 @@
+"""Helium (MVE) vector intrinsics of the kernel IR: their exact semantics, lane by lane.
+
+These are routines over buffers rather than scalar functions: an argument whose dtype starts
+with "&" (read) or "*" (written) is a reference (the kernel IR passes a Load, whose address
+the backends pass; the interpreter passes (array, index)); they run as K.Evaluate statements. C: runtime_c/include/aot_helium.h (arm_mve.h on MVE cores, the
+same arithmetic in portable C elsewhere); LLVM: aot/llvm/helium.py.
+
+A parameter table p (int32) holds, per block of `ps` output channels (4 for mve_conv4 /
+mve_pw, 8 for mve_dw_row), four rows of ps entries: the bias (input offset folded in), the
+multiplier, the left shift and minus the right shift of each channel (TFLite's MultiplyByQuantizedMultiplier, two roundings: VQRDMULH and a
+rounding shift with the round-half-away fixup on MVE).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from aot.quant import fixedpoint as fp
+
+Ref = tuple[np.ndarray, int]
+
+
+def _rq(acc: int, p: Ref, c: int, ps: int, zp: int, amin: int, amax: int) -> int:
+    arr, i = p
+    m, left, nright = int(arr[i + c + ps]), int(arr[i + c + 2 * ps]), int(arr[i + c + 3 * ps])
+    v = int(fp.multiply_by_quantized_multiplier(acc, m, left if left > 0 else nright))
+    return min(max(v + zp, amin), amax)
+
+
+def conv4_weights(w2d: np.ndarray) -> np.ndarray:
+    """The weights [oc][n] of mve_conv4, one block of four channels after another, each as
+    [ceil(n/16)][4][16] int8 (zero padded)."""
+    oc_n, n = w2d.shape
+    blocks, chunks = -(-oc_n // 4), -(-n // 16)
+    pad = np.zeros((blocks * 4, chunks * 16), dtype=np.int8)
+    pad[:oc_n, :n] = w2d
+    return pad.reshape(blocks, 4, chunks, 16).transpose(0, 2, 1, 3).reshape(-1)
+
+
+def mve_conv4(out: Ref, x: Ref, w: Ref, n: int, npix: int, xs: int, os: int, nc: int, p: Ref, ps: int, zp: int,
+              amin: int, amax: int) -> int:
+    """nc (1..4) output channels of npix pixels (pixel q reads x + q*xs, writes out + q*os):
+    out[c] = clamp(requant(bias[c] + sum_k<n x[k] * w'[c][k]) + zp), w' one block of conv4_weights."""
+    xa, xi = x
+    wa, wi = w
+    chunks = -(-n // 16)
+    wb = wa[wi:wi + chunks * 64].astype(np.int64).reshape(chunks, 4, 16).transpose(1, 0, 2).reshape(4, -1)[:, :n]
+    for q in range(npix):
+        xs_ = xa[xi + q * xs:xi + q * xs + n].astype(np.int64)
+        for c in range(nc):
+            acc = int(p[0][p[1] + c]) + int(np.dot(xs_, wb[c]))
+            out[0][out[1] + q * os + c] = _rq(acc, p, c, ps, zp, amin, amax)
+    return 0
+
+
+def mve_pw(out: Ref, x: Ref, w: Ref, n: int, npix: int, xs: int, os: int, OC: int, p: Ref, ps: int, zp: int,
+           amin: int, amax: int) -> int:
+    """Every output channel (OC, blocks of four as mve_conv4) of npix pixels; n <= 64."""
+    wblock = -(-n // 16) * 64
+    for b in range(0, OC, 4):
+        mve_conv4((out[0], out[1] + b), x, (w[0], w[1] + (b // 4) * wblock), n, npix, xs, os, min(4, OC - b),
+                  (p[0], p[1] + b * ps), ps, zp, amin, amax)
+    return 0
+
+
+def dw_slots(C: int) -> np.ndarray:
+    """Where channel c's parameters sit in mve_dw's table: per block of eight channels the
+    even ones first, then the odd ones (c0 c2 c4 c6 c1 c3 c5 c7)."""
+    c = np.arange(C)
+    r = c & 7
+    return (c - r) + (r & 1) * 4 + (r >> 1)
+
+
+def dw_weights(w: np.ndarray) -> np.ndarray:
+    """Depthwise weights [kh][kw][C] as mve_dw_row reads them: [ceil(C/8)][kh][kw][8] int8, zero padded."""
+    kh, kw, C = w.shape
+    blocks = -(-C // 8)
+    pad = np.zeros((kh, kw, blocks * 8), dtype=np.int8)
+    pad[:, :, :C] = w
+    return pad.reshape(kh, kw, blocks, 8).transpose(2, 0, 1, 3).reshape(-1)
+
+
+def mve_dw_row(out: Ref, lb: Ref, x: Ref, w: Ref, p: Ref, C: int, H: int, W: int, kh: int, kw: int, dh: int,
+               dw: int, sw: int, iy0: int, pl: int, OW: int, zp_in: int, ps: int, zp: int, amin: int,
+               amax: int) -> int:
+    """Depthwise (multiplier 1), one output row of OW pixels, every channel: taps outside the
+    image read zp_in; weights as dw_weights lays them out; channel c's parameters at
+    dw_slots(C)[c] of the table. lb is the line
+    buffer ([kh][(OW-1)*sw + (kw-1)*dw + 1][C] int8) the vector version fills first; its
+    content afterwards is unspecified."""
+    xa, xi = x
+    wa, wi = w
+    blocks = -(-C // 8)
+    wk = wa[wi:wi + blocks * kh * kw * 8].reshape(blocks, kh, kw, 8).transpose(1, 2, 0, 3).reshape(kh * kw, -1)
+    slot = dw_slots(C)
+    pidx = (slot // ps) * 4 * ps + slot % ps  # blocks of ps channels: 4 rows of ps parameters each
+    for ox in range(OW):
+        ix0 = ox * sw - pl
+        acc = p[0][p[1] + pidx].astype(np.int64)
+        for ky in range(kh):
+            iy = iy0 + ky * dh
+            for kx in range(kw):
+                ix = ix0 + kx * dw
+                wv = wk[ky * kw + kx, :C].astype(np.int64)
+                if 0 <= iy < H and 0 <= ix < W:
+                    acc += xa[xi + (iy * W + ix) * C:xi + (iy * W + ix + 1) * C].astype(np.int64) * wv
+                else:
+                    acc += zp_in * wv
+        for c in range(C):
+            out[0][out[1] + ox * C + c] = _rq(int(acc[c]), p, int(pidx[c]), ps, zp, amin, amax)
+    return 0
+
+
+# name -> (argument dtypes, result dtype, semantics)
+MVE_INTRINSICS: tuple[tuple[str, tuple[str, ...], str, Callable[..., int]], ...] = (
+    ("mve_conv4", ("*i8", "&i8", "&i8") + ("i32",) * 5 + ("&i32",) + ("i32",) * 4, "i32", mve_conv4),
+    ("mve_pw", ("*i8", "&i8", "&i8") + ("i32",) * 5 + ("&i32",) + ("i32",) * 4, "i32", mve_pw),
+    ("mve_dw_row", ("*i8", "*i8", "&i8", "&i8", "&i32") + ("i32",) * 16, "i32", mve_dw_row),
+)

@@ -1,0 +1,225 @@
+"""Helium (MVE) schedules for Cortex-M55: int8 convolution, fully connected and depthwise
+convolution as calls of the vector routines of aot.kernel.intrinsics_mve.
+
+conv2d / fully_connected: the receptive field of an output pixel is one contiguous int8 run
+(the input itself for unpadded 1x1 convolutions and fully connected layers, else an int8
+column filled as in aot.lower.schedule.gemm, for a group of pixels at a time); `mve_conv4`
+takes four output channels over a run of pixels: one 16-lane input load feeds four VMLADAVA
+dot products against weights re-laid out at compile time as [16-step][channel][16] (one
+pointer walks them), the last 16-lane step predicated (VCTP), and the four accumulators are
+requantized as one vector and stored with one narrowing store. Receptive fields up to 64 long
+use `mve_pw` instead: per pixel the input stays in four vector registers while every channel
+block streams its weights past it.
+depthwise_conv2d (depth multiplier 1): `mve_dw_row` per output row: the window's input rows
+are copied into a line buffer with the padding written as the input zero point, then per pixel
+eight channels per step (VLDRB.S16, VMULLB and VMULLT into two int32 vectors), no bounds checks.
+
+The accumulators start at the bias with the input offset folded in (fold_bias), so the
+routines multiply raw inputs; requantization is TFLite's two-rounding
+MultiplyByQuantizedMultiplier (VQRDMULH, then a rounding shift with the half-away fixup),
+bit-exact on every lane. Used when the target has "mve" and opt is speed; otherwise, or when
+an operand is not a plain int8 buffer or the output has a fused epilogue, None (the other
+schedules run).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Mapping
+
+import numpy as np
+
+from aot.kernel import ir as K
+from aot.kernel.simplify import simplify_expr
+from aot.kernel.intrinsics import call as intrinsic
+from aot.kernel.intrinsics_mve import conv4_weights, dw_slots, dw_weights
+from aot.lower.schedule.gemm import Geometry, _Fill, pixel_coords
+from aot.lower.schedule.requant import fold_bias
+from aot.ops.arith import MacArith
+from aot.ops.emit import Accessor, OutputWriter
+
+LANES = 4  # output channels per vector requantization
+COLUMN_BYTES = 512  # the column of a group of pixels (conv2d with a window or padding)
+PW_DEPTH = 64  # receptive fields up to this long: mve_pw (the input held in four vector registers)
+
+
+def helium_target(ctx) -> bool:  # noqa: ANN001
+    return "mve" in ctx.target.features and ctx.target.speed
+
+
+def plain_output(out: OutputWriter) -> bool:
+    """The output is stored as is (no fused epilogue) into an int8 buffer of the op's shape."""
+    if out.buffer.dtype != "i8" or out.type.shape != out.final_type.shape:
+        return False
+    probe = K.ScalarVar("probe")
+    pre, v = out.epilogue(probe, [K.Const(0)] * len(out.shape))
+    return not pre and v is probe
+
+
+def param_table(ctx, biasf: np.ndarray, arith: MacArith, channels: int,  # noqa: ANN001
+                slots: np.ndarray | None = None, block: int = LANES) -> tuple[K.Buffer, int]:
+    """The int32 parameter table of the vector routines: per block of `block` channels the rows
+    bias, multiplier, left shift, -right shift (channel c at position slots[c], default c), so
+    one block's parameters are 4 x block adjacent words; and the row stride ps = block."""
+    nb = -(-channels // block)
+    mult = np.broadcast_to(np.asarray(arith.mult_values, dtype=np.int64), (channels,))
+    shift = np.broadcast_to(np.asarray(arith.shift_values, dtype=np.int64), (channels,))
+    pos = np.arange(channels) if slots is None else slots
+    tab = np.zeros((nb, 4, block), dtype=np.int64)
+    for row, vals in enumerate((biasf, mult, np.maximum(shift, 0), np.minimum(shift, 0))):
+        tab[pos // block, row, pos % block] = vals
+    return ctx.const(tab.reshape(-1).astype(np.int32), "i32", "mvep"), block
+
+
+def _usable(arith: MacArith) -> bool:
+    shifts = np.asarray(arith.shift_values, dtype=np.int64)
+    return bool(np.all(shifts >= -31) and np.all(shifts <= 31))
+
+
+def _pixel_loop(ctx, P: int, body) -> K.Stmt:  # noqa: ANN001
+    if P == 1:
+        return body(K.Const(0))
+    q = ctx.var("q")
+    return K.For(q, P, body(q))
+
+
+def emit_conv(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: MacArith,  # noqa: ANN001
+              out: OutputWriter) -> K.Stmt:
+    """conv2d / fully connected (a 1x1 convolution over rows). Pixels whose inputs are evenly
+    spaced rows of the input (unpadded 1x1 stride-1 convolutions, fully connected layers): one
+    call per channel block over every pixel; strided 1x1: per pixel; otherwise per group of
+    pixels whose columns fit COLUMN_BYTES: the columns, then one call per channel block."""
+    oc_n, depth = w2d.shape
+    ylo, yhi, xlo, xhi = g.pads
+    direct = g.kh == 1 and g.kw == 1 and not (ylo or yhi or xlo or xhi) and g.buf is not None
+    linear = direct and g.sh == 1 and g.sw == 1 and g.OH == g.H and g.OW == g.W
+    wtab = ctx.const(conv4_weights(w2d), "i8", "w16")
+    wblock = -(-depth // 16) * 64
+    ptab, ps = param_table(ctx, biasf, arith, oc_n)
+    full, tail = divmod(oc_n, LANES)
+    consts = (int(arith.output_offset), int(arith.act_min), int(arith.act_max))
+
+    def block(xref: K.Expr, q: K.Expr, npix: int, xs: int, ob: K.Expr, nc: int) -> K.Stmt:
+        return K.Evaluate(intrinsic("mve_conv4", K.Load(out.buffer, q * oc_n + ob * LANES), xref,
+                                    K.Load(wtab, ob * wblock), depth, npix, xs, oc_n, nc,
+                                    K.Load(ptab, ob * (4 * LANES)), ps, *consts))
+
+    def blocks(xref: K.Expr, q: K.Expr, npix: int, xs: int) -> list[K.Stmt]:
+        if depth <= PW_DEPTH:  # the input of a pixel fits the vector registers: one call, blocks inside
+            return [K.Evaluate(intrinsic("mve_pw", K.Load(out.buffer, q * oc_n), xref, K.Load(wtab, K.Const(0)),
+                                         depth, npix, xs, oc_n, oc_n, K.Load(ptab, K.Const(0)), ps, *consts))]
+        stmts: list[K.Stmt] = []
+        if full == 1:
+            stmts.append(block(xref, q, npix, xs, K.Const(0), LANES))
+        elif full > 1:
+            ob = ctx.var("ob")
+            stmts.append(K.For(ob, full, block(xref, q, npix, xs, ob, LANES)))
+        if tail:
+            stmts.append(block(xref, q, npix, xs, K.Const(full), tail))
+        return stmts
+
+    if linear:
+        assert g.buf is not None
+        return K.seq(*blocks(K.Load(g.buf, K.Const(0)), K.Const(0), g.pixels, g.C))
+    if direct:  # strided 1x1: one pixel at a time, read in place
+        def pixel(q: K.Expr) -> K.Stmt:
+            lets, p = pixel_coords(ctx, g, q)
+            assert g.buf is not None
+            return K.seq(*lets, *blocks(K.Load(g.buf, g.flat(p.n, p.iy0, p.ix0, K.Const(0))), q, 1, g.C))
+        return _pixel_loop(ctx, g.pixels, pixel)
+    # columns of `group` pixels side by side, then every channel block over the group
+    group = max(1, min(g.pixels, COLUMN_BYTES // depth))
+    col = K.Buffer(ctx.fresh("col"), "i8", depth * group)
+    fill = _Fill(ctx, g, None, col, group, True)
+
+    def pixels(q0: K.Expr, count: int) -> K.Stmt:
+        sl = ctx.var("slot")
+        lets, p = pixel_coords(ctx, g, simplify_expr(q0 + sl))
+        fills = K.For(sl, count, K.seq(*lets, fill.fill(p, sl)))
+        return K.seq(fills, *blocks(K.Load(col, K.Const(0)), q0, count, depth))
+
+    full_groups, rest = divmod(g.pixels, group)
+    parts: list[K.Stmt] = []
+    if full_groups == 1:
+        parts.append(pixels(K.Const(0), group))
+    elif full_groups > 1:
+        gq = ctx.var("gq")
+        parts.append(K.For(gq, full_groups, pixels(gq * group, group)))
+    if rest:
+        parts.append(pixels(K.Const(full_groups * group), rest))
+    return K.Allocate(col, K.seq(*parts))
+
+
+def conv_geometry(x: Accessor, w: Accessor, out: OutputWriter, attrs: Mapping) -> Geometry:
+    _, kh, kw, _ = w.shape
+    n_, oh, ow, _ = out.shape
+    _, h, wd, c = x.shape
+    sh, sw = attrs["strides"]
+    dh, dw = attrs.get("dilation", (1, 1))
+    pt, _, pl, _ = attrs["padding"]
+    buf = x.buffer if (x.buffer is not None and x.buffer.dtype == "i8") else None
+    return Geometry(n_, h, wd, c, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow,
+                    get=lambda n, iy, ix, ic: x([n, iy, ix, ic]), buf=buf,
+                    store=lambda n, oy, ox, oc, v: out.store([n, oy, ox, oc], v), zp_in=0)
+
+
+def helium_conv2d(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter,  # noqa: ANN001
+                  attrs: Mapping, arith: MacArith) -> K.Stmt | None:
+    if not (helium_target(ctx) and plain_output(out) and _usable(arith)):
+        return None
+    oc_n = w.shape[0]
+    w2d = np.asarray(w.const).reshape(oc_n, -1)
+    biasf = fold_bias(w2d, None if bias is None else bias.const, arith.input_offset)
+    if biasf is None:
+        return None
+    g = replace(conv_geometry(x, w, out, attrs), zp_in=-arith.input_offset)
+    return emit_conv(ctx, g, w2d, biasf, arith, out)
+
+
+def helium_fully_connected(ctx, xf: Accessor, rows: int, w: Accessor, bias: Accessor | None,  # noqa: ANN001
+                           out: OutputWriter, arith: MacArith) -> K.Stmt | None:
+    if not (helium_target(ctx) and plain_output(out) and _usable(arith)):
+        return None
+    o_n, k_n = w.shape
+    w2d = np.asarray(w.const).reshape(o_n, k_n)
+    biasf = fold_bias(w2d, None if bias is None else bias.const, arith.input_offset)
+    if biasf is None:
+        return None
+    buf = xf.buffer if (xf.buffer is not None and xf.buffer.dtype == "i8") else None
+    g = Geometry(1, 1, rows, k_n, 1, 1, 1, 1, 1, 1, 0, 0, 1, rows,
+                 get=lambda n, iy, ix, ic: xf([ix, ic]), buf=buf,
+                 store=lambda n, oy, ox, oc, v: out.store([ox, oc], v), zp_in=-arith.input_offset)
+    return emit_conv(ctx, g, w2d, biasf, arith, out)
+
+
+def helium_depthwise(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter,  # noqa: ANN001
+                     attrs: Mapping, arith: MacArith) -> K.Stmt | None:
+    """Depth multiplier 1 over a materialised int8 input; None otherwise."""
+    if not (helium_target(ctx) and plain_output(out) and _usable(arith)):
+        return None
+    n_, oh, ow, oc_n = out.shape
+    _, h, wd, cin = x.shape
+    _, kh, kw, _ = w.shape
+    if cin != oc_n or x.buffer is None or x.buffer.dtype != "i8":
+        return None
+    w2d = np.asarray(w.const).reshape(kh * kw, oc_n).T
+    biasf = fold_bias(w2d, None if bias is None else bias.const, arith.input_offset)
+    if biasf is None:
+        return None
+    wtab = ctx.const(dw_weights(np.asarray(w.const).astype(np.int8).reshape(kh, kw, oc_n)), "i8", "w8")
+    ptab, ps = param_table(ctx, biasf, arith, oc_n, dw_slots(oc_n), 8)
+    g = conv_geometry(x, w, out, attrs)
+    xbuf = x.buffer
+    lw = (ow - 1) * g.sw + (kw - 1) * g.dw + 1
+    lbuf = K.Buffer(ctx.fresh("lines"), "i8", kh * lw * cin)
+    geo = (cin, h, wd, kh, kw, g.dh, g.dw, g.sw)
+    consts = (ow, -int(arith.input_offset), ps, int(arith.output_offset), int(arith.act_min), int(arith.act_max))
+
+    def row(r: K.Expr) -> K.Stmt:  # r: flat output row n * oh + oy
+        n = r / oh if n_ > 1 else K.Const(0)
+        oy = r - n * oh if n_ > 1 else r
+        call = intrinsic("mve_dw_row", K.Load(out.buffer, r * (ow * oc_n)), K.Load(lbuf, K.Const(0)),
+                         K.Load(xbuf, n * (h * wd * cin)), K.Load(wtab, K.Const(0)), K.Load(ptab, K.Const(0)),
+                         *geo, simplify_expr(oy * g.sh - g.pt), g.pl, *consts)
+        return K.Evaluate(call)
+
+    return K.Allocate(lbuf, _pixel_loop(ctx, n_ * oh, row))

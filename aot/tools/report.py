@@ -1,0 +1,308 @@
+"""`aot report`: one self-contained HTML page about a model on a board (inline SVG, no script or
+style from the network): the memory plan over time, flash by section, by group and by layer, RAM
+by pool, static data and stack, per-layer MACs, QEMU instructions (`aot profile`) and TFLM's where known, the
+summary figures of an `aot bench` row and, optionally, an `aot sweep` table.
+
+Every figure is measured by the run (one board build run in QEMU, the footprint of its ELF, the
+compiler's memory plan); build_report returns the page and those figures as a dict, and each
+number in the page carries a data-key naming its place in that dict (the test compares them).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from html import escape
+from pathlib import Path
+from typing import Any, Sequence
+
+from aot.errors import Error
+from aot.tools.report_svg import bars_svg, fmt, plan_svg, stacked_svg
+
+PROFILE_NOTE = ("Per-layer QEMU instructions need `aot profile` (aot.tools.profile), which this "
+                "installation does not have.")
+
+
+def _buffer_names(node: Any, seen: set[int], out: set[str]) -> None:
+    from aot.kernel import ir as K
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    if isinstance(node, K.Buffer):
+        out.add(node.name)
+    if isinstance(node, (list, tuple)):
+        for x in node:
+            _buffer_names(x, seen, out)
+    elif dataclasses.is_dataclass(node) and not isinstance(node, type):
+        for f in dataclasses.fields(node):
+            _buffer_names(getattr(node, f.name), seen, out)
+
+
+def _layer_macs(fused: Any) -> dict[str, int]:
+    from aot.ir import FunctionRef
+    from aot.ops import REGISTRY
+    out = {}
+    for fn in fused.functions.values():
+        if not fn.primitive:
+            continue
+        total = 0
+        for c in fn.body:
+            if isinstance(c.op, FunctionRef):
+                continue
+            op = REGISTRY.get(c.op)
+            if op.macs is not None:
+                total += op.macs([a.type for a in c.args], c.out.type, c.attrs)
+        out[fn.name] = total
+    return out
+
+
+def _layers(compiled: Any, fp: dict) -> list[dict[str, Any]]:
+    """Per kernel, in call order: its op, MACs, code bytes (its function symbol in the ELF) and
+    the bytes of the constant tables it reads."""
+    macs = _layer_macs(compiled.fused)
+    consts = {c.buffer.name: int(c.buffer.nbytes) for c in compiled.module.consts}
+    code = {s["name"]: s["size"] for s in fp["symbols"] if s["kind"] == "function"}
+    prefix = compiled.options.prefix + "_"
+    ops = {fn.name: "+".join(c.op_name for c in fn.body) for fn in compiled.fused.functions.values() if fn.primitive}
+    rows = []
+    for kname in compiled.plan.step_kernels:
+        fname = kname[len(prefix):] if kname.startswith(prefix) else kname
+        names: set[str] = set()
+        _buffer_names(compiled.module.func(kname).body, set(), names)
+        rows.append({"kernel": kname, "op": ops.get(fname, fname), "macs": macs.get(fname, 0),
+                     "code_bytes": code.get(kname), "weights_bytes": sum(consts.get(n, 0) for n in names),
+                     "instructions": None, "tflm_instructions": None})
+    return rows
+
+
+RAM_SECTIONS = (".bss", ".aot_pool", ".heap", ".noinit", ".stack")
+
+
+def _flash_groups(symbols: Sequence[dict]) -> dict[str, int]:
+    """The ELF's symbols in flash (not in .bss, a pool, the heap or the stack) by group."""
+    out: dict[str, int] = {}
+    for s in symbols:
+        if not s["section"].startswith(RAM_SECTIONS):
+            out[s["group"]] = out.get(s["group"], 0) + s["size"]
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def _anchors_file() -> Path | None:
+    """../shared/anchors.json beside the checkout (TFLM per-operator counts), when present."""
+    from aot.assets import asset_dir
+    for base in (Path.cwd(), asset_dir("boards").parent):
+        p = base.parent / "shared" / "anchors.json"
+        if p.is_file():
+            return p
+    return None
+
+
+def _profile(model_path: Path, board: str, options: dict) -> list[dict] | str:
+    """Per-layer instructions from `aot profile` (aot.tools.profile), beside TFLM's per-operator
+    counts where ../shared/anchors.json has them; a string says why there are none."""
+    try:
+        from aot.tools.profile import compare_anchors, profile_model
+    except ImportError:
+        return PROFILE_NOTE
+    try:
+        prof = profile_model(model_path, board, plain=False, **options)
+    except Error as e:
+        return f"aot profile failed on this board: {' '.join(str(e).split())[:300]}"
+    anchors = _anchors_file()
+    if anchors is not None:
+        try:
+            compare_anchors(prof, json.loads(anchors.read_text()), model_path.stem)
+        except Error:
+            pass  # no TFLM row for this model and board: the TFLM column stays empty
+    return [dataclasses.asdict(layer) for layer in prof.layers]
+
+
+def collect(model_path: Path, board: str, opt: str = "speed", progress: bool = True,
+            profile: bool = True) -> dict[str, Any]:
+    from aot.board.boards import load_board
+    from aot.board.flow import board_options, run_on_board
+    from aot.frontend import load
+    from aot.ir.evaluate import random_inputs
+    from aot.pipeline.driver import compile_model
+    from aot.tools.bench import model_macs
+
+    def say(msg: str) -> None:
+        if progress:
+            print(f"report: {msg}", file=sys.stderr, flush=True)
+
+    options = {"opt": opt}
+    model = load(model_path)
+    say(f"compiling {model_path.name} for {board}")
+    compiled = compile_model(model, board_options(load_board(board), options))
+    say("building the project and running it in QEMU")
+    _, extra = run_on_board(model, random_inputs(model, 0), board, **options)
+    fp = extra["footprint"]
+    ram = fp["ram"]
+    stack = ram["stack"] or 0
+    pools = ram["pools"]
+    ram_total = ram["total"] if ram["total"] is not None else ram["static"] + stack
+    instr = int(extra["instructions"] or 0)
+    macs = model_macs(model)
+    groups = fp["groups"]
+    p = compiled.plan
+    summary = {
+        "instructions": instr, "macs": macs, "macs_per_instruction": round(macs / instr, 3) if instr else 0.0,
+        "flash_bytes": fp["flash"]["total"], "code_bytes": groups.get("kernels", 0),
+        "weights_bytes": groups.get("weights", 0),
+        "runtime_bytes": fp["flash"]["total"] - groups.get("kernels", 0) - groups.get("weights", 0),
+        "ram_bytes": ram_total, "pool_bytes": pools, "static_bytes": ram["static"] - pools, "stack_bytes": stack,
+        "lower_bound_bytes": p.lower_bound_bytes, "bit_exact_with_host": bool(extra["match_host"]),
+    }
+    layers = _layers(compiled, fp)
+    prof = _profile(model_path, board, options) if profile else "aot report ran with --no-profile."
+    if not isinstance(prof, str):
+        say("profiled the layers (aot profile)")
+        by_name = {r["kernel"]: r for r in prof}
+        for row in layers:
+            r = by_name.get(row["kernel"], {})
+            row["instructions"] = r.get("instructions")
+            row["tflm_instructions"] = r.get("tflm_instructions")
+    return {
+        "model": model_path.stem, "board": board, "opt": opt, "summary": summary,
+        "plan": {"planner": p.planner, "steps": list(p.step_kernels),
+                 "pools": [{"name": pl.name, "size": int(pl.size)} for pl in compiled.module.pools],
+                 "buffers": [dataclasses.asdict(b) for b in p.buffers]},
+        "flash": {"sections": {k: fp["flash"][k] for k in ("text", "rodata", "data")},
+                  "groups": _flash_groups(fp["symbols"])},
+        "ram": {"pools": pools, "static": ram["static"] - pools, "stack": stack, "total": ram_total,
+                "stack_path": list(fp["stack"].get("path", []))},
+        "layers": layers, "profile": not isinstance(prof, str),
+        "profile_note": prof if isinstance(prof, str) else None,
+    }
+
+
+def _num(key: str, value: Any) -> str:
+    return f'<span class="num" data-key="{escape(key)}" data-value="{escape(json.dumps(value))}">{fmt(value)}</span>'
+
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:960px;color:#222}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:12px;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 6px}
+td.n{text-align:right}th{background:#f3f3f3}.note{color:#666;font-size:12px}.bad{color:#c00;font-weight:bold}
+.kv{display:grid;grid-template-columns:repeat(4,1fr);gap:6px 16px;font-size:13px}.kv b{display:block;font-size:16px}
+svg.chart{display:block;margin:8px 0;max-width:100%;height:auto}
+"""
+
+SELF_CHECK = """
+(function(){var c=document.querySelectorAll('svg.chart');var ok=c.length>0;
+for(var i=0;i<c.length;i++){var b=c[i].getBoundingClientRect();
+ if(!(b.width>0&&b.height>0&&c[i].querySelectorAll('rect').length>0)){ok=false;}}
+document.body.setAttribute('data-selfcheck',ok?'ok':'empty-chart');
+document.body.setAttribute('data-charts',String(c.length));})();
+"""
+
+
+def sweep_table(rows: Sequence[dict[str, Any]], key: str = "sweep") -> str:
+    cols = [("model", "model"), ("board", "board"), ("opt", "opt"), ("backend", "backend"),
+            ("instructions", "QEMU instr."), ("macs_per_instruction", "MAC/instr."), ("flash_bytes", "flash B"),
+            ("ram_bytes", "RAM B"), ("pool_bytes", "pool B"), ("stack_bytes", "stack B"),
+            ("tflm_arena_bytes", "TFLM host arena B"), ("bit_exact_with_host", "QEMU = host"),
+            ("bit_exact_with_tflm", "host = TFLM"), ("error", "error")]
+    head = "".join(f"<th>{escape(t)}</th>" for _, t in cols)
+    body = []
+    for i, r in enumerate(rows):
+        cells = []
+        for c, _ in cols:
+            v = r.get(c)
+            cls = "n" if isinstance(v, (int, float)) and not isinstance(v, bool) else ""
+            if v is False or (c == "error" and v):
+                cls = "bad"
+            cells.append(f'<td class="{cls}">{_num(f"{key}.{i}.{c}", v)}</td>')
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def _page(title: str, body: str) -> str:
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{escape(title)}</title>"
+            f"<style>{CSS}</style></head><body>\n{body}\n<script>{SELF_CHECK}</script></body></html>\n")
+
+
+def sweep_page(rows: Sequence[dict[str, Any]], title: str = "aot sweep") -> str:
+    """`aot sweep --html` (and `aot bench --html`): the rows as a page of their own."""
+    ok = sum(1 for r in rows if r.get("error") is None and r.get("bit_exact_with_host")
+             and r.get("bit_exact_with_tflm") is not False)
+    chart = bars_svg([(" ".join(str(r[k]) for k in ("model", "board", "opt", "backend") if r.get(k)),
+                       r.get("instructions") or 0) for r in rows], "QEMU instructions per inference", "instr.")
+    return _page(title, f"<h1>{escape(title)}: {len(rows)} rows, {ok} bit-exact</h1>{chart}{sweep_table(rows, 'rows')}")
+
+
+def render(data: dict[str, Any], sweep_rows: Sequence[dict[str, Any]] | None = None) -> str:
+    s = data["summary"]
+    kv = [("instructions", "QEMU instructions"), ("macs", "MACs"), ("macs_per_instruction", "MAC / instruction"),
+          ("bit_exact_with_host", "QEMU = host build"), ("flash_bytes", "flash B"), ("code_bytes", "kernel code B"),
+          ("weights_bytes", "weights B"), ("runtime_bytes", "runtime B"), ("ram_bytes", "RAM B"),
+          ("pool_bytes", "pools B"), ("static_bytes", "static B"), ("stack_bytes", "stack B (worst case)"),
+          ("lower_bound_bytes", "activation lower bound B")]
+    parts = [f"<h1>{escape(data['model'])} on {escape(data['board'])} (opt {escape(data['opt'])})</h1>",
+             '<div class="kv">' + "".join(f"<div>{escape(t)}<b>{_num('summary.' + k, s[k])}</b></div>"
+                                          for k, t in kv) + "</div>"]
+    plan = data["plan"]
+    parts.append("<h2>Memory plan over time</h2>")
+    parts.append(f'<p class="note">Each rectangle is a tensor or kernel workspace, from the call step that '
+                 f'writes it first to the last that reads it, at its offset in the pool (planner '
+                 f'{escape(plan["planner"])}). Hover for names.</p>')
+    for pool in plan["pools"]:
+        bufs = [b for b in plan["buffers"] if b["pool"] == pool["name"]]
+        used = max([b["offset"] + b["size"] for b in bufs] + [0])
+        parts.append(plan_svg(bufs, len(plan["steps"]), used, s["lower_bound_bytes"] if pool is plan["pools"][0]
+                              else 0, f"pool {pool['name']}: {used:,} B used"))
+    fl = data["flash"]
+    parts.append("<h2>Flash</h2>")
+    parts.append(stacked_svg([(k, v) for k, v in fl["sections"].items()], f"flash by section: "
+                             f"{s['flash_bytes']:,} B"))
+    parts.append(bars_svg([(k, v) for k, v in fl["groups"].items()], "flash by group (ELF symbols)"))
+    layers = data["layers"]
+    parts.append(bars_svg([(f"{k}: {r['op']}", (r["code_bytes"] or 0) + r["weights_bytes"])
+                           for k, r in enumerate(layers)], "flash by layer: kernel code + its constant tables"))
+    r = data["ram"]
+    parts.append("<h2>RAM</h2>")
+    parts.append(stacked_svg([("activation pools", r["pools"]), ("static data", r["static"]),
+                              ("stack (worst case)", r["stack"])], f"RAM: {r['total']:,} B"))
+    if r["stack_path"]:
+        parts.append(f'<p class="note">deepest stack path: {escape(" -> ".join(r["stack_path"]))}</p>')
+    parts.append("<h2>Per layer</h2>")
+    if not data["profile"]:
+        parts.append(f'<p class="note">{escape(data["profile_note"])} This panel shows MACs per layer only.</p>')
+    parts.append(bars_svg([(f"{k}: {row['op']}", row["macs"]) for k, row in enumerate(layers)], "MACs per layer",
+                          "MAC"))
+    if data["profile"]:
+        parts.append(bars_svg([(f"{k}: {row['op']}", row["instructions"] or 0) for k, row in enumerate(layers)],
+                              "QEMU instructions per layer (aot profile)", "instr."))
+    head = "<tr><th>#</th><th>kernel</th><th>op</th><th>MACs</th><th>code B</th><th>weights B</th>" + \
+           ("<th>QEMU instr.</th><th>MAC/instr.</th><th>TFLM+CMSIS-NN instr. (anchors)</th>"
+            if data["profile"] else "") + "</tr>"
+    trs = []
+    for k, row in enumerate(layers):
+        extra = ""
+        if data["profile"]:
+            mpi = round(row["macs"] / row["instructions"], 3) if row["instructions"] else None
+            extra = (f'<td class="n">{_num(f"layers.{k}.instructions", row["instructions"])}</td>'
+                     f'<td class="n">{fmt(mpi)}</td>'
+                     f'<td class="n">{_num(f"layers.{k}.tflm_instructions", row["tflm_instructions"])}</td>')
+        trs.append(f"<tr><td>{k}</td><td>{escape(row['kernel'])}</td><td>{escape(row['op'])}</td>"
+                   f'<td class="n">{_num(f"layers.{k}.macs", row["macs"])}</td>'
+                   f'<td class="n">{_num(f"layers.{k}.code_bytes", row["code_bytes"])}</td>'
+                   f'<td class="n">{_num(f"layers.{k}.weights_bytes", row["weights_bytes"])}</td>{extra}</tr>')
+    parts.append(f"<table>{head}{''.join(trs)}</table>")
+    if any(row["code_bytes"] is None for row in layers):
+        parts.append('<p class="note">code B "-": the C compiler inlined that kernel into its caller, whose '
+                     'code the flash groups count.</p>')
+    if sweep_rows:
+        parts.append("<h2>Sweep</h2>")
+        parts.append(sweep_table(sweep_rows))
+    return _page(f"aot report: {data['model']} on {data['board']}", "\n".join(parts))
+
+
+def build_report(model_path: Path, board: str, sweep_rows: Sequence[dict[str, Any]] | None = None,
+                 opt: str = "speed", progress: bool = True, profile: bool = True) -> tuple[str, dict[str, Any]]:
+    data = collect(Path(model_path), board, opt, progress, profile)
+    if sweep_rows:
+        data["sweep"] = list(sweep_rows)
+    return render(data, sweep_rows), data
