@@ -649,6 +649,10 @@ def test_every_supported_op_is_exercised() -> None:
         "SLICE", "SPLIT", "SPLIT_V", "PACK", "UNPACK", "GATHER", "GATHER_ND", "EMBEDDING_LOOKUP", "DEPTH_TO_SPACE",
         "SPACE_TO_DEPTH", "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND", "MIRROR_PAD", "REVERSE_V2", "BROADCAST_TO",
         "BROADCAST_ARGS", "SHAPE", "DYNAMIC_UPDATE_SLICE", "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR")})
+    elsewhere.update({op: "ops/test_tflite_math.py" for op in (
+        "ABS", "NEG", "ADD_N", "DIV", "FLOOR", "FLOOR_DIV", "FLOOR_MOD", "CEIL", "ROUND", "SQRT", "RSQRT", "SQUARE",
+        "SQUARED_DIFFERENCE", "EXP", "LOG", "SIN", "COS", "ELU", "PRELU", "MAXIMUM", "MINIMUM", "L2_NORMALIZATION",
+        "LOG_SOFTMAX", "CAST", "ZEROS_LIKE", "FILL")})
     elsewhere.update({op: "ops/test_tflite_state.py" for op in (
         "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE")})
     elsewhere["CUSTOM(TFLite_Detection_PostProcess)"] = "ops/test_tflite_detection.py"
