@@ -2,13 +2,16 @@
 
 These are routines over buffers rather than scalar functions: an argument whose dtype starts
 with "&" (read) or "*" (written) is a reference (the kernel IR passes a Load, whose address
-the backends pass; the interpreter passes (array, index)); they run as K.Evaluate statements. C: runtime_c/include/aot_helium.h (arm_mve.h on MVE cores, the
-same arithmetic in portable C elsewhere); LLVM: aot/llvm/helium.py.
+the backends pass; the interpreter passes (array, index)); they run as K.Evaluate statements.
+C: runtime_c/include/aot_helium.h (arm_mve.h on MVE cores, the same arithmetic in portable C
+elsewhere); LLVM: aot/llvm/helium.py.
 
 A parameter table p (int32) holds, per block of `ps` output channels (4 for mve_conv4 /
 mve_pw, 8 for mve_dw_row), four rows of ps entries: the bias (input offset folded in), the
-multiplier, the left shift and minus the right shift of each channel (TFLite's MultiplyByQuantizedMultiplier, two roundings: VQRDMULH and a
-rounding shift with the round-half-away fixup on MVE).
+multiplier, the left shift and minus the right shift of each channel (TFLite's
+MultiplyByQuantizedMultiplier, two roundings: VQRDMULH and a rounding shift with the
+round-half-away fixup on MVE). The last argument, shl, is 0 when no channel of the table
+shifts left: the vector code then skips that shift (the result is the same).
 """
 from __future__ import annotations
 
@@ -39,7 +42,7 @@ def conv4_weights(w2d: np.ndarray) -> np.ndarray:
 
 
 def mve_conv4(out: Ref, x: Ref, w: Ref, n: int, npix: int, xs: int, os: int, nc: int, p: Ref, ps: int, zp: int,
-              amin: int, amax: int) -> int:
+              amin: int, amax: int, shl: int = 1) -> int:
     """nc (1..4) output channels of npix pixels (pixel q reads x + q*xs, writes out + q*os):
     out[c] = clamp(requant(bias[c] + sum_k<n x[k] * w'[c][k]) + zp), w' one block of conv4_weights."""
     xa, xi = x
@@ -55,7 +58,7 @@ def mve_conv4(out: Ref, x: Ref, w: Ref, n: int, npix: int, xs: int, os: int, nc:
 
 
 def mve_pw(out: Ref, x: Ref, w: Ref, n: int, npix: int, xs: int, os: int, OC: int, p: Ref, ps: int, zp: int,
-           amin: int, amax: int) -> int:
+           amin: int, amax: int, shl: int = 1) -> int:
     """Every output channel (OC, blocks of four as mve_conv4) of npix pixels; n <= 64."""
     wblock = -(-n // 16) * 64
     for b in range(0, OC, 4):
@@ -83,7 +86,7 @@ def dw_weights(w: np.ndarray) -> np.ndarray:
 
 def mve_dw_row(out: Ref, lb: Ref, x: Ref, w: Ref, p: Ref, C: int, H: int, W: int, kh: int, kw: int, dh: int,
                dw: int, sw: int, iy0: int, pl: int, OW: int, zp_in: int, ps: int, zp: int, amin: int,
-               amax: int) -> int:
+               amax: int, shl: int = 1) -> int:
     """Depthwise (multiplier 1), one output row of OW pixels, every channel: taps outside the
     image read zp_in; weights as dw_weights lays them out; channel c's parameters at
     dw_slots(C)[c] of the table. lb is the line
@@ -114,7 +117,7 @@ def mve_dw_row(out: Ref, lb: Ref, x: Ref, w: Ref, p: Ref, C: int, H: int, W: int
 
 # name -> (argument dtypes, result dtype, semantics)
 MVE_INTRINSICS: tuple[tuple[str, tuple[str, ...], str, Callable[..., int]], ...] = (
-    ("mve_conv4", ("*i8", "&i8", "&i8") + ("i32",) * 5 + ("&i32",) + ("i32",) * 4, "i32", mve_conv4),
-    ("mve_pw", ("*i8", "&i8", "&i8") + ("i32",) * 5 + ("&i32",) + ("i32",) * 4, "i32", mve_pw),
-    ("mve_dw_row", ("*i8", "*i8", "&i8", "&i8", "&i32") + ("i32",) * 16, "i32", mve_dw_row),
+    ("mve_conv4", ("*i8", "&i8", "&i8") + ("i32",) * 5 + ("&i32",) + ("i32",) * 5, "i32", mve_conv4),
+    ("mve_pw", ("*i8", "&i8", "&i8") + ("i32",) * 5 + ("&i32",) + ("i32",) * 5, "i32", mve_pw),
+    ("mve_dw_row", ("*i8", "*i8", "&i8", "&i8", "&i32") + ("i32",) * 17, "i32", mve_dw_row),
 )

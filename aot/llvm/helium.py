@@ -117,7 +117,7 @@ def _conv_channels(b: ir.IRBuilder, rq: ir.Function, out: ir.Value, x: ir.Value,
 def define_conv4(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Function) -> ir.Function:
     """mve_conv4 (nc channels of one block) and mve_pw (every channel, blocks of four)."""
     fn, b = _fn(mod, name, kinds)
-    out, x, w, n, npix, xs, os, oc, p, ps, zp, amin, amax = fn.args
+    out, x, w, n, npix, xs, os, oc, p, ps, zp, amin, amax, _shl = fn.args
     _conv_channels(b, rq, out, x, w, n, npix, xs, os, oc, p, ps, (zp, amin, amax))
     b.ret(_c(0))
     return fn
@@ -125,7 +125,7 @@ def define_conv4(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Funct
 
 def define_dw_row(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Function) -> ir.Function:
     fn, b = _fn(mod, name, kinds)
-    (out, _lb, x, w, p, C, H, W, kh, kw, dh, dw, sw, iy0, pl, OW, zp_in, ps, zp, amin, amax) = fn.args
+    (out, _lb, x, w, p, C, H, W, kh, kw, dh, dw, sw, iy0, pl, OW, zp_in, ps, zp, amin, amax, _shl) = fn.args
     cell = _acc_cell(b, _c(0))
     vcell = b.alloca(V8I32)
     zpv = ir.Constant(V8I32, None)
@@ -188,3 +188,4 @@ def define_dw_row(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Func
     _loop(b, OW, pixel)
     b.ret(_c(0))
     return fn
+

@@ -7,7 +7,8 @@
  *
  * Reference arguments point into buffers; a parameter table `p` holds per block of `ps` output
  * channels four rows of ps int32: bias (input offset folded in), multiplier, left shift, minus
- * the right shift.
+ * the right shift; the last argument `shl` is 0 when no channel shifts left (the MVE code then
+ * skips that shift).
  * C99, static inline only.
  */
 #ifndef AOT_HELIUM_H
@@ -21,6 +22,7 @@
 /* four dot-product steps against one input vector: the next 4 x 16 weight bytes at wp (advanced
    by 64), one VMLADAVA each. Assembly: gcc spills and shuffles the even accumulator registers
    VMLADAVA needs and recomputes every weight address when left to itself. */
+#if defined(__GNUC__) && !defined(__clang__) /* "Te": an even core register (gcc's MVE constraint) */
 #define AOT_MVE_DOT4(a0, a1, a2, a3, xv, wp)                                                  \
     do {                                                                                      \
         int8x16_t t_;                                                                         \
@@ -33,12 +35,26 @@
                 : [x] "w"(xv)                                                                 \
                 : "memory");                                                                  \
     } while (0)
+#else
+#define AOT_MVE_DOT4(a0, a1, a2, a3, xv, wp)          \
+    do {                                              \
+        a0 = vmladavaq_s8(a0, (xv), vldrbq_s8(wp));      \
+        a1 = vmladavaq_s8(a1, (xv), vldrbq_s8(wp + 16)); \
+        a2 = vmladavaq_s8(a2, (xv), vldrbq_s8(wp + 32)); \
+        a3 = vmladavaq_s8(a3, (xv), vldrbq_s8(wp + 48)); \
+        wp += 64;                                     \
+    } while (0)
+#endif
 
 /* requantize four lanes (parameters at p, rows ps apart), + zp, clamp */
 static inline __attribute__((always_inline)) int32x4_t aot_mve_rq4(int32x4_t acc, const int32_t *p, int32_t ps,
-                                                                   int32_t zp, int32_t amin, int32_t amax) {
+                                                                   int32_t zp, int32_t amin, int32_t amax,
+                                                                   int32_t shl) {
     const int32x4_t nright = vldrwq_s32(p + 3 * ps);
-    int32x4_t v = vqrdmulhq_s32(vshlq_s32(acc, vldrwq_s32(p + 2 * ps)), vldrwq_s32(p + ps));
+    if (shl) { /* some channel shifts left (shl 0: none, known at compile time) */
+        acc = vshlq_s32(acc, vldrwq_s32(p + 2 * ps));
+    }
+    int32x4_t v = vqrdmulhq_s32(acc, vldrwq_s32(p + ps));
     v = vaddq_n_s32(vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, nright), 31)), nright), zp);
     if (amin == -128 && amax == 127) { /* clamp to int8 without constant registers */
         return vshrq_n_s32(vqshlq_n_s32(v, 24), 24);
@@ -51,7 +67,7 @@ static inline __attribute__((always_inline)) int32x4_t aot_mve_rq4(int32x4_t acc
    while the channel blocks of four stream their weights (conv4_weights layout) past it */
 static inline __attribute__((always_inline)) void aot_mve_pw(
         int8_t *out, const int8_t *x, const int8_t *w, int32_t n, int32_t npix, int32_t xs, int32_t os, int32_t OC,
-        const int32_t *p, int32_t ps, int32_t zp, int32_t amin, int32_t amax) {
+        const int32_t *p, int32_t ps, int32_t zp, int32_t amin, int32_t amax, int32_t shl) {
     const int32_t chunks = (n + 15) >> 4;
     const int32_t wblock = chunks * 64;
     for (int32_t q = 0; q < npix; q++) {
@@ -64,7 +80,8 @@ static inline __attribute__((always_inline)) void aot_mve_pw(
         int8_t *o = out + q * os;
         for (int32_t b = 0; b < OC; b += 4) {
             const int8_t *wp = w + (b >> 2) * wblock;
-            int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+            const int32_t *pb = p + b * ps; /* this block's parameters; the accumulators start at the bias */
+            int32_t a0 = pb[0], a1 = pb[1], a2 = pb[2], a3 = pb[3];
 #pragma GCC unroll 4
             for (int32_t j = 0; j < chunks; j++) {
                 AOT_MVE_DOT4(a0, a1, a2, a3, xv[j], wp);
@@ -73,8 +90,7 @@ static inline __attribute__((always_inline)) void aot_mve_pw(
             acc = vsetq_lane_s32(a1, acc, 1);
             acc = vsetq_lane_s32(a2, acc, 2);
             acc = vsetq_lane_s32(a3, acc, 3);
-            const int32_t *pb = p + b * ps; /* this block's parameters */
-            int32x4_t v = aot_mve_rq4(vaddq_s32(acc, vldrwq_s32(pb)), pb, ps, zp, amin, amax);
+            int32x4_t v = aot_mve_rq4(acc, pb, ps, zp, amin, amax, shl);
             if ((OC & 3) && OC - b < 4) {
                 vstrbq_p_s32(o + b, v, vctp32q((uint32_t)(OC - b)));
             } else {
@@ -89,13 +105,10 @@ static inline __attribute__((always_inline)) void aot_mve_pw(
    as [ceil(n/16)][4][16] bytes, zero padded, so one pointer walks them */
 static inline __attribute__((always_inline)) void aot_mve_conv4(
         int8_t *out, const int8_t *x, const int8_t *w, int32_t n, int32_t npix, int32_t xs, int32_t os, int32_t nc,
-        const int32_t *p, int32_t ps, int32_t zp, int32_t amin, int32_t amax) {
+        const int32_t *p, int32_t ps, int32_t zp, int32_t amin, int32_t amax, int32_t shl) {
     const int32_t full = n >> 4;
     const int32_t rest = n & 15;
     const int32x4_t bias = vldrwq_s32(p);
-    const int32x4_t m = vldrwq_s32(p + ps);
-    const int32x4_t left = vldrwq_s32(p + 2 * ps);
-    const int32x4_t nright = vldrwq_s32(p + 3 * ps);
     const mve_pred16_t st = vctp32q((uint32_t)nc);
     for (int32_t q = 0; q < npix; q++) {
         const int8_t *xp = x + q * xs;
@@ -115,12 +128,7 @@ static inline __attribute__((always_inline)) void aot_mve_conv4(
         acc = vsetq_lane_s32(a1, acc, 1);
         acc = vsetq_lane_s32(a2, acc, 2);
         acc = vsetq_lane_s32(a3, acc, 3);
-        acc = vaddq_s32(acc, bias);
-        int32x4_t v = vqrdmulhq_s32(vshlq_s32(acc, left), m);
-        v = vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, nright), 31)), nright);
-        v = vaddq_n_s32(v, zp);
-        v = vminq_s32(vmaxq_s32(v, vdupq_n_s32(amin)), vdupq_n_s32(amax));
-        vstrbq_p_s32(out + q * os, v, st);
+        vstrbq_p_s32(out + q * os, aot_mve_rq4(vaddq_s32(acc, bias), p, ps, zp, amin, amax, shl), st);
     }
 }
 
@@ -170,7 +178,7 @@ static inline __attribute__((always_inline)) void aot_mve_fill(int8_t *dst, int8
 static inline __attribute__((always_inline)) void aot_mve_dw_row(
         int8_t *out, int8_t *lb, const int8_t *x, const int8_t *w, const int32_t *p, int32_t C, int32_t H,
         int32_t W, int32_t kh, int32_t kw, int32_t dh, int32_t dw, int32_t sw, int32_t iy0, int32_t pl, int32_t OW,
-        int32_t zp_in, int32_t ps, int32_t zp, int32_t amin, int32_t amax) {
+        int32_t zp_in, int32_t ps, int32_t zp, int32_t amin, int32_t amax, int32_t shl) {
     const int32_t LW = (OW - 1) * sw + (kw - 1) * dw + 1;
     const int32_t j0 = pl > 0 ? (pl < LW ? pl : LW) : 0;
     const int32_t j1 = W + pl < LW ? W + pl : LW;
@@ -203,8 +211,8 @@ static inline __attribute__((always_inline)) void aot_mve_dw_row(
                 }
             }
             int8_t *o = out + ox * C + c;
-            int32x4_t re = aot_mve_rq4(ae, pb, ps, zp, amin, amax);
-            int32x4_t ro = aot_mve_rq4(ao, pb + 4, ps, zp, amin, amax);
+            int32x4_t re = aot_mve_rq4(ae, pb, ps, zp, amin, amax, shl);
+            int32x4_t ro = aot_mve_rq4(ao, pb + 4, ps, zp, amin, amax, shl);
             if (C & 7) {
                 const int32_t left = C - c;
                 vstrbq_scatter_offset_p_s32(o, so, re, vctp32q((uint32_t)((left + 1) >> 1)));
@@ -236,7 +244,8 @@ static inline int32_t aot_mve_rq1(int32_t acc, const int32_t *p, int32_t ps, int
 
 static inline void aot_mve_conv4(int8_t *out, const int8_t *x, const int8_t *w, int32_t n, int32_t npix, int32_t xs,
                                  int32_t os, int32_t nc, const int32_t *p, int32_t ps, int32_t zp, int32_t amin,
-                                 int32_t amax) {
+                                 int32_t amax, int32_t shl) {
+    (void)shl;
     for (int32_t q = 0; q < npix; q++) {
         for (int32_t c = 0; c < nc; c++) {
             int32_t acc = p[c];
@@ -250,19 +259,20 @@ static inline void aot_mve_conv4(int8_t *out, const int8_t *x, const int8_t *w, 
 
 static inline void aot_mve_pw(int8_t *out, const int8_t *x, const int8_t *w, int32_t n, int32_t npix, int32_t xs,
                               int32_t os, int32_t OC, const int32_t *p, int32_t ps, int32_t zp, int32_t amin,
-                              int32_t amax) {
+                              int32_t amax, int32_t shl) {
     const int32_t wblock = ((n + 15) >> 4) * 64;
     for (int32_t b = 0; b < OC; b += 4) {
         aot_mve_conv4(out + b, x, w + (b >> 2) * wblock, n, npix, xs, os, OC - b < 4 ? OC - b : 4, p + b * ps, ps, zp,
-                      amin, amax);
+                      amin, amax, shl);
     }
 }
 
 static inline void aot_mve_dw_row(int8_t *out, int8_t *lb, const int8_t *x, const int8_t *w, const int32_t *p,
                                   int32_t C, int32_t H, int32_t W, int32_t kh, int32_t kw, int32_t dh, int32_t dw,
                                   int32_t sw, int32_t iy0, int32_t pl, int32_t OW, int32_t zp_in, int32_t ps,
-                                  int32_t zp, int32_t amin, int32_t amax) {
+                                  int32_t zp, int32_t amin, int32_t amax, int32_t shl) {
     (void)lb;
+    (void)shl;
     for (int32_t ox = 0; ox < OW; ox++) {
         int32_t ix0 = ox * sw - pl;
         for (int32_t c = 0; c < C; c++) {

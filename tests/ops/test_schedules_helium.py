@@ -107,7 +107,7 @@ def test_evaluate_needs_a_written_reference_and_no_constant_target() -> None:
     w = K.Buffer("w", "i8", 64)
     p = K.Buffer("p", "i32", 16)
     call = intrinsic("mve_conv4", K.Load(out, K.Const(0)), K.Load(x, K.Const(0)), K.Load(w, K.Const(0)),
-                     16, 1, 16, 4, 4, K.Load(p, K.Const(0)), 4, 0, -128, 127)
+                     16, 1, 16, 4, 4, K.Load(p, K.Const(0)), 4, 0, -128, 127, 0)
 
     def module(target: K.Buffer, body: K.Stmt) -> K.KernelModule:
         consts = (K.ConstBuffer(w, np.zeros(64, np.int8)), K.ConstBuffer(p, np.zeros(16, np.int32)))
@@ -137,9 +137,10 @@ def test_helium_chains_in_qemu_bit_exact(backend: str) -> None:
         assert extra["match_host"] is True
 
 
-# measured 2026-12-01 (C backend): kws_int8 1,160,406 and ad_int8 61,750 QEMU instructions; the
-# budgets leave a few percent for toolchain noise
-BUDGETS = {"kws_int8": 1_200_000, "ad_int8": 75_000}
+# measured 2026-12-01 (C backend): kws_int8 1,093,093 and ad_int8 60,250 QEMU instructions
+# (before the Helium schedules: 3,837,500 and 352,468); the budgets leave a few percent for
+# toolchain noise (ad_int8's is issue 16's target)
+BUDGETS = {"kws_int8": 1_130_000, "ad_int8": 75_000}
 
 
 @pytest.mark.slow

@@ -70,6 +70,11 @@ def param_table(ctx, biasf: np.ndarray, arith: MacArith, channels: int,  # noqa:
     return ctx.const(tab.reshape(-1).astype(np.int32), "i32", "mvep"), block
 
 
+def _shl(arith: MacArith) -> int:
+    """1 when some channel's requantization shifts left (the routines' last argument)."""
+    return int(bool(np.any(np.asarray(arith.shift_values, dtype=np.int64) > 0)))
+
+
 def _usable(arith: MacArith) -> bool:
     shifts = np.asarray(arith.shift_values, dtype=np.int64)
     return bool(np.all(shifts >= -31) and np.all(shifts <= 31))
@@ -96,7 +101,7 @@ def emit_conv(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: MacAr
     wblock = -(-depth // 16) * 64
     ptab, ps = param_table(ctx, biasf, arith, oc_n)
     full, tail = divmod(oc_n, LANES)
-    consts = (int(arith.output_offset), int(arith.act_min), int(arith.act_max))
+    consts = (int(arith.output_offset), int(arith.act_min), int(arith.act_max), _shl(arith))
 
     def block(xref: K.Expr, q: K.Expr, npix: int, xs: int, ob: K.Expr, nc: int) -> K.Stmt:
         return K.Evaluate(intrinsic("mve_conv4", K.Load(out.buffer, q * oc_n + ob * LANES), xref,
@@ -212,7 +217,8 @@ def helium_depthwise(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: 
     lw = (ow - 1) * g.sw + (kw - 1) * g.dw + 1
     lbuf = K.Buffer(ctx.fresh("lines"), "i8", kh * lw * cin)
     geo = (cin, h, wd, kh, kw, g.dh, g.dw, g.sw)
-    consts = (ow, -int(arith.input_offset), ps, int(arith.output_offset), int(arith.act_min), int(arith.act_max))
+    consts = (ow, -int(arith.input_offset), ps, int(arith.output_offset), int(arith.act_min), int(arith.act_max),
+              _shl(arith))
 
     def row(r: K.Expr) -> K.Stmt:  # r: flat output row n * oh + oy
         n = r / oh if n_ > 1 else K.Const(0)

@@ -23,7 +23,7 @@ from aot.lower.schedule.depthwise import emit_depthwise
 from aot.lower.schedule.gemm import Geometry, emit_gemm
 from aot.lower.schedule.gemm16 import emit_gemm16
 from aot.lower.schedule.helium import helium_conv2d, helium_depthwise, helium_fully_connected
-from aot.lower.schedule.host_x86 import x86_conv2d, x86_depthwise, x86_fully_connected, x86_gemm_geometry
+from aot.lower.schedule.host_x86 import x86_conv2d, x86_fully_connected, x86_gemm_geometry
 from aot.lower.schedule.requant import Requant, fold_bias
 from aot.lower.schedule.target import WeightBudget
 from aot.ops.arith import MacArith, mac_arith
@@ -161,9 +161,6 @@ def schedule_depthwise(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out:
     mve = helium_depthwise(ctx, x, w, bias, out, attrs, arith)
     if mve is not None:
         return Scheduled(mve, budget)
-    x86 = x86_depthwise(ctx, x, w, bias, out, attrs, arith)
-    if x86 is not None:
-        return Scheduled(x86, budget)
     n_, oh, ow, oc_n = out.shape
     _, h, wd, cin = x.shape
     _, kh, kw, _ = w.shape
