@@ -42,6 +42,7 @@ def tflm_bit_exact(path: Path, board: str, options: Mapping[str, Any], backend: 
     data = path.read_bytes()
     if data[4:8] != b"TFL3" or not tflm.tflm_available():
         return None
+    options = {"source_bytes": len(data), **options}  # as bench and the CLI: the default flash policy's reference
     model = load(path)
     inputs = random_inputs(model, 0)
     compiled = compile_model(model, board_options(load_board(board), options))
@@ -88,8 +89,9 @@ def tune_trial(model_bytes: bytes, model_file: str, board: str, options: Mapping
         path = _written(tmp, model_file, model_bytes)
         model = load(path)
         try:
+            opts = {"source_bytes": len(model_bytes), **options}  # as bench and the CLI
             _, extra = run_on_board(model, random_inputs(model, 0), board, backend=backend, schedules=schedules,
-                                    **dict(options))
+                                    **opts)
         except Error as e:
             return {"instructions": None, "flash_bytes": None, "ram_bytes": None, "bit_exact_with_host": False,
                     "error": " ".join(str(e).split())}

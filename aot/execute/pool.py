@@ -33,18 +33,15 @@ def default_jobs() -> int:
 
 def run_tasks(tasks: Sequence[Task], jobs: int | None = None, ray: str | None = None,
               progress: Progress | None = None, retries: int = DEFAULT_RETRIES) -> list[Any]:
+    """Results in task order; `progress` (its owner closes it) counts finished tasks."""
     if not tasks:
         return []
-    try:
-        if ray:
-            return _run_ray(tasks, ray, progress, retries)
-        n = min(jobs or default_jobs(), len(tasks))
-        if n <= 1:
-            return _run_here(tasks, progress)
-        return _run_pool(tasks, n, progress)
-    finally:
-        if progress is not None:
-            progress.close()
+    if ray:
+        return _run_ray(tasks, ray, progress, retries)
+    n = min(jobs or default_jobs(), len(tasks))
+    if n <= 1:
+        return _run_here(tasks, progress)
+    return _run_pool(tasks, n, progress)
 
 
 def _run_here(tasks: Sequence[Task], progress: Progress | None) -> list[Any]:

@@ -55,8 +55,8 @@ def lower_tuned(ctx: LowerCtx, fn: Function, budget: WeightBudget,
     they would have had, less what this layer spent on its own allowance."""
     target = ctx.target
     given = budget
-    if "widen" in knobs:
-        given = WeightBudget(None if knobs["widen"] else 0, budget.device, budget.spent)
+    if "widen" in knobs:  # this layer's own allowance, whatever the default policy chose
+        given = replace(budget, remaining=None if knobs["widen"] else 0, allow=None)
     try:
         if "opt" in knobs:
             ctx.target = replace(target, opt=knobs["opt"])
@@ -64,5 +64,5 @@ def lower_tuned(ctx: LowerCtx, fn: Function, budget: WeightBudget,
     finally:
         ctx.target = target
     if "widen" in knobs:
-        after = WeightBudget(budget.remaining, after.device, after.spent)
+        after = replace(budget, device=after.device, spent=after.spent)
     return kernel, after

@@ -130,7 +130,7 @@ def collect(model_path: Path, board: str, opt: str = "speed", progress: bool = T
         if progress:
             print(f"report: {msg}", file=sys.stderr, flush=True)
 
-    options = {"opt": opt}
+    options = {"opt": opt, "source_bytes": model_path.stat().st_size}  # as bench and the CLI
     model = load(model_path)
     say(f"compiling {model_path.name} for {board}")
     compiled = compile_model(model, board_options(load_board(board), options))
@@ -282,7 +282,7 @@ def render(data: dict[str, Any], sweep_rows: Sequence[dict[str, Any]] | None = N
     for k, row in enumerate(layers):
         extra = ""
         if data["profile"]:
-            mpi = round(row["macs"] / row["instructions"], 3) if row["instructions"] else None
+            mpi = round(row["macs"] / row["instructions"], 3) if row["instructions"] and row["macs"] else None
             extra = (f'<td class="n">{_num(f"layers.{k}.instructions", row["instructions"])}</td>'
                      f'<td class="n">{fmt(mpi)}</td>'
                      f'<td class="n">{_num(f"layers.{k}.tflm_instructions", row["tflm_instructions"])}</td>')

@@ -48,7 +48,10 @@ def run_sweep(models: Sequence[Path], boards: Sequence[str], opts: Sequence[str]
               ) -> list[dict[str, Any]]:
     tasks = sweep_tasks(models, boards, opts, backends, with_tflm, options)
     bar = Progress(len(tasks), "sweep", enabled=progress)
-    return run_tasks(tasks, jobs=jobs, ray=ray, progress=bar)
+    try:
+        return run_tasks(tasks, jobs=jobs, ray=ray, progress=bar)
+    finally:
+        bar.close()
 
 
 def sweep_json(rows: Sequence[dict[str, Any]]) -> str:

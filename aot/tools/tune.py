@@ -1,7 +1,7 @@
 """`aot tune`: a search over each layer's schedule knobs, scored by QEMU instructions.
 
 The knobs are those of aot.lower.tuning (per layer: `opt` speed/size, and `widen`, int8 weights
-pre-widened to 16-bit pairs on DSP cores). A candidate is a sparse config {layer: {knob: value}}
+pre-widened to 16-bit pairs on DSP cores, or kept int8, instead of the default flash policy's choice). A candidate is a sparse config {layer: {knob: value}}
 (the knobs that differ from the default build; {} is the default build itself); each is one task
 (aot.execute.cells.tune_trial: board build, QEMU run, footprint) on the local pool or on Ray.
 
@@ -39,13 +39,14 @@ Config = dict[str, dict[str, Any]]
 
 
 def layer_knobs(model_path: Path, board: str, options: Mapping[str, Any]) -> dict[str, dict[str, list]]:
-    """The tunable layers of the model on this board: {layer: {knob: [choices, default first]}}."""
+    """The tunable layers of the model on this board: {layer: {knob: [choices, default first]}}
+    (the first choice is the default build's: a config leaves it out)."""
     from aot.board.boards import load_board
     from aot.board.flow import board_options
     from aot.frontend import load
     from aot.pipeline.driver import compile_model
 
-    o = board_options(load_board(board), options)
+    o = board_options(load_board(board), {"source_bytes": Path(model_path).stat().st_size, **options})
     compiled = compile_model(load(model_path), o)
     base = o.opt
     opts = [base] + [x for x in ("speed", "size") if x != base]
@@ -59,7 +60,7 @@ def layer_knobs(model_path: Path, board: str, options: Mapping[str, Any]) -> dic
             continue
         knobs: dict[str, list] = {"opt": opts}
         if dsp and ops & set(WIDEN_OPS):
-            knobs["widen"] = [False, True]
+            knobs["widen"] = [None, True, False]  # None: as the default build's flash policy decides
         out[fn.name] = knobs
     return out
 
@@ -188,22 +189,25 @@ def tune(model_path: Path, board: str, log_path: Path, trials: int = 16, budget_
             "budget_ram": budget_ram}
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "a") as log:
-        while len(records) < trials:
-            batch = _propose(rng, min(parallel, trials - len(records)), space, records, seen)
-            if not batch:
-                break  # the whole space is measured
-            tasks = [Task("aot.execute.cells:tune_trial",
-                          {"model_bytes": data, "model_file": model_path.name, "board": board, "options": options,
-                           "config": c, "backend": backend}, f"trial {len(records) + k}")
-                     for k, c in enumerate(batch)]
-            results = run_tasks(tasks, jobs=jobs, ray=ray, progress=bar)
-            for c, res in zip(batch, results):
-                rec = base | {"trial": len(records), "config": c} | res
-                rec["feasible"] = feasible(rec)
-                records.append(rec)
-                log.write(json.dumps(rec, sort_keys=True) + "\n")  # one write: a line is whole or absent
-                log.flush()
+    try:
+        with open(log_path, "a") as log:
+            while len(records) < trials:
+                batch = _propose(rng, min(parallel, trials - len(records)), space, records, seen)
+                if not batch:
+                    break  # the whole space is measured
+                tasks = [Task("aot.execute.cells:tune_trial",
+                              {"model_bytes": data, "model_file": model_path.name, "board": board, "options": options,
+                               "config": c, "backend": backend}, f"trial {len(records) + k}")
+                         for k, c in enumerate(batch)]
+                results = run_tasks(tasks, jobs=jobs, ray=ray, progress=bar)
+                for c, res in zip(batch, results):
+                    rec = base | {"trial": len(records), "config": c} | res
+                    rec["feasible"] = feasible(rec)
+                    records.append(rec)
+                    log.write(json.dumps(rec, sort_keys=True) + "\n")  # one write: a line is whole or absent
+                    log.flush()
+    finally:
+        bar.close()
     default = records[0]
     good = [r for r in records if r["feasible"]]
     if not good:

@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def ray_local():  # noqa: ANN201
     import ray  # the test extra installs it: its absence is a failure
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([str(ROOT)] + sys.path[:1])}})
+    # workers get the driver's sys.path (Ray's py_driver_sys_path: the repository root from here)
+    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
     yield ray
     ray.shutdown()
 

@@ -91,7 +91,7 @@ def check_page(page: Path, data: dict, tmp: Path, shot: Path | None = None) -> l
         assert value == lookup(data, key), key
         assert text == fmt(value), key
     if shot is not None:
-        r = run_chromium(page, tmp / "profile-shot", "--hide-scrollbars", "--window-size=1100,2200",
+        r = run_chromium(page, tmp / "profile-shot", "--hide-scrollbars", "--window-size=1100,2700",
                          f"--screenshot={shot}")
         assert r.returncode == 0, r.stderr[-2000:]
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000

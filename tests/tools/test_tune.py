@@ -24,9 +24,9 @@ from conftest import shared_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 DSP = {"cpu": "cortex-m4", "cpu_features": ("dsp",)}
-SPACE = {"fused_conv2d_0": {"opt": ["speed", "size"], "widen": [False, True]},
+SPACE = {"fused_conv2d_0": {"opt": ["speed", "size"], "widen": [None, True, False]},
          "fused_depthwise_conv2d_1": {"opt": ["speed", "size"]},
-         "fused_fully_connected_2": {"opt": ["speed", "size"], "widen": [False, True]}}
+         "fused_fully_connected_2": {"opt": ["speed", "size"], "widen": [None, True, False]}}
 
 
 def _consts(c) -> int:  # noqa: ANN001
@@ -45,7 +45,8 @@ def test_knobs_change_only_their_layer() -> None:
     assert [_kernel_text(base, k) for k in base.plan.step_kernels] == \
         [_kernel_text(same, k) for k in same.plan.step_kernels]
     widened = compile_model(model, CompileOptions(**DSP, schedules=(("fused_conv2d_2", (("widen", True),)),)))
-    assert _consts(widened) > _consts(base)  # pre-widened weights of that layer cost flash
+    narrow = compile_model(model, CompileOptions(**DSP, schedules=(("fused_conv2d_2", (("widen", False),)),)))
+    assert _consts(widened) > _consts(narrow)  # pre-widened weights of that layer cost flash
     small = compile_model(model, CompileOptions(**DSP, schedules=(("fused_conv2d_2", (("opt", "size"),)),)))
     changed = [k for k in base.plan.step_kernels if _kernel_text(base, k) != _kernel_text(small, k)]
     assert changed == ["model_fused_conv2d_2"]
@@ -71,7 +72,7 @@ def _fake_records(seed: int, gens: int, n: int) -> list[list[dict]]:
         batch = _propose(rng, n, SPACE, records, seen)
         batches.append(batch)
         for c in batch:
-            score = 1000 - 100 * sum(k.get("widen", False) for k in c.values()) + \
+            score = 1000 - 100 * sum(k.get("widen") is True for k in c.values()) + \
                 50 * sum(k.get("opt") == "size" for k in c.values())
             records.append({"trial": len(records), "config": c, "instructions": score, "flash_bytes": 1,
                             "ram_bytes": 1, "bit_exact_with_host": True, "error": None})
@@ -89,8 +90,8 @@ def test_search_is_seeded_and_never_repeats() -> None:
             for layer, knobs in c.items():
                 for k, v in knobs.items():
                     assert v in SPACE[layer][k] and v != SPACE[layer][k][0]  # sparse: only non-defaults
-    # the whole space (2*2 * 2 * 2*2 = 32 configs) is exhausted, then nothing more is proposed
-    assert sum(len(b) for b in _fake_records(1, 20, 4)) == 32
+    # the whole space (2*3 * 2 * 2*3 = 72 configs) is exhausted, then nothing more is proposed
+    assert sum(len(b) for b in _fake_records(1, 25, 4)) == 72
 
 
 def test_best_record_is_deterministic(tmp_path: Path) -> None:
