@@ -7,11 +7,12 @@ C: runtime_c/include/aot_helium.h (arm_mve.h on MVE cores, the same arithmetic i
 elsewhere); LLVM: aot/llvm/helium.py.
 
 A parameter table p (int32) holds, per block of `ps` output channels (4 for mve_conv4 /
-mve_pw, 8 for mve_dw_row), four rows of ps entries: the bias (input offset folded in), the
+mve_pw, 16 for mve_dw_row), four rows of ps entries: the bias (input offset folded in), the
 multiplier, the left shift and minus the right shift of each channel (TFLite's
 MultiplyByQuantizedMultiplier, two roundings: VQRDMULH and a rounding shift with the
-round-half-away fixup on MVE). The last argument, shl, is 0 when no channel of the table
-shifts left: the vector code then skips that shift (the result is the same).
+round-half-away fixup on MVE). The last argument, shl, holds hints (the result is the same):
+bit 0 clear when no channel of the table shifts left (the vector code skips that shift), bit 1
+set when every channel shifts right by at least one (the fixup needs no mask).
 """
 from __future__ import annotations
 
@@ -67,21 +68,25 @@ def mve_pw(out: Ref, x: Ref, w: Ref, n: int, npix: int, xs: int, os: int, OC: in
     return 0
 
 
+DW_BLOCK = 16  # channels per vector step of mve_dw_row
+
+
 def dw_slots(C: int) -> np.ndarray:
-    """Where channel c's parameters sit in mve_dw's table: per block of eight channels the
-    even ones first, then the odd ones (c0 c2 c4 c6 c1 c3 c5 c7)."""
+    """Where channel c's parameters sit in mve_dw_row's table (blocks of 16 channels, ps = 16):
+    the order of the four int32 accumulators the vector code widens its int16 products into,
+    (c0 c4 c8 c12) (c2 c6 c10 c14) (c1 c5 c9 c13) (c3 c7 c11 c15)."""
     c = np.arange(C)
-    r = c & 7
-    return (c - r) + (r & 1) * 4 + (r >> 1)
+    r = c & 15
+    return (c - r) + ((r & 1) * 2 + ((r >> 1) & 1)) * 4 + (r >> 2)
 
 
 def dw_weights(w: np.ndarray) -> np.ndarray:
-    """Depthwise weights [kh][kw][C] as mve_dw_row reads them: [ceil(C/8)][kh][kw][8] int8, zero padded."""
+    """Depthwise weights [kh][kw][C] as mve_dw_row reads them: [ceil(C/16)][kh][kw][16] int8, zero padded."""
     kh, kw, C = w.shape
-    blocks = -(-C // 8)
-    pad = np.zeros((kh, kw, blocks * 8), dtype=np.int8)
+    blocks = -(-C // DW_BLOCK)
+    pad = np.zeros((kh, kw, blocks * DW_BLOCK), dtype=np.int8)
     pad[:, :, :C] = w
-    return pad.reshape(kh, kw, blocks, 8).transpose(2, 0, 1, 3).reshape(-1)
+    return pad.reshape(kh, kw, blocks, DW_BLOCK).transpose(2, 0, 1, 3).reshape(-1)
 
 
 def mve_dw_row(out: Ref, lb: Ref, x: Ref, w: Ref, p: Ref, C: int, H: int, W: int, kh: int, kw: int, dh: int,
@@ -94,8 +99,9 @@ def mve_dw_row(out: Ref, lb: Ref, x: Ref, w: Ref, p: Ref, C: int, H: int, W: int
     content afterwards is unspecified."""
     xa, xi = x
     wa, wi = w
-    blocks = -(-C // 8)
-    wk = wa[wi:wi + blocks * kh * kw * 8].reshape(blocks, kh, kw, 8).transpose(1, 2, 0, 3).reshape(kh * kw, -1)
+    blocks = -(-C // DW_BLOCK)
+    wk = wa[wi:wi + blocks * kh * kw * DW_BLOCK].reshape(blocks, kh, kw, DW_BLOCK).transpose(1, 2, 0, 3)
+    wk = wk.reshape(kh * kw, -1)
     slot = dw_slots(C)
     pidx = (slot // ps) * 4 * ps + slot % ps  # blocks of ps channels: 4 rows of ps parameters each
     for ox in range(OW):
@@ -115,9 +121,49 @@ def mve_dw_row(out: Ref, lb: Ref, x: Ref, w: Ref, p: Ref, C: int, H: int, W: int
     return 0
 
 
+def mve_chsum(out: Ref, x: Ref, C: int, rows: int, cols: int, rs: int) -> int:
+    """Per channel sums of a window (average pools): out[c] = sum over r < rows, j < cols of
+    x[r*rs + j*C + c], c < C (int32; the vector code sums in int16 lanes when rows*cols <= 255)."""
+    xa, xi = x
+    acc = np.zeros(C, dtype=np.int64)
+    for r in range(rows):
+        for j in range(cols):
+            base = xi + r * rs + j * C
+            acc += xa[base:base + C].astype(np.int64)
+    out[0][out[1]:out[1] + C] = acc
+    return 0
+
+
+def mve_col(col: Ref, x: Ref, H: int, W: int, C: int, kh: int, kw: int, sh: int, sw: int, pt: int, pl: int,
+            OH: int, OW: int, q0: int, count: int, zp: int) -> int:
+    """The receptive fields of `count` output pixels from flat pixel q0 (n*OH*OW + oy*OW + ox), side
+    by side: col[s][ky][kx][c] = x[n][oy*sh - pt + ky][ox*sw - pl + kx][c] (no dilation), zp for
+    taps outside the image; each field kh*kw*C bytes."""
+    xa, xi = x
+    ca, ci = col
+    n_ = kh * kw * C
+    for s in range(count):
+        q = q0 + s
+        n, rem = divmod(q, OH * OW)
+        oy, ox = divmod(rem, OW)
+        for ky in range(kh):
+            iy = oy * sh - pt + ky
+            for kx in range(kw):
+                ix = ox * sw - pl + kx
+                dst = ci + s * n_ + (ky * kw + kx) * C
+                if 0 <= iy < H and 0 <= ix < W:
+                    src = xi + ((n * H + iy) * W + ix) * C
+                    ca[dst:dst + C] = xa[src:src + C]
+                else:
+                    ca[dst:dst + C] = zp
+    return 0
+
+
 # name -> (argument dtypes, result dtype, semantics)
 MVE_INTRINSICS: tuple[tuple[str, tuple[str, ...], str, Callable[..., int]], ...] = (
     ("mve_conv4", ("*i8", "&i8", "&i8") + ("i32",) * 5 + ("&i32",) + ("i32",) * 5, "i32", mve_conv4),
     ("mve_pw", ("*i8", "&i8", "&i8") + ("i32",) * 5 + ("&i32",) + ("i32",) * 5, "i32", mve_pw),
     ("mve_dw_row", ("*i8", "*i8", "&i8", "&i8", "&i32") + ("i32",) * 17, "i32", mve_dw_row),
+    ("mve_chsum", ("*i32", "&i8") + ("i32",) * 4, "i32", mve_chsum),
+    ("mve_col", ("*i8", "&i8") + ("i32",) * 14, "i32", mve_col),
 )

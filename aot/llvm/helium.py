@@ -79,10 +79,100 @@ def _acc_cell(b: ir.IRBuilder, init: ir.Value) -> ir.Value:
     return cell
 
 
+def mve_native(mod: ir.Module) -> bool:
+    """The module targets an Armv8.1-M core (MVE: the schedules chose these routines for one)."""
+    return (mod.triple or "").startswith("thumbv8.1m.main")
+
+
+def _mve(mod: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+    g = mod.globals.get(name)
+    return g if g is not None else ir.Function(mod, ir.FunctionType(ret, args), name)
+
+
+def _splat(b: ir.IRBuilder, v: ir.Value, vt: ir.VectorType) -> ir.Value:
+    u = ir.Constant(vt, None)
+    for lane in range(vt.count):
+        u = b.insert_element(u, v, _c(lane))
+    return u
+
+
+def _rq4(b: ir.IRBuilder, acc: ir.Value, pb: ir.Value, ps: ir.Value, zp: ir.Value, amin: ir.Value,
+         amax: ir.Value) -> ir.Value:
+    """Four lanes requantized as the C routine does on MVE (VQRDMULH, the fixup, VRSHL), + zp, clamp."""
+    mod = b.function.module
+    v4 = ir.VectorType(I32, 4)
+
+    def row(k: int) -> ir.Value:
+        ld = b.load(b.gep(pb, [b.mul(ps, _c(k))], inbounds=True, source_etype=I32), typ=v4)
+        ld.align = 4
+        return ld
+    mult, left, nright = row(1), row(2), row(3)
+    acc = b.shl(acc, left)
+    v = b.call(_mve(mod, "llvm.arm.mve.vqrdmulh.v4i32", v4, [v4, v4]), [acc, mult])
+    fix = b.ashr(b.and_(v, nright), _splat(b, _c(31), v4))
+    v = b.call(_mve(mod, "llvm.sadd.sat.v4i32", v4, [v4, v4]), [v, fix])
+    v = b.call(_mve(mod, "llvm.arm.mve.vshl.vector.v4i32.v4i32", v4, [v4, v4, I32, I32, I32]),
+               [v, nright, _c(0), _c(1), _c(0)])
+    v = b.add(v, _splat(b, zp, v4))
+    v = b.call(_mve(mod, "llvm.smax.v4i32", v4, [v4, v4]), [v, _splat(b, amin, v4)])
+    return b.call(_mve(mod, "llvm.smin.v4i32", v4, [v4, v4]), [v, _splat(b, amax, v4)])
+
+
+def _conv_blocks(b: ir.IRBuilder, out: ir.Value, x: ir.Value, w: ir.Value, n: ir.Value, npix: ir.Value,
+                 xs: ir.Value, os: ir.Value, oc: ir.Value, p: ir.Value, ps: ir.Value,
+                 tail: tuple[ir.Value, ir.Value, ir.Value]) -> None:
+    """MVE targets: the whole blocks of four channels of npix pixels, four VMLADAVA sums per 16-byte
+    step (the last step's input masked), one vector requantization and a 4-byte store per block."""
+    mod = b.function.module
+    reduce16 = _reduce_add(mod, V16I32)
+    v4, v16i1 = ir.VectorType(I32, 4), ir.VectorType(ir.IntType(1), 16)
+    masked = _mve(mod, "llvm.masked.load.v16i8.p0", V16I8, [PTR, I32, v16i1, V16I8])
+    chunks = b.ashr(b.add(n, _c(15)), _c(4))
+    wblock = b.mul(chunks, _c(64))
+    rest = b.and_(n, _c(15))
+    lanes = ir.Constant(V16I8, list(range(16)))
+    mask = b.icmp_signed("<", lanes, _splat(b, b.trunc(rest, I8), V16I8))
+    cells = [_acc_cell(b, _c(0)) for _ in range(4)]
+
+    def pixel(b: ir.IRBuilder, q: ir.Value) -> None:
+        xq = b.mul(q, xs)
+
+        def block(b: ir.IRBuilder, blk: ir.Value) -> None:
+            pb = b.gep(p, [b.mul(blk, b.mul(ps, _c(4)))], inbounds=True, source_etype=I32)
+            for k in range(4):
+                b.store(_ld(b, pb, _c(k), I32), cells[k])
+            wb = b.mul(blk, wblock)
+
+            def step(b: ir.IRBuilder, xv: ir.Value, j: ir.Value) -> None:
+                for k in range(4):
+                    wv = b.sext(_vload(b, w, b.add(wb, b.add(b.mul(j, _c(64)), _c(16 * k))), V16I8), V16I32)
+                    b.store(b.add(b.load(cells[k], typ=I32), b.call(reduce16, [b.mul(xv, wv)])), cells[k])
+
+            def chunk(b: ir.IRBuilder, j: ir.Value) -> None:
+                step(b, b.sext(_vload(b, x, b.add(xq, b.mul(j, _c(16))), V16I8), V16I32), j)
+            full = b.ashr(n, _c(4))
+            _loop(b, full, chunk)
+            with b.if_then(b.icmp_signed("!=", rest, _c(0))):
+                ptr = b.gep(x, [b.add(xq, b.mul(full, _c(16)))], inbounds=True, source_etype=I8)
+                xv = b.call(masked, [ptr, _c(1), mask, ir.Constant(V16I8, [0] * 16)])
+                step(b, b.sext(xv, V16I32), full)
+            acc = ir.Constant(v4, None)
+            for k in range(4):
+                acc = b.insert_element(acc, b.load(cells[k], typ=I32), _c(k))
+            v = b.trunc(_rq4(b, acc, pb, ps, *tail), ir.VectorType(I8, 4))
+            st = b.store(v, b.gep(out, [b.add(xq_out(b, q), b.mul(blk, _c(4)))], inbounds=True, source_etype=I8))
+            st.align = 1
+        _loop(b, b.ashr(oc, _c(2)), block)
+
+    def xq_out(b: ir.IRBuilder, q: ir.Value) -> ir.Value:
+        return b.mul(q, os)
+    _loop(b, npix, pixel)
+
+
 def _conv_channels(b: ir.IRBuilder, rq: ir.Function, out: ir.Value, x: ir.Value, w: ir.Value, n: ir.Value,
                    npix: ir.Value, xs: ir.Value, os: ir.Value, oc: ir.Value, p: ir.Value, ps: ir.Value,
-                   tail: tuple[ir.Value, ir.Value, ir.Value]) -> None:
-    """Channels 0..oc of npix pixels, weights in conv4_weights' layout (blocks of four)."""
+                   tail: tuple[ir.Value, ir.Value, ir.Value], start: ir.Value | None = None) -> None:
+    """Channels start..oc (default 0..oc) of npix pixels, weights in conv4_weights' layout (blocks of four)."""
     wblock = b.mul(b.ashr(b.add(n, _c(15)), _c(4)), _c(64))
     cell = _acc_cell(b, _c(0))
     reduce16 = _reduce_add(b.function.module, V16I32)
@@ -110,7 +200,7 @@ def _conv_channels(b: ir.IRBuilder, rq: ir.Function, out: ir.Value, x: ir.Value,
             _loop(b, n, step, start=b.and_(n, _c(-16)))
             v = _rq(b, rq, b.load(cell, typ=I32), pc, ps, *tail)
             b.store(b.trunc(v, I8), b.gep(out, [b.add(b.mul(q, os), c)], inbounds=True, source_etype=I8))
-        _loop(b, oc, channel)
+        _loop(b, oc, channel, start=start)
     _loop(b, npix, pixel)
 
 
@@ -118,7 +208,11 @@ def define_conv4(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Funct
     """mve_conv4 (nc channels of one block) and mve_pw (every channel, blocks of four)."""
     fn, b = _fn(mod, name, kinds)
     out, x, w, n, npix, xs, os, oc, p, ps, zp, amin, amax, _shl = fn.args
-    _conv_channels(b, rq, out, x, w, n, npix, xs, os, oc, p, ps, (zp, amin, amax))
+    if mve_native(mod):  # whole blocks as vectors, the last channels (oc % 4) as scalars
+        _conv_blocks(b, out, x, w, n, npix, xs, os, oc, p, ps, (zp, amin, amax))
+        _conv_channels(b, rq, out, x, w, n, npix, xs, os, oc, p, ps, (zp, amin, amax), start=b.and_(oc, _c(-4)))
+    else:
+        _conv_channels(b, rq, out, x, w, n, npix, xs, os, oc, p, ps, (zp, amin, amax))
     b.ret(_c(0))
     return fn
 
@@ -134,8 +228,10 @@ def define_dw_row(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Func
     full = b.and_(C, _c(-8))  # channels in whole blocks of eight: vector taps
 
     def param_col(b: ir.IRBuilder, c: ir.Value) -> ir.Value:
-        r = b.and_(c, _c(7))
-        col = b.add(b.mul(b.ashr(c, _c(3)), b.mul(ps, _c(4))), b.add(b.mul(b.and_(r, _c(1)), _c(4)), b.ashr(r, _c(1))))
+        r = b.and_(c, _c(15))  # aot.kernel.intrinsics_mve.dw_slots
+        slot = b.add(b.mul(b.add(b.mul(b.and_(r, _c(1)), _c(2)), b.and_(b.ashr(r, _c(1)), _c(1))), _c(4)),
+                     b.ashr(r, _c(2)))
+        col = b.add(b.mul(b.ashr(c, _c(4)), b.mul(ps, _c(4))), slot)
         return b.gep(p, [col], inbounds=True, source_etype=I32)
 
     def store(b: ir.IRBuilder, ox: ir.Value, c: ir.Value, acc: ir.Value) -> None:
@@ -155,32 +251,67 @@ def define_dw_row(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Func
             _loop(b, kw, col)
         _loop(b, kh, row)
 
+    v16cell = b.alloca(V16I32)
+    zpv16 = _splat(b, zp_in, V16I32)
+    v4 = ir.VectorType(I32, 4)
+
+    def block16(b: ir.IRBuilder, ox: ir.Value, ix0: ir.Value, c0: ir.Value) -> None:
+        b.store(ir.Constant(V16I32, [0] * 16), v16cell)
+        wbase = b.mul(c0, b.mul(kh, kw))
+
+        def tap(b: ir.IRBuilder, ok: ir.Value, xpix: ir.Value, t: ir.Value) -> None:
+            xv = b.sext(_vload(b, x, b.select(ok, b.add(xpix, c0), _c(0)), V16I8), V16I32)
+            xv = b.select(ok, xv, zpv16)
+            wv = b.sext(_vload(b, w, b.add(wbase, b.mul(t, _c(16))), V16I8), V16I32)
+            b.store(b.add(b.load(v16cell, typ=V16I32), b.mul(xv, wv)), v16cell)
+        taps(b, ix0, tap)
+        acc = b.load(v16cell, typ=V16I32)
+        pb = b.gep(p, [b.mul(b.ashr(c0, _c(4)), b.mul(ps, _c(4)))], inbounds=True, source_etype=I32)
+        groups = []
+        for k, lanes in enumerate(([0, 4, 8, 12], [2, 6, 10, 14], [1, 5, 9, 13], [3, 7, 11, 15])):
+            g = b.shuffle_vector(acc, acc, ir.Constant(ir.VectorType(I32, 4), lanes))
+            pbk = b.gep(pb, [_c(4 * k)], inbounds=True, source_etype=I32)
+            bias = b.load(pbk, typ=v4)
+            bias.align = 4
+            groups.append(_rq4(b, b.add(g, bias), pbk, ps, zp, amin, amax))
+        lo = b.shuffle_vector(groups[0], groups[1], ir.Constant(ir.VectorType(I32, 8), list(range(8))))
+        hi = b.shuffle_vector(groups[2], groups[3], ir.Constant(ir.VectorType(I32, 8), list(range(8))))
+        order = [((c & 1) * 2 + ((c >> 1) & 1)) * 4 + (c >> 2) for c in range(16)]  # dw_slots
+        res = b.shuffle_vector(lo, hi, ir.Constant(ir.VectorType(I32, 16), order))
+        st = b.store(b.trunc(res, V16I8), b.gep(out, [b.add(b.mul(ox, C), c0)], inbounds=True, source_etype=I8))
+        st.align = 1
+
     def pixel(b: ir.IRBuilder, ox: ir.Value) -> None:
         ix0 = b.sub(b.mul(ox, sw), pl)
 
         def block(b: ir.IRBuilder, c0: ir.Value) -> None:  # eight channels per tap
             b.store(ir.Constant(V8I32, [0] * 8), vcell)
-            wbase = b.mul(c0, b.mul(kh, kw))
+            r0 = b.and_(c0, _c(15))
+            wbase = b.add(b.mul(b.sub(c0, r0), b.mul(kh, kw)), r0)
 
             def tap(b: ir.IRBuilder, ok: ir.Value, xpix: ir.Value, t: ir.Value) -> None:
                 xv = b.sext(_vload(b, x, b.select(ok, b.add(xpix, c0), _c(0)), V8I8), V8I32)
                 xv = b.select(ok, xv, zpv)
-                wv = b.sext(_vload(b, w, b.add(wbase, b.mul(t, _c(8))), V8I8), V8I32)
+                wv = b.sext(_vload(b, w, b.add(wbase, b.mul(t, _c(16))), V8I8), V8I32)
                 b.store(b.add(b.load(vcell, typ=V8I32), b.mul(xv, wv)), vcell)
             taps(b, ix0, tap)
             acc = b.load(vcell, typ=V8I32)
             for lane in range(8):
                 store(b, ox, b.add(c0, _c(lane)), b.extract_element(acc, _c(lane)))
-        _loop(b, full, block, step=8)
+        start8 = None
+        if mve_native(b.function.module):  # blocks of 16 channels with vector requantization
+            start8 = b.and_(C, _c(-16))
+            _loop(b, start8, lambda b, c0: block16(b, ox, ix0, c0), step=16)
+        _loop(b, full, block, step=8, start=start8)
 
         def channel(b: ir.IRBuilder, c: ir.Value) -> None:  # the channels after the last whole block
-            r = b.and_(c, _c(7))
+            r = b.and_(c, _c(15))
             b.store(_c(0), cell)
             wbase = b.add(b.mul(b.sub(c, r), b.mul(kh, kw)), r)
 
             def tap(b: ir.IRBuilder, ok: ir.Value, xpix: ir.Value, t: ir.Value) -> None:
                 xv = b.select(ok, b.sext(_ld(b, x, b.select(ok, b.add(xpix, c), _c(0)), I8), I32), zp_in)
-                wv = b.sext(_ld(b, w, b.add(wbase, b.mul(t, _c(8))), I8), I32)
+                wv = b.sext(_ld(b, w, b.add(wbase, b.mul(t, _c(16))), I8), I32)
                 b.store(b.add(b.load(cell, typ=I32), b.mul(xv, wv)), cell)
             taps(b, ix0, tap)
             store(b, ox, c, b.load(cell, typ=I32))
@@ -189,3 +320,85 @@ def define_dw_row(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Func
     b.ret(_c(0))
     return fn
 
+
+
+def define_chsum(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Function) -> ir.Function:
+    """mve_chsum: per channel sums of a window (scalar loops)."""
+    del rq
+    fn, b = _fn(mod, name, kinds)
+    out, x, C, rows, cols, rs = fn.args
+    cell = _acc_cell(b, _c(0))
+    vcell = b.alloca(V16I32)
+    start = None
+    if mve_native(mod):  # 16 channels per step
+        start = b.and_(C, _c(-16))
+
+        def block(b: ir.IRBuilder, c0: ir.Value) -> None:
+            b.store(ir.Constant(V16I32, [0] * 16), vcell)
+
+            def row(b: ir.IRBuilder, r: ir.Value) -> None:
+                def col(b: ir.IRBuilder, j: ir.Value) -> None:
+                    v = b.sext(_vload(b, x, b.add(b.add(b.mul(r, rs), b.mul(j, C)), c0), V16I8), V16I32)
+                    b.store(b.add(b.load(vcell, typ=V16I32), v), vcell)
+                _loop(b, cols, col)
+            _loop(b, rows, row)
+            st = b.store(b.load(vcell, typ=V16I32), b.gep(out, [c0], inbounds=True, source_etype=I32))
+            st.align = 4
+        _loop(b, start, block, step=16)
+
+    def channel(b: ir.IRBuilder, c: ir.Value) -> None:
+        b.store(_c(0), cell)
+
+        def row(b: ir.IRBuilder, r: ir.Value) -> None:
+            def col(b: ir.IRBuilder, j: ir.Value) -> None:
+                v = b.sext(_ld(b, x, b.add(b.add(b.mul(r, rs), b.mul(j, C)), c), I8), I32)
+                b.store(b.add(b.load(cell, typ=I32), v), cell)
+            _loop(b, cols, col)
+        _loop(b, rows, row)
+        b.store(b.load(cell, typ=I32), b.gep(out, [c], inbounds=True, source_etype=I32))
+    _loop(b, C, channel, start=start)
+    b.ret(_c(0))
+    return fn
+
+
+def define_col(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Function) -> ir.Function:
+    """mve_col: the receptive fields of a run of output pixels (scalar loops, a bounds check per tap)."""
+    del rq
+    fn, b = _fn(mod, name, kinds)
+    col, x, H, W, C, kh, kw, sh, sw, pt, pl, OH, OW, q0, count, zp = fn.args
+    zp8 = b.trunc(zp, I8)
+    depth = b.mul(b.mul(kh, kw), C)
+
+    def pixel(b: ir.IRBuilder, s: ir.Value) -> None:
+        q = b.add(q0, s)
+        plane = b.mul(OH, OW)
+        n = b.sdiv(q, plane)
+        rem = b.sub(q, b.mul(n, plane))
+        oy = b.sdiv(rem, OW)
+        ox = b.sub(rem, b.mul(oy, OW))
+
+        def row(b: ir.IRBuilder, ky: ir.Value) -> None:
+            iy = b.add(b.sub(b.mul(oy, sh), pt), ky)
+            iy_ok = b.and_(b.icmp_signed(">=", iy, _c(0)), b.icmp_signed("<", iy, H))
+
+            def tap(b: ir.IRBuilder, kx: ir.Value) -> None:
+                ix = b.add(b.sub(b.mul(ox, sw), pl), kx)
+                ok = b.and_(iy_ok, b.and_(b.icmp_signed(">=", ix, _c(0)), b.icmp_signed("<", ix, W)))
+                src = b.mul(b.add(b.mul(b.add(b.mul(n, H), iy), W), ix), C)
+                dst = b.add(b.mul(s, depth), b.mul(b.add(b.mul(ky, kw), kx), C))
+
+                def elem(b: ir.IRBuilder, c: ir.Value) -> None:
+                    v = _ld(b, x, b.select(ok, b.add(src, c), _c(0)), I8)
+                    b.store(b.select(ok, v, zp8), b.gep(col, [b.add(dst, c)], inbounds=True, source_etype=I8))
+                _loop(b, C, elem)
+            _loop(b, kw, tap)
+        _loop(b, kh, row)
+    _loop(b, count, pixel)
+    b.ret(_c(0))
+    return fn
+
+
+def define_mve(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Function) -> ir.Function:
+    """The LLVM function of the Helium routine `name` (aot.kernel.intrinsics_mve)."""
+    define = {"mve_dw_row": define_dw_row, "mve_chsum": define_chsum, "mve_col": define_col}.get(name, define_conv4)
+    return define(mod, name, kinds, rq)

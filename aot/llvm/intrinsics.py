@@ -226,11 +226,10 @@ def define_intrinsic(mod: ir.Module, name: str) -> ir.Function:
         return fn
     if name in ("ssd_centerf", "ssd_halff"):  # TFLM's SSD box decoding, in double
         return _ssd(mod, name)
-    if name in ("mve_conv4", "mve_pw", "mve_dw_row"):  # Helium routines (aot.llvm.helium)
+    if name.startswith("mve_"):  # Helium routines (aot.llvm.helium)
         from aot.kernel.intrinsics import INTRINSICS
-        from aot.llvm.helium import define_conv4, define_dw_row
-        define = define_dw_row if name == "mve_dw_row" else define_conv4
-        return define(mod, name, INTRINSICS[name].arg_dtypes, define_intrinsic(mod, "requantize"))
+        from aot.llvm.helium import define_mve
+        return define_mve(mod, name, INTRINSICS[name].arg_dtypes, define_intrinsic(mod, "requantize"))
     if name in ("x86_gemm", "x86_gemm_vnni"):  # x86-64 host routines, LLVM vector IR
         from aot.kernel.intrinsics import INTRINSICS
         from aot.llvm.x86 import define_gemm

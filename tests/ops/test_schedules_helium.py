@@ -43,7 +43,21 @@ CHAINS = {
 }
 
 
+def _pools() -> aot.ir.Model:
+    """Average pools: 3x3 stride 2 'same' (padding, int16 sums), then a 17x16 window (272 taps:
+    int32 sums), over 12 channels (predicated tails)."""
+    from aot.ir.types import Quant
+    g = aot.GraphBuilder("pools")
+    q = Quant((0.05,), (-7,))
+    x = g.input("x", (1, 34, 32, 12), "int8", q)
+    y = g.avg_pool2d(x, (3, 3), (2, 2), padding="same", out_quant=q)
+    g.output(g.avg_pool2d(y, (17, 16), (1, 1), out_quant=q), "y")
+    return g.finish()
+
+
 def _model(chain: str) -> aot.ir.Model:
+    if chain == "pools":
+        return _pools()
     x_shape, ops = CHAINS[chain]
     return conv_chain(100 + len(chain), x_shape, ops)
 
@@ -58,9 +72,12 @@ def test_helium_routines_are_chosen_on_mve_cores_only() -> None:
     assert not {u for u in size if u.startswith("mve")}
     dw = _intrinsics_used(compile_model(_model("dw"), target_options(M55)).module)
     assert "mve_dw_row" in dw
+    assert "mve_chsum" in _intrinsics_used(compile_model(_pools(), target_options(M55)).module)
+    m4 = _intrinsics_used(compile_model(_pools(), target_options(target_for_cpu("cortex-m4"))).module)
+    assert "mve_chsum" not in m4
 
 
-@pytest.mark.parametrize("chain", list(CHAINS))
+@pytest.mark.parametrize("chain", list(CHAINS) + ["pools"])
 def test_helium_schedules_bit_exact_on_interp_c_and_llvm(chain: str) -> None:
     model = _model(chain)
     inputs = _input(model)
@@ -71,6 +88,28 @@ def test_helium_schedules_bit_exact_on_interp_c_and_llvm(chain: str) -> None:
     for backend in ("interp", "c", "llvm"):
         got = run_kernel_module(cm.module, [inputs["x"]], backend)[0].reshape(ref.shape)
         np.testing.assert_array_equal(got, ref, err_msg=f"{chain} / {backend}")
+
+
+def test_depthwise_with_a_weight_of_minus_128_keeps_the_other_schedule() -> None:
+    """Two taps' int16 products sum exactly only for |w| <= 127: a -128 weight (outside TFLite's
+    symmetric int8 range) refuses mve_dw_row, and the result stays bit-exact."""
+    from aot.ir.types import Quant
+    rng = np.random.default_rng(5)
+    g = aot.GraphBuilder("dw128")
+    x = g.input("x", (1, 5, 4, 16), "int8", Quant((0.05,), (-3,)))
+    w = rng.integers(-127, 128, (1, 3, 3, 16)).astype(np.int8)
+    w[0, 1, 1, 2] = -128
+    wq = Quant(tuple(float(np.float32(v)) for v in rng.uniform(0.003, 0.02, 16)), (0,) * 16, 3)
+    bq = Quant(tuple(float(np.float32(0.05 * s)) for s in wq.scale), (0,) * 16, 0)
+    y = g.depthwise_conv2d(x, g.constant(w, "w", quant=wq), g.constant(np.zeros(16, np.int32), "b", quant=bq),
+                           padding="same", out_quant=Quant((0.1,), (-20,)))
+    g.output(y, "y")
+    model = g.finish()
+    cm = compile_model(model, target_options(M55))
+    assert "mve_dw_row" not in _intrinsics_used(cm.module)
+    inputs = _input(model)
+    got = run_kernel_module(cm.module, [inputs["x"]], "c")[0]
+    np.testing.assert_array_equal(got.reshape(-1), aot.reference(model, inputs)["y"].reshape(-1))
 
 
 def test_conv4_spec_is_a_requantized_dot_product() -> None:
@@ -95,10 +134,11 @@ def test_weight_and_parameter_layouts() -> None:
     w2d = np.arange(6 * 20).reshape(6, 20) % 127
     lay = conv4_weights(w2d).reshape(2, 2, 4, 16)  # [block][16-step][channel][16]
     assert lay[1, 1, 1, 3] == w2d[5, 19] and lay[1, 1, 2, 0] == 0 and lay[0, 1, 0, 4] == 0
-    assert list(dw_slots(10)) == [0, 4, 1, 5, 2, 6, 3, 7, 8, 12]
-    w = np.arange(2 * 2 * 10).reshape(2, 2, 10)
-    dl = dw_weights(w).reshape(2, 2, 2, 8)  # [block of 8][ky][kx][8]
-    assert dl[1, 1, 0, 1] == w[1, 0, 9] and dl[1, 0, 0, 2] == 0
+    # accumulators (c0 c4 c8 c12) (c2 c6 c10 c14) (c1 c5 c9 c13) (c3 c7 c11 c15), then the next block
+    assert list(dw_slots(18)) == [0, 8, 4, 12, 1, 9, 5, 13, 2, 10, 6, 14, 3, 11, 7, 15, 16, 24]
+    w = np.arange(2 * 2 * 18).reshape(2, 2, 18)
+    dl = dw_weights(w).reshape(2, 2, 2, 16)  # [block of 16][ky][kx][16]
+    assert dl[1, 1, 0, 1] == w[1, 0, 17] and dl[1, 0, 0, 2] == 0 and dl[0, 0, 1, 15] == w[0, 1, 15]
 
 
 def test_evaluate_needs_a_written_reference_and_no_constant_target() -> None:
@@ -129,7 +169,7 @@ def test_evaluate_needs_a_written_reference_and_no_constant_target() -> None:
 @pytest.mark.parametrize("backend", ["c", "llvm"])
 def test_helium_chains_in_qemu_bit_exact(backend: str) -> None:
     from aot.board.flow import run_on_board
-    for chain in ("conv", "dw", "fc"):
+    for chain in ("conv", "dw", "dw-16", "fc", "pools"):
         model = _model(chain)
         inputs = _input(model, 1)
         outs, extra = run_on_board(model, inputs, "mps3-an547", backend=backend)
@@ -137,10 +177,10 @@ def test_helium_chains_in_qemu_bit_exact(backend: str) -> None:
         assert extra["match_host"] is True
 
 
-# measured 2026-12-01 (C backend): kws_int8 1,093,093 and ad_int8 60,250 QEMU instructions
-# (before the Helium schedules: 3,837,500 and 352,468); the budgets leave a few percent for
-# toolchain noise (ad_int8's is issue 16's target)
-BUDGETS = {"kws_int8": 1_130_000, "ad_int8": 75_000}
+# measured 2026-12-01 (C backend): kws_int8 859,468 and ad_int8 59,500 QEMU instructions (before
+# the Helium schedules: 3,837,500 and 352,468); the budgets are issue 16's targets (3 MAC/instr.
+# for kws), a few percent above the measurements for toolchain noise
+BUDGETS = {"kws_int8": 885_000, "ad_int8": 75_000}
 
 
 @pytest.mark.slow

@@ -12,7 +12,8 @@ use `mve_pw` instead: per pixel the input stays in four vector registers while e
 block streams its weights past it.
 depthwise_conv2d (depth multiplier 1): `mve_dw_row` per output row: the window's input rows
 are copied into a line buffer with the padding written as the input zero point, then per pixel
-eight channels per step (VLDRB.S16, VMULLB and VMULLT into two int32 vectors), no bounds checks.
+16 channels per step (VMULLB.S8 / VMULLT.S8 into int16, two taps summed in int16 - exact as
+TFLite's int8 weights lie in [-127, 127] - then widened into four int32 vectors), no bounds checks.
 
 The accumulators start at the bias with the input offset folded in (fold_bias), so the
 routines multiply raw inputs; requantization is TFLite's two-rounding
@@ -31,11 +32,12 @@ import numpy as np
 from aot.kernel import ir as K
 from aot.kernel.simplify import simplify_expr
 from aot.kernel.intrinsics import call as intrinsic
-from aot.kernel.intrinsics_mve import conv4_weights, dw_slots, dw_weights
+from aot.kernel.intrinsics_mve import DW_BLOCK, conv4_weights, dw_slots, dw_weights
 from aot.lower.schedule.gemm import Geometry, _Fill, pixel_coords
 from aot.lower.schedule.requant import fold_bias
 from aot.ops.arith import MacArith
 from aot.ops.emit import Accessor, OutputWriter
+from aot.ops.quantized import pool_finish
 
 LANES = 4  # output channels per vector requantization
 COLUMN_BYTES = 512  # the column of a group of pixels (conv2d with a window or padding)
@@ -71,8 +73,10 @@ def param_table(ctx, biasf: np.ndarray, arith: MacArith, channels: int,  # noqa:
 
 
 def _shl(arith: MacArith) -> int:
-    """1 when some channel's requantization shifts left (the routines' last argument)."""
-    return int(bool(np.any(np.asarray(arith.shift_values, dtype=np.int64) > 0)))
+    """The routines' last argument: bit 0 set when some channel's requantization shifts left,
+    bit 1 when every channel shifts right by at least one (hints: the result is the same)."""
+    shifts = np.asarray(arith.shift_values, dtype=np.int64)
+    return int(bool(np.any(shifts > 0))) | (2 * int(bool(np.all(shifts < 0))))
 
 
 def _usable(arith: MacArith) -> bool:
@@ -137,6 +141,11 @@ def emit_conv(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: MacAr
     fill = _Fill(ctx, g, None, col, group, True)
 
     def pixels(q0: K.Expr, count: int) -> K.Stmt:
+        if g.dh == 1 and g.dw == 1 and g.buf is not None:  # the columns by one vector routine
+            cols = K.Evaluate(intrinsic("mve_col", K.Load(col, K.Const(0)), K.Load(g.buf, K.Const(0)), g.H, g.W,
+                                        g.C, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.OH, g.OW, q0, count,
+                                        int(g.zp_in)))
+            return K.seq(cols, *blocks(K.Load(col, K.Const(0)), q0, count, depth))
         sl = ctx.var("slot")
         lets, p = pixel_coords(ctx, g, simplify_expr(q0 + sl))
         fills = K.For(sl, count, K.seq(*lets, fill.fill(p, sl)))
@@ -207,11 +216,13 @@ def helium_depthwise(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: 
     if cin != oc_n or x.buffer is None or x.buffer.dtype != "i8":
         return None
     w2d = np.asarray(w.const).reshape(kh * kw, oc_n).T
+    if np.any(w2d < -127):  # two taps' int16 products summed exactly needs |w| <= 127 (TFLite's int8 range)
+        return None
     biasf = fold_bias(w2d, None if bias is None else bias.const, arith.input_offset)
     if biasf is None:
         return None
     wtab = ctx.const(dw_weights(np.asarray(w.const).astype(np.int8).reshape(kh, kw, oc_n)), "i8", "w8")
-    ptab, ps = param_table(ctx, biasf, arith, oc_n, dw_slots(oc_n), 8)
+    ptab, ps = param_table(ctx, biasf, arith, oc_n, dw_slots(oc_n), DW_BLOCK)
     g = conv_geometry(x, w, out, attrs)
     xbuf = x.buffer
     lw = (ow - 1) * g.sw + (kw - 1) * g.dw + 1
@@ -229,3 +240,46 @@ def helium_depthwise(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: 
         return K.Evaluate(call)
 
     return K.Allocate(lbuf, _pixel_loop(ctx, n_ * oh, row))
+
+
+def helium_avg_pool(ctx, x: Accessor, out: OutputWriter, attrs: Mapping) -> K.Stmt | None:  # noqa: ANN001
+    """int8 average pool (TFLite's: the divisor counts the taps inside the input): per output
+    pixel `mve_chsum` sums the in-bounds window per channel, then the rounding division and clamp
+    per channel (aot.ops.quantized.pool_finish). None off-MVE or for other pools."""
+    if not helium_target(ctx) or x.type.dtype != "int8" or out.type.dtype != "int8":
+        return None
+    if x.buffer is None or x.buffer.dtype != "i8" or tuple(attrs.get("dilations", (1, 1))) != (1, 1):
+        return None
+    if attrs.get("count_include_pad", False):
+        return None
+    n_, oh, ow, c_n = out.shape
+    _, h, wd, _ = x.shape
+    kh, kw = attrs["pool_size"]
+    sh, sw = attrs["strides"]
+    pt, _, pl, _ = attrs["padding"]
+    sums = K.Buffer(ctx.fresh("sums"), "i32", c_n)
+    xbuf = x.buffer
+
+    def axis(o: K.Expr, s_: int, p_: int, k: int, size: int) -> tuple[K.Expr, K.Expr]:
+        lo = simplify_expr(o * s_ - p_)
+        return simplify_expr(K.maximum(lo, K.Const(0))), simplify_expr(K.minimum(lo + k, K.Const(size)))
+
+    def loop(extent: int, hint: str, body) -> K.Stmt:  # noqa: ANN001
+        if extent == 1:
+            return body(K.Const(0))
+        v = ctx.var(hint)
+        return K.For(v, extent, body(v))
+
+    def pixel(n: K.Expr, oy: K.Expr, ox: K.Expr) -> K.Stmt:
+        y0, y1 = axis(oy, sh, pt, kh, h)
+        x0, x1 = axis(ox, sw, pl, kw, wd)
+        rows, cols = ctx.var("rows"), ctx.var("cols")
+        call = intrinsic("mve_chsum", K.Load(sums, K.Const(0)),
+                         K.Load(xbuf, simplify_expr(((n * h + y0) * wd + x0) * c_n)), c_n, rows, cols, wd * c_n)
+        c = ctx.var("c")
+        res = pool_finish("avg", K.Load(sums, c), rows * cols, x.type, out.type, attrs)
+        return K.seq(K.Let(rows, simplify_expr(y1 - y0)), K.Let(cols, simplify_expr(x1 - x0)), K.Evaluate(call),
+                     K.For(c, c_n, out.store([n, oy, ox, c], res)))
+
+    body = loop(n_, "n", lambda n: loop(oh, "oy", lambda oy: loop(ow, "ox", lambda ox: pixel(n, oy, ox))))
+    return K.Allocate(sums, body)
