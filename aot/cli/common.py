@@ -3,6 +3,7 @@ compile options every compiling command accepts."""
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any, Sequence
 
 import numpy as np
@@ -83,9 +84,12 @@ def add_compile_options(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--opt", choices=["speed", "size", "reference"],
                     help="kernel schedules: fastest (default), smallest code, or plain reference loops")
     sp.add_argument("--cpu", help="schedule kernels for this core (e.g. cortex-m4) when no --board says it")
+    sp.add_argument("--features", metavar="F1,F2",
+                    help="the core's schedule features instead of the detected or tabled ones (e.g. dsp; on the "
+                         "host x86,avx2 or x86,avx512f,avx512bw,avx512vnni; 'none': no features)")
     sp.add_argument("--flash-budget", type=int, metavar="BYTES",
                     help="flash that DSP kernels may spend on int8 weights pre-widened to 16-bit pairs "
-                         "(faster; default 0: weights stay int8)")
+                         "(faster; 0: weights stay int8; default: the flash below the model file + 32 KiB, best layers first)")
     sp.add_argument("--tuning-log", metavar="FILE",
                     help="apply the best feasible record of this model in an `aot tune` log (per-layer schedules)")
 
@@ -97,6 +101,12 @@ def compile_kwargs(a: argparse.Namespace) -> dict[str, Any]:
         v = getattr(a, k, None)
         if v is not None:
             kw[k] = v
+    src = getattr(a, "model", None)
+    if isinstance(src, str) and os.path.isfile(src):  # the default flash budget's reference (memory)
+        kw["source_bytes"] = os.path.getsize(src)
+    feats = getattr(a, "features", None)
+    if feats is not None:
+        kw["cpu_features"] = tuple(f for f in feats.split(",") if f and f != "none")
     if getattr(a, "tuning_log", None):
         kw["schedules"] = _tuned(a)
     pools = getattr(a, "pool", None) or []

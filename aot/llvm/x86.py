@@ -1,15 +1,17 @@
 """LLVM vector IR of the x86-64 host routines (aot/kernel/intrinsics_x86.py is their
 specification; runtime_c/include/aot_x86.h the C twins).
 
-x86_gemm_vnni: tiles of 4 pixels x 2 blocks of 16 output channels (one pixel: 4 blocks), one
-<16 x i32> accumulator per pixel and block (independent chains); each step of four input bytes
-per pixel is broadcast (xor 0x80: unsigned) and fed with the blocks' 64-byte weight loads (once
-per tile) to AVX-512 VNNI `vpdpbusd` (llvm.x86.avx512.vpdpbusd.512), from bias - 128 * sum(w). x86_gemm: the
-same loop in portable vector IR (sign-extended lanes, multiply, add), for x86 CPUs without VNNI
-and for modules emitted for another triple.
-Requantization is TFLite's two-rounding MultiplyByQuantizedMultiplier on all 16 lanes
-(64-bit products, C division by 2^31, rounding divide by a power of two), then the output
-offset, the clamp and one 16-byte store (masked for the last, partial block).
+x86_gemm_vnni: tiles of 4 pixels x 4 blocks of 16 output channels (one pixel: 4 blocks; then
+tiles of 2 and 1 block for the rest), one <16 x i32> accumulator per pixel and block
+(independent chains); each step of four input bytes per pixel is broadcast (xor 0x80:
+unsigned) and fed with the blocks' 64-byte weight loads (once per tile) to AVX-512 VNNI
+`vpdpbusd` (llvm.x86.avx512.vpdpbusd.512), from bias - 128 * sum(w). x86_gemm: the same loop
+in portable vector IR (sign-extended lanes, multiply, add), for x86 CPUs without VNNI and for
+modules emitted for another triple. Requantization: TFLite's two-rounding
+MultiplyByQuantizedMultiplier on all 16 lanes as one 64-bit multiply, add and shift
+(requantize16), then the output offset, the clamp and one 16-byte store (byte by byte for the
+last, partial block: LLVM 22 lowers a one-lane masked store of a truncated vector to a 4-byte
+store).
 """
 from __future__ import annotations
 
@@ -17,12 +19,12 @@ from typing import Callable
 
 from llvmlite import ir
 
-I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
 L = 16
-V32, V64, V8, VB = ir.VectorType(I32, L), ir.VectorType(I64, L), ir.VectorType(I8, L), ir.VectorType(I1, L)
+V32, V64, V8 = ir.VectorType(I32, L), ir.VectorType(I64, L), ir.VectorType(I8, L)
 W8 = ir.VectorType(I8, 4 * L)
-TILE_P, TILE_B = 4, 2  # a tile: 4 pixels x 2 blocks of 16 channels (8 independent accumulators)
+TILE_P, TILE_B = 4, 4  # a tile: 4 pixels x 4 blocks of 16 channels (16 independent accumulators)
 TILE_B1 = 4  # one pixel (fully connected): 4 blocks
 
 Body = Callable[[ir.IRBuilder, ir.Value], None]
@@ -70,13 +72,16 @@ def requantize16(b: ir.IRBuilder, acc: ir.Value, mult: ir.Value, left: ir.Value,
     h = 2^(e-1) - (v < 0) for e > 0, 0 for e = 0; v < 0 exactly when y < 0, and the floors compose:
     the result is (y + h * 2^31) >> (31 + e)."""
     a = b.shl(acc, left)
-    y = b.add(b.mul(b.sext(a, V64), b.sext(mult, V64)), _splat(V64, 1 << 30))
     e = b.sub(_splat(V32, 0), nright)
     half = b.ashr(b.shl(_splat(V32, 1), e), _splat(V32, 1))  # 2^(e-1), 0 for e = 0
     neg = b.sub(half, b.zext(b.icmp_signed(">", e, _splat(V32, 0)), V32))
-    h = b.select(b.icmp_signed("<", y, _splat(V64, 0)), b.sext(neg, V64), b.sext(half, V64))
-    r = b.ashr(b.add(y, b.shl(h, _splat(V64, 31))), b.zext(b.add(e, _splat(V32, 31)), V64))
-    return b.trunc(r, V32)
+    # per-channel 64-bit constants (loop invariant): 2^30 + h * 2^31 for y >= 0 and y < 0
+    pos64 = b.add(b.shl(b.sext(half, V64), _splat(V64, 31)), _splat(V64, 1 << 30))
+    neg64 = b.add(b.shl(b.sext(neg, V64), _splat(V64, 31)), _splat(V64, 1 << 30))
+    ab = b.mul(b.sext(a, V64), b.sext(mult, V64))
+    # y < 0 exactly when ab < -2^30
+    r = b.add(ab, b.select(b.icmp_signed("<", ab, _splat(V64, -(1 << 30))), neg64, pos64))
+    return b.trunc(b.ashr(r, b.zext(b.add(e, _splat(V32, 31)), V64)), V32)
 
 
 def define_gemm(mod: ir.Module, name: str, kinds: tuple[str, ...]) -> ir.Function:
@@ -90,15 +95,12 @@ def define_gemm(mod: ir.Module, name: str, kinds: tuple[str, ...]) -> ir.Functio
     out, x, w, p, n, npix, xs, os, OC, zp, amin, amax = fn.args
     dot = mod.declare_intrinsic("llvm.x86.avx512.vpdpbusd.512", fnty=ir.FunctionType(V32, [V32, V32, V32])) \
         if vnni else None
-    mstore = mod.declare_intrinsic("llvm.masked.store.v16i8.p0",
-                                   fnty=ir.FunctionType(ir.VoidType(), [V8, PTR, I32, VB]))
     n4 = b.ashr(n, _c(2))
     nt = b.and_(n, _c(3))
     wstride = b.mul(b.ashr(b.add(n, _c(3)), _c(2)), _c(4 * L))
     nb = b.ashr(b.add(OC, _c(L - 1)), _c(4))
     cells = [[b.alloca(V32) for _ in range(max(TILE_B, TILE_B1))] for _ in range(TILE_P)]
     xcells = [b.alloca(I32) for _ in range(TILE_P)]
-    lane_ids = ir.Constant(V32, list(range(L)))
 
     def step(b: ir.IRBuilder, wbs: list[ir.Value], k: ir.Value, xwords: list[ir.Value]) -> None:
         """One step of four input bytes per pixel (an i32 each, little-endian) for every block:
@@ -162,102 +164,22 @@ def define_gemm(mod: ir.Module, name: str, kinds: tuple[str, ...]) -> ir.Functio
                 with b.if_else(b.icmp_signed(">=", room, _c(L))) as (then, other):
                     with then:
                         b.store(v8, dst, align=1)
-                    with other:
-                        b.call(mstore, [v8, dst, _c(1), b.icmp_signed("<", lane_ids, _vsplat(b, room, V32))])
+                    with other:  # lane by lane: LLVM 22 stores 4 bytes for a one-lane masked store
+                        _loop(b, room, lambda b, lane: b.store(b.extract_element(v8, lane), _gep(b, dst, lane, I8)))
 
     def pixels(b: ir.IRBuilder, q0: ir.Value, P: int) -> None:
+        """Tiles of B blocks, then the 1..B-1 blocks left: one tile of 2 if two are, then 1."""
         B = TILE_B if P > 1 else TILE_B1
         nbb = b.mul(b.sdiv(nb, _c(B)), _c(B))
         _loop(b, b.sdiv(nb, _c(B)), lambda b, t: tile(b, q0, b.mul(t, _c(B)), P, B))
-        _loop(b, nb, lambda b, ob: tile(b, q0, ob, P, 1), start=nbb)
+        with b.if_then(b.icmp_signed(">=", b.sub(nb, nbb), _c(2))):
+            tile(b, q0, nbb, P, 2)
+        with b.if_then(b.icmp_signed("==", b.and_(b.sub(nb, nbb), _c(1)), _c(1))):
+            tile(b, q0, b.sub(nb, _c(1)), P, 1)
 
     npp = b.sdiv(npix, _c(TILE_P))
     _loop(b, npp, lambda b, t: pixels(b, b.mul(t, _c(TILE_P)), TILE_P))
     _loop(b, npix, lambda b, q: pixels(b, q, 1), start=b.mul(npp, _c(TILE_P)))
-    b.ret(_c(0))
-    return fn
-
-
-def define_dw_row(mod: ir.Module, name: str, kinds: tuple[str, ...]) -> ir.Function:
-    """x86_dw_row: per output pixel and block of 16 channels one <16 x i32> accumulator; each tap
-    inside the image adds (sext(x) + in_off) * sext(w) on 16 lanes; the last partial block is read
-    and written with masked loads and stores."""
-    fn = ir.Function(mod, ir.FunctionType(I32, [PTR if k[0] in "&*" else I32 for k in kinds]), f"aot_{name}")
-    fn.linkage = "internal"
-    fn.attributes.add("alwaysinline")
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    out, x, w, p, C, H, W, kh, kw, dh, dw, sw, iy0, pl, OW, in_off, zp, amin, amax = fn.args
-    mstore = mod.declare_intrinsic("llvm.masked.store.v16i8.p0",
-                                   fnty=ir.FunctionType(ir.VoidType(), [V8, PTR, I32, VB]))
-    mload = mod.declare_intrinsic("llvm.masked.load.v16i8.p0", fnty=ir.FunctionType(V8, [PTR, I32, VB, V8]))
-    nb = b.ashr(b.add(C, _c(L - 1)), _c(4))
-    cpad = b.mul(nb, _c(L))
-    cell = b.alloca(V32)
-    lane_ids = ir.Constant(V32, list(range(L)))
-    offv = _vsplat(b, in_off, V32)
-    zpv, lo, hi = _vsplat(b, zp, V32), _vsplat(b, amin, V32), _vsplat(b, amax, V32)
-
-    def block(b: ir.IRBuilder, ox: ir.Value, cb: ir.Value, full: bool) -> None:
-        """One block of 16 channels of pixel ox: full (a plain 16-byte load and store) or the last,
-        partial block (masked)."""
-        c0 = b.mul(cb, _c(L))
-        mask = None if full else b.icmp_signed("<", lane_ids, _vsplat(b, b.sub(C, c0), V32))
-        pb = _gep(b, p, b.mul(cb, _c(5 * L)), I32)
-
-        def row(r: int) -> ir.Value:
-            return b.load(_gep(b, pb, _c(r * L), I32), typ=V32, align=4)
-        ix0 = b.sub(b.mul(ox, sw), pl)
-        inside = b.and_(b.and_(b.icmp_signed(">=", iy0, _c(0)), b.icmp_signed("<", iy_last, H)),
-                        b.and_(b.icmp_signed(">=", ix0, _c(0)),
-                               b.icmp_signed("<", b.add(ix0, b.mul(b.sub(kw, _c(1)), dw)), W)))
-
-        def interior_tap(b: ir.IRBuilder, ky: ir.Value, kx: ir.Value) -> None:
-            """The window inside the image: no checks, the input offset folded into the start value."""
-            iy, ix = b.add(iy0, b.mul(ky, dh)), b.add(ix0, b.mul(kx, dw))
-            src = _gep(b, x, b.add(b.mul(b.add(b.mul(iy, W), ix), C), c0), I8)
-            xv = b.load(src, typ=V8, align=1) if full else \
-                b.call(mload, [src, _c(1), mask, ir.Constant(V8, [0] * L)])
-            wv = b.load(_gep(b, w, b.add(b.mul(b.add(b.mul(ky, kw), kx), cpad), c0), I8), typ=V8, align=1)
-            b.store(b.add(b.load(cell, typ=V32), b.mul(b.sext(xv, V32), b.sext(wv, V32))), cell)
-
-        def tap_row(b: ir.IRBuilder, ky: ir.Value) -> None:
-            iy = b.add(iy0, b.mul(ky, dh))
-            with b.if_then(b.and_(b.icmp_signed(">=", iy, _c(0)), b.icmp_signed("<", iy, H))):
-                def tap(b: ir.IRBuilder, kx: ir.Value) -> None:
-                    ix = b.add(ix0, b.mul(kx, dw))
-                    with b.if_then(b.and_(b.icmp_signed(">=", ix, _c(0)), b.icmp_signed("<", ix, W))):
-                        src = _gep(b, x, b.add(b.mul(b.add(b.mul(iy, W), ix), C), c0), I8)
-                        xv = b.load(src, typ=V8, align=1) if full else \
-                            b.call(mload, [src, _c(1), mask, ir.Constant(V8, [0] * L)])
-                        wv = b.load(_gep(b, w, b.add(b.mul(b.add(b.mul(ky, kw), kx), cpad), c0), I8), typ=V8,
-                                    align=1)
-                        acc = b.load(cell, typ=V32)
-                        b.store(b.add(acc, b.mul(b.add(b.sext(xv, V32), offv), b.sext(wv, V32))), cell)
-                _loop(b, kw, tap)
-        with b.if_else(inside) as (then, other):
-            with then:
-                b.store(row(4), cell)
-                _loop(b, kh, lambda b, ky: _loop(b, kw, lambda b, kx: interior_tap(b, ky, kx)))
-            with other:
-                b.store(row(0), cell)
-                _loop(b, kh, tap_row)
-        v = b.add(requantize16(b, b.load(cell, typ=V32), row(1), row(2), row(3)), zpv)
-        v = b.select(b.icmp_signed("<", v, lo), lo, v)
-        v8 = b.trunc(b.select(b.icmp_signed(">", v, hi), hi, v), V8)
-        dst = _gep(b, out, b.add(b.mul(ox, C), c0), I8)
-        if full:
-            b.store(v8, dst, align=1)
-        else:
-            b.call(mstore, [v8, dst, _c(1), mask])
-
-    nfull = b.ashr(C, _c(4))
-    iy_last = b.add(iy0, b.mul(b.sub(kh, _c(1)), dh))
-
-    def pixel(b: ir.IRBuilder, ox: ir.Value) -> None:
-        _loop(b, nfull, lambda b, cb: block(b, ox, cb, True))
-        with b.if_then(b.icmp_signed("<", nfull, nb)):
-            block(b, ox, nfull, False)
-    _loop(b, OW, pixel)
     b.ret(_c(0))
     return fn
 

@@ -46,33 +46,4 @@ static inline int32_t aot_x86_gemm_vnni(int8_t *out, const int8_t *x, const int8
     return aot_x86_gemm(out, x, w, p, n, npix, xs, os, OC, zp, amin, amax);
 }
 
-/* depthwise (multiplier 1), one output row: taps outside the image skipped, (x + in_off) * w */
-static inline int32_t aot_x86_dw_row(int8_t *out, const int8_t *x, const int8_t *w, const int32_t *p, int32_t C,
-                                     int32_t H, int32_t W, int32_t kh, int32_t kw, int32_t dh, int32_t dw, int32_t sw,
-                                     int32_t iy0, int32_t pl, int32_t OW, int32_t in_off, int32_t zp, int32_t amin,
-                                     int32_t amax) {
-    const int32_t cpad = ((C + 15) >> 4) * 16;
-    for (int32_t ox = 0; ox < OW; ++ox) {
-        for (int32_t c = 0; c < C; ++c) {
-            const int32_t *pb = p + (c >> 4) * 80 + (c & 15);
-            uint32_t acc = (uint32_t)pb[0];
-            for (int32_t ky = 0; ky < kh; ++ky) {
-                const int32_t iy = iy0 + ky * dh;
-                if (iy < 0 || iy >= H) continue;
-                for (int32_t kx = 0; kx < kw; ++kx) {
-                    const int32_t ix = ox * sw - pl + kx * dw;
-                    if (ix < 0 || ix >= W) continue;
-                    acc += (uint32_t)((x[(iy * W + ix) * C + c] + in_off) * w[(ky * kw + kx) * cpad + c]);
-                }
-            }
-            const int32_t sh = pb[32] > 0 ? pb[32] : pb[48];
-            int32_t v = aot_requantize((int32_t)acc, pb[16], sh) + zp;
-            v = v < amin ? amin : v;
-            v = v > amax ? amax : v;
-            out[ox * C + c] = (int8_t)v;
-        }
-    }
-    return 0;
-}
-
 #endif /* AOT_X86_H */

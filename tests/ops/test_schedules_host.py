@@ -35,13 +35,12 @@ CHAINS = {
     "conv-1x1-s2": ((1, 7, 5, 24), [dict(kind="conv", oc=33, k=(1, 1), s=(2, 2), pad="valid", act="relu6")]),
     # a one-channel input, a 10x4 window with stride 2 (kws' first layer)
     "conv-c1": ((1, 12, 9, 1), [dict(kind="conv", oc=16, k=(5, 4), s=(2, 2))]),
-    # depthwise: 13 channels (a masked block), stride 2, dilation, asymmetric padding; then 32 (two full blocks)
-    "dw": ((1, 9, 7, 13), [dict(kind="dw", k=(3, 3), s=(2, 2)), dict(kind="dw", k=(3, 2), d=(2, 1), pad=(1, 0, 2, 1))]),
-    "dw-32": ((2, 5, 4, 32), [dict(kind="dw", k=(3, 3), act="relu6")]),
     # depthwise over one input channel, depth multiplier 8 (micro_speech's first layer: a product)
     "dwc1-m8": ((1, 11, 9, 1), [dict(kind="dw", k=(5, 4), s=(2, 2), m=8)]),
-    # fully connected: depth 203, batch 2, left shifts (small output scale)
-    "fc": ((2, 203), [dict(kind="fc", oc=6, per_channel=True), dict(kind="fc", oc=17, out_scale=1e-5, act="none")]),
+    # fully connected: depth 203, batch 2, 100 channels (7 blocks: a tile of 4, of 2, of 1), left shifts
+    "fc": ((2, 203), [dict(kind="fc", oc=100, per_channel=True), dict(kind="fc", oc=17, out_scale=1e-5, act="none")]),
+    # a 1x1 over 5 pixels (a tile of 4 pixels and one), 80 channels (5 blocks: 4 + 1)
+    "conv-1x1-80": ((1, 1, 5, 9), [dict(kind="conv", oc=80, k=(1, 1))]),
 }
 
 
@@ -106,7 +105,7 @@ def test_host_schedules_bit_exact_on_interp_c_and_llvm(chain: str) -> None:
         cm = compile_model(model, target_options(t))
         used = {u for u in _intrinsics_used(cm.module) if u.startswith("x86")}
         gemm = "x86_gemm_vnni" if t is VNNI else "x86_gemm"
-        assert used == ({"x86_dw_row"} if chain in ("dw", "dw-32") else {gemm}), chain
+        assert used == {gemm}, chain
         for backend in backends:
             got = run_kernel_module(cm.module, [inputs["x"]], backend)[0].reshape(ref.shape)
             np.testing.assert_array_equal(got, ref, err_msg=f"{chain} / {sorted(t.features)} / {backend}")
@@ -131,3 +130,78 @@ def test_shared_models_host_llvm_bit_exact_with_tflm() -> None:
         got = list(lib.run(f).values())
         for g, e in zip(got, w):
             np.testing.assert_array_equal(np.asarray(g).reshape(-1), np.asarray(e).reshape(-1), err_msg=m.name)
+
+
+@pytest.mark.slow  # an LLVM object for Cortex-M4
+def test_host_build_exports_an_arm_object(tmp_path: Path) -> None:
+    """A host build's module emitted for another triple takes the portable vector loop (no VNNI)."""
+    model = _model("fc")
+    lib = aot.build(model, target="host", backend="llvm", cpu_features=tuple(sorted(VNNI.features)))
+    assert "x86_gemm_vnni" in _intrinsics_used(lib.compiled.module)
+    obj = (lib.export(tmp_path / "lib") / "obj" / f"{lib.compiled.options.prefix}.o").read_bytes()
+    assert obj[:4] == b"\x7fELF" and int.from_bytes(obj[18:20], "little") == 40  # EM_ARM
+
+
+def _tflm_case(op: str, x_shape: tuple, w_shape: tuple, out_shape: tuple, options: dict, seed: int) -> tuple:
+    """A single-op int8 model (per-channel weights, random scales and zero points) and its input."""
+    from quant_sweep import T, rand_i8, single_op
+    rng = np.random.default_rng(seed)
+    oc = w_shape[0] if op != "DEPTHWISE_CONV_2D" else w_shape[-1]
+    si, zi = float(rng.uniform(0.02, 0.1)), int(rng.integers(-100, 60))
+    ws = rng.uniform(0.002, 0.02, oc).astype(np.float32)
+    so, zo = float(rng.uniform(0.05, 0.3)), int(rng.integers(-60, 30))
+    w = rand_i8(rng, w_shape, -127, 127)
+    b = rng.integers(-3000, 3000, oc).astype(np.int32)
+    qdim = 3 if op == "DEPTHWISE_CONV_2D" else 0
+    ins = [T(x_shape, scale=si, zp=zi), T(w_shape, data=w, scale=ws, zp=[0] * oc, qdim=qdim),
+           T((oc,), "int32", data=b, scale=np.float32(si) * ws, zp=[0] * oc)]
+    model = single_op(op, ins, [T(out_shape, scale=so, zp=zo)], options)
+    return model, [rand_i8(rng, x_shape)]
+
+
+TFLM_CASES = {
+    "conv3x3-s2-relu": ("CONV_2D", (1, 9, 8, 12), (21, 3, 3, 12), (1, 5, 4, 21),
+                        {"padding": "SAME", "stride_w": 2, "stride_h": 2, "fused_activation_function": "RELU"}),
+    "conv1x1": ("CONV_2D", (1, 6, 5, 37), (70, 1, 1, 37), (1, 6, 5, 70), {"padding": "VALID", "stride_w": 1,
+                                                                          "stride_h": 1}),
+    "fc": ("FULLY_CONNECTED", (3, 150), (45, 150), (3, 45), {}),
+    "dw-c1-m8": ("DEPTHWISE_CONV_2D", (1, 13, 10, 1), (1, 6, 4, 8), (1, 7, 5, 8),
+                 {"padding": "SAME", "stride_w": 2, "stride_h": 2, "depth_multiplier": 8}),
+}
+
+
+@pytest.mark.slow  # one TFLM batch, an LLVM host build per case
+def test_host_llvm_bit_exact_with_tflm_per_op() -> None:
+    from tflm_util import run_tflm_batch
+
+    from aot.frontend.tflite import load_tflite
+    cases = [_tflm_case(*spec, seed=k) for k, spec in enumerate(TFLM_CASES.values())]
+    want = run_tflm_batch(cases)
+    for name, (model_bytes, xs), expected in zip(TFLM_CASES, cases, want):
+        model = load_tflite(model_bytes, name.replace("-", "_"))
+        lib = aot.build(model, target="host", backend="llvm", cpu_features=tuple(sorted(VNNI.features)) if HAVE_VNNI
+                        else ("x86",))
+        assert {u for u in _intrinsics_used(lib.compiled.module) if u.startswith("x86")}, name
+        got = list(lib.run({model.inputs[0].name: xs[0]}).values())[0]
+        np.testing.assert_array_equal(np.asarray(got).reshape(-1), np.asarray(expected[0]).reshape(-1), err_msg=name)
+
+
+@pytest.mark.slow  # LLVM JIT builds
+@pytest.mark.parametrize("oc", [1, 3, 17])
+def test_partial_channel_blocks_write_only_their_bytes(oc: int) -> None:
+    """The last block of fewer than 16 channels stores only its channels (a one-lane masked store
+    compiled to a 4-byte store once wrote past the output): guard bytes around the output stay."""
+    import ctypes
+    model = conv_chain(300 + oc, (1, 6, 9, 3), [dict(kind="conv", oc=oc, k=(1, 3), s=(1, 2), d=(2, 1), pad="valid")])
+    x = _input(model)["x"]
+    ref = aot.reference(model, {"x": x})["y"]
+    for t in (PORTABLE,) + ((VNNI,) if HAVE_VNNI else ()):
+        lib = aot.build(model, target="host", backend="llvm", cpu_features=tuple(sorted(t.features)))
+        fn = lib._get_runner().model._fn
+        guard = np.full(ref.size + 128, 77, dtype=np.int8)
+        out = guard[64:64 + ref.size]
+        xs = np.ascontiguousarray(x)
+        ins, outs = (ctypes.c_void_p * 1)(xs.ctypes.data), (ctypes.c_void_p * 1)(out.ctypes.data)
+        assert fn(ctypes.addressof(ins), ctypes.addressof(outs)) == 0
+        np.testing.assert_array_equal(out.reshape(ref.shape), ref)
+        assert np.all(guard[:64] == 77) and np.all(guard[64 + ref.size:] == 77), sorted(t.features)

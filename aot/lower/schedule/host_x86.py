@@ -12,8 +12,11 @@ shift outside [-31, 31] keeps the generic schedules.
 Pixels whose inputs are evenly spaced rows (unpadded 1x1 stride-1 convolutions, fully connected
 layers) go to one call over every pixel; strided 1x1 convolutions one call per pixel; other
 convolutions fill int8 columns for a group of pixels (aot.lower.schedule.gemm's column fill,
-the padding written as the input zero point), then one call per group. Depthwise convolutions
-(depth multiplier 1): one x86_dw_row call per output row, 16 channels per vector.
+the padding written as the input zero point), then one call per group. A depthwise
+convolution of one input channel (depth multiplier m) is such a product too (x86_gemm_geometry);
+other depthwise convolutions keep the generic schedule (aot.lower.schedule.depthwise), which
+LLVM vectorises along the channels: a 16-lane routine with a vector requantization per block
+measured slower on kws_int8's 3x3 layers (25x5 pixels, 64 channels).
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ import numpy as np
 
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
-from aot.kernel.intrinsics_x86 import dw_weights, pack_weights, param_table
+from aot.kernel.intrinsics_x86 import pack_weights, param_table
 from aot.kernel.simplify import simplify_expr
 from aot.lower.schedule.gemm import Geometry, _Fill, pixel_coords
 from aot.lower.schedule.helium import conv_geometry, plain_output
@@ -152,35 +155,3 @@ def x86_fully_connected(ctx, xf: Accessor, rows: int, w: Accessor, bias: Accesso
                  store=lambda n, oy, ox, oc, v: out.store([ox, oc], v), zp_in=-arith.input_offset)
     return emit_gemm_x86(ctx, g, w2d, biasf, arith, out)
 
-
-def x86_depthwise(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter,  # noqa: ANN001
-                  attrs: Mapping, arith: MacArith) -> K.Stmt | None:
-    """Depth multiplier 1 over a materialised int8 input: one x86_dw_row call per output row."""
-    if not (x86_target(ctx) and plain_output(out) and _usable(arith)):
-        return None
-    n_, oh, ow, oc_n = out.shape
-    _, h, wd, cin = x.shape
-    _, kh, kw, _ = w.shape
-    if cin != oc_n or x.buffer is None or x.buffer.dtype != "i8":
-        return None
-    wk = np.asarray(w.const).astype(np.int8).reshape(kh, kw, oc_n)
-    b = np.zeros(oc_n, dtype=np.int64) if bias is None else np.asarray(bias.const, dtype=np.int64).reshape(-1)
-    wtab = ctx.const(dw_weights(wk), "i8", "wdx86")
-    w2d = wk.reshape(kh * kw, oc_n).T
-    folded = b + int(arith.input_offset) * w2d.astype(np.int64).sum(axis=1)  # interior pixels (wraps as int32)
-    ptab = ctx.const(param_table(w2d, b, arith.mult_values, arith.shift_values, folded), "i32", "pdx86")
-    g = conv_geometry(x, w, out, attrs)
-    xbuf = x.buffer
-    consts = (int(arith.input_offset), int(arith.output_offset), int(arith.act_min), int(arith.act_max))
-
-    def row(r: K.Expr) -> K.Stmt:  # r: flat output row n * oh + oy
-        n = r / oh if n_ > 1 else K.Const(0)
-        oy = r - n * oh if n_ > 1 else r
-        return K.Evaluate(intrinsic("x86_dw_row", K.Load(out.buffer, r * (ow * oc_n)),
-                                    K.Load(xbuf, n * (h * wd * cin)), K.Load(wtab, K.Const(0)),
-                                    K.Load(ptab, K.Const(0)), cin, h, wd, kh, kw, g.dh, g.dw, g.sw,
-                                    simplify_expr(oy * g.sh - g.pt), g.pl, ow, *consts))
-    if n_ * oh == 1:
-        return row(K.Const(0))
-    r = ctx.var("r")
-    return K.For(r, n_ * oh, row(r))
