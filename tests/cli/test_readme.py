@@ -37,6 +37,7 @@ def test_readme_python_example_runs_as_written(tmp_path: Path) -> None:
 def test_cli_help_lists_the_subcommands() -> None:
     r = subprocess.run([sys.executable, "-m", "aot", "--help"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0
-    for cmd in ("run", "compile", "plan", "project", "footprint", "boards", "ops", "demo", "bench", "compare"):
+    for cmd in ("run", "compile", "plan", "project", "footprint", "boards", "ops", "demo", "bench", "compare",
+                "profile", "sweep", "tune", "report"):
         assert re.search(rf"^\s+{cmd}\s", r.stdout, re.M), f"`aot --help` does not list {cmd}"
         assert f"aot {cmd}" in README, f"README does not document `aot {cmd}`"
