@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from aot.errors import Error
@@ -14,6 +14,7 @@ from aot.kernel.simplify import prune_constants, simplify
 from aot.kernel.verify import verify_kernel_module
 from aot.lower.entry import C_RESERVED, build_kernel_module
 from aot.lower.tuning import as_schedules
+from aot.lower.schedule import widen
 from aot.lower.schedule.target import OPT_LEVELS, WeightBudget, make_target
 from aot.ops import infer_call
 from aot.pipeline.manager import Pass, PassTimings, run_passes
@@ -38,7 +39,10 @@ class CompileOptions:
     cpu_features: tuple[str, ...] | None = None
     opt: str = "speed"  # speed | size | reference (plain loops)
     flash_bytes: int | None = None  # bounds the flash spent on re-laid-out 16x8 weights (a quarter)
-    flash_budget: int | None = 0  # flash int8 weights may spend pre-widened to 16-bit pairs (None: no limit)
+    # flash int8 weights may spend pre-widened to 16-bit pairs beyond their int8 form (None: no
+    # limit; 0: pure int8; "auto": the headroom below source_bytes + 32 KiB, aot.lower.schedule.widen)
+    flash_budget: int | None | str = "auto"
+    source_bytes: int | None = None  # the model file's size, for flash_budget "auto"
     # per-layer schedule knobs from a tuning log (aot.lower.tuning): ((layer, ((knob, value), ...)), ...)
     schedules: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
 
@@ -56,6 +60,8 @@ class CompileOptions:
             raise Error(f"alignment {self.alignment} must be a power of two up to 4096")
         if self.opt not in OPT_LEVELS:
             raise Error(f"opt {self.opt!r}: choose one of {', '.join(OPT_LEVELS)}")
+        if isinstance(self.flash_budget, str) and self.flash_budget != "auto":
+            raise Error(f"flash budget {self.flash_budget!r}: give a number of bytes or 'auto'")
         if self.pool_size is not None and self.pool_size < 0:
             raise Error(f"pool size {self.pool_size} must not be negative")
 
@@ -86,11 +92,24 @@ def graph_pipeline() -> list[Pass]:
 
 
 def _lower_for_target(model: Model, o: CompileOptions) -> K.KernelModule:
-    """The target core and the flash budget for re-laid-out weights (a quarter of the device's
-    flash) come from the options; the lowering gets both as arguments."""
+    """The target core and the flash budget for re-laid-out weights come from the options; the
+    lowering gets both as arguments. flash_budget "auto" on a DSP core at speed: lower int8,
+    estimate the flash headroom, and lower again with the layers chosen to spend it."""
     target = make_target(o.cpu, o.cpu_features, o.opt, o.flash_bytes)
-    return build_kernel_module(model, o.prefix, target, WeightBudget.for_target(target, o.flash_budget),
-                               as_schedules(o.schedules))
+    schedules = as_schedules(o.schedules)
+    auto = o.flash_budget == "auto"
+    if not auto:
+        return build_kernel_module(model, o.prefix, target, WeightBudget.for_target(target, o.flash_budget),
+                                   schedules)
+    int8 = build_kernel_module(model, o.prefix, target, WeightBudget.for_target(target, 0), schedules)
+    if not (target.dsp and target.speed):
+        return int8
+    headroom = widen.flash_headroom(model, prune_constants(int8), o.source_bytes)
+    keys, _ = widen.choose(widen.candidates(model), max(0, headroom))
+    if not keys:
+        return int8
+    budget = replace(WeightBudget.for_target(target, headroom), allow=keys)
+    return build_kernel_module(model, o.prefix, target, budget, schedules)
 
 
 def compile_model(model: Model, options: CompileOptions | None = None) -> CompiledModel:

@@ -92,6 +92,7 @@ def bench_model(path: Path, board: str, anchors: Path | None = None, with_tflm: 
 
     model = load(path)
     inputs = random_inputs(model, 0)
+    options = {"source_bytes": path.stat().st_size, **options}  # the default flash budget's reference
     _, extra = run_on_board(model, inputs, board, **options)  # compiles, builds, runs, measures once
     fp = extra["footprint"]
     groups = fp["groups"]

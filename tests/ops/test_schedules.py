@@ -199,7 +199,7 @@ def test_weight_budget_is_spent_in_call_order() -> None:
     what was lowered before in the process."""
     model = conv_chain(3, (1, 64), [dict(kind="fc", oc=8), dict(kind="fc", oc=8)])
     fused = compile_model(model).fused
-    first, second = 8 * 32 * 4, 8 * 4 * 4  # widened bytes: 8 outputs x (64 or 8 inputs / 2) pairs x 4
+    first, second = 8 * 32 * 2, 8 * 4 * 2  # beyond int8: 8 outputs x (64 or 8 inputs / 2) pairs x 2 bytes
 
     def widened(budget: WeightBudget) -> list[bool]:
         kernels = build_kernel_module(fused, "model", M4, budget).funcs[:-1]

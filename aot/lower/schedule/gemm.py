@@ -35,6 +35,7 @@ from aot.kernel.intrinsics import call as intrinsic, pack16
 from aot.ops.common import window_axis, window_bounds_conds
 from aot.lower.schedule.requant import Requant
 from aot.lower.schedule.target import ScheduleTarget, WeightBudget
+from aot.lower.schedule.widen import weight_key, widened_extra_bytes
 
 MAX_UNROLL = 8  # speed: reduction steps per loop iteration
 FULL_UNROLL = 16  # speed, one pixel: reductions up to this many steps are unrolled completely
@@ -478,12 +479,15 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
     if dsp:
         lay = column_layout(g)
         order = pair_order(g, lay)
-        widened_bytes = oc_n * len(order) * 4
+        widened_extra = widened_extra_bytes(oc_n, len(order))  # half the pair table: beyond the int8 form
         # one pixel and one channel block (a small fully connected layer): every weight is read
         # once, so pre-widening only costs flash; reading input and weights four bytes at a time
         # needs no column either
         single = P == 1 and oc_n <= 4 and unpadded_1x1 and lay.words and g.C % 4 == 0
-        left = budget.take(widened_bytes) if (speed and not single) else None
+        reads_words = unpadded_1x1 and lay.words and g.C % 4 == 0
+        # one pixel: pre-widened weights only with the input read in place (no widened column in RAM)
+        widen_ok = speed and not single and (P > 1 or reads_words)
+        left = budget.take(widened_extra, weight_key(w2d)) if widen_ok else None
         kind = "widened" if left is not None else "packed8"
         budget = left if left is not None else budget
         if kind == "packed8" and speed and not single and lohi_fits(w2d, biasf, order):
@@ -507,7 +511,7 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         direct = (kind == "packed8" and unpadded_1x1 and lay.words and g.C % 4 == 0
                   and (full_blocks == 1 or len(order) * slots * 4 > 2048))
         # one pixel (a fully connected row): lohi reads the input's words itself, no widened column
-        direct = direct or (kind == "lohi" and slots == 1 and unpadded_1x1 and lay.words and g.C % 4 == 0)
+        direct = direct or (kind in ("lohi", "widened") and slots == 1 and reads_words)
         col = K.Buffer(ctx.fresh("col"), "i32", len(order) * slots)
     else:
         kind = "scalar"
@@ -578,7 +582,7 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
             v = ctx.var("xv", src.dtype)
             st.append(K.Let(v, src))
             return [v]
-        if direct and kind == "lohi":  # pair p: SXTB16 (even p) or SXTB16 ROR 8 (odd p) of word p // 2
+        if direct and kind in ("lohi", "widened"):  # pair p: SXTB16 (even p) or SXTB16 ROR 8 (odd p) of word p // 2
             assert base is not None and g.buf is not None
             key = (("c", kb.value) if isinstance(kb, K.Const) else id(kb), s, j // 2)
             if key not in words:
@@ -629,12 +633,13 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
                             wd = ctx.var("wd", "i64")
                             st.append(K.Let(wd, w_load(wb, u // 2, j, size)))
                         st.append(K.Let(wv, (wd >> 32 if u % 2 else wd).cast("i32")))
-                    if c + 1 < size:  # the low channel's pair by SXTB16, low + 256 * high by the word itself
+                    if c + 1 < size:  # low + 256 * high by the word itself, the low channel's pair by SXTB16
+                        # (the word is dead once SXTB16 has read it: its register holds the pair, no spill)
                         lo = ctx.var("wl")
-                        st.append(K.Let(lo, intrinsic("sxtb16", wv)))
-                        st += [K.Assign(accs[s][c], intrinsic("smlad", xs[s][0], lo, accs[s][c])) for s in range(nsl)]
                         st += [K.Assign(accs[s][c + 1], intrinsic("smlad", xs[s][0], wv, accs[s][c + 1]))
                                for s in range(nsl)]
+                        st.append(K.Let(lo, intrinsic("sxtb16", wv)))
+                        st += [K.Assign(accs[s][c], intrinsic("smlad", xs[s][0], lo, accs[s][c])) for s in range(nsl)]
                     else:  # a lone channel: its pairs stored widened
                         st += [K.Assign(accs[s][c], intrinsic("smlad", xs[s][0], wv, accs[s][c])) for s in range(nsl)]
                 return st
@@ -662,7 +667,7 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         # one pixel: the column is the same for every channel block anyway, a complete unroll
         # costs nothing in loads; two pixels: keep a loop (see _unroll_factor)
         u = ksteps if (speed and nsl == 1 and ksteps * per_step <= FULL_UNROLL) else _unroll_factor(ksteps, unroll)
-        if direct and kind == "lohi" and u % 2:  # two steps per input word: an even step per iteration
+        if direct and kind in ("lohi", "widened") and u % 2:  # two steps per input word: an even step per iteration
             u = 2
         main = ksteps // u
         body: list[K.Stmt] = []

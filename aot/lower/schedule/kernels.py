@@ -22,7 +22,7 @@ from aot.lower.context import LowerCtx
 from aot.lower.schedule.depthwise import emit_depthwise
 from aot.lower.schedule.gemm import Geometry, emit_gemm
 from aot.lower.schedule.gemm16 import emit_gemm16
-from aot.lower.schedule.helium import helium_conv2d, helium_depthwise, helium_fully_connected
+from aot.lower.schedule.helium import helium_avg_pool, helium_conv2d, helium_depthwise, helium_fully_connected
 from aot.lower.schedule.host_x86 import x86_conv2d, x86_fully_connected, x86_gemm_geometry
 from aot.lower.schedule.requant import Requant, fold_bias
 from aot.lower.schedule.target import WeightBudget
@@ -188,8 +188,16 @@ def schedule_depthwise(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out:
     return Scheduled(body, budget, (x.buffer,) if in_place and x.buffer is not None else ())
 
 
+def schedule_avg_pool(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: OutputWriter,
+                      budget: WeightBudget) -> Scheduled | None:
+    """int8 average pools on Helium cores (aot.lower.schedule.helium); the op's lowering elsewhere."""
+    body = helium_avg_pool(ctx, args[0], out, call.attrs)
+    return None if body is None else Scheduled(body, budget)
+
+
 SCHEDULES: Mapping[str, Schedule] = MappingProxyType({
     "conv2d": schedule_conv2d,
     "fully_connected": schedule_fully_connected,
     "depthwise_conv2d": schedule_depthwise,
+    "avg_pool2d": schedule_avg_pool,
 })

@@ -14,9 +14,11 @@ target, and the DSP intrinsics never appear.
 
 A WeightBudget is the flash the schedules may still spend on weights re-laid-out for speed:
 a value, spent with `take`, which returns the budget left. int8 weights keep their own size by
-default (the DSP schedules read them as int8, aot.lower.schedule.gemm): only the user's
-`--flash-budget BYTES` (CompileOptions.flash_budget) lets them pre-widen int8 weights to int16
-pairs, which is faster. 16x8 weights have no int8 form for SMLAD: they may take a quarter of
+default (the DSP schedules read them as int8, aot.lower.schedule.gemm); the flash budget
+(CompileOptions.flash_budget: by default the headroom below the model file + 32 KiB, spent on
+the layers aot.lower.schedule.widen chooses, named in `allow`; or the user's
+`--flash-budget BYTES`, 0 = pure int8) lets them pre-widen int8 weights to int16 pairs, which is
+faster; a layer costs half its pair table (the bytes beyond the int8 form). 16x8 weights have no int8 form for SMLAD: they may take a quarter of
 the device's flash (`take16`). The lowering loop threads the budget through the kernels in the
 entry function's call order, so the kernels called first get pre-widened weights while it
 lasts; `spent` is the flash that cost.
@@ -118,6 +120,8 @@ class WeightBudget:
     remaining: int | None = 0
     device: int | None = None
     spent: int = 0
+    # the layers (aot.lower.schedule.widen.weight_key) that may pre-widen int8 weights; None: any
+    allow: frozenset[str] | None = None
 
     @staticmethod
     def for_target(target: ScheduleTarget, flash_budget: int | None = 0) -> "WeightBudget":
@@ -127,16 +131,19 @@ class WeightBudget:
             raise Error(f"flash budget {flash_budget} must not be negative")
         return WeightBudget(flash_budget, target.flash_bytes // 4 if target.flash_bytes else None)
 
-    def take(self, nbytes: int) -> "WeightBudget | None":
-        """The budget left after spending nbytes on pre-widened int8 weights, or None if they do not fit."""
+    def take(self, nbytes: int, key: str | None = None) -> "WeightBudget | None":
+        """The budget left after spending nbytes on pre-widened int8 weights of layer `key`, or
+        None if they do not fit or the layer is not among the allowed ones."""
         if self.remaining is not None and nbytes > self.remaining:
             return None
+        if self.allow is not None and key not in self.allow:
+            return None
         left = None if self.remaining is None else self.remaining - nbytes
-        return WeightBudget(left, self.device, self.spent + nbytes)
+        return WeightBudget(left, self.device, self.spent + nbytes, self.allow)
 
     def take16(self, nbytes: int) -> "WeightBudget | None":
         """The budget left after spending nbytes on 16x8 weight pairs, or None if they do not fit."""
         if self.device is not None and nbytes > self.device:
             return None
         left = None if self.device is None else self.device - nbytes
-        return WeightBudget(self.remaining, left, self.spent + nbytes)
+        return WeightBudget(self.remaining, left, self.spent + nbytes, self.allow)
