@@ -63,22 +63,25 @@ func model_fused_depthwise_conv2d_0(in: i8[16], out: i8[16]):
                     out[oy * 8 + ox * 4 + c] = i8(ssat8(requant_q31(acc, 1374389504, 1073741824, qhi, qrs)))"""
 
 
-def test_depthwise_cortex_m4_four_channels_per_word_with_dsp() -> None:
+def test_depthwise_cortex_m4_four_channels_per_word_with_dsp_in_place_over_a_line_buffer() -> None:
+    # the output overwrites the input (@inplace(0)); the rows still to be read are copied into a line buffer
     assert kernel_text(cpu="cortex-m4") == """\
 # depthwise_conv2d
+@inplace(0)
 func model_fused_depthwise_conv2d_0(in: i8[16], out: i8[16]):
-    for n in range(1):
+    allocate rows: i32[2] (stack, align 16):
         for oy in range(2):
+            let rslot: i32 = 0
+            for re in range(2):
+                rows[rslot + re] = load_word(in, (oy * 2 + re) * 4)
             for ox in range(2):
-                let iy0: i32 = oy
                 let ix0: i32 = ox
-                let xbase: i32 = ((n * 2 + iy0) * 2 + ix0) * 4
                 for cq in range(1):
                     let acc0: i32 = model_const_b[cq * 4]
                     let acc1: i32 = model_const_b[cq * 4 + 1]
                     let acc2: i32 = model_const_b[cq * 4 + 2]
                     let acc3: i32 = model_const_b[cq * 4 + 3]
-                    let xw: i32 = load_word(in, xbase + cq * 4)
+                    let xw: i32 = rows[rslot + ix0 + cq]
                     let xa: i32 = sxtab16(196611, xw)
                     let xb: i32 = sxtab16_ror8(196611, xw)
                     let wa: i32 = model_const_dwpack[cq * 2]
@@ -92,13 +95,13 @@ func model_fused_depthwise_conv2d_0(in: i8[16], out: i8[16]):
                     out[oy * 8 + ox * 4 + cq * 4] = i8(ssat8(requant_q31(acc0, 1374389504, 1073741824, qhi, qrs)))
                     let qhi_1: i32 = model_const_rq[(cq * 4 + 1) * 2]
                     let qrs_1: i32 = model_const_rq[(cq * 4 + 1) * 2 + 1]
-                    out[oy * 8 + ox * 4 + (cq * 4 + 1)] = i8(ssat8(requant_q31(acc1, 1374389504, 1073741824, qhi_1, \
-qrs_1)))
+                    out[oy * 8 + ox * 4 + (cq * 4 + 1)] = i8(ssat8(requant_q31(acc1, 1374389504, 1073741824, qhi_1, qr\
+s_1)))
                     let qhi_2: i32 = model_const_rq[(cq * 4 + 2) * 2]
                     let qrs_2: i32 = model_const_rq[(cq * 4 + 2) * 2 + 1]
-                    out[oy * 8 + ox * 4 + (cq * 4 + 2)] = i8(ssat8(requant_q31(acc2, 1374389504, 1073741824, qhi_2, \
-qrs_2)))
+                    out[oy * 8 + ox * 4 + (cq * 4 + 2)] = i8(ssat8(requant_q31(acc2, 1374389504, 1073741824, qhi_2, qr\
+s_2)))
                     let qhi_3: i32 = model_const_rq[(cq * 4 + 3) * 2]
                     let qrs_3: i32 = model_const_rq[(cq * 4 + 3) * 2 + 1]
-                    out[oy * 8 + ox * 4 + (cq * 4 + 3)] = i8(ssat8(requant_q31(acc3, 1374389504, 1073741824, qhi_3, \
-qrs_3)))"""
+                    out[oy * 8 + ox * 4 + (cq * 4 + 3)] = i8(ssat8(requant_q31(acc3, 1374389504, 1073741824, qhi_3, qr\
+s_3)))"""
