@@ -28,7 +28,7 @@ from aot.fuzz.generator import generate
 from aot.fuzz.options import random_point
 from aot.fuzz.shrink import shrink
 
-BATCH_TIMEOUT_S = 300.0
+BATCH_TIMEOUT_S = 150.0  # a batch; a case alone gets a third (a fused chain compiling for minutes is a hang)
 REGRESSIONS = Path(__file__).resolve().parents[2] / "tests" / "fuzz_diff_regressions"
 
 
@@ -42,6 +42,7 @@ class Report:
     counts: Counter = field(default_factory=Counter)
     findings: list[Outcome] = field(default_factory=list)
     seconds: float = 0.0
+    cpu_seconds: float = 0.0  # of the workers and everything they ran (gcc, tflite-micro)
     saved: list[Path] = field(default_factory=list)
 
     @property
@@ -50,7 +51,8 @@ class Report:
 
     def summary(self) -> str:
         parts = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
-        return f"{self.models} models in {self.seconds:.0f} s ({parts}); {len(self.findings)} findings"
+        rate = f", {self.models / self.cpu_seconds:.2f} models per CPU second" if self.cpu_seconds else ""
+        return f"{self.models} models in {self.seconds:.0f} s ({parts}); {len(self.findings)} findings{rate}"
 
 
 def _worker(conn, seed: int) -> None:  # noqa: ANN001
@@ -104,8 +106,10 @@ def _run_alone(seed: int, index: int, timeout: float) -> tuple[str, str]:
 def run_campaign(seconds: float, jobs: int | None = None, seed: int = 0, batch: int = 16,
                  log: Callable[[str], None] = print, max_models: int | None = None) -> Report:
     """Run cases until `seconds` pass (or `max_models` ran); the findings unshrunk."""
+    import resource
     jobs = jobs or os.cpu_count() or 1
     t0 = time.monotonic()
+    usage0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     report = Report()
     next_index = 0
     workers = [_Proc(seed) for _ in range(jobs)]
@@ -143,12 +147,12 @@ def run_campaign(seconds: float, jobs: int | None = None, seed: int = 0, batch: 
                         done = w.batch
                         w.kill()
                         workers[k] = w = _Proc(seed)
-                        record(done, [_run_alone(seed, i, BATCH_TIMEOUT_S / 4) for i in done])
+                        record(done, [_run_alone(seed, i, BATCH_TIMEOUT_S / 3) for i in done])
                 elif time.monotonic() - w.started > BATCH_TIMEOUT_S:
                     done = w.batch
                     w.kill()
                     workers[k] = w = _Proc(seed)
-                    record(done, [_run_alone(seed, i, BATCH_TIMEOUT_S / 4) for i in done])
+                    record(done, [_run_alone(seed, i, BATCH_TIMEOUT_S / 3) for i in done])
                 if w.batch is None and more():
                     n = batch if max_models is None else min(batch, max_models - next_index)
                     w.send(list(range(next_index, next_index + n)))
@@ -163,6 +167,8 @@ def run_campaign(seconds: float, jobs: int | None = None, seed: int = 0, batch: 
             if w.p.is_alive():
                 w.kill()
     report.seconds = time.monotonic() - t0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    report.cpu_seconds = (usage.ru_utime - usage0.ru_utime) + (usage.ru_stime - usage0.ru_stime)
     return report
 
 
@@ -204,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=600)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
-    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--batch", type=int, default=24)
     ap.add_argument("--out", type=Path, default=REGRESSIONS, help="where shrunk findings are saved")
     a = ap.parse_args(argv)
     print(f"fuzz-diff: seed {a.seed}, {a.jobs} workers, {a.seconds:.0f} s")

@@ -69,9 +69,10 @@ static uint32_t aot_soak(uint32_t runs, int32_t *rc_out) {
 
 HOST_MAIN = r"""
 #include <stdio.h>
-int main(void) {
+#include <stdlib.h>
+int main(int argc, char **argv) {
     int32_t rc = 0;
-    uint32_t sum = aot_soak(%(runs)du, &rc);
+    uint32_t sum = aot_soak(argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : %(runs)du, &rc);
     printf("AOT_SOAK %%08lx %%ld\n", (unsigned long)sum, (long)rc);
     return rc != 0;
 }
@@ -116,17 +117,22 @@ def soak_source(model, prefix: str, runs: int, board: bool) -> str:  # noqa: ANN
     return body + (BOARD_MAIN if board else HOST_MAIN) % {"runs": runs}
 
 
-def _host_checksum(model, tmp: Path, runs: int) -> str:  # noqa: ANN001
+def _host_soak(model, tmp: Path) -> Path:  # noqa: ANN001
+    """The soak harness built for the host (the run count is its argument)."""
     from aot.pipeline.driver import CompileOptions, compile_model
     compiled = compile_model(model, CompileOptions(cpu="cortex-m4"))
     write_files(tmp / "lib", library_files(compiled))
-    (tmp / "soak.c").write_text(soak_source(model, "model", runs, board=False))
+    (tmp / "soak.c").write_text(soak_source(model, "model", SOAK_RUNS, board=False))
     srcs, incs = runtime_sources("host")
     exe = tmp / "soak"
     _gcc(CFLAGS + [f"-I{tmp / 'lib' / 'include'}", f"-I{tmp / 'lib' / 'src'}"] + [f"-I{i}" for i in incs]
          + [str(tmp / "soak.c")] + [str(s) for s in sorted((tmp / "lib" / "src").glob("*.c")) + srcs]
          + ["-lm", "-o", str(exe)], "the soak harness")
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
+    return exe
+
+
+def _checksum(exe: Path, runs: int) -> str:
+    out = subprocess.run([str(exe), str(runs)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     return re.search(r"AOT_SOAK ([0-9a-f]{8}) 0", out.stdout).group(1)  # type: ignore[union-attr]
 
@@ -135,14 +141,15 @@ def _host_checksum(model, tmp: Path, runs: int) -> str:  # noqa: ANN001
 @pytest.mark.usefixtures("arm_toolchain")
 def test_soak_in_qemu_matches_the_host(tmp_path: Path) -> None:
     model = aot.load(MODELS / f"{SOAK_MODEL}.tflite")
-    host = _host_checksum(model, tmp_path / "host", SOAK_RUNS)
+    exe = _host_soak(model, tmp_path / "host")
+    host = _checksum(exe, SOAK_RUNS)
     bb = make_project(model, "mps2-an386", tmp_path / "p", random_inputs(model, 0))
     (bb.project_dir / "main.c").write_text(soak_source(model, bb.compiled.options.prefix, SOAK_RUNS, board=True))
     res = run_elf(build_project(bb.project_dir), bb.board, timeout_s=900)
     m = re.search(r"AOT_SOAK ([0-9a-f]{8})\n", res.stdout)
     assert m, res.stdout[-500:]
     assert m.group(1) == host
-    assert host != _host_checksum(model, tmp_path / "host2", SOAK_RUNS - 1)  # the checksum sees every run
+    assert host != _checksum(exe, SOAK_RUNS - 1)  # the checksum sees every run
 
 
 def _pool_runner(lib: aot.api.Library, prefix: str):  # noqa: ANN202

@@ -21,7 +21,11 @@ from aot.fuzz.shrink import shrink
 from aot.fuzz.spec import ModelSpec
 from aot.runners.tflm import tflm_available
 
-REGRESSIONS = sorted((Path(__file__).resolve().parents[1] / "fuzz_diff_regressions").glob("*.json"))
+ALL_REGRESSIONS = sorted((Path(__file__).resolve().parents[1] / "fuzz_diff_regressions").glob("*.json"))
+# a case that hangs (or takes minutes) replays alone, in a child with a deadline, in the slow suite
+HANGS = [p for p in ALL_REGRESSIONS if json.loads(p.read_text()).get("hang")]
+REGRESSIONS = [p for p in ALL_REGRESSIONS if p not in HANGS]
+HANG_DEADLINE_S = 60
 needs_tflm = pytest.mark.skipif(not tflm_available(), reason="tflite-micro not installed")
 
 
@@ -99,17 +103,54 @@ def test_short_campaign_finds_nothing() -> None:
     assert report.counts["ok"] >= 29, report.summary()  # refused / invalid: the generator's own misses
 
 
-@needs_tflm
-@pytest.mark.parametrize("path", REGRESSIONS, ids=[p.stem for p in REGRESSIONS])
-def test_regression_replays(path: Path) -> None:
-    body = json.loads(path.read_text())
+@pytest.fixture(scope="module")
+def replayed() -> dict[str, Outcome]:
+    """Every saved case run once, all in one batch (one gcc call, one tflite-micro child)."""
+    bodies = {p.name: json.loads(p.read_text()) for p in REGRESSIONS}
     differ = Differ()
     try:
-        got = differ.run([Case.from_json(body["case"])])[0]
+        outs = differ.run([Case.from_json(b["case"]) for b in bodies.values()]) if bodies else []
     finally:
         differ.close()
+    return dict(zip(bodies, outs))
+
+
+@needs_tflm
+@pytest.mark.parametrize("path", REGRESSIONS, ids=[p.stem for p in REGRESSIONS])
+def test_regression_replays(path: Path, replayed: dict[str, Outcome]) -> None:
+    body = json.loads(path.read_text())
+    got = replayed[path.name]
     if body.get("open"):
         if got.status == "ok":
             pytest.fail(f"{path.name} passes now: set \"open\": false")
         pytest.xfail(f"open finding: {body['detail']}")
     assert got.status == "ok", got.detail
+
+
+def _replay_child(case_json: dict, conn) -> None:  # noqa: ANN001
+    differ = Differ()
+    try:
+        o = differ.run([Case.from_json(case_json)])[0]
+        conn.send((o.status, o.detail))
+    finally:
+        differ.close()
+
+
+@needs_tflm
+@pytest.mark.slow
+@pytest.mark.parametrize("path", HANGS, ids=[p.stem for p in HANGS])
+def test_hang_regression_replays(path: Path) -> None:
+    import multiprocessing as mp
+    body = json.loads(path.read_text())
+    parent, child = mp.Pipe()
+    proc = mp.get_context("fork").Process(target=_replay_child, args=(body["case"], child), daemon=True)
+    proc.start()
+    done = parent.poll(HANG_DEADLINE_S)
+    proc.kill()
+    proc.join(5)
+    status = parent.recv()[0] if done else "hang"
+    if body.get("open"):
+        if status == "ok":
+            pytest.fail(f"{path.name} passes now: set \"open\": false")
+        pytest.xfail(f"open finding: {body['detail']}")
+    assert status == "ok", status
