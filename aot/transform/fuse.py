@@ -35,6 +35,15 @@ def _kind(c: Call) -> str:
     return REGISTRY.get(c.op_name).kind
 
 
+# int16 LOGISTIC/TANH interpolate in TFLM's table: their expression repeats its input four times,
+# so a chain of them inlined into each other grows as 4^n. They read a materialised input instead.
+_REPEATS_INPUT = ("sigmoid", "tanh")
+
+
+def _reads_buffer(c: Call) -> bool:
+    return c.op_name in _REPEATS_INPUT and bool(c.args) and c.args[0].type.dtype == "int16"
+
+
 def _group_calls(fn: Function) -> list[_Group | Call]:
     uses = use_counts(fn)
     results = {id(r) for r in fn.results}
@@ -52,7 +61,7 @@ def _group_calls(fn: Function) -> list[_Group | Call]:
         if kind == "view":
             order.append(c)
             continue
-        if kind == "elementwise" and REGISTRY.get(c.op_name).pointwise:
+        if kind == "elementwise" and REGISTRY.get(c.op_name).pointwise and not _reads_buffer(c):
             joined = False
             for a in c.args:
                 g = group_of.get(id(a)) if isinstance(a, Var) else None
@@ -68,7 +77,7 @@ def _group_calls(fn: Function) -> list[_Group | Call]:
                 continue
         g = _Group([c], kind == "kernel")
         # prologue: inline single-use elementwise producers
-        for a in c.args:
+        for a in (() if _reads_buffer(c) else c.args):
             p = group_of.get(id(a)) if isinstance(a, Var) else None
             if p is None or p.has_kernel or not single_use(a) or p.tail.out is not a:
                 continue
