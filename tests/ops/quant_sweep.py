@@ -59,3 +59,23 @@ def rand_i8(rng, shape, lo=-128, hi=127):
 
 
 ALL_I8 = np.arange(-128, 128, dtype=np.int8)
+
+
+def run_ours(model_bytes: bytes, inputs: list, backend: str | None) -> list:
+    """A single-op model's outputs here: the numpy reference (backend None) or a host build."""
+    import aot
+    from aot.frontend.tflite import load_tflite
+    model = load_tflite(model_bytes, "case")
+    feeds = {v.name: x for v, x in zip(model.inputs, inputs)}
+    res = aot.reference(model, feeds) if backend is None else aot.build(model, backend=backend).run(feeds)
+    return [res[v.name] for v in model.outputs]
+
+
+def assert_same(tflm_out, ours: list) -> None:  # noqa: ANN001
+    """Our outputs equal TFLM's (a list of arrays; anything else is TFLM's refusal), bit for bit."""
+    assert isinstance(tflm_out, list), f"TFLM refused the model: {tflm_out}"
+    assert len(ours) == len(tflm_out)
+    for a, b in zip(ours, tflm_out):
+        assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, a.shape, b.dtype, b.shape)
+        assert np.array_equal(a, b), f"{int(np.sum(a != b))} of {a.size} differ; max |d| " \
+                                     f"{np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))}"

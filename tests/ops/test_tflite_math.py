@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tflm_util, quant_sweep
 
-from quant_sweep import T, rng_for, single_op  # noqa: E402
+from quant_sweep import run_ours, T, rng_for, single_op  # noqa: E402
 from tflm_util import run_tflm_batch  # noqa: E402
 
 import aot  # noqa: E402
@@ -351,14 +351,7 @@ def tflm() -> dict[str, tuple]:
     return {n: (built[n][0], built[n][1], o) for n, o in zip(built, outs)}
 
 
-def _ours(model_bytes: bytes, inputs: list[np.ndarray], backend: str | None) -> list[np.ndarray]:
-    model = load_tflite(model_bytes, "case")
-    feeds = {v.name: x for v, x in zip(model.inputs, inputs)}
-    if backend is None:
-        res = aot.reference(model, feeds)
-    else:
-        res = aot.build(model, backend=backend).run(feeds)
-    return [res[v.name] for v in model.outputs]
+_ours = run_ours
 
 
 def _compare(tflm_out, ours: list[np.ndarray]) -> None:  # noqa: ANN001

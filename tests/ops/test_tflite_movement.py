@@ -17,10 +17,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tflm_util
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # quant_sweep
 
-from quant_sweep import T, rng_for, single_op  # noqa: E402
+from quant_sweep import run_ours, T, rng_for, single_op  # noqa: E402
 from tflm_util import run_tflm_batch  # noqa: E402
 
-import aot  # noqa: E402
 from aot.errors import ModelFormatError, UnsupportedError  # noqa: E402
 from aot.frontend.tflite import load_tflite  # noqa: E402
 from aot.frontend.tflite_writer import TFLiteModelBuilder  # noqa: E402
@@ -334,14 +333,7 @@ def tflm() -> dict[str, tuple]:
     return res
 
 
-def _ours(model_bytes: bytes, inputs: list[np.ndarray], backend: str | None) -> list[np.ndarray]:
-    model = load_tflite(model_bytes, "case")
-    feeds = {v.name: x for v, x in zip(model.inputs, inputs)}
-    if backend is None:
-        res = aot.reference(model, feeds)
-    else:
-        res = aot.build(model, backend=backend).run(feeds)
-    return [res[v.name] for v in model.outputs]
+_ours = run_ours
 
 
 def _compare(tflm_out, ours: list[np.ndarray], copied: list | None = None) -> None:
