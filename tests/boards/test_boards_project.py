@@ -372,8 +372,8 @@ int32_t cal_run(struct cal_inputs *in, struct cal_outputs *out) {
 @pytest.mark.parametrize("name", ["mps2-an385", "mps3-an547"])
 def test_instruction_counter_is_linear_in_loop_length(tmp_path, name):
     board = load_board(name)
-    lib = write_library(tmp_path / "lib", prefix="cal", body=LOOP_BODY, pools=[], dtype="uint32",
-                        ctype="uint32_t", size=1)
+    lib = write_library(tmp_path / "lib", prefix="cal", body=LOOP_BODY, pools=[], dtype="int32",
+                        ctype="int32_t", size=1)
     counts = []
     loops = [1000, 3000, 10000, 30000, 100000]
     for n in loops:

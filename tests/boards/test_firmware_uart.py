@@ -222,8 +222,8 @@ def test_instruction_counter_on_the_new_boards(tmp_path, name):
     """SysTick runs at the clock QEMU gives each machine (168, 16, 20 MHz): 2n-instruction loops
     read back as 2n plus the call overhead, to one tick."""
     board = load_board(name)
-    lib = write_library(tmp_path / "lib", prefix="cal", body=LOOP_BODY, pools=[], dtype="uint32",
-                        ctype="uint32_t", size=1)
+    lib = write_library(tmp_path / "lib", prefix="cal", body=LOOP_BODY, pools=[], dtype="int32",
+                        ctype="int32_t", size=1)
     counts = []
     for n in (10_000, 1_000_000):
         data = struct.pack("<I", n)

@@ -50,7 +50,8 @@ def test_run_qemu_json(tmp_path: Path) -> None:
     res = json.loads(r.stdout)
     for key in ("outputs", "instructions", "flash_bytes", "ram_bytes"):
         assert key in res
-    assert res["instructions"] > 100_000 and res["flash_bytes"] > 30_000 and res["ram_bytes"] > 16_000
+    # RAM holds at least kws's largest activation (25 x 5 x 64 int8), planned in place, and its stack
+    assert res["instructions"] > 100_000 and res["flash_bytes"] > 30_000 and res["ram_bytes"] > 8_000 + 512
     np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), np.load(shared_model("kws_int8.tflm_out.npy")))
 
 
