@@ -176,23 +176,20 @@ def conv_geometry(x: Accessor, w: Accessor, out: OutputWriter, attrs: Mapping) -
                     store=lambda n, oy, ox, oc, v: out.store([n, oy, ox, oc], v), zp_in=0)
 
 
-def helium_conv2d(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter,  # noqa: ANN001
-                  attrs: Mapping, arith: MacArith) -> K.Stmt | None:
-    if not (helium_target(ctx) and plain_output(out) and _usable(arith)):
-        return None
-    oc_n = w.shape[0]
-    w2d = np.asarray(w.const).reshape(oc_n, -1)
+def conv_problem(x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter, attrs: Mapping,
+                 arith: MacArith) -> tuple[Geometry, np.ndarray, np.ndarray] | None:
+    """A convolution as a matrix product: its geometry, the [out channels, K] weights and the bias with the
+    input offset folded in (None when the folded bias does not fit)."""
+    w2d = np.asarray(w.const).reshape(w.shape[0], -1)
     biasf = fold_bias(w2d, None if bias is None else bias.const, arith.input_offset)
     if biasf is None:
         return None
-    g = replace(conv_geometry(x, w, out, attrs), zp_in=-arith.input_offset)
-    return emit_conv(ctx, g, w2d, biasf, arith, out)
+    return replace(conv_geometry(x, w, out, attrs), zp_in=-arith.input_offset), w2d, biasf
 
 
-def helium_fully_connected(ctx, xf: Accessor, rows: int, w: Accessor, bias: Accessor | None,  # noqa: ANN001
-                           out: OutputWriter, arith: MacArith) -> K.Stmt | None:
-    if not (helium_target(ctx) and plain_output(out) and _usable(arith)):
-        return None
+def fc_problem(xf: Accessor, rows: int, w: Accessor, bias: Accessor | None, out: OutputWriter,
+               arith: MacArith) -> tuple[Geometry, np.ndarray, np.ndarray] | None:
+    """A fully connected layer as `rows` pixels of a 1x1 convolution (see conv_problem)."""
     o_n, k_n = w.shape
     w2d = np.asarray(w.const).reshape(o_n, k_n)
     biasf = fold_bias(w2d, None if bias is None else bias.const, arith.input_offset)
@@ -202,7 +199,23 @@ def helium_fully_connected(ctx, xf: Accessor, rows: int, w: Accessor, bias: Acce
     g = Geometry(1, 1, rows, k_n, 1, 1, 1, 1, 1, 1, 0, 0, 1, rows,
                  get=lambda n, iy, ix, ic: xf([ix, ic]), buf=buf,
                  store=lambda n, oy, ox, oc, v: out.store([ox, oc], v), zp_in=-arith.input_offset)
-    return emit_conv(ctx, g, w2d, biasf, arith, out)
+    return g, w2d, biasf
+
+
+def helium_conv2d(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter,  # noqa: ANN001
+                  attrs: Mapping, arith: MacArith) -> K.Stmt | None:
+    if not (helium_target(ctx) and plain_output(out) and _usable(arith)):
+        return None
+    problem = conv_problem(x, w, bias, out, attrs, arith)
+    return None if problem is None else emit_conv(ctx, *problem, arith, out)
+
+
+def helium_fully_connected(ctx, xf: Accessor, rows: int, w: Accessor, bias: Accessor | None,  # noqa: ANN001
+                           out: OutputWriter, arith: MacArith) -> K.Stmt | None:
+    if not (helium_target(ctx) and plain_output(out) and _usable(arith)):
+        return None
+    problem = fc_problem(xf, rows, w, bias, out, arith)
+    return None if problem is None else emit_conv(ctx, *problem, arith, out)
 
 
 def helium_depthwise(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter,  # noqa: ANN001

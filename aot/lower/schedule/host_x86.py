@@ -20,7 +20,6 @@ measured slower on kws_int8's 3x3 layers (25x5 pixels, 64 channels).
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Iterable, Mapping
 
 import numpy as np
@@ -30,8 +29,7 @@ from aot.kernel.intrinsics import call as intrinsic
 from aot.kernel.intrinsics_x86 import pack_weights, param_table
 from aot.kernel.simplify import simplify_expr
 from aot.lower.schedule.gemm import Geometry, _Fill, pixel_coords
-from aot.lower.schedule.helium import conv_geometry, plain_output
-from aot.lower.schedule.requant import fold_bias
+from aot.lower.schedule.helium import conv_problem, fc_problem, plain_output
 from aot.ops.arith import MacArith
 from aot.ops.emit import Accessor, OutputWriter
 
@@ -131,27 +129,14 @@ def x86_conv2d(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: Output
                attrs: Mapping, arith: MacArith) -> K.Stmt | None:
     if not (x86_target(ctx) and plain_output(out) and _usable(arith)):
         return None
-    oc_n = w.shape[0]
-    w2d = np.asarray(w.const).reshape(oc_n, -1)
-    biasf = fold_bias(w2d, None if bias is None else bias.const, arith.input_offset)
-    if biasf is None:
-        return None
-    g = replace(conv_geometry(x, w, out, attrs), zp_in=-arith.input_offset)
-    return emit_gemm_x86(ctx, g, w2d, biasf, arith, out)
+    problem = conv_problem(x, w, bias, out, attrs, arith)
+    return None if problem is None else emit_gemm_x86(ctx, *problem, arith, out)
 
 
 def x86_fully_connected(ctx, xf: Accessor, rows: int, w: Accessor, bias: Accessor | None,  # noqa: ANN001
                         out: OutputWriter, arith: MacArith) -> K.Stmt | None:
     if not (x86_target(ctx) and plain_output(out) and _usable(arith)):
         return None
-    o_n, k_n = w.shape
-    w2d = np.asarray(w.const).reshape(o_n, k_n)
-    biasf = fold_bias(w2d, None if bias is None else bias.const, arith.input_offset)
-    if biasf is None:
-        return None
-    buf = xf.buffer if (xf.buffer is not None and xf.buffer.dtype == "i8") else None
-    g = Geometry(1, 1, rows, k_n, 1, 1, 1, 1, 1, 1, 0, 0, 1, rows,
-                 get=lambda n, iy, ix, ic: xf([ix, ic]), buf=buf,
-                 store=lambda n, oy, ox, oc, v: out.store([ox, oc], v), zp_in=-arith.input_offset)
-    return emit_gemm_x86(ctx, g, w2d, biasf, arith, out)
+    problem = fc_problem(xf, rows, w, bias, out, arith)
+    return None if problem is None else emit_gemm_x86(ctx, *problem, arith, out)
 
