@@ -9,6 +9,8 @@ from typing import Callable
 
 from llvmlite import ir
 
+from aot.llvm.loops import counted_loop as _loop
+
 I8, I32 = ir.IntType(8), ir.IntType(32)
 PTR = ir.PointerType()
 V16I8, V16I32 = ir.VectorType(I8, 16), ir.VectorType(I32, 16)
@@ -26,28 +28,10 @@ def _vload(b: ir.IRBuilder, base: ir.Value, idx: ir.Value, vt: ir.VectorType) ->
     ld.align = 1
     return ld
 
-Body = Callable[[ir.IRBuilder, ir.Value], None]
 
 
 def _c(v: int) -> ir.Constant:
     return ir.Constant(I32, v)
-
-
-def _loop(b: ir.IRBuilder, n: ir.Value, body: Body, start: ir.Value | None = None, step: int = 1) -> None:
-    """for (i = start; i < n; i += step) body(b, i); the builder ends after the loop."""
-    fn = b.function
-    pre = b.block
-    head, blk, done = fn.append_basic_block("head"), fn.append_basic_block("body"), fn.append_basic_block("done")
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(I32)
-    i.add_incoming(start if start is not None else _c(0), pre)
-    b.cbranch(b.icmp_signed("<", i, n), blk, done)
-    b.position_at_end(blk)
-    body(b, i)
-    i.add_incoming(b.add(i, _c(step)), b.block)
-    b.branch(head)
-    b.position_at_end(done)
 
 
 def _ld(b: ir.IRBuilder, ptr: ir.Value, idx: ir.Value, ty: ir.IntType) -> ir.Value:
@@ -319,7 +303,6 @@ def define_dw_row(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Func
     _loop(b, OW, pixel)
     b.ret(_c(0))
     return fn
-
 
 
 def define_chsum(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Function) -> ir.Function:

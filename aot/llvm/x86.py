@@ -15,9 +15,9 @@ store).
 """
 from __future__ import annotations
 
-from typing import Callable
-
 from llvmlite import ir
+
+from aot.llvm.loops import counted_loop as _loop
 
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
@@ -27,7 +27,6 @@ W8 = ir.VectorType(I8, 4 * L)
 TILE_P, TILE_B = 4, 4  # a tile: 4 pixels x 4 blocks of 16 channels (16 independent accumulators)
 TILE_B1 = 4  # one pixel (fully connected): 4 blocks
 
-Body = Callable[[ir.IRBuilder, ir.Value], None]
 
 
 def _c(v: int, t: ir.Type = I32) -> ir.Constant:
@@ -36,22 +35,6 @@ def _c(v: int, t: ir.Type = I32) -> ir.Constant:
 
 def _splat(t: ir.VectorType, v: int) -> ir.Constant:
     return ir.Constant(t, [v] * t.count)
-
-
-def _loop(b: ir.IRBuilder, n: ir.Value, body: Body, start: ir.Value | None = None) -> None:
-    fn = b.function
-    pre = b.block
-    head, blk, done = fn.append_basic_block("head"), fn.append_basic_block("body"), fn.append_basic_block("done")
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(I32)
-    i.add_incoming(start if start is not None else _c(0), pre)
-    b.cbranch(b.icmp_signed("<", i, n), blk, done)
-    b.position_at_end(blk)
-    body(b, i)
-    i.add_incoming(b.add(i, _c(1)), b.block)
-    b.branch(head)
-    b.position_at_end(done)
 
 
 def _gep(b: ir.IRBuilder, ptr: ir.Value, idx: ir.Value, ty: ir.Type) -> ir.Value:
