@@ -36,10 +36,6 @@ def msb32(x: int) -> int:
     return 32 if x == 0 else int(x).bit_length()
 
 
-def msb64(x: int) -> int:
-    return 64 if x == 0 else int(x).bit_length()
-
-
 # ------------------------------------------------------------------ window, auto scale, energy
 
 def window(x: np.ndarray, w: np.ndarray, shift: int) -> np.ndarray:
@@ -96,42 +92,31 @@ def filter_bank(x: np.ndarray, weights: np.ndarray, unweights: np.ndarray, freq_
     return np.array(out[1:], dtype=np.uint64)
 
 
-def sqrt32(num: int) -> int:
-    if num == 0:
-        return 0
+def _digit_sqrt(num: int, width: int) -> int:
+    """TFLM's Sqrt32 / Sqrt64 (signal/src/square_root.cc): the digit-by-digit square root of a nonzero
+    `width`-bit value, rounded up once, saturated to width/2 bits."""
+    top = (1 << (width // 2)) - 1
     res = 0
-    max_bit = (32 - msb32(num)) | 1
-    bit = 1 << (31 - max_bit)
-    iterations = (31 - max_bit) // 2 + 1
-    for _ in range(iterations):
+    max_bit = (width - num.bit_length()) | 1  # MostSignificantBit of a nonzero value: its bit length
+    bit = 1 << (width - 1 - max_bit)
+    for _ in range((width - 1 - max_bit) // 2 + 1):
         if num >= res + bit:
             num -= res + bit
             res = (res >> 1) + bit
         else:
             res >>= 1
         bit >>= 2
-    if num > res and res != 0xFFFF:
+    if num > res and res != top:
         res += 1
-    return res & 0xFFFF
+    return res & top
+
+
+def sqrt32(num: int) -> int:
+    return 0 if num == 0 else _digit_sqrt(num, 32)
 
 
 def sqrt64(num: int) -> int:
-    if (num >> 32) == 0:
-        return sqrt32(num)
-    res = 0
-    max_bit = (64 - msb64(num)) | 1
-    bit = 1 << (63 - max_bit)
-    iterations = (63 - max_bit) // 2 + 1
-    for _ in range(iterations):
-        if num >= res + bit:
-            num -= res + bit
-            res = (res >> 1) + bit
-        else:
-            res >>= 1
-        bit >>= 2
-    if num > res and res != 0xFFFFFFFF:
-        res += 1
-    return res & U32
+    return sqrt32(num) if (num >> 32) == 0 else _digit_sqrt(num, 64)
 
 
 def filter_bank_sqrt(x: np.ndarray, scale_bits: int) -> np.ndarray:
