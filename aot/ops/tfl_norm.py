@@ -91,8 +91,9 @@ def _l2_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, ou
     return (x / norm[..., None]).astype(np.float32)
 
 
-def _l2_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
-    x = args[0]
+def _row_loop_vars(ctx: EmitCtx, x: Accessor):  # noqa: ANN202
+    """What a row-wise kernel over the last axis works with: the depth, the rows accessor and the row
+    count, the row and column variables, and `at(c)`: the output index of column c in row r."""
     depth = x.shape[-1]
     rows_x, rows = rows_accessor(x, depth)
     lead = x.shape[:-1]
@@ -100,6 +101,12 @@ def _l2_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) ->
 
     def at(cc: K.Expr) -> list[K.Expr]:
         return (unflatten(lead, r) if lead else []) + [cc]
+    return depth, rows_x, rows, r, c, at
+
+
+def _l2_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
+    x = args[0]
+    depth, rows_x, rows, r, c, at = _row_loop_vars(ctx, x)
 
     if out.type.dtype == "float32":
         acc, norm = ctx.var("sumsq", "f32"), ctx.var("norm", "f32")
@@ -161,13 +168,7 @@ def _log_softmax_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: 
 
 def _log_softmax_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
     x = args[0]
-    depth = x.shape[-1]
-    rows_x, rows = rows_accessor(x, depth)
-    lead = x.shape[:-1]
-    r, c = ctx.var("r"), ctx.var("c")
-
-    def at(cc: K.Expr) -> list[K.Expr]:
-        return (unflatten(lead, r) if lead else []) + [cc]
+    depth, rows_x, rows, r, c, at = _row_loop_vars(ctx, x)
 
     if x.type.dtype == "int8":
         return _log_softmax_int8(ctx, rows_x, rows, depth, at, r, c, out, _log_softmax_params(x.type, out.type))
