@@ -10,6 +10,7 @@ from aot.ir import Model, verify
 from aot.ir.limits import check_limits
 from aot.kernel import ir as K
 from aot.kernel.allocations import AllocationPolicy, get_policy, lower_allocations, lower_workspaces
+from aot.kernel.share import share_kernels
 from aot.kernel.simplify import prune_constants, simplify
 from aot.kernel.verify import verify_kernel_module
 from aot.lower.entry import C_RESERVED, build_kernel_module
@@ -104,7 +105,7 @@ def _lower_for_target(model: Model, o: CompileOptions) -> K.KernelModule:
     int8 = build_kernel_module(model, o.prefix, target, WeightBudget.for_target(target, 0), schedules)
     if not (target.dsp and target.speed):
         return int8
-    headroom = widen.flash_headroom(model, prune_constants(int8), o.source_bytes)
+    headroom = widen.flash_headroom(model, prune_constants(share_kernels(int8)), o.source_bytes)
     keys, _ = widen.choose(widen.candidates(model), max(0, headroom))
     if not keys:
         return int8
@@ -131,6 +132,8 @@ def compile_model(model: Model, options: CompileOptions | None = None) -> Compil
              f"policy {policy_name}: decide stack / platform / workspace for every kernel scratch buffer"),
         Pass("lower_workspaces", lower_workspaces,
              "workspace scratch becomes a kernel parameter the planner places (caller and callee together)"),
+        Pass("share_kernels", share_kernels, "kernels that differ only in their constant tables become one kernel "
+             "taking the tables as parameters (repeated blocks: less flash, same code)"),
     ]
     kmod = run_passes(fused, kernel_passes, instruments, timings)
     planned, report = plan_memory(kmod, o.pool, o.pool_size, o.alignment, o.planner, o.seed,
