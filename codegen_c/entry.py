@@ -2,11 +2,15 @@
 with its argument checks, and the functions that forward to it."""
 from __future__ import annotations
 
-from aot.artifact.abi import Check, Checked, Cond, Delegate, EntryABI, EntryFunction, Forward, Ref, Source, StaticPool
-from aot.artifact.header import c_prototype
+from aot.artifact.abi import (Address, Check, Checked, Cond, Copy, Delegate, EntryABI, EntryFunction, Forward, Ref,
+                              Source, StaticPool)
+from aot.artifact.header import C_ELEMENT, c_prototype
 
 
 def _ref(abi: EntryABI, fn: EntryFunction, r: Ref) -> str:
+    if r.offset is not None:
+        address = f"({_ref(abi, fn, Ref(r.param, r.field, r.index))} + {r.offset}u)"
+        return f"({C_ELEMENT[r.dtype]} *)(void *){address}" if r.dtype else address
     if r.field is not None:
         member = f"{r.param}->{abi.struct_of(fn, r).fields[r.field].name}"
         return member if r.index is None else f"{member}[{r.index}]"
@@ -20,7 +24,7 @@ def _cond(abi: EntryABI, fn: EntryFunction, c: Cond) -> str:
     if c.kind == "null":
         return f"{v} == NULL"
     if c.kind == "differs":
-        return f"{v} != {c.bound}"
+        return f"*(const int32_t *)(const void *){v} != {c.bound}" if c.ref.offset is not None else f"{v} != {c.bound}"
     if c.kind == "below":
         return f"{v} < {c.bound_name or f'{c.bound}u'}"
     return f"((uintptr_t){v} % {c.bound}u) != 0u"
@@ -38,11 +42,23 @@ def _source(abi: EntryABI, fn: EntryFunction, s: Source, size: bool) -> str:
     return _ref(abi, fn, s)
 
 
+def _copy(abi: EntryABI, fn: EntryFunction, c: Copy) -> str:
+    return f"    memcpy({_ref(abi, fn, c.dst)}, {_ref(abi, fn, c.src)}, {c.nbytes}u);\n"
+
+
 def _body(abi: EntryABI, fn: EntryFunction) -> str:
     b = fn.body
     if isinstance(b, Checked):
         checks = "".join(_check(abi, fn, c) for stage in b.stages for c in stage)
-        return checks + f"    return {b.executor}({', '.join(_ref(abi, fn, r) for r in b.args)});\n"
+        checks += "".join(_copy(abi, fn, c) for c in b.before)
+        call = f"{b.executor}({', '.join(_ref(abi, fn, r) for r in b.args)})"
+        if not b.after:
+            return checks + f"    return {call};\n"
+        return (checks + f"    const int32_t rc = {call};\n"
+                "    if (rc != AOT_OK) {\n        return rc;\n    }\n"
+                + "".join(_copy(abi, fn, c) for c in b.after) + "    return AOT_OK;\n")
+    if isinstance(b, Address):
+        return f"    return ({C_ELEMENT[fn.returns]} *)(void *)({b.pool.symbol} + {b.offset}u);\n"
     if isinstance(b, Delegate):
         return f"    return {b.target}();\n"
     assert isinstance(b, Forward)
@@ -51,14 +67,16 @@ def _body(abi: EntryABI, fn: EntryFunction) -> str:
     sizes = ", ".join(_source(abi, fn, s, True) for s in b.sizes)
     return (f"    uint8_t *const pools[{n}] = {{{pools}}};\n"
             f"    const size_t sizes[{n}] = {{{sizes}}};\n"
-            f"    return {b.target}({', '.join(b.passed)}, pools, sizes);\n")
+            f"    return {b.target}({', '.join(b.passed + ('pools', 'sizes'))});\n")
 
 
 def print_entry_points(abi: EntryABI) -> str:
     """C text of the library's static pools and entry functions (each after the one it calls);
     the static pools and the functions using them are left out under <PREFIX>_NO_STATIC_POOL."""
     guard = f"#ifndef {abi.prefix.upper()}_NO_STATIC_POOL\n"
-    out = [guard]
+    out = ["#include <string.h> /* memcpy: the inputs and outputs copied into and out of the pools */\n\n"] \
+        if abi.copies else []
+    out.append(guard)
     out += [f"static uint8_t {s.symbol}[{s.nbytes}] __attribute__((aligned({s.alignment}), "
             f"section(\"{s.section}\")));\n" for s in abi.static_pools]
     out.append("#endif\n")

@@ -67,6 +67,7 @@ class CPrinter:
             K.Allocate: self._allocate,
             K.CallKernel: self._call,
             K.ReturnOnError: lambda s, d: [self._ind(d) + "if (rc != 0) return rc;"],
+            K.ReturnError: self._return_error,
             K.Evaluate: lambda s, d: [self._ind(d) + self.expr(s.value) + ";"],
         }
         self._platform_live: list[str] = []
@@ -130,6 +131,10 @@ class CPrinter:
                       i + f"    if (arc != AOT_OK) {{{free_outer} return arc; }}", i + "}"]
             return lines
         raise UnsupportedError(f"C printer: allocation {b.name} of kind {s.kind!r}; run lower_allocations first")
+
+    def _return_error(self, s: K.ReturnError, d: int) -> list[str]:
+        frees = "".join(f"(void)aot_platform_free({n}); " for n in reversed(self._platform_live))
+        return [self._ind(d) + f"{frees}return {self.expr(s.value)};"]
 
     def _arg(self, a: K.Buffer | K.PoolView) -> str:
         if isinstance(a, K.PoolView):

@@ -87,11 +87,15 @@ def c_param(abi: EntryABI, p: Param) -> str:
             "size_array": f"const size_t {p.name}[]"}[p.kind]
 
 
+def c_return_type(fn: EntryFunction) -> str:
+    return f"{C_ELEMENT[fn.returns]} *" if fn.returns else "int32_t "
+
+
 def c_prototype(abi: EntryABI, fn: EntryFunction) -> str:
     """`int32_t <name>(<params>)`, wrapped after the second parameter."""
     params = [c_param(abi, p) for p in fn.params]
     if not params:
-        return f"int32_t {fn.name}(void)"
+        return f"{c_return_type(fn)}{fn.name}(void)"
     head = f"int32_t {fn.name}(" + ", ".join(params[:2])
     if len(params) > 2:
         head += ",\n" + " " * (_WRAP_COLUMN + len(fn.name) - len(abi.prefix)) + ", ".join(params[2:])
@@ -108,9 +112,12 @@ def render_header(module: K.KernelModule, model_name: str, inputs: Sequence[Tens
     pools = [{"name": x.name, "macro": pool_bytes_macro(p, x.name), "size": x.size} for x in module.pools]
     states = [{"name": c.buffer.name, "dtype": c.buffer.dtype, "size": c.buffer.size, "nbytes": c.buffer.nbytes}
               for c in module.states]
+    io = {b.name: {"pool": b.pool, "pool_name": b.pool_name, "offset": b.offset, "ctype": C_ELEMENT[b.dtype]}
+          for b in abi.io}
     return template_env(TEMPLATES).get_template("model.h.j2").render(
         prefix=p, PREFIX=p.upper(), version=VERSION, model_name=model_name, guard=f"{p.upper()}_H_",
-        inputs=[t.as_template() for t in inputs], outputs=[t.as_template() for t in outputs],
+        inputs=[{**t.as_template(), "io": io.get(t.name)} for t in inputs],
+        outputs=[{**t.as_template(), "io": io.get(t.name)} for t in outputs], io_in_pool=bool(io),
         pools=pools, pool_bytes=sum(x.size for x in module.pools), pool_alignment=module.pools[0].alignment,
         structs=structs, declarations=declarations, states=states,
         state_bytes=sum(c.buffer.nbytes for c in module.states))

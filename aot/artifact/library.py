@@ -34,9 +34,11 @@ def widened_weight_bytes(module: Any) -> int:
 
 
 def metadata(compiled: Any, backend: str) -> dict[str, Any]:
+    from aot.artifact.abi import io_buffers
     ins, outs = tensor_infos(compiled)
     p = compiled.plan
     o = compiled.options
+    places = {b.name: {"pool": b.pool_name, "offset": b.offset} for b in io_buffers(compiled.module)}
 
     def t(info: TensorInfo) -> dict[str, Any]:
         d = {"name": info.name, "model_name": info.orig_name, "dtype": info.dtype, "shape": list(info.shape),
@@ -45,6 +47,8 @@ def metadata(compiled: Any, backend: str) -> dict[str, Any]:
             d["storage"] = "uint8 (0 = false, 1 = true)"  # the C element type of a bool tensor
         if info.scale is not None:
             d["quantization"] = {"scale": info.scale, "zero_point": info.zero_point}
+        if info.name in places:  # a planned buffer in a pool (io_buffers "pool")
+            d["in_pool"] = places[info.name]
         return d
 
     return {
@@ -56,6 +60,9 @@ def metadata(compiled: Any, backend: str) -> dict[str, Any]:
         "policy": o.policy if isinstance(o.policy, str) else getattr(o.policy, "name", "mixed"),
         "planner": p.planner,
         "planner_requested": o.planner,
+        # where the inputs and outputs live: "app" (the caller's buffers) or "pool" (planned, in_pool)
+        "io_buffers": "pool" if compiled.module.io else "app",
+        "io_bytes": sum(t.nbytes for t in ins + outs),
         "inputs": [t(i) for i in ins],
         "outputs": [t(i) for i in outs],
         "pools": [{"name": x.name, "size": x.size, "alignment": x.alignment} for x in compiled.module.pools],

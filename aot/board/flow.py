@@ -34,6 +34,7 @@ def board_options(board: Board, options: Mapping[str, Any]) -> CompileOptions:
     after the stack, so the planner itself refuses what cannot fit."""
     opts = dict(options)
     opts.setdefault("policy", "micro")
+    opts.setdefault("io_buffers", "pool")  # the firmware's input and output are planned in the pool
     from aot.lower.schedule.target import target_for_board
     t = target_for_board(board, opts.get("opt", "speed"))
     opts.setdefault("cpu", t.cpu)
@@ -136,7 +137,8 @@ def make_library_project(model: Model, board_name: str, out_dir: Path, backend: 
 
     board = load_board(board_name)
     t0 = time.perf_counter()
-    compiled = _compile_for_board(model, board, options)
+    # a library for an existing firmware keeps the application's buffers unless asked (--io-buffers pool)
+    compiled = _compile_for_board(model, board, {"io_buffers": "app", **options})
     compile_seconds = time.perf_counter() - t0
     out_dir = Path(out_dir)
     with tempfile.TemporaryDirectory(prefix="aot_lib_") as tmp:
@@ -178,6 +180,9 @@ def run_on_board(model: Model, inputs: Mapping[str, np.ndarray], board_name: str
         extra = {"board": board.name, "instructions": res.instructions, "match_host": bool(res.match),
                  "flash_bytes": fp.flash, "ram_bytes": fp.ram if fp.ram is not None else fp.ram_static,
                  "pool_bytes": bb.compiled.plan.activation_bytes,
+                 # the model's inputs and outputs: inside the pool ("pool") or main.c's buffers ("app")
+                 "io_buffers": bb.compiled.options.io_buffers,
+                 "io_bytes": sum(x.nbytes for x in bb.compiled.module.inputs + bb.compiled.module.outputs),
                  "lower_bound_bytes": bb.compiled.plan.lower_bound_bytes,
                  "compile_seconds": round(bb.compile_seconds, 3),
                  "stack_bytes": fp.stack.worst_case,

@@ -74,6 +74,9 @@ def cmd_footprint(a: argparse.Namespace) -> int:
             print(f"does NOT fit {board.name}: flash {fp.flash:,}/{board.flash_bytes:,} B, "
                   f"RAM {(fp.ram or fp.ram_static):,}/{board.ram_bytes:,} B")
     print(fp.to_json() if a.json else fp.format_table())
+    if path.is_dir() and not a.json:
+        from aot.board.project.generate import io_note
+        print(io_note(path))
     return 0
 
 
@@ -142,7 +145,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     bn.add_argument("--html", metavar="OUT", help="write the rows as a self-contained HTML page")
     bn.add_argument("--host", action="store_true", help="time per inference on this machine: our C and LLVM builds "
                     "beside TFLM's host interpreter and LiteRT+XNNPACK (aot.tools.host_bench)")
-    bn.add_argument("--threads", type=int, default=1, help="with --host: also time LiteRT with N threads")
+    bn.add_argument("--threads", type=int, default=1, help="with --host: also time ours (aot.build threads=N) and LiteRT with N threads")
     bn.add_argument("--runs", type=int, default=300, help="with --host: inferences timed per runtime")
     bn.add_argument("--md", metavar="FILE", help="write the table as Markdown")
     bn.add_argument("--png", metavar="FILE", help="draw ours vs TensorFlow Lite Micro")

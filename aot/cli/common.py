@@ -90,14 +90,21 @@ def add_compile_options(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--flash-budget", type=int, metavar="BYTES",
                     help="flash that DSP kernels may spend on int8 weights pre-widened to 16-bit pairs "
                          "(faster; 0: weights stay int8; default: the flash below the model file + 32 KiB, best layers first)")
+    sp.add_argument("--io-buffers", choices=["app", "pool"],
+                    help="the model's inputs and outputs: the application's buffers passed to <prefix>_run (app, "
+                         "the default for libraries and host runs) or planned buffers in the pool, run by "
+                         "<prefix>_invoke (pool, the default for board firmware: project, run --target qemu, bench)")
     sp.add_argument("--tuning-log", metavar="FILE",
                     help="apply the best feasible record of this model in an `aot tune` log (per-layer schedules)")
+    sp.add_argument("--guards", action="store_true",
+                    help="guarded build: canaries around every planned buffer and at each pool's end, checked after "
+                         "each kernel; an overwrite returns AOT_ERR_GUARD and names the buffer on the console")
 
 
 def compile_kwargs(a: argparse.Namespace) -> dict[str, Any]:
     """The options of add_compile_options as keyword arguments of CompileOptions."""
     kw: dict[str, Any] = {}
-    for k in ("prefix", "policy", "planner", "stack_limit", "opt", "cpu", "flash_budget"):
+    for k in ("prefix", "policy", "planner", "stack_limit", "opt", "cpu", "flash_budget", "io_buffers"):
         v = getattr(a, k, None)
         if v is not None:
             kw[k] = v
@@ -109,6 +116,8 @@ def compile_kwargs(a: argparse.Namespace) -> dict[str, Any]:
         kw["cpu_features"] = tuple(f for f in feats.split(",") if f and f != "none")
     if getattr(a, "tuning_log", None):
         kw["schedules"] = _tuned(a)
+    if getattr(a, "guards", False):
+        kw["guards"] = True
     pools = getattr(a, "pool", None) or []
     parsed = []
     for spec in pools:

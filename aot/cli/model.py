@@ -78,7 +78,12 @@ def cmd_plan(a: argparse.Namespace) -> int:
     print(f"{'buffer':32} {'kind':9} {'pool':8} {'offset':>8} {'size':>8} {'live':>9}")
     for b in rows:
         print(f"{b.name[:32]:32} {b.kind:9} {b.pool[:8]:8} {b.offset:8} {b.size:8} {b.first_use:4}-{b.last_use:<4}")
+    for b in sorted(p.shared, key=lambda b: (b.pool, b.offset, b.first_use)):  # in place / concatenation slices
+        print(f"  {b.name[:30]:30} {b.kind:9} {b.pool[:8]:8} {b.offset:8} {b.size:8} {b.first_use:4}-{b.last_use:<4}"
+              f" in {b.within}")
     print(f"pool {p.pool}: {p.activation_bytes} bytes planned ({p.planner}), lower bound {p.lower_bound_bytes} bytes")
+    from aot.artifact.abi import io_summary
+    print(io_summary(compiled.module))
     if a.png:
         from aot.memory import BufferRequest, MemoryPlan
         from aot.memory.plot import draw_plan
@@ -86,7 +91,8 @@ def cmd_plan(a: argparse.Namespace) -> int:
         bufs = [b for b in p.buffers if b.pool == first_pool.name]
         reqs = [BufferRequest(b.name, b.size, b.first_use, b.last_use) for b in bufs]
         mp = MemoryPlan({b.name: b.offset for b in bufs}, first_pool.size, p.lower_bound_bytes, p.planner)
-        draw_plan(reqs, mp, a.png, title=f"{Path(a.model).stem}: pool {first_pool.name}, {p.planner}")
+        draw_plan(reqs, mp, a.png, title=f"{Path(a.model).stem}: pool {first_pool.name}, {p.planner}",
+                  shared=[b for b in p.shared if b.pool == first_pool.name])
         print(f"wrote {a.png}")
     return 0
 

@@ -1,7 +1,9 @@
 """Differential runs of generated models: each case (a ModelSpec, an option point, an input seed)
 is compiled, run on the host (C: many models linked into one shared library with one gcc call;
 LLVM: JIT) and compared bit for bit with tflite-micro (all cases of a batch in one crash-isolated
-child) and with the numpy reference. Float32 outputs are compared within a relative 1e-4.
+child) and with the numpy reference. Float32 outputs are compared within a relative 1e-4. A case
+with a board is also built as firmware for that emulated board and run in QEMU (aot.board.flow
+run_on_board), its outputs compared with the host's.
 
 Outcome statuses: ok; mismatch (ours != TFLM or ours != reference; a finding); crash (a Python
 exception other than aot.Error while compiling, a gcc failure of the generated C, an error code
@@ -28,18 +30,27 @@ from aot.fuzz.spec import ModelSpec
 FINDINGS = ("mismatch", "crash", "oracle")
 
 
+# the emulated boards a QEMU sample runs on (`aot boards`)
+QEMU_BOARDS = ("mps2-an385", "mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547", "netduinoplus2", "microbit")
+
+
 @dataclass(frozen=True)
 class Case:
     spec: ModelSpec
     point: OptionPoint
     input_seed: int = 0
+    board: str | None = None  # also built as firmware for this emulated board and run in QEMU
 
     def to_json(self) -> dict[str, Any]:
-        return {"spec": self.spec.to_json(), "options": self.point.to_json(), "input_seed": self.input_seed}
+        d = {"spec": self.spec.to_json(), "options": self.point.to_json(), "input_seed": self.input_seed}
+        if self.board:
+            d["board"] = self.board
+        return d
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> "Case":
-        return Case(ModelSpec.from_json(d["spec"]), OptionPoint.from_json(d["options"]), int(d.get("input_seed", 0)))
+        return Case(ModelSpec.from_json(d["spec"]), OptionPoint.from_json(d["options"]), int(d.get("input_seed", 0)),
+                    d.get("board"))
 
 
 @dataclass
@@ -48,6 +59,7 @@ class Outcome:
     status: str
     detail: str = ""
     seconds: dict[str, float] = field(default_factory=dict)
+    qemu: str = ""  # the QEMU sample: "" (none), "ok <board>", "skipped <board>: why"
 
     @property
     def finding(self) -> bool:
@@ -188,7 +200,34 @@ class Differ:
                 outcomes[p.index] = Outcome(o.case, "invalid", f"tflm: {t}")
                 continue
             outcomes[p.index] = self._compare(o.case, ours[p.index], p.reference, t.outputs)
+            if o.case.board and outcomes[p.index].status == "ok":
+                outcomes[p.index] = self._qemu(p, o.case, ours[p.index])
         return outcomes
+
+    def _qemu(self, p: _Prepared, case: Case, ours: list[np.ndarray]) -> Outcome:
+        """The model as firmware for case.board (the case's backend, --opt, --planner, --prefix,
+        alignment; the board's CPU, the micro policy, pools in its RAM) run in QEMU: its outputs must
+        equal the host's (float32 within the tolerance: the board's libm and FMA contraction differ)."""
+        from aot.board.flow import run_on_board
+        from aot.errors import FitError, UnsupportedError
+        board = str(case.board)
+        pt = case.point
+        opts = {"opt": pt.opt, "planner": pt.planner, "prefix": f"{pt.prefix}_q", "alignment": pt.alignment}
+        try:
+            outs, extra = run_on_board(p.model, {v.name: x for v, x in zip(p.model.inputs, p.inputs)}, board,
+                                       backend=pt.backend, keep_dir=None, **opts)
+        except (FitError, UnsupportedError) as e:
+            return Outcome(case, "ok", qemu=f"skipped {board}: {type(e).__name__}: {str(e)[:160]}")
+        except Error as e:
+            return Outcome(case, "crash", f"qemu {board}: {type(e).__name__}: {e}"[:2000])
+        except Exception as e:  # noqa: BLE001 - a compiler exception on the board's options
+            return Outcome(case, "crash", f"qemu {board}: {type(e).__name__}: {e}\n"
+                           f"{traceback.format_exc(limit=-4)}"[:3000])
+        for k, (v, a) in enumerate(zip(p.model.outputs, ours)):
+            got = outs[v.name]
+            if not _close(got, a):
+                return Outcome(case, "mismatch", f"output {k} qemu {board} vs host: {_first_diff(got, a)}")
+        return Outcome(case, "ok", qemu=f"ok {board} ({extra.get('instructions')} instructions)")
 
     def _prepare(self, i: int, c: Case, outcomes: list[Outcome]) -> _Prepared | None:
         from aot.frontend.tflite import load_tflite

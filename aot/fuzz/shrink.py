@@ -55,6 +55,8 @@ def candidates(case: Case) -> Iterator[Case]:
         yield replace(case, spec=s)
     for p in case.point.simpler():
         yield replace(case, point=p)
+    if case.board:
+        yield replace(case, board=None)
 
 
 def shrink(outcome: Outcome, differ: Differ, budget: int = 80,

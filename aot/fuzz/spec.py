@@ -12,7 +12,7 @@ from typing import Any
 class TensorSpec:
     name: str
     shape: tuple[int, ...]
-    dtype: str  # int8 | int16 | float32
+    dtype: str  # int8 | int16 | float32 | int32 | bool
     scale: float | None = None  # None: float32
     zero_point: int = 0
 

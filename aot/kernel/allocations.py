@@ -32,7 +32,9 @@ class AllocationPolicy:
 
 PRESETS: dict[str, AllocationPolicy] = {
     "host": AllocationPolicy("host", 1024, "platform"),
-    "micro": AllocationPolicy("micro", 1024, "workspace"),
+    # scratch above 128 bytes (line buffers, columns) goes to the planned pool, where it fits in
+    # the gaps of the activations, rather than adding to the worst-case stack (issue 14)
+    "micro": AllocationPolicy("micro", 128, "workspace"),
     "micro-platform": AllocationPolicy("micro-platform", 1024, "platform"),
 }
 

@@ -21,6 +21,7 @@ from aot.quant import fixedpoint as fp
 
 INT32_MIN = fp.INT32_MIN
 INT32_MAX = fp.INT32_MAX
+AOT_ERR_GUARD = -8  # runtime_c/include/aot_runtime.h (aot.artifact.abi.ERROR_CODES)
 
 
 # TFLite's fixed-point arithmetic: aot.quant.fixedpoint is its one definition; the intrinsics
@@ -139,6 +140,17 @@ def requant_q31(y: int, m: int, lo: int, hi: int, rs: int) -> int:
     return _s32(n >> 32) >> rs
 
 
+def requant_mm(y2: int, m: int, h: int, r: int) -> int:
+    """(((h*2^32 + y2*m + 2^31) mod 2^64) >> 32 as int32, plus (y2 < 0 ? -1 : 0), wrapped) >> r:
+    SMMLAR + ADD (y2 ASR 31) + ASR. With y2 = 2*acc and h = 2*hi + bit 31 of lo (the constants of
+    requant_q31) it equals requant_q31(acc, m, lo, hi, r - 1) whenever no step leaves int32
+    (checked per layer at compile time, aot.lower.schedule.requant); 0 <= r <= 31."""
+    if not 0 <= r <= 31:
+        raise ValueError(f"requant_mm shift {r} outside 0..31")
+    t = (((h & 0xFFFFFFFF) << 32) + y2 * m + (1 << 31)) & 0xFFFFFFFFFFFFFFFF
+    return _s32(_s32(t >> 32) + (-1 if y2 < 0 else 0)) >> r
+
+
 def _f32(fn: Callable[[float], float]) -> Callable[[float], float]:
     return lambda x: float(np.float32(fn(float(np.float32(x)))))
 
@@ -171,6 +183,7 @@ INTRINSICS: Mapping[str, IntrinsicDef] = MappingProxyType({
         IntrinsicDef("ssat8", ("i32",), "i32", ssat8, ssat8.__doc__ or ""),
         IntrinsicDef("requant_q31", ("i32", "i32", "i32", "i32", "i32"), "i32", requant_q31,
                      requant_q31.__doc__ or ""),
+        IntrinsicDef("requant_mm", ("i32", "i32", "i32", "i32"), "i32", requant_mm, requant_mm.__doc__ or ""),
         IntrinsicDef("expf", ("f32",), "f32", _f32(math.exp), "float exp"),
         IntrinsicDef("tanhf", ("f32",), "f32", _f32(math.tanh), "float tanh"),
         IntrinsicDef("sqrtf", ("f32",), "f32", _f32(lambda x: math.sqrt(x) if x >= 0 else math.nan), "float sqrt"),
@@ -196,6 +209,9 @@ INTRINSICS: Mapping[str, IntrinsicDef] = MappingProxyType({
         IntrinsicDef("ssd_halff", ("f32", "f32", "f32"), "f32",
                      lambda v, s, size: float(np.float32(0.5 * math.exp(float(v) / float(s)) * float(size))),
                      "0.5 * exp(v / scale) * size in double, rounded to float (TFLM's SSD box decoding)"),
+        IntrinsicDef("guard_fail", ("&u8", "&u8"), "i32", lambda buffer, kernel: AOT_ERR_GUARD,
+                     "guarded builds: report the overwritten buffer and the kernel (NUL-terminated names) "
+                     "through aot_guard_report; returns AOT_ERR_GUARD"),
     )
 } | {n: IntrinsicDef(n, args, dt, fn, fn.__doc__ or "") for n, args, dt, fn in MVE_INTRINSICS}
   | {n: IntrinsicDef(n, args, dt, fn, fn.__doc__ or "") for n, args, dt, fn in X86_INTRINSICS})

@@ -6,7 +6,8 @@ starts with "&" (read) or "*" (written) is a reference. LLVM: aot/llvm/x86.py (A
 runtime_c/include/aot_x86.h (portable C, the same arithmetic).
 
 `x86_gemm` / `x86_gemm_vnni` (the same semantics): every output channel (OC) of npix pixels,
-pixel q reading x + q*xs (n int8 values) and writing out + q*os (OC int8 values):
+pixel q reading x + q*xs (n int8 values: n / rl runs of rl bytes, rs apart, a window read in
+place; rl = 0: one run) and writing out + q*os (OC int8 values):
 
     out[c] = clamp(requantize(bias[c] + sum_k<n x[k] * W[c][k]) + zp, amin, amax)
 
@@ -18,6 +19,22 @@ has per block five rows of 16: the bias (input offset folded in, aot.lower.sched
 MultiplyByQuantizedMultiplier), and 128 * sum_k W[c][k]: vpdpbusd multiplies unsigned bytes,
 so the VNNI routine feeds x + 128 (x xor 0x80) and starts from bias - that row (int32
 arithmetic wraps, like the scalar accumulator). The specification ignores the fifth row.
+
+float32 (`x86_sgemm16` / `x86_sgemm8`: 16 lanes for AVX-512, 8 for AVX2): the same product
+over float32 (a pixel's inputs may be runs of rl values rs apart: a window read in place), weights packed by `pack_weights_f32` as [block of L channels][n][L] (zero padded),
+the bias padded to whole blocks. Every output is accumulated in TFLM's order, one rounding per
+operation: acc = 0; acc = acc + x[k] * W[c][k] for k = 0..n-1 (a multiply, then an add: no
+fused multiply-add); v = acc + bias[c]; then v = v > lo ? v : lo when act & 1 and v = v < hi ?
+v : hi when act & 2 (the kernel IR's float max / min). `x86_sdw16` / `x86_sdw8`: a float32
+depthwise convolution of depth multiplier 1 over one image (NHWC, C channels), weights packed
+[kh*kw][C padded to L], taps outside the image skipped, the taps in TFLM's order (filter row,
+then column), then bias and activation as above.
+
+Every routine takes a last argument `nt`, the number of threads (aot.build(threads=N)): with
+nt > 1 the routine may split its outputs (pixels, channel blocks or output rows) across nt
+threads of the host thread pool (platform/host/aot_threads.c); each output is computed by the
+same operations in the same order, so the results are the same bit for bit. The specification
+ignores it.
 """
 from __future__ import annotations
 
@@ -55,9 +72,11 @@ def param_table(w2d: np.ndarray, biasf: np.ndarray, mult: np.ndarray, shift: np.
 
 
 def x86_gemm(out: Ref, x: Ref, w: Ref, p: Ref, n: int, npix: int, xs: int, os: int, OC: int, zp: int, amin: int,
-             amax: int) -> int:
+             amax: int, rl: int = 0, rs: int = 0, nt: int = 1) -> int:
     """Every output channel (OC) of npix pixels: out[q*os + c] = clamp(requantize(bias[c] +
-    sum_k<n x[q*xs + k] * W[c][k]) + zp), W and the table as pack_weights / param_table lay them out."""
+    sum_k<n x[q*xs + off(k)] * W[c][k]) + zp), W and the table as pack_weights / param_table lay them
+    out; a pixel's inputs are n / rl runs of rl bytes, rs apart (off(k) = (k / rl) * rs + k % rl; rl
+    a multiple of 4, or 0: one run of n)."""
     xa, xi = x
     wa, wi = w
     pa, pi = p
@@ -67,15 +86,100 @@ def x86_gemm(out: Ref, x: Ref, w: Ref, p: Ref, n: int, npix: int, xs: int, os: i
     tab = pa[pi:pi + nb * ROWS * LANES].astype(np.int64).reshape(nb, ROWS, LANES).transpose(1, 0, 2)
     tab = tab.reshape(ROWS, nb * LANES)[:, :OC]
     shift = np.where(tab[2] > 0, tab[2], tab[3])
+    rl = rl or n
+    offs = np.array([(k // rl) * rs + k % rl for k in range(n)], dtype=np.int64)
     for q in range(npix):
-        xv = xa[xi + q * xs:xi + q * xs + n].astype(np.int64)
+        xv = xa[xi + q * xs + offs].astype(np.int64)
         acc = fp.wrap32(tab[0] + wk @ xv)
         v = fp.multiply_by_quantized_multiplier(acc, tab[1], shift) + zp
         out[0][out[1] + q * os:out[1] + q * os + OC] = np.clip(v, amin, amax)
     return 0
 
 
+def pack_weights_f32(w2d: np.ndarray, lanes: int) -> np.ndarray:
+    """[oc][n] float32 -> [ceil(oc/lanes)][n][lanes] float32, zero padded, flat."""
+    oc_n, n = w2d.shape
+    nb = -(-oc_n // lanes)
+    pad = np.zeros((nb * lanes, n), dtype=np.float32)
+    pad[:oc_n] = w2d
+    return pad.reshape(nb, lanes, n).transpose(0, 2, 1).reshape(-1)
+
+
+def pad_channels_f32(v: np.ndarray, lanes: int) -> np.ndarray:
+    """[..., c] float32 -> [..., ceil(c/lanes)*lanes], zero padded, flat."""
+    v = np.asarray(v, dtype=np.float32)
+    c = v.shape[-1]
+    out = np.zeros(v.shape[:-1] + (-(-c // lanes) * lanes,), dtype=np.float32)
+    out[..., :c] = v
+    return out.reshape(-1)
+
+
+def _act_f32(v: np.ndarray, act: int, lo: float, hi: float) -> np.ndarray:
+    if act & 1:
+        v = np.where(v > np.float32(lo), v, np.float32(lo)).astype(np.float32)
+    if act & 2:
+        v = np.where(v < np.float32(hi), v, np.float32(hi)).astype(np.float32)
+    return v
+
+
+def _sgemm(lanes: int) -> Callable[..., int]:
+    def x86_sgemm(out: Ref, x: Ref, w: Ref, b: Ref, n: int, rl: int, rs: int, npix: int, xs: int, os: int, OC: int,
+                  act: int, lo: float, hi: float, nt: int) -> int:
+        """Every output channel (OC) of npix float32 pixels: out[q*os + c] = act(sum_k x[q*xs + off(k)] *
+        W[c][k] + bias[c]), summed in k order with one rounding per multiply and per add; the n
+        inputs of a pixel are n / rl runs of rl contiguous values, rs apart: off(k) = (k / rl) * rs +
+        k % rl (a convolution window read in place; rl = n: one run)."""
+        xa, xi = x
+        nb = -(-OC // lanes)
+        wk = w[0][w[1]:w[1] + nb * n * lanes].reshape(nb, n, lanes).transpose(0, 2, 1).reshape(nb * lanes, n)[:OC]
+        bias = b[0][b[1]:b[1] + OC].astype(np.float32)
+        with np.errstate(all="ignore"):
+            for q in range(npix):
+                acc = np.zeros(OC, dtype=np.float32)
+                for k in range(n):
+                    xk = xa[xi + q * xs + (k // rl) * rs + k % rl]
+                    acc = (acc + np.float32(xk) * wk[:, k]).astype(np.float32)
+                v = _act_f32((acc + bias).astype(np.float32), act, lo, hi)
+                out[0][out[1] + q * os:out[1] + q * os + OC] = v
+        return 0
+    x86_sgemm.__name__ = f"x86_sgemm{lanes}"
+    return x86_sgemm
+
+
+def _sdw(lanes: int) -> Callable[..., int]:
+    def x86_sdw(out: Ref, x: Ref, w: Ref, b: Ref, H: int, W: int, C: int, kh: int, kw: int, sh: int, sw: int,
+                dh: int, dw: int, pt: int, pl: int, OH: int, OW: int, act: int, lo: float, hi: float, nt: int) -> int:
+        """A float32 depthwise convolution (depth multiplier 1, one image): out[oy][ox][c] =
+        act(sum over the taps inside the image, filter row then column, of x[iy][ix][c] * w[ky][kx][c]
+        + bias[c])."""
+        cp = -(-C // lanes) * lanes
+        wt = w[0][w[1]:w[1] + kh * kw * cp].reshape(kh * kw, cp)[:, :C]
+        xa = x[0][x[1]:x[1] + H * W * C].reshape(H, W, C)
+        bias = b[0][b[1]:b[1] + C].astype(np.float32)
+        with np.errstate(all="ignore"):
+            for oy in range(OH):
+                for ox in range(OW):
+                    acc = np.zeros(C, dtype=np.float32)
+                    for ky in range(kh):
+                        iy = oy * sh - pt + ky * dh
+                        for kx in range(kw):
+                            ix = ox * sw - pl + kx * dw
+                            if 0 <= iy < H and 0 <= ix < W:
+                                acc = (acc + xa[iy, ix] * wt[ky * kw + kx]).astype(np.float32)
+                    o = out[1] + (oy * OW + ox) * C
+                    out[0][o:o + C] = _act_f32((acc + bias).astype(np.float32), act, lo, hi)
+        return 0
+    x86_sdw.__name__ = f"x86_sdw{lanes}"
+    return x86_sdw
+
+
+_GEMM_ARGS = ("*i8", "&i8", "&i8", "&i32") + ("i32",) * 11
+_SGEMM_ARGS = ("*f32", "&f32", "&f32", "&f32") + ("i32",) * 8 + ("f32", "f32", "i32")
+_SDW_ARGS = ("*f32", "&f32", "&f32", "&f32") + ("i32",) * 14 + ("f32", "f32", "i32")
+F32_LANES = (16, 8)  # AVX-512 (one zmm), AVX2 (one ymm)
+
 X86_INTRINSICS: tuple[tuple[str, tuple[str, ...], str, Callable[..., int]], ...] = (
-    ("x86_gemm", ("*i8", "&i8", "&i8", "&i32") + ("i32",) * 8, "i32", x86_gemm),
-    ("x86_gemm_vnni", ("*i8", "&i8", "&i8", "&i32") + ("i32",) * 8, "i32", x86_gemm),
-)
+    ("x86_gemm", _GEMM_ARGS, "i32", x86_gemm),
+    ("x86_gemm_vnni", _GEMM_ARGS, "i32", x86_gemm),
+) + tuple((f"x86_sgemm{n}", _SGEMM_ARGS, "i32", _sgemm(n)) for n in F32_LANES) \
+  + tuple((f"x86_sdw{n}", _SDW_ARGS, "i32", _sdw(n)) for n in F32_LANES)

@@ -286,6 +286,13 @@ class ReturnOnError(Stmt):
 
 
 @dataclass(frozen=True, eq=False)
+class ReturnError(Stmt):
+    """Return `value`, a non-zero i32 error code of runtime_c (evaluated here), from the function
+    (live platform allocations are freed first): a kernel's failure path, e.g. a guard's."""
+    value: Expr
+
+
+@dataclass(frozen=True, eq=False)
 class PrimFunc:
     """A kernel (or the executor). Returns int32 status: 0, or a runtime_c error code."""
     name: str
@@ -329,6 +336,10 @@ class KernelModule:
     # model inputs whose run-time values the entry points check before running (see
     # aot.ir.graph.FixedInput): (index into `inputs`, the values they must hold)
     fixed_inputs: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    # where the inputs, then the outputs, live when they are planned buffers in the pools
+    # (aot.pipeline.plan, io_buffers "pool"; the entry points pass these places as the executor's
+    # input and output parameters); empty: the application's buffers are passed
+    io: tuple["PoolView", ...] = ()
 
     def func(self, name: str) -> PrimFunc:
         for f in self.funcs:

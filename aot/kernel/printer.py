@@ -88,6 +88,7 @@ class KernelPrinter:
             K.Allocate: self._allocate,
             K.CallKernel: lambda s, d: [self._ind(d) + f"call {s.callee}({', '.join(self._arg(a) for a in s.args)})"],
             K.ReturnOnError: lambda s, d: [self._ind(d) + "return_on_error"],
+            K.ReturnError: lambda s, d: [self._ind(d) + f"return_error {self.expr(s.value)}"],
             K.Evaluate: lambda s, d: [self._ind(d) + self.expr(s.value)],
         }
 

@@ -1,19 +1,88 @@
-"""Kernel IR simplification: constant folding and algebraic identities on integer indices."""
+"""Kernel IR simplification: constant folding and algebraic identities on integer indices, and
+conditions decided by the ranges of the loop variables (`(44 + fky) >= 0` in a loop over fky from
+0, `(7 >= 0) && (10 < 10)`): such a comparison leaves its `and`/`or`, a decided Select or If keeps
+only the branch taken, and a local whose last use went with a dropped branch is dropped too."""
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
+from typing import Iterator
 
 from aot.kernel import ir as K
 from aot.kernel.interp import _binary, cast_value
+
+Range = tuple[int, int]
+Env = dict[K.ScalarVar, Range]  # the loop variables in scope (ScalarVar hashes by identity)
+_RANGED = ("i8", "i16", "i32", "i64")
+_I32 = (-(1 << 31), (1 << 31) - 1)
 
 
 def _is_const(e: K.Expr, value: int | None = None) -> bool:
     return isinstance(e, K.Const) and (value is None or e.value == value)
 
 
-def simplify_expr(e: K.Expr) -> K.Expr:
+def _range(e: K.Expr, env: Env) -> Range | None:
+    """Bounds of an integer expression from constants and loop variables (None: unknown)."""
+    if isinstance(e, K.Const):
+        v = e.value
+        return (v, v) if e.dtype in _RANGED and isinstance(v, int) and not isinstance(v, bool) else None
+    if isinstance(e, K.ScalarVar):
+        return env.get(e)
+    if not isinstance(e, K.Binary) or e.dtype not in _RANGED or e.op not in ("+", "-", "*", "min", "max"):
+        return None
+    a, b = _range(e.a, env), _range(e.b, env)
+    if a is None or b is None:
+        return None
+    if e.op == "+":
+        r = (a[0] + b[0], a[1] + b[1])
+    elif e.op == "-":
+        r = (a[0] - b[1], a[1] - b[0])
+    elif e.op == "*":
+        ps = [x * y for x in a for y in b]
+        r = (min(ps), max(ps))
+    elif e.op == "min":
+        r = (min(a[0], b[0]), min(a[1], b[1]))
+    else:
+        r = (max(a[0], b[0]), max(a[1], b[1]))
+    return r if _I32[0] <= r[0] and r[1] <= _I32[1] else None
+
+
+def _truth(e: K.Expr, env: Env) -> bool | None:
+    """The value of a condition when the ranges decide it (None: they do not)."""
+    if isinstance(e, K.Logic):
+        ta, tb = _truth(e.a, env), _truth(e.b, env)
+        if e.op == "and":
+            return False if False in (ta, tb) else True if ta and tb else None
+        return True if True in (ta, tb) else False if ta is False and tb is False else None
+    if not isinstance(e, K.Compare):
+        return None
+    a, b = _range(e.a, env), _range(e.b, env)
+    if a is None or b is None:
+        return None
+    (a0, a1), (b0, b1) = a, b
+    decide = {"<": (a1 < b0, a0 >= b1), "<=": (a1 <= b0, a0 > b1), ">": (a0 > b1, a1 <= b0),
+              ">=": (a0 >= b1, a1 < b0), "==": (a0 == a1 == b0 == b1, a1 < b0 or b1 < a0),
+              "!=": (a1 < b0 or b1 < a0, a0 == a1 == b0 == b1)}.get(e.op)
+    if decide is None:
+        return None
+    return True if decide[0] else False if decide[1] else None
+
+
+class _Folds:
+    """How many conditions the ranges decided (then locals may have lost their last use)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+
+def simplify_expr(e: K.Expr, env: Env | None = None, folds: _Folds | None = None) -> K.Expr:
+    env = {} if env is None else env
+    folds = _Folds() if folds is None else folds
+
+    def sub(x: K.Expr) -> K.Expr:
+        return simplify_expr(x, env, folds)
+
     if isinstance(e, K.Binary):
-        a, b = simplify_expr(e.a), simplify_expr(e.b)
+        a, b = sub(e.a), sub(e.b)
         dt = a.dtype
         if dt != "f32":
             if _is_const(a) and _is_const(b) and e.op in ("+", "-", "*", "min", "max", "<<", ">>", "&", "|") \
@@ -31,50 +100,115 @@ def simplify_expr(e: K.Expr) -> K.Expr:
                 return a
             # (x + c1) + c2 -> x + (c1 + c2)
             if e.op == "+" and _is_const(b) and isinstance(a, K.Binary) and a.op == "+" and _is_const(a.b):
-                return simplify_expr(K.Binary("+", a.a, K.Const(a.b.value + b.value, dt)))  # type: ignore[attr-defined]
+                return sub(K.Binary("+", a.a, K.Const(a.b.value + b.value, dt)))  # type: ignore[attr-defined]
         if a is e.a and b is e.b:
             return e
         return K.Binary(e.op, a, b)
     if isinstance(e, K.Cast):
-        v = simplify_expr(e.value)
+        v = sub(e.value)
         if v.dtype == e.dtype:
             return v
         if isinstance(v, K.Const):
             return K.Const(cast_value(v.value, e.dtype), e.dtype)
         return v if v is e.value and False else K.Cast(e.dtype, v)
     if isinstance(e, K.Compare):
-        return K.Compare(e.op, simplify_expr(e.a), simplify_expr(e.b))
+        return K.Compare(e.op, sub(e.a), sub(e.b))
     if isinstance(e, K.Logic):
-        return K.Logic(e.op, simplify_expr(e.a), simplify_expr(e.b))
+        a, b = sub(e.a), sub(e.b)
+        keep_if = True if e.op == "and" else False  # the side that, when decided so, leaves the other
+        if _truth(a, env) is keep_if:
+            folds.n += 1
+            return b
+        if _truth(b, env) is keep_if:
+            folds.n += 1
+            return a
+        return K.Logic(e.op, a, b)
     if isinstance(e, K.Select):
-        return K.Select(simplify_expr(e.cond), simplify_expr(e.a), simplify_expr(e.b))
+        c = sub(e.cond)
+        t = _truth(c, env)
+        if t is not None:
+            folds.n += 1
+            return sub(e.a if t else e.b)
+        return K.Select(c, sub(e.a), sub(e.b))
     if isinstance(e, K.Load):
-        return K.Load(e.buffer, simplify_expr(e.index))
+        return K.Load(e.buffer, sub(e.index))
     if isinstance(e, K.Intrinsic):
-        return K.Intrinsic(e.name, tuple(simplify_expr(a) for a in e.args), e.dtype)
+        return K.Intrinsic(e.name, tuple(sub(a) for a in e.args), e.dtype)
     return e
 
 
-def simplify_stmt(s: K.Stmt) -> K.Stmt:
+def _stmt(s: K.Stmt, env: Env, folds: _Folds) -> K.Stmt:
+    def ex(e: K.Expr) -> K.Expr:
+        return simplify_expr(e, env, folds)
+
     if isinstance(s, K.Seq):
-        return K.seq(*(simplify_stmt(b) for b in s.body))
+        return K.seq(*(_stmt(b, env, folds) for b in s.body))
     if isinstance(s, K.For):
-        body = simplify_stmt(s.body)
-        return replace(s, body=body)
+        inner = {**env, s.var: (s.start, s.start + s.extent - 1)} if s.extent > 0 else env
+        return replace(s, body=_stmt(s.body, inner, folds))
     if isinstance(s, K.Store):
-        return K.Store(s.buffer, simplify_expr(s.index), simplify_expr(s.value))
+        return K.Store(s.buffer, ex(s.index), ex(s.value))
     if isinstance(s, K.Let):
-        return K.Let(s.var, simplify_expr(s.value))
+        return K.Let(s.var, ex(s.value))
     if isinstance(s, K.Evaluate):
-        return K.Evaluate(simplify_expr(s.value))
+        return K.Evaluate(ex(s.value))
     if isinstance(s, K.Assign):
-        return K.Assign(s.var, simplify_expr(s.value))
+        return K.Assign(s.var, ex(s.value))
     if isinstance(s, K.If):
-        c = simplify_expr(s.cond)
-        return K.If(c, simplify_stmt(s.then), simplify_stmt(s.orelse) if s.orelse is not None else None)
+        c = ex(s.cond)
+        t = _truth(c, env)
+        if t is not None:
+            folds.n += 1
+            taken = s.then if t else s.orelse
+            return _stmt(taken, env, folds) if taken is not None else K.seq()
+        return K.If(c, _stmt(s.then, env, folds), _stmt(s.orelse, env, folds) if s.orelse is not None else None)
     if isinstance(s, K.Allocate):
-        return replace(s, body=simplify_stmt(s.body))
+        return replace(s, body=_stmt(s.body, env, folds))
     return s
+
+
+def _nodes(node: object) -> Iterator[object]:
+    """Every IR node under `node` (expressions and statements, not buffers)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        for f in fields(n):  # type: ignore[arg-type]
+            v = getattr(n, f.name)
+            for x in (v if isinstance(v, tuple) else (v,)):
+                if isinstance(x, (K.Expr, K.Stmt)):
+                    stack.append(x)
+
+
+def _drop_unused_lets(s: K.Stmt) -> K.Stmt:
+    """Without the Lets of locals nothing reads or assigns (their last use was in a dropped branch)."""
+    used: set[K.ScalarVar] = set()
+    for n in _nodes(s):
+        if isinstance(n, K.ScalarVar):
+            used.add(n)
+        elif isinstance(n, K.Assign):
+            used.add(n.var)
+    lets = [n for n in _nodes(s) if isinstance(n, K.Let)]
+    if all(let.var in used for let in lets):
+        return s
+
+    def walk(x: K.Stmt) -> K.Stmt | None:
+        if isinstance(x, K.Let):
+            return x if x.var in used else None
+        if isinstance(x, K.Seq):
+            return K.seq(*(walk(b) for b in x.body))
+        if isinstance(x, (K.For, K.Allocate)):
+            return replace(x, body=walk(x.body) or K.seq())
+        if isinstance(x, K.If):
+            return K.If(x.cond, walk(x.then) or K.seq(), (walk(x.orelse) or K.seq()) if x.orelse is not None else None)
+        return x
+    return walk(s) or K.seq()
+
+
+def simplify_stmt(s: K.Stmt) -> K.Stmt:
+    folds = _Folds()
+    out = _stmt(s, {}, folds)
+    return _drop_unused_lets(out) if folds.n else out
 
 
 def simplify(module: K.KernelModule) -> K.KernelModule:

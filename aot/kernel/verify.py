@@ -13,6 +13,7 @@ Rules (the error message starts with "rule N"):
   7. Allocations: no 'unplanned' allocation survives lower_allocations (checked when
      planned=True), and a 'workspace' Allocate node never reaches a printer.
   8. When planned: the entry passes no unplanned buffer, and every pool view lies inside its pool.
+  9. A ReturnError returns an i32 error code.
 """
 from __future__ import annotations
 
@@ -163,6 +164,11 @@ class _Checker:
                     raise _fail(8, self.where(), f"argument {a.name} was never placed in a pool")
             return
         if isinstance(s, K.ReturnOnError):
+            return
+        if isinstance(s, K.ReturnError):
+            self.expr(s.value, scope)
+            if s.value.dtype != "i32":
+                raise _fail(9, self.where(), f"returned error code has dtype {s.value.dtype}")
             return
         if isinstance(s, K.Evaluate):
             kinds = INTRINSICS[s.value.name].arg_dtypes if isinstance(s.value, K.Intrinsic) else ()

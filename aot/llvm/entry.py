@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from aot.artifact.abi import Check, Checked, Cond, Delegate, EntryABI, EntryFunction, Forward, Ref, Source, StaticPool
+from aot.artifact.abi import (Address, Check, Checked, Cond, Copy, Delegate, EntryABI, EntryFunction, Forward, Ref,
+                              Source, StaticPool)
 
 I1, I8, I32 = ir.IntType(1), ir.IntType(8), ir.IntType(32)
 PTR = ir.PointerType()
@@ -27,6 +28,9 @@ class _EntryEmitter:
 
     def ref(self, r: Ref) -> ir.Value:
         """The value of `r`, loaded once."""
+        if r not in self.values and r.offset is not None:
+            base = self.ref(Ref(r.param, r.field, r.index))
+            self.values[r] = self.b.gep(base, [ir.Constant(I32, r.offset)], inbounds=True, source_etype=I8)
         if r not in self.values and r.field is not None and r.index is not None:
             field = self.abi.struct_of(self.fn, r).fields[r.field]
             if field.dtype != "i32":
@@ -49,7 +53,8 @@ class _EntryEmitter:
         if c.kind == "null":
             return b.icmp_unsigned("==", self.ref(c.ref), ir.Constant(PTR, None))
         if c.kind == "differs":
-            return b.icmp_signed("!=", self.ref(c.ref), ir.Constant(I32, c.bound))
+            v = b.load(self.ref(c.ref), typ=I32) if c.ref.offset is not None else self.ref(c.ref)
+            return b.icmp_signed("!=", v, ir.Constant(I32, c.bound))
         if c.kind == "below":
             return b.icmp_unsigned("<", self.ref(c.ref), ir.Constant(st, c.bound))
         low = b.and_(b.ptrtoint(self.ref(c.ref), st), ir.Constant(st, c.bound - 1))
@@ -77,6 +82,13 @@ class _EntryEmitter:
             return self.b.gep(self.pools[s.symbol], [ir.Constant(I32, 0)], source_etype=I8)
         return self.ref(s)
 
+    def copy(self, c: Copy) -> None:
+        name = f"llvm.memcpy.p0.p0.i{self.size_t.width}"
+        mod = self.llfn.module
+        memcpy = mod.globals.get(name) or ir.Function(
+            mod, ir.FunctionType(ir.VoidType(), [PTR, PTR, self.size_t, I1]), name)
+        self.b.call(memcpy, [self.ref(c.dst), self.ref(c.src), ir.Constant(self.size_t, c.nbytes), ir.Constant(I1, 0)])
+
     def body(self) -> None:
         b, body = self.b, self.fn.body
         if isinstance(body, Checked):
@@ -89,7 +101,23 @@ class _EntryEmitter:
                         groups.append([check])
                 for group in groups:
                     self.checks(group)
-            b.ret(b.call(self.functions[body.executor], [self.ref(r) for r in body.args]))
+            for c in body.before:
+                self.copy(c)
+            rc = b.call(self.functions[body.executor], [self.ref(r) for r in body.args])
+            if not body.after:
+                b.ret(rc)
+                return
+            failed, ok = self.llfn.append_basic_block("failed"), self.llfn.append_basic_block("copy_out")
+            b.cbranch(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), failed, ok)
+            ir.IRBuilder(failed).ret(rc)
+            b.position_at_end(ok)
+            for c in body.after:
+                self.copy(c)
+            b.ret(ir.Constant(I32, 0))
+            return
+        if isinstance(body, Address):
+            b.ret(b.gep(self.pools[body.pool.symbol], [ir.Constant(I32, body.offset)], inbounds=True,
+                        source_etype=I8))
             return
         if isinstance(body, Delegate):
             b.ret(b.call(self.functions[body.target], []))
@@ -122,6 +150,7 @@ def print_entry_points(mod: ir.Module, abi: EntryABI, functions: dict[str, ir.Fu
         g.section = s.section
         pools[s.symbol] = g
     for fn in abi.functions:
-        llfn = ir.Function(mod, ir.FunctionType(I32, [_param_type(p.kind, size_t) for p in fn.params]), fn.name)
+        llfn = ir.Function(mod, ir.FunctionType(PTR if fn.returns else I32,
+                                                [_param_type(p.kind, size_t) for p in fn.params]), fn.name)
         functions[fn.name] = llfn
         _EntryEmitter(abi, fn, llfn, size_t, functions, pools).body()

@@ -81,8 +81,10 @@ def _splat(b: ir.IRBuilder, v: ir.Value, vt: ir.VectorType) -> ir.Value:
 
 
 def _rq4(b: ir.IRBuilder, acc: ir.Value, pb: ir.Value, ps: ir.Value, zp: ir.Value, amin: ir.Value,
-         amax: ir.Value) -> ir.Value:
-    """Four lanes requantized as the C routine does on MVE (VQRDMULH, the fixup, VRSHL), + zp, clamp."""
+         amax: ir.Value, hint: ir.Value | None = None) -> ir.Value:
+    """Four lanes requantized as the C routine does on MVE (VQRDMULH, the fixup, VRSHL), + zp, clamp.
+    hint: the routines' shl word (a constant once inlined): bit 0 clear, no channel shifts left
+    (no VSHL); bit 1 set, every channel shifts right (the fixup needs no mask)."""
     mod = b.function.module
     v4 = ir.VectorType(I32, 4)
 
@@ -90,10 +92,15 @@ def _rq4(b: ir.IRBuilder, acc: ir.Value, pb: ir.Value, ps: ir.Value, zp: ir.Valu
         ld = b.load(b.gep(pb, [b.mul(ps, _c(k))], inbounds=True, source_etype=I32), typ=v4)
         ld.align = 4
         return ld
-    mult, left, nright = row(1), row(2), row(3)
-    acc = b.shl(acc, left)
-    v = b.call(_mve(mod, "llvm.arm.mve.vqrdmulh.v4i32", v4, [v4, v4]), [acc, mult])
-    fix = b.ashr(b.and_(v, nright), _splat(b, _c(31), v4))
+    mult, nright = row(1), row(3)
+    shifted = b.shl(acc, row(2))
+    if hint is not None:
+        shifted = b.select(b.icmp_signed("!=", b.and_(hint, _c(1)), _c(0)), shifted, acc)
+    v = b.call(_mve(mod, "llvm.arm.mve.vqrdmulh.v4i32", v4, [v4, v4]), [shifted, mult])
+    signs = b.and_(v, nright)
+    if hint is not None:
+        signs = b.select(b.icmp_signed("!=", b.and_(hint, _c(2)), _c(0)), v, signs)
+    fix = b.ashr(signs, _splat(b, _c(31), v4))
     v = b.call(_mve(mod, "llvm.sadd.sat.v4i32", v4, [v4, v4]), [v, fix])
     v = b.call(_mve(mod, "llvm.arm.mve.vshl.vector.v4i32.v4i32", v4, [v4, v4, I32, I32, I32]),
                [v, nright, _c(0), _c(1), _c(0)])
@@ -104,11 +111,13 @@ def _rq4(b: ir.IRBuilder, acc: ir.Value, pb: ir.Value, ps: ir.Value, zp: ir.Valu
 
 def _conv_blocks(b: ir.IRBuilder, out: ir.Value, x: ir.Value, w: ir.Value, n: ir.Value, npix: ir.Value,
                  xs: ir.Value, os: ir.Value, oc: ir.Value, p: ir.Value, ps: ir.Value,
-                 tail: tuple[ir.Value, ir.Value, ir.Value]) -> None:
+                 tail: tuple[ir.Value, ir.Value, ir.Value], hint: ir.Value, pw: bool) -> None:
     """MVE targets: the whole blocks of four channels of npix pixels, four VMLADAVA sums per 16-byte
-    step (the last step's input masked), one vector requantization and a 4-byte store per block."""
+    step (the last step's input masked), one vector requantization and a 4-byte store per block.
+    pw (mve_pw, n <= 64): the pixel's input is loaded once, into up to four vectors, before the
+    blocks stream their weights past it (as the C routine does)."""
     mod = b.function.module
-    reduce16 = _reduce_add(mod, V16I32)
+    vmldava = _mve(mod, "llvm.arm.mve.vmldava.v16i8", I32, [I32, I32, I32, I32, V16I8, V16I8])
     v4, v16i1 = ir.VectorType(I32, 4), ir.VectorType(ir.IntType(1), 16)
     masked = _mve(mod, "llvm.masked.load.v16i8.p0", V16I8, [PTR, I32, v16i1, V16I8])
     chunks = b.ashr(b.add(n, _c(15)), _c(4))
@@ -120,6 +129,15 @@ def _conv_blocks(b: ir.IRBuilder, out: ir.Value, x: ir.Value, w: ir.Value, n: ir
 
     def pixel(b: ir.IRBuilder, q: ir.Value) -> None:
         xq = b.mul(q, xs)
+        xvs = []
+        if pw:  # chunk j: lanes < n - 16 j (all: a plain load; none: zeros, never used)
+            for j in range(4):
+                cnt = b.sub(n, _c(16 * j))
+                cnt = b.select(b.icmp_signed("<", cnt, _c(0)), _c(0), cnt)
+                cnt = b.select(b.icmp_signed(">", cnt, _c(16)), _c(16), cnt)
+                mj = b.icmp_signed("<", lanes, _splat(b, b.trunc(cnt, I8), V16I8))
+                ptr = b.gep(x, [b.add(xq, _c(16 * j))], inbounds=True, source_etype=I8)
+                xvs.append(b.call(masked, [ptr, _c(1), mj, ir.Constant(V16I8, [0] * 16)]))
 
         def block(b: ir.IRBuilder, blk: ir.Value) -> None:
             pb = b.gep(p, [b.mul(blk, b.mul(ps, _c(4)))], inbounds=True, source_etype=I32)
@@ -127,23 +145,27 @@ def _conv_blocks(b: ir.IRBuilder, out: ir.Value, x: ir.Value, w: ir.Value, n: ir
                 b.store(_ld(b, pb, _c(k), I32), cells[k])
             wb = b.mul(blk, wblock)
 
-            def step(b: ir.IRBuilder, xv: ir.Value, j: ir.Value) -> None:
-                for k in range(4):
-                    wv = b.sext(_vload(b, w, b.add(wb, b.add(b.mul(j, _c(64)), _c(16 * k))), V16I8), V16I32)
-                    b.store(b.add(b.load(cells[k], typ=I32), b.call(reduce16, [b.mul(xv, wv)])), cells[k])
+            def step(b: ir.IRBuilder, xv: ir.Value, j: ir.Value) -> None:  # VMLADAVA.S8 (the intrinsic:
+                for k in range(4):  # a reduce.add(mul(sext, sext)) split over blocks would be widened)
+                    wv = _vload(b, w, b.add(wb, b.add(b.mul(j, _c(64)), _c(16 * k))), V16I8)
+                    b.store(b.call(vmldava, [_c(0), _c(0), _c(0), b.load(cells[k], typ=I32), xv, wv]), cells[k])
 
             def chunk(b: ir.IRBuilder, j: ir.Value) -> None:
-                step(b, b.sext(_vload(b, x, b.add(xq, b.mul(j, _c(16))), V16I8), V16I32), j)
-            full = b.ashr(n, _c(4))
-            _loop(b, full, chunk)
-            with b.if_then(b.icmp_signed("!=", rest, _c(0))):
-                ptr = b.gep(x, [b.add(xq, b.mul(full, _c(16)))], inbounds=True, source_etype=I8)
-                xv = b.call(masked, [ptr, _c(1), mask, ir.Constant(V16I8, [0] * 16)])
-                step(b, b.sext(xv, V16I32), full)
+                step(b, _vload(b, x, b.add(xq, b.mul(j, _c(16))), V16I8), j)
+            if pw:
+                for j, xv in enumerate(xvs):
+                    with b.if_then(b.icmp_signed("<", _c(16 * j), n)):
+                        step(b, xv, _c(j))
+            else:
+                full = b.ashr(n, _c(4))
+                _loop(b, full, chunk)
+                with b.if_then(b.icmp_signed("!=", rest, _c(0))):
+                    ptr = b.gep(x, [b.add(xq, b.mul(full, _c(16)))], inbounds=True, source_etype=I8)
+                    step(b, b.call(masked, [ptr, _c(1), mask, ir.Constant(V16I8, [0] * 16)]), full)
             acc = ir.Constant(v4, None)
             for k in range(4):
                 acc = b.insert_element(acc, b.load(cells[k], typ=I32), _c(k))
-            v = b.trunc(_rq4(b, acc, pb, ps, *tail), ir.VectorType(I8, 4))
+            v = b.trunc(_rq4(b, acc, pb, ps, *tail, hint=hint), ir.VectorType(I8, 4))
             st = b.store(v, b.gep(out, [b.add(xq_out(b, q), b.mul(blk, _c(4)))], inbounds=True, source_etype=I8))
             st.align = 1
         _loop(b, b.ashr(oc, _c(2)), block)
@@ -191,9 +213,9 @@ def _conv_channels(b: ir.IRBuilder, rq: ir.Function, out: ir.Value, x: ir.Value,
 def define_conv4(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Function) -> ir.Function:
     """mve_conv4 (nc channels of one block) and mve_pw (every channel, blocks of four)."""
     fn, b = _fn(mod, name, kinds)
-    out, x, w, n, npix, xs, os, oc, p, ps, zp, amin, amax, _shl = fn.args
+    out, x, w, n, npix, xs, os, oc, p, ps, zp, amin, amax, shl = fn.args
     if mve_native(mod):  # whole blocks as vectors, the last channels (oc % 4) as scalars
-        _conv_blocks(b, out, x, w, n, npix, xs, os, oc, p, ps, (zp, amin, amax))
+        _conv_blocks(b, out, x, w, n, npix, xs, os, oc, p, ps, (zp, amin, amax), shl, name == "mve_pw")
         _conv_channels(b, rq, out, x, w, n, npix, xs, os, oc, p, ps, (zp, amin, amax), start=b.and_(oc, _c(-4)))
     else:
         _conv_channels(b, rq, out, x, w, n, npix, xs, os, oc, p, ps, (zp, amin, amax))
@@ -201,9 +223,64 @@ def define_conv4(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Funct
     return fn
 
 
+def _vmull(b: ir.IRBuilder, x: ir.Value, w: ir.Value, top: int) -> ir.Value:
+    """VMULLB.S8 (top 0) / VMULLT.S8 (top 1): the int16 products of the even / odd lanes."""
+    v8i16 = ir.VectorType(ir.IntType(16), 8)
+    f = _mve(b.function.module, "llvm.arm.mve.vmull.v8i16.v16i8", v8i16, [V16I8, V16I8, I32, I32])
+    return b.call(f, [x, w, _c(0), _c(top)])
+
+
+def _set_bytes(b: ir.IRBuilder, dst: ir.Value, n: ir.Value, value: Callable[[ir.IRBuilder, ir.Value, ir.VectorType],
+                                                                               ir.Value]) -> None:
+    """dst[i] = value(i) for i < n: 16 bytes per step, then byte by byte."""
+    def vec(b: ir.IRBuilder, i: ir.Value) -> None:
+        st = b.store(value(b, i, V16I8), b.gep(dst, [b.mul(i, _c(16))], inbounds=True, source_etype=I8))
+        st.align = 1
+    _loop(b, b.ashr(n, _c(4)), vec)
+
+    def byte(b: ir.IRBuilder, i: ir.Value) -> None:
+        b.store(value(b, i, I8), b.gep(dst, [i], inbounds=True, source_etype=I8))
+    _loop(b, n, byte, start=b.and_(n, _c(-16)))
+
+
+def _fill_lines(b: ir.IRBuilder, lb: ir.Value, x: ir.Value, C: ir.Value, H: ir.Value, W: ir.Value, kh: ir.Value,
+                dh: ir.Value, iy0: ir.Value, pl: ir.Value, LW: ir.Value, zp_in: ir.Value) -> None:
+    """The line buffer of mve_dw_row: [kh][LW][C], the window's input rows from column -pl, the
+    padding as zp_in (as the C routine fills it)."""
+    zp8 = b.trunc(zp_in, I8)
+    zpv = _splat(b, zp8, V16I8)
+
+    def fill(b: ir.IRBuilder, dst: ir.Value, n: ir.Value) -> None:
+        _set_bytes(b, dst, n, lambda b, i, t: zpv if t is V16I8 else zp8)
+
+    def copy(b: ir.IRBuilder, dst: ir.Value, src: ir.Value, n: ir.Value) -> None:
+        def value(b: ir.IRBuilder, i: ir.Value, t: ir.Type) -> ir.Value:
+            if t is V16I8:
+                return _vload(b, src, b.mul(i, _c(16)), V16I8)
+            return _ld(b, src, i, I8)
+        _set_bytes(b, dst, n, value)
+    smin = lambda b, u, v: b.select(b.icmp_signed("<", u, v), u, v)  # noqa: E731
+    j0 = b.select(b.icmp_signed(">", pl, _c(0)), smin(b, pl, LW), _c(0))
+    j1 = smin(b, b.add(W, pl), LW)
+
+    def row(b: ir.IRBuilder, r: ir.Value) -> None:
+        iy = b.add(iy0, b.mul(r, dh))
+        dst = b.gep(lb, [b.mul(b.mul(r, LW), C)], inbounds=True, source_etype=I8)
+        empty = b.or_(b.or_(b.icmp_signed("<", iy, _c(0)), b.icmp_signed(">=", iy, H)), b.icmp_signed("<=", j1, j0))
+        with b.if_else(empty) as (pad, data):
+            with pad:
+                fill(b, dst, b.mul(LW, C))
+            with data:
+                fill(b, dst, b.mul(j0, C))
+                src = b.gep(x, [b.mul(b.add(b.mul(iy, W), b.sub(j0, pl)), C)], inbounds=True, source_etype=I8)
+                copy(b, b.gep(dst, [b.mul(j0, C)], inbounds=True, source_etype=I8), src, b.mul(b.sub(j1, j0), C))
+                fill(b, b.gep(dst, [b.mul(j1, C)], inbounds=True, source_etype=I8), b.mul(b.sub(LW, j1), C))
+    _loop(b, kh, row)
+
+
 def define_dw_row(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Function) -> ir.Function:
     fn, b = _fn(mod, name, kinds)
-    (out, _lb, x, w, p, C, H, W, kh, kw, dh, dw, sw, iy0, pl, OW, zp_in, ps, zp, amin, amax, _shl) = fn.args
+    (out, lb, x, w, p, C, H, W, kh, kw, dh, dw, sw, iy0, pl, OW, zp_in, ps, zp, amin, amax, shl) = fn.args
     cell = _acc_cell(b, _c(0))
     vcell = b.alloca(V8I32)
     zpv = ir.Constant(V8I32, None)
@@ -235,35 +312,62 @@ def define_dw_row(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Func
             _loop(b, kw, col)
         _loop(b, kh, row)
 
-    v16cell = b.alloca(V16I32)
-    zpv16 = _splat(b, zp_in, V16I32)
     v4 = ir.VectorType(I32, 4)
+    vcells = [b.alloca(v4) for _ in range(4)]  # block16's accumulators (entry block: promoted to registers)
+    LW = b.add(b.add(b.mul(b.sub(OW, _c(1)), sw), b.mul(b.sub(kw, _c(1)), dw)), _c(1))
 
     def block16(b: ir.IRBuilder, ox: ir.Value, ix0: ir.Value, c0: ir.Value) -> None:
-        b.store(ir.Constant(V16I32, [0] * 16), v16cell)
-        wbase = b.mul(c0, b.mul(kh, kw))
-
-        def tap(b: ir.IRBuilder, ok: ir.Value, xpix: ir.Value, t: ir.Value) -> None:
-            xv = b.sext(_vload(b, x, b.select(ok, b.add(xpix, c0), _c(0)), V16I8), V16I32)
-            xv = b.select(ok, xv, zpv16)
-            wv = b.sext(_vload(b, w, b.add(wbase, b.mul(t, _c(16))), V16I8), V16I32)
-            b.store(b.add(b.load(v16cell, typ=V16I32), b.mul(xv, wv)), v16cell)
-        taps(b, ix0, tap)
-        acc = b.load(v16cell, typ=V16I32)
+        """16 channels from the line buffer (no bounds checks), int16 products of two taps summed."""
+        del ix0
         pb = b.gep(p, [b.mul(b.ashr(c0, _c(4)), b.mul(ps, _c(4)))], inbounds=True, source_etype=I32)
-        groups = []
-        for k, lanes in enumerate(([0, 4, 8, 12], [2, 6, 10, 14], [1, 5, 9, 13], [3, 7, 11, 15])):
-            g = b.shuffle_vector(acc, acc, ir.Constant(ir.VectorType(I32, 4), lanes))
-            pbk = b.gep(pb, [_c(4 * k)], inbounds=True, source_etype=I32)
-            bias = b.load(pbk, typ=v4)
-            bias.align = 4
-            groups.append(_rq4(b, b.add(g, bias), pbk, ps, zp, amin, amax))
-        lo = b.shuffle_vector(groups[0], groups[1], ir.Constant(ir.VectorType(I32, 8), list(range(8))))
-        hi = b.shuffle_vector(groups[2], groups[3], ir.Constant(ir.VectorType(I32, 8), list(range(8))))
-        order = [((c & 1) * 2 + ((c >> 1) & 1)) * 4 + (c >> 2) for c in range(16)]  # dw_slots
-        res = b.shuffle_vector(lo, hi, ir.Constant(ir.VectorType(I32, 16), order))
-        st = b.store(b.trunc(res, V16I8), b.gep(out, [b.add(b.mul(ox, C), c0)], inbounds=True, source_etype=I8))
-        st.align = 1
+        accs = []
+        for k in range(4):  # the accumulators start at the bias (the four slot groups of dw_slots)
+            ld = b.load(b.gep(pb, [_c(4 * k)], inbounds=True, source_etype=I32), typ=v4)
+            ld.align = 4
+            accs.append(ld)
+        xp = b.gep(lb, [b.add(b.mul(b.mul(ox, sw), C), c0)], inbounds=True, source_etype=I8)
+        wp = b.gep(w, [b.mul(c0, b.mul(kh, kw))], inbounds=True, source_etype=I8)
+        taps = b.mul(kh, kw)
+
+        def tap_x(b: ir.IRBuilder, t: ir.Value) -> ir.Value:
+            ky, kx = b.sdiv(t, kw), b.srem(t, kw)
+            return _vload(b, xp, b.mul(b.add(b.mul(ky, LW), b.mul(kx, dw)), C), V16I8)
+
+        def widen(b: ir.IRBuilder, accs: list[ir.Value], e: ir.Value, o: ir.Value) -> list[ir.Value]:
+            out = []
+            for k, h in enumerate((e, e, o, o)):  # VMOVLB / VMOVLT of the even and the odd products
+                v = b.bitcast(h, v4)
+                v = b.ashr(b.shl(v, _splat(b, _c(16), v4)), _splat(b, _c(16), v4)) if k % 2 == 0 else \
+                    b.ashr(v, _splat(b, _c(16), v4))
+                out.append(b.add(accs[k], v))
+            return out
+        for c, a in zip(vcells, accs):
+            b.store(a, c)
+
+        def pair(b: ir.IRBuilder, t: ir.Value) -> None:
+            x0, x1 = tap_x(b, t), tap_x(b, b.add(t, _c(1)))
+            w0 = _vload(b, wp, b.mul(t, _c(16)), V16I8)
+            w1 = _vload(b, wp, b.mul(b.add(t, _c(1)), _c(16)), V16I8)
+            e = b.add(_vmull(b, x0, w0, 0), _vmull(b, x1, w1, 0))
+            o = b.add(_vmull(b, x0, w0, 1), _vmull(b, x1, w1, 1))
+            new = widen(b, [b.load(c, typ=v4) for c in vcells], e, o)
+            for c, v in zip(vcells, new):
+                b.store(v, c)
+        _loop(b, b.sub(taps, _c(1)), pair, step=2)
+        with b.if_then(b.icmp_signed("!=", b.and_(taps, _c(1)), _c(0))):
+            t = b.sub(taps, _c(1))
+            x0, w0 = tap_x(b, t), _vload(b, wp, b.mul(t, _c(16)), V16I8)
+            new = widen(b, [b.load(c, typ=v4) for c in vcells], _vmull(b, x0, w0, 0), _vmull(b, x0, w0, 1))
+            for c, v in zip(vcells, new):
+                b.store(v, c)
+        scatter = _mve(b.function.module, "llvm.arm.mve.vstr.scatter.offset.p0.v4i32.v4i32", ir.VoidType(),
+                       [PTR, v4, v4, I32, I32])
+        o = b.gep(out, [b.add(b.mul(ox, C), c0)], inbounds=True, source_etype=I8)
+        for k, first in enumerate((0, 2, 1, 3)):  # group k holds channels first, first + 4, ... (dw_slots)
+            v = _rq4(b, b.load(vcells[k], typ=v4), b.gep(pb, [_c(4 * k)], inbounds=True, source_etype=I32),
+                     ps, zp, amin, amax, shl)  # VSTRB.32 scatter: the low bytes at o + first + 4 lane
+            b.call(scatter, [b.gep(o, [_c(first)], inbounds=True, source_etype=I8),
+                             ir.Constant(v4, [0, 4, 8, 12]), v, _c(8), _c(0)])
 
     def pixel(b: ir.IRBuilder, ox: ir.Value) -> None:
         ix0 = b.sub(b.mul(ox, sw), pl)
@@ -300,6 +404,9 @@ def define_dw_row(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Func
             taps(b, ix0, tap)
             store(b, ox, c, b.load(cell, typ=I32))
         _loop(b, C, channel, start=full)
+    if mve_native(mod):
+        with b.if_then(b.icmp_signed(">=", C, _c(16))):
+            _fill_lines(b, lb, x, C, H, W, kh, dh, iy0, pl, LW, zp_in)
     _loop(b, OW, pixel)
     b.ret(_c(0))
     return fn

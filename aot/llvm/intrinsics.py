@@ -149,6 +149,18 @@ def _requant_q31(mod: ir.Module) -> ir.Function:
     return fn
 
 
+def _requant_mm(mod: ir.Module) -> ir.Function:
+    """SMMLAR + ADD (y2 ASR 31) + ASR (aot.kernel.intrinsics.requant_mm), portable IR."""
+    fn, b = _fn(mod, "requant_mm", I32, [I32] * 4)
+    y2, m, h, r = fn.args
+    # (no inline asm: llvmlite's object emission for Arm has no asm parser, LLVM aborts)
+    n = b.add(b.shl(b.zext(h, I64), ir.Constant(I64, 32)), b.mul(b.sext(y2, I64), b.sext(m, I64)))
+    n = b.add(n, ir.Constant(I64, 1 << 31))
+    t = b.trunc(b.lshr(n, ir.Constant(I64, 32)), I32)
+    b.ret(b.ashr(b.add(t, b.ashr(y2, ir.Constant(I32, 31))), r))
+    return fn
+
+
 DSP_INTRINSICS = ("smlad", "smlabb", "smlatt", "sxtb16", "sxtb16_ror8", "sxtab16", "sxtab16_ror8", "pack16")
 
 
@@ -203,6 +215,8 @@ def define_intrinsic(mod: ir.Module, name: str) -> ir.Function:
         return _dsp(mod, name)
     if name == "requant_q31":
         return _requant_q31(mod)
+    if name == "requant_mm":
+        return _requant_mm(mod)
     if name == "ssat8":  # smin/smax: the ARM backend selects SSAT
         fn, b = _fn(mod, name, I32, [I32])
         x = fn.args[0]
@@ -226,13 +240,21 @@ def define_intrinsic(mod: ir.Module, name: str) -> ir.Function:
         return fn
     if name in ("ssd_centerf", "ssd_halff"):  # TFLM's SSD box decoding, in double
         return _ssd(mod, name)
+    if name == "guard_fail":  # guarded builds: the runtime's report hook, then AOT_ERR_GUARD
+        ptr = ir.PointerType()
+        fn, b = _fn(mod, name, I32, [ptr, ptr])
+        hook = mod.globals.get("aot_guard_report") or ir.Function(
+            mod, ir.FunctionType(ir.VoidType(), [ptr, ptr]), "aot_guard_report")
+        b.call(hook, list(fn.args))
+        b.ret(ir.Constant(I32, -8))
+        return fn
     if name.startswith("mve_"):  # Helium routines (aot.llvm.helium)
         from aot.kernel.intrinsics import INTRINSICS
         from aot.llvm.helium import define_mve
         return define_mve(mod, name, INTRINSICS[name].arg_dtypes, define_intrinsic(mod, "requantize"))
-    if name in ("x86_gemm", "x86_gemm_vnni"):  # x86-64 host routines, LLVM vector IR
+    if name.startswith("x86_"):  # x86-64 host routines, LLVM vector IR (aot.llvm.x86, x86_f32)
         from aot.kernel.intrinsics import INTRINSICS
-        from aot.llvm.x86 import define_gemm
-        return define_gemm(mod, name, INTRINSICS[name].arg_dtypes)
+        from aot.llvm.x86_f32 import define_x86
+        return define_x86(mod, name, INTRINSICS[name].arg_dtypes)
     from aot.errors import UnsupportedError
     raise UnsupportedError(f"LLVM backend: intrinsic {name} has no implementation")

@@ -7,6 +7,7 @@ typed pointers; the entry points (aot.artifact.abi) are printed by aot.llvm.entr
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable
 
 import numpy as np
@@ -24,6 +25,30 @@ F32 = ir.FloatType()
 PTR = ir.PointerType()
 LL = {"i8": I8, "u8": I8, "i16": I16, "i32": I32, "i64": I64, "f32": F32, "bool": I1}
 BITS = {"bool": 1, "i8": 8, "u8": 8, "i16": 16, "i32": 32, "i64": 64}
+
+# Innermost loops of at most MAC_UNROLL_TRIPS iterations around DSP multiply-accumulates (the
+# k loop of the blocked GEMMs: 2x4 accumulators, 64 SMLADs per iteration) are printed unrolled,
+# at most MAC_UNROLL_BUDGET multiply-accumulates in all. In a loop, LLVM's loop strength reduction
+# keeps two or three induction variables beside the eight accumulators and the allocator spills
+# (kws_int8's 1x1 convolutions: 132 instructions per iteration where gcc -O2 needs 97); unrolled,
+# every load is base + constant (LDRD pairs). (llvm.loop.unroll.full on that loop is not honoured
+# by LLVM 22's unroller here: measured, the loop stays.)
+MAC_INTRINSICS = frozenset({"smlad", "smlabb", "smlatt"})
+MAC_UNROLL_TRIPS = 4
+MAC_UNROLL_BUDGET = 256
+
+
+def _mac_scan(node: object) -> tuple[bool, int]:
+    """(contains a For loop or an Allocate, number of MAC_INTRINSICS calls) of a kernel IR subtree."""
+    loops = isinstance(node, (K.For, K.Allocate))
+    macs = int(isinstance(node, K.Intrinsic) and node.name in MAC_INTRINSICS)
+    children = node if isinstance(node, (tuple, list)) else (
+        [getattr(node, f.name) for f in dataclasses.fields(node)] if isinstance(node, (K.Stmt, K.Expr)) else [])
+    for c in children:
+        if isinstance(c, (K.Stmt, K.Expr, tuple, list)):
+            sub_loops, sub_macs = _mac_scan(c)
+            loops, macs = loops or sub_loops, macs + sub_macs
+    return loops, macs
 
 ICMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
 FCMP = {"<": "olt", "<=": "ole", ">": "ogt", ">=": "oge", "==": "oeq", "!=": "une"}
@@ -58,7 +83,7 @@ class FunctionEmitter:
         self.stmt_table: dict[type, Callable[[K.Stmt], None]] = {
             K.Seq: self.s_seq, K.For: self.s_for, K.Store: self.s_store, K.Let: self.s_let, K.Assign: self.s_assign,
             K.If: self.s_if, K.Allocate: self.s_allocate, K.CallKernel: self.s_call, K.ReturnOnError: self.s_return_on_error,
-            K.Evaluate: lambda s: self.expr(s.value),
+            K.Evaluate: lambda s: self.expr(s.value), K.ReturnError: self.s_return_error,
         }
 
     # ------------------------------------------------------------------ helpers
@@ -176,6 +201,15 @@ class FunctionEmitter:
             self.stmt(x)
 
     def s_for(self, s: K.For) -> None:
+        if not s.unroll and s.extent <= MAC_UNROLL_TRIPS:
+            loops, macs = _mac_scan(s.body)
+            if not loops and macs and macs * s.extent <= MAC_UNROLL_BUDGET:
+                var = self.alloca(I32, s.var.name)
+                self.scalars[id(s.var)] = var
+                for i in range(s.start, s.start + s.extent):  # the body once per iteration, i constant
+                    self.b.store(ir.Constant(I32, i), var)
+                    self.stmt(s.body)
+                return
         var = self.alloca(I32, s.var.name)
         self.scalars[id(s.var)] = var
         self.b.store(ir.Constant(I32, s.start), var)
@@ -230,7 +264,11 @@ class FunctionEmitter:
         buf = s.buffer
         if s.kind == "stack":
             arr = self.alloca_b.alloca(LL[buf.dtype], size=ir.Constant(I32, buf.size), name=buf.name)
-            arr.align = s.alignment
+            # at most the stack's own alignment (8 on AAPCS, 16 on x86-64): a stricter one makes the
+            # code generator realign the stack, which reserves a frame pointer register (r7 on Thumb)
+            # for the whole function; no kernel needs more (vector loads of stack buffers are align 1,
+            # and the C backend's stack arrays have their element type's alignment)
+            arr.align = min(s.alignment, self.mp.stack_align)
             self.buffers[id(buf)] = arr
             self.stmt(s.body)
             return
@@ -277,6 +315,10 @@ class FunctionEmitter:
         self.b.ret(self.rc)
         self.b.position_at_end(ok)
 
+    def s_return_error(self, s: K.ReturnError) -> None:
+        self._return_error(self.expr(s.value))
+        self.b.position_at_end(self.fn.append_basic_block("after.return"))  # unreachable
+
     def finish(self) -> None:
         self.b.ret(ir.Constant(I32, 0))
         self.alloca_b.branch(self.fn.blocks[1])
@@ -293,6 +335,7 @@ class ModulePrinter:
         if data_layout:
             self.mod.data_layout = data_layout
         self.size_t = ir.IntType(pointer_bits)
+        self.stack_align = 16 if pointer_bits == 64 else 8  # the ABI's stack alignment (AAPCS: 8)
         self.const_globals: dict[int, ir.GlobalVariable] = {}
         self.functions: dict[str, ir.Function] = {}
         self._intrinsics: dict[str, ir.Function] = {}

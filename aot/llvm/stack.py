@@ -156,12 +156,12 @@ def stack_info(module: K.KernelModule, target) -> StackInfo:  # noqa: ANN001 - a
     """Frames and call edges of the object aot.llvm.emit_object(module, target) writes."""
     import llvmlite.binding as llvm
 
-    from aot.llvm.jit import compile_ir
+    from aot.llvm.jit import compile_ir, emit
     ref, tm = compile_ir(module, target)
     ir = str(ref)
-    obj = tm.emit_object(ref)
+    obj = emit(tm, ref, target)
     warned = llvm.parse_assembly(_with_warn_attribute(ir))
-    _, err = _capture_stderr(lambda: tm.emit_object(warned))
+    _, err = _capture_stderr(lambda: emit(tm, warned, target))
     info = StackInfo()
     calls = _ir_calls(ir)
     for name in calls:

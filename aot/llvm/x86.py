@@ -12,8 +12,17 @@ MultiplyByQuantizedMultiplier on all 16 lanes as one 64-bit multiply, add and sh
 (requantize16), then the output offset, the clamp and one 16-byte store (byte by byte for the
 last, partial block: LLVM 22 lowers a one-lane masked store of a truncated vector to a 4-byte
 store).
+
+Threads: every routine is a wrapper over its core (`aot_<name>_core`, always inlined) taking a
+last argument nt; in x86-64 modules, with nt > 1 and at least MIN_PARALLEL_MACS multiply-adds,
+the wrapper stores its arguments in a job and calls the host pool's aot_parallel_for
+(platform/host/aot_threads.c) with the task `aot_<name>_task`, which runs the core over a range
+of pixels, channel blocks or output rows (`parallel_wrapper`); else it runs the core. Modules
+for other triples never call the pool.
 """
 from __future__ import annotations
+
+from typing import Callable, Sequence
 
 from llvmlite import ir
 
@@ -26,7 +35,7 @@ V32, V64, V8 = ir.VectorType(I32, L), ir.VectorType(I64, L), ir.VectorType(I8, L
 W8 = ir.VectorType(I8, 4 * L)
 TILE_P, TILE_B = 4, 4  # a tile: 4 pixels x 4 blocks of 16 channels (16 independent accumulators)
 TILE_B1 = 4  # one pixel (fully connected): 4 blocks
-
+MIN_PARALLEL_MACS = 262144  # below: the calling thread alone (runtime_c/include/aot_x86.h: the same)
 
 
 def _c(v: int, t: ir.Type = I32) -> ir.Constant:
@@ -67,15 +76,100 @@ def requantize16(b: ir.IRBuilder, acc: ir.Value, mult: ir.Value, left: ir.Value,
     return b.trunc(b.ashr(r, b.zext(b.add(e, _splat(V32, 31)), V64)), V32)
 
 
-def define_gemm(mod: ir.Module, name: str, kinds: tuple[str, ...]) -> ir.Function:
-    # VNNI only in x86-64 modules: the same kernel module emitted for another triple (an object
-    # for a microcontroller) gets the portable vector loop, exact everywhere
-    vnni = name.endswith("_vnni") and str(mod.triple).startswith("x86_64")
-    fn = ir.Function(mod, ir.FunctionType(I32, [PTR if k[0] in "&*" else I32 for k in kinds]), f"aot_{name}")
+def host_module(mod: ir.Module) -> bool:
+    return str(mod.triple).startswith("x86_64")
+
+
+def arg_types(kinds: Sequence[str]) -> list[ir.Type]:
+    return [PTR if k[0] in "&*" else ir.FloatType() if k == "f32" else I32 for k in kinds]
+
+
+Task = Callable[[ir.IRBuilder, list[ir.Value], ir.Value, ir.Value], None]
+
+
+def parallel_wrapper(mod: ir.Module, name: str, kinds: Sequence[str], core: ir.Function,
+                     plan: Callable[[ir.IRBuilder, list[ir.Value]], tuple[ir.Value, ir.Value, list[ir.Value]]],
+                     task: Task) -> ir.Function:
+    """`aot_<name>(args..., nt)`: plan(b, args) -> (multiply-adds, count, extra job fields); with
+    nt > 1 and enough work (x86-64 modules only), aot_parallel_for(task over [0, count)) with the
+    arguments and the extra fields as the job; else the core over everything."""
+    types = arg_types(kinds)
+    fn = ir.Function(mod, ir.FunctionType(I32, types), f"aot_{name}")
     fn.linkage = "internal"
     fn.attributes.add("alwaysinline")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    out, x, w, p, n, npix, xs, os, OC, zp, amin, amax = fn.args
+    args, nt = list(fn.args[:-1]), fn.args[-1]
+    if host_module(mod):
+        macs, count, extra = plan(b, args)
+        fields = args + extra
+        sty = ir.LiteralStructType([v.type for v in fields])
+        tfn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [PTR, I32, I32]), f"aot_{name}_task")
+        tfn.linkage = "internal"
+        tb = ir.IRBuilder(tfn.append_basic_block("entry"))
+        jp, lo, hi = tfn.args
+        vals = [tb.load(tb.gep(jp, [_c(0), _c(i)], inbounds=True, source_etype=sty), typ=f.type)
+                for i, f in enumerate(fields)]
+        task(tb, vals, lo, hi)
+        tb.ret_void()
+        pool = mod.globals.get("aot_parallel_for") or ir.Function(
+            mod, ir.FunctionType(I32, [PTR, PTR, I32, I32]), "aot_parallel_for")
+        # an opaque pointer (llvmlite types a gep of a typed alloca wrongly); LLVM folds the casts
+        job = b.inttoptr(b.ptrtoint(b.alloca(sty), I64), PTR)
+        big = b.and_(b.icmp_signed(">", nt, _c(1)), b.icmp_signed(">=", macs, ir.Constant(I64, MIN_PARALLEL_MACS)))
+        with b.if_then(big):
+            for i, f in enumerate(fields):
+                b.store(f, b.gep(job, [_c(0), _c(i)], inbounds=True, source_etype=sty))
+            b.ret(b.call(pool, [tfn, job, count, nt]))
+    b.call(core, args)
+    b.ret(_c(0))
+    return fn
+
+
+def macs3(b: ir.IRBuilder, *vals: ir.Value) -> ir.Value:
+    out = b.sext(vals[0], I64)
+    for v in vals[1:]:
+        out = b.mul(out, b.sext(v, I64))
+    return out
+
+
+def define_gemm(mod: ir.Module, name: str, kinds: tuple[str, ...]) -> ir.Function:
+    """The int8 product routine: the core (below) behind the thread wrapper; a job splits the
+    pixels while each thread gets a tile of 4 pixels, else the channel blocks of 16."""
+    core = _define_gemm_core(mod, name, kinds[:-1])
+
+    def plan(b: ir.IRBuilder, a: list[ir.Value]) -> tuple[ir.Value, ir.Value, list[ir.Value]]:
+        n, npix, OC, nt = a[4], a[5], a[8], b.function.args[-1]
+        by_blocks = b.zext(b.icmp_signed("<", npix, b.mul(nt, _c(4))), I32)
+        count = b.select(b.trunc(by_blocks, ir.IntType(1)), b.ashr(b.add(OC, _c(L - 1)), _c(4)), npix)
+        return macs3(b, n, npix, OC), count, [by_blocks]
+
+    def task(b: ir.IRBuilder, v: list[ir.Value], lo: ir.Value, hi: ir.Value) -> None:
+        out, x, w, p, n, npix, xs, os, OC, zp, amin, amax, rl, rs, by_blocks = v
+        with b.if_else(b.icmp_signed("!=", by_blocks, _c(0))) as (blocks, pixels):
+            with blocks:
+                end = b.mul(hi, _c(L))
+                end = b.select(b.icmp_signed("<", end, OC), end, OC)
+                wstride = b.mul(b.ashr(b.add(n, _c(3)), _c(2)), _c(4 * L))
+                b.call(core, [_gep(b, out, b.mul(lo, _c(L)), I8), x, _gep(b, w, b.mul(lo, wstride), I8),
+                              _gep(b, p, b.mul(lo, _c(5 * L)), I32), n, npix, xs, os, b.sub(end, b.mul(lo, _c(L))),
+                              zp, amin, amax, rl, rs])
+            with pixels:
+                b.call(core, [_gep(b, out, b.mul(lo, os), I8), _gep(b, x, b.mul(lo, xs), I8), w, p, n, b.sub(hi, lo),
+                              xs, os, OC, zp, amin, amax, rl, rs])
+    return parallel_wrapper(mod, name, kinds, core, plan, task)
+
+
+def _define_gemm_core(mod: ir.Module, name: str, kinds: tuple[str, ...]) -> ir.Function:
+    # VNNI only in x86-64 modules: the same kernel module emitted for another triple (an object
+    # for a microcontroller) gets the portable vector loop, exact everywhere
+    vnni = name.endswith("_vnni") and host_module(mod)
+    fn = ir.Function(mod, ir.FunctionType(I32, [PTR if k[0] in "&*" else I32 for k in kinds]), f"aot_{name}_core")
+    fn.linkage = "internal"
+    fn.attributes.add("alwaysinline")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    out, x, w, p, n, npix, xs, os, OC, zp, amin, amax, rl, rs = fn.args
+    # runs of rl bytes rs apart (rl a multiple of 4; 0: one run of n): rw words per run
+    rw = b.ashr(b.select(b.icmp_signed("==", rl, _c(0)), n, rl), _c(2))
     dot = mod.declare_intrinsic("llvm.x86.avx512.vpdpbusd.512", fnty=ir.FunctionType(V32, [V32, V32, V32])) \
         if vnni else None
     n4 = b.ashr(n, _c(2))
@@ -121,9 +215,13 @@ def define_gemm(mod: ir.Module, name: str, kinds: tuple[str, ...]) -> ir.Functio
             for pi in range(P):
                 b.store(acc0, cells[pi][bi])
 
-        def full(b: ir.IRBuilder, k: ir.Value) -> None:
-            step(b, wbs, k, [b.load(_gep(b, xq, b.mul(k, _c(4)), I8), typ=I32, align=1) for xq in xqs])
-        _loop(b, n4, full)
+        def run(b: ir.IRBuilder, r: ir.Value) -> None:  # run r: word steps from r*rw, bytes from r*rs
+            k0, x0 = b.mul(r, rw), b.mul(r, rs)
+            _loop(b, rw, lambda b, j: step(b, wbs, b.add(k0, j), [
+                b.load(_gep(b, xq, b.add(x0, b.mul(j, _c(4))), I8), typ=I32, align=1) for xq in xqs]))
+        runs = b.select(b.icmp_signed(">", rw, _c(0)), b.sdiv(n4, b.select(b.icmp_signed(">", rw, _c(0)), rw, _c(1))),
+                        _c(0))
+        _loop(b, runs, run)
         # the last 1..3 bytes: gathered one by one (no read past a pixel's n bytes)
         with b.if_then(b.icmp_signed(">", nt, _c(0))):
             for pi in range(P):

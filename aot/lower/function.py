@@ -15,6 +15,7 @@ from typing import Sequence
 from aot.errors import UnsupportedError
 from aot.ir import Call, Constant, Function, TensorType, Var
 from aot.kernel import ir as K
+from aot.kernel.intrinsics import INTRINSICS
 from aot.kernel.printer import format_expr
 from aot.kernel.simplify import simplify_stmt
 from aot.lower.context import LowerCtx
@@ -79,10 +80,11 @@ def lower_function(ctx: LowerCtx, fn: Function, budget: WeightBudget) -> tuple[K
     body = simplify_stmt(body)
     if kernel is None:
         inplace = inplace_candidates(body, params, out_buf)
-    else:  # the schedule's word, for a parameter only the kernel op reads
+    else:  # the schedule's word, for a parameter only the kernel op reads; or the epilogue's
         uses = [a for c in fn.body for a in c.args]
         inplace = tuple(i for i, (p, b) in enumerate(zip(fn.params, params))
                         if any(b is o for o in over) and sum(a is p for a in uses) == 1)
+        inplace = tuple(sorted(set(inplace) | set(epilogue_inplace(body, params, out_buf))))
     func = K.PrimFunc(ctx.fresh(f"{ctx.prefix}_{fn.name}"), tuple(params) + (out_buf,), body,
                       doc=" -> ".join(c.op_name for c in fn.body), inplace=inplace)
     return func, budget
@@ -138,8 +140,78 @@ def inplace_candidates(body: K.Stmt, params: Sequence[K.Buffer], out: K.Buffer) 
     if len(stores) != 1 or stores[0] is None or stores[0].buffer is not out:
         return ()
     target = format_expr(stores[0].index)
+    # the one store runs over the output in increasing (row-major) order, so an output element
+    # no wider than the input's covers only input elements already read
     return tuple(i for i, p in enumerate(params)
-                 if p.dtype == out.dtype and p.size == out.size and loads.get(id(p)) == {target})
+                 if K.K_ITEMSIZE[out.dtype] <= K.K_ITEMSIZE[p.dtype] and p.size == out.size
+                 and loads.get(id(p)) == {target})
+
+
+def epilogue_inplace(body: K.Stmt, params: Sequence[K.Buffer], out: K.Buffer) -> tuple[int, ...]:
+    """Inputs of a kernel that only its fused epilogue reads (a residual ADD after a conv), each
+    element inside the very store that writes the output element at the same index: the store's
+    value reads input[i] before out[i] (same element size) replaces it. Every store to `out`
+    must read the input so, `out` is never read back, and no intrinsic takes either by
+    reference (its reads are not visible here)."""
+    bad: set[int] = set()
+    read_in_store: list[set[int]] = []  # per store to out: the params it reads at its index
+    out_touched = [False]
+    pids = {id(p) for p in params}
+
+    def expr(e: K.Expr, at: str | None, ref: bool) -> None:
+        if isinstance(e, (K.Load, K.LoadWord)):
+            if e.buffer is out:
+                out_touched[0] = True
+            elif id(e.buffer) in pids:
+                if isinstance(e, K.LoadWord) or ref or at is None or format_expr(e.index) != at:
+                    bad.add(id(e.buffer))
+                elif read_in_store:
+                    read_in_store[-1].add(id(e.buffer))
+            expr(e.index, None, False)
+            return
+        if isinstance(e, K.Intrinsic):
+            d = INTRINSICS.get(e.name)
+            kinds = d.arg_dtypes if d is not None else ("&",) * len(e.args)
+            for a, k in zip(e.args, kinds):
+                expr(a, at, ref or k[:1] in ("&", "*"))
+            return
+        for ch in ("a", "b", "cond", "value"):
+            sub = getattr(e, ch, None)
+            if isinstance(sub, K.Expr):
+                expr(sub, at, ref)
+
+    def walk(s: K.Stmt) -> None:
+        if isinstance(s, K.Seq):
+            for b in s.body:
+                walk(b)
+        elif isinstance(s, (K.For, K.Allocate)):
+            walk(s.body)
+        elif isinstance(s, K.If):
+            expr(s.cond, None, False)
+            walk(s.then)
+            if s.orelse is not None:
+                walk(s.orelse)
+        elif isinstance(s, K.Store):
+            expr(s.index, None, False)
+            if s.buffer is out:
+                read_in_store.append(set())
+                expr(s.value, format_expr(s.index), False)
+            else:
+                if id(s.buffer) in pids:
+                    bad.add(id(s.buffer))
+                expr(s.value, None, False)
+        elif isinstance(s, (K.Let, K.Assign, K.Evaluate)):
+            expr(s.value, None, False)
+        elif not isinstance(s, K.ReturnOnError):
+            out_touched[0] = True  # anything else: be conservative
+
+    walk(body)
+    if out_touched[0] or not read_in_store:
+        return ()
+    return tuple(i for i, p in enumerate(params)
+                 if p is not out and id(p) not in bad and p.size == out.size
+                 and K.K_ITEMSIZE[p.dtype] == K.K_ITEMSIZE[out.dtype]
+                 and all(id(p) in r for r in read_in_store))
 
 
 def _flat(t: TensorType, idx: Sequence[K.Expr]) -> K.Expr:

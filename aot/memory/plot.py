@@ -2,18 +2,34 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol
 
 from aot.memory.planner import BufferRequest, MemoryPlan
 
 _LABEL_MIN_FRACTION = 0.04  # label a rectangle when it spans this much of both axes
+_SHARED_STYLE = {"in-place": ("////", "tab:red", "output written over its input (in place)"),
+                 "slice": ("\\\\", "tab:blue", "slice of a concatenation, written by its producer")}
+
+
+class SharedSpan(Protocol):
+    """A buffer living inside a planned one (its own bytes and steps), e.g. PlannedBuffer."""
+    name: str
+    offset: int
+    size: int
+    first_use: int
+    last_use: int
+    kind: str  # in-place | slice
 
 
 def draw_plan(
-    requests: Iterable[BufferRequest], plan: MemoryPlan, path: str, title: str = ""
+    requests: Iterable[BufferRequest], plan: MemoryPlan, path: str, title: str = "",
+    shared: Iterable[SharedSpan] = (),
 ) -> None:
     """Write a PNG to `path`: one rectangle per nonzero buffer, x = [first_use, last_use + 1),
     y = [offset, offset + size), named when large enough; dashed lines at the lower bound and
-    at the peak. Needs matplotlib (the `plot` extra); uses the Agg canvas, no pyplot state."""
+    at the peak. `shared` buffers (outputs written in place over their input, slices of a
+    concatenation) are drawn over the buffer they live in, hatched and outlined by kind.
+    Needs matplotlib (the `plot` extra); uses the Agg canvas, no pyplot state."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
@@ -54,6 +70,24 @@ def draw_plan(
                 clip_on=True,
             )
 
+    seen_kinds: set[str] = set()
+    for sb in sorted(shared, key=lambda b: (b.first_use, b.offset, b.name)):
+        if sb.size <= 0:
+            continue
+        hatch, color, label = _SHARED_STYLE.get(sb.kind, ("xx", "black", sb.kind))
+        ax.add_patch(
+            Rectangle(
+                (sb.first_use, sb.offset),
+                sb.last_use + 1 - sb.first_use,
+                sb.size,
+                fill=False,
+                hatch=hatch,
+                edgecolor=color,
+                linewidth=1.2,
+                label=None if sb.kind in seen_kinds else label,
+            )
+        )
+        seen_kinds.add(sb.kind)
     ax.axhline(
         plan.lower_bound_bytes,
         linestyle="--",

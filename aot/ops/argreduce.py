@@ -56,9 +56,9 @@ def arg_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) ->
     else:
         cond = (v1 <= best) if last else (v1 < best)
     step = K.seq(K.Assign(at, K.Select(cond, r + 1, at)), K.Assign(best, K.Select(cond, v1, best)))
-    parts: list[K.Stmt] = [K.Let(best, first), K.Let(at, K.Const(0))]
-    if x.shape[axis] > 1:
-        parts.append(K.For(r, x.shape[axis] - 1, step))
+    parts: list[K.Stmt] = [K.Let(at, K.Const(0))]
+    if x.shape[axis] > 1:  # (an axis of one element: index 0, no running value to keep)
+        parts = [K.Let(best, first), *parts, K.For(r, x.shape[axis] - 1, step)]
     body: K.Stmt = K.seq(*parts, out.store(oidx, at.cast(kdtype(call.out.type))))
     for d in reversed(range(rank)):
         if d != axis:

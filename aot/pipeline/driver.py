@@ -9,7 +9,7 @@ from aot.errors import Error
 from aot.ir import Model, verify
 from aot.ir.limits import check_limits
 from aot.kernel import ir as K
-from aot.kernel.allocations import AllocationPolicy, get_policy, lower_allocations, lower_workspaces
+from aot.kernel.allocations import AllocationPolicy, get_policy, lower_workspaces
 from aot.kernel.share import share_kernels
 from aot.kernel.simplify import prune_constants, simplify
 from aot.kernel.verify import verify_kernel_module
@@ -19,8 +19,11 @@ from aot.lower.schedule import widen
 from aot.lower.schedule.target import OPT_LEVELS, WeightBudget, make_target
 from aot.ops import infer_call
 from aot.pipeline.manager import Pass, PassTimings, run_passes
+from aot.pipeline.guards import add_guards
 from aot.pipeline.plan import PlanReport, plan_memory
 from aot.transform import fold_constants, fuse, materialize_outputs
+from aot.pipeline.scratch import lower_scratch
+from aot.transform.order import order_calls
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,12 @@ class CompileOptions:
     source_bytes: int | None = None  # the model file's size, for flash_budget "auto"
     # per-layer schedule knobs from a tuning log (aot.lower.tuning): ((layer, ((knob, value), ...)), ...)
     schedules: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+    # canaries around every planned buffer and at each pool's end, checked after each kernel
+    # (aot.pipeline.guards; larger pools, AOT_ERR_GUARD names the first overwritten buffer)
+    guards: bool = False
+    # the model's inputs and outputs: "app" = the application's buffers, passed to <prefix>_run;
+    # "pool" = planned buffers in the pools (<prefix>_invoke; board firmware's default)
+    io_buffers: str = "app"
 
     def __post_init__(self) -> None:
         if not isinstance(self.prefix, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,31}", self.prefix) \
@@ -63,6 +72,8 @@ class CompileOptions:
             raise Error(f"opt {self.opt!r}: choose one of {', '.join(OPT_LEVELS)}")
         if isinstance(self.flash_budget, str) and self.flash_budget != "auto":
             raise Error(f"flash budget {self.flash_budget!r}: give a number of bytes or 'auto'")
+        if self.io_buffers not in ("app", "pool"):
+            raise Error(f"io buffers {self.io_buffers!r}: choose app or pool")
         if self.pool_size is not None and self.pool_size < 0:
             raise Error(f"pool size {self.pool_size} must not be negative")
 
@@ -103,7 +114,7 @@ def _lower_for_target(model: Model, o: CompileOptions) -> K.KernelModule:
         return build_kernel_module(model, o.prefix, target, WeightBudget.for_target(target, o.flash_budget),
                                    schedules)
     int8 = build_kernel_module(model, o.prefix, target, WeightBudget.for_target(target, 0), schedules)
-    if not (target.dsp and target.speed):
+    if not (target.speed and (target.dsp or target.smlal_pairs)):
         return int8
     headroom = widen.flash_headroom(model, prune_constants(share_kernels(int8)), o.source_bytes)
     keys, _ = widen.choose(widen.candidates(model), max(0, headroom))
@@ -128,16 +139,20 @@ def compile_model(model: Model, options: CompileOptions | None = None) -> Compil
              "scheduled for the target core"),
         Pass("prune_constants", prune_constants, "re-laid-out weights leave the original tables unused"),
         Pass("simplify", simplify, "fold index arithmetic the lowering spelled out"),
-        Pass("lower_allocations", lambda km: lower_allocations(km, policy),
+        Pass("lower_allocations", lambda km: lower_scratch(km, policy, o.stack_limit is not None, o.io_buffers),
              f"policy {policy_name}: decide stack / platform / workspace for every kernel scratch buffer"),
         Pass("lower_workspaces", lower_workspaces,
              "workspace scratch becomes a kernel parameter the planner places (caller and callee together)"),
         Pass("share_kernels", share_kernels, "kernels that differ only in their constant tables become one kernel "
              "taking the tables as parameters (repeated blocks: less flash, same code)"),
+        Pass("order_calls", lambda km: order_calls(km, o.planner, o.seed, o.io_buffers),
+             "branching graphs: the call order of least planned peak (kept only when smaller)"),
     ]
     kmod = run_passes(fused, kernel_passes, instruments, timings)
     planned, report = plan_memory(kmod, o.pool, o.pool_size, o.alignment, o.planner, o.seed,
-                                  pools=o.pools or None)
+                                  pools=o.pools or None, io_buffers=o.io_buffers)
+    if o.guards:  # canaries after planning: the pools grow by the gaps the stretch opens
+        planned, report = add_guards(planned, report, dict(o.pools) if o.pools else {o.pool: o.pool_size})
     if o.verify:
         verify_kernel_module(planned, planned=True)
     return CompiledModel(model, fused, planned, report, o, dict(timings.seconds))

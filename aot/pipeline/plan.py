@@ -8,6 +8,7 @@ from typing import Sequence
 
 from aot.errors import FitError
 from aot.kernel import ir as K
+from aot.pipeline.alias import Aliases, aliases, drop_steps
 from aot.memory import BufferRequest, MemoryPlan, lower_bound, plan as plan_buffers
 
 
@@ -19,7 +20,8 @@ class PlannedBuffer:
     size: int
     first_use: int
     last_use: int
-    kind: str  # tensor | workspace
+    kind: str  # tensor | workspace | input | output; for shared storage: in-place | slice
+    within: str = ""  # shared storage: the planned buffer this one lives in
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,9 @@ class PlanReport:
     planner: str
     buffers: tuple[PlannedBuffer, ...]
     step_kernels: tuple[str, ...]
+    # buffers living inside a planned one: outputs written over their input (in-place) and
+    # slices of a concatenation written by their producers (aot.pipeline.alias)
+    shared: tuple[PlannedBuffer, ...] = ()
 
 
 def _calls(entry: K.PrimFunc) -> list[K.CallKernel]:
@@ -48,7 +53,22 @@ def _intervals(module: K.KernelModule) -> tuple[dict[int, int], dict[int, int]]:
             if id(a) in ids:
                 first.setdefault(id(a), step)
                 last[id(a)] = step
+    end = max(len(calls) - 1, 0)
+    for b in module.inputs:  # a model input in the pool: written by the application before step 0
+        if id(b) in ids:
+            first[id(b)] = 0
+            last.setdefault(id(b), 0)
+    for b in module.outputs:  # a model output in the pool: read by the application after the last step
+        if id(b) in ids:
+            first.setdefault(id(b), end)
+            last[id(b)] = end
     return first, last
+
+
+def io_to_pool(module: K.KernelModule) -> K.KernelModule:
+    """The model's inputs and outputs become planned buffers (io_buffers "pool"). They stay the
+    executor's parameters (its code does not change); the entry points pass their places in the pools."""
+    return replace(module, unplanned=module.inputs + module.outputs + module.unplanned)
 
 
 def inplace_pairs(module: K.KernelModule) -> dict[str, str]:
@@ -76,22 +96,37 @@ def inplace_pairs(module: K.KernelModule) -> dict[str, str]:
     return pairs
 
 
-def liveness(module: K.KernelModule, alignment: int = 16, inplace: bool = True) -> list[BufferRequest]:
-    """One request per storage: buffers written in place share their input's request."""
-    first, last = _intervals(module)
-    pairs = inplace_pairs(module) if inplace else {}
+def sharing_candidates(module: K.KernelModule) -> list[Aliases]:
+    """The storage sharings the planner tries, best first: everything allowed; only in-place pairs
+    of equal sizes (an output smaller than its input keeps the input's size for its whole life);
+    nothing shared. A request spans the union of its buffers at the largest size, so sharing can
+    plan worse than not sharing; plan_memory keeps the smallest pool."""
+    pairs = inplace_pairs(module)
+    nbytes = {b.name: b.nbytes for b in module.unplanned}
+    out = [aliases(module, pairs)]
+    equal = {o: i for o, i in pairs.items() if nbytes.get(o) == nbytes.get(i)}
+    if equal != pairs:
+        out.append(aliases(module, equal))
+    if out[0].within:
+        out.append(Aliases({}, frozenset()))
+    return out
 
-    def root(name: str) -> str:
-        while name in pairs:
-            name = pairs[name]
-        return name
+
+def liveness(module: K.KernelModule, alignment: int = 16, inplace: bool = True,
+             shared: Aliases | None = None) -> list[BufferRequest]:
+    """One request per storage: buffers written in place share their input's request, slices of
+    a concatenation their output's (aot.pipeline.alias; the liveness of a storage is the union).
+    `shared` overrides the sharing (default: all of aot.pipeline.alias.aliases)."""
+    first, last = _intervals(module)
+    if shared is None:
+        shared = aliases(module, inplace_pairs(module)) if inplace else Aliases({}, frozenset())
 
     span: dict[str, tuple[int, int, int]] = {}
     for b in module.unplanned:
         if id(b) not in first:
             continue
-        r = root(b.name)
-        f, l, size = first[id(b)], last[id(b)], b.nbytes
+        r, off = shared.root(b.name)
+        f, l, size = first[id(b)], last[id(b)], off + b.nbytes
         if r in span:
             f0, l0, s0 = span[r]
             f, l, size = min(f, f0), max(l, l0), max(size, s0)
@@ -118,15 +153,64 @@ def _split_pools(reqs: list[BufferRequest], pools: Sequence[tuple[str, int | Non
     return out
 
 
+def _fit_io(split: dict[str, tuple[list[BufferRequest], MemoryPlan]], io_reqs: list[BufferRequest],
+            pools: Sequence[tuple[str, int | None]]) -> dict[str, tuple[list[BufferRequest], MemoryPlan]]:
+    """io_buffers "pool": the inputs and outputs fitted around the places the other buffers got
+    without them (first fit, largest first). Every kernel keeps its addresses (constants in its
+    code, so its code and speed are those of the "app" build); each pool in order takes what fits
+    its size, the last one the rest."""
+    out = {n: (list(chosen), dict(mp.offsets)) for n, (chosen, mp) in split.items()}
+    for r in sorted(io_reqs, key=lambda r: (-r.size, r.name)):
+        for i, (name, size) in enumerate(pools):
+            chosen, offsets = out[name]
+            at = 0
+            for o, n in sorted((offsets[q.name], q.size) for q in chosen
+                               if q.first_use <= r.last_use and r.first_use <= q.last_use):
+                if at + r.size <= o:
+                    break
+                at = max(at, -(-(o + n) // r.alignment) * r.alignment)
+            if size is None or at + r.size <= size or i == len(pools) - 1:
+                chosen.append(r)
+                offsets[r.name] = at
+                break
+    return {n: (chosen, MemoryPlan(offsets, max((offsets[q.name] + q.size for q in chosen), default=0),
+                                   lower_bound(chosen), split[n][1].planner))
+            for n, (chosen, offsets) in out.items()}
+
+
 def plan_memory(module: K.KernelModule, pool: str = "sram", pool_size: int | None = None, alignment: int = 16,
                 planner: str = "best", seed: int = 0, max_iters: int | None = None,
-                pools: Sequence[tuple[str, int | None]] | None = None) -> tuple[K.KernelModule, PlanReport]:
+                pools: Sequence[tuple[str, int | None]] | None = None,
+                io_buffers: str = "app") -> tuple[K.KernelModule, PlanReport]:
     """Pass: place every unplanned buffer in the pool(s); fail with the numbers if they do not fit.
-    `pools` [(name, size)] overrides (pool, pool_size) for builds with several memories."""
+    `pools` [(name, size)] overrides (pool, pool_size) for builds with several memories.
+    `io_buffers` "pool" plans the model's inputs and outputs too (module.io records where): fitted
+    around the other buffers' plan (_fit_io) unless planning all together gives a smaller pool."""
     pool_list = list(pools) if pools else [(pool, pool_size)]
-    reqs = liveness(module, alignment)
+    io_names = {b.name: role for role, bufs in (("input", module.inputs), ("output", module.outputs)) for b in bufs}
+    if io_buffers == "pool":
+        module = io_to_pool(module)
+    elif io_buffers != "app":
+        raise ValueError(f"io_buffers {io_buffers!r}: 'app' or 'pool'")
     calls = _calls(module.func(module.entry))
-    split = _split_pools(reqs, pool_list, planner, seed, max_iters)
+    best: tuple[int, Aliases, list[BufferRequest], dict[str, tuple[list[BufferRequest], MemoryPlan]]] | None = None
+    candidates = sharing_candidates(module)
+    floor = min(lower_bound(liveness(module, alignment, shared=c)) for c in candidates)
+    for shared in candidates:  # the smallest pool; ties to the first (most sharing)
+        reqs = liveness(module, alignment, shared=shared)
+        split = _split_pools(reqs, pool_list, planner, seed, max_iters)
+        if io_buffers == "pool":  # the other buffers keep their places unless planning all together saves bytes
+            kept = _fit_io(_split_pools([r for r in reqs if r.name not in io_names], pool_list, planner, seed,
+                                        max_iters), [r for r in reqs if r.name in io_names], pool_list)
+            if sum(mp.peak_bytes for _, mp in kept.values()) <= sum(mp.peak_bytes for _, mp in split.values()):
+                split = kept
+        total = sum(mp.peak_bytes for _, mp in split.values())
+        if best is None or total < best[0]:
+            best = (total, shared, reqs, split)
+        if best[0] <= floor:
+            break
+    assert best is not None
+    _, shared, reqs, split = best
     for name, size in pool_list:
         chosen, mp = split[name]
         if size is not None and mp.peak_bytes > size:
@@ -138,34 +222,43 @@ def plan_memory(module: K.KernelModule, pool: str = "sram", pool_size: int | Non
     for name, (chosen, mp) in split.items():
         for r in chosen:
             where[r.name] = (name, mp.offsets[r.name])
-    pairs = inplace_pairs(module)
-
-    def root(name: str) -> str:
-        while name in pairs:
-            name = pairs[name]
-        return name
-
-    views = {b.name: K.PoolView(where[root(b.name)][0], where[root(b.name)][1], b.dtype, b.size)
-             for b in module.unplanned if root(b.name) in where}
+    views = {b.name: K.PoolView(where[r][0], where[r][1] + off, b.dtype, b.size)
+             for b in module.unplanned for r, off in [shared.root(b.name)] if r in where}
+    io = tuple(views[b.name] for b in module.inputs + module.outputs) if io_buffers == "pool" else ()
 
     entry = module.func(module.entry)
-    body = entry.body.body if isinstance(entry.body, K.Seq) else (entry.body,)
-    new_body = tuple(K.CallKernel(s.callee, tuple(views.get(a.name, a) if isinstance(a, K.Buffer) else a
-                                                  for a in s.args))
+    body = drop_steps(entry.body.body if isinstance(entry.body, K.Seq) else (entry.body,), calls, shared.elided)
+    new_body = tuple(K.CallKernel(s.callee, tuple(views.get(a.name, a) if isinstance(a, K.Buffer)
+                                                  and a.name not in io_names else a for a in s.args))
                      if isinstance(s, K.CallKernel) else s for s in body)
-    funcs = tuple(replace(f, body=K.Seq(new_body)) if f.name == module.entry else f for f in module.funcs)
+    # an elided copy's kernel leaves the module (PlanReport.step_kernels still names its step)
+    called = {s.callee for s in new_body if isinstance(s, K.CallKernel)}
+    funcs = tuple(replace(f, body=K.Seq(new_body)) if f.name == module.entry else f for f in module.funcs
+                  if f.name == module.entry or f.name in called or f.name not in {c.callee for c in calls})
     new_pools = tuple(K.Pool(name, split[name][1].peak_bytes, alignment) for name, _ in pool_list)
-    new = replace(module, funcs=funcs, pools=new_pools, unplanned=())
+    new = replace(module, funcs=funcs, pools=new_pools, unplanned=(), io=io)
     total = sum(p.size for p in new_pools)
     lb = lower_bound(reqs)
-    kinds = {b.name: b.kind for b in module.unplanned}  # a request is named after its root buffer
+    kinds = {b.name: io_names.get(b.name, b.kind) for b in module.unplanned}  # a request is named after its root buffer
     planners = sorted({split[n][1].planner for n, _ in pool_list})
     report = PlanReport(pool_list[0][0] if len(pool_list) == 1 else "+".join(n for n, _ in pool_list),
                         pool_list[0][1] if len(pool_list) == 1 else None, total, lb, "+".join(planners),
                         tuple(PlannedBuffer(r.name, where[r.name][0], where[r.name][1], r.size, r.first_use, r.last_use,
                                             kinds[r.name]) for r in reqs),
-                        tuple(c.callee for c in calls))
+                        tuple(c.callee for c in calls), _shared_rows(module, shared, views))
     return new, report
+
+
+def _shared_rows(module: K.KernelModule, shared: Aliases, views: dict[str, K.PoolView]) -> tuple[PlannedBuffer, ...]:
+    first, last = _intervals(module)
+    rows = []
+    for b in module.unplanned:
+        r, _ = shared.root(b.name)
+        if r != b.name and id(b) in first and b.name in views:
+            v = views[b.name]
+            rows.append(PlannedBuffer(b.name, v.pool, v.offset, b.nbytes, first[id(b)], last[id(b)],
+                                      "slice" if b.name in shared.slices else "in-place", r))
+    return tuple(rows)
 
 
 def _no_fit_message(module: K.KernelModule, reqs: list[BufferRequest], mp: MemoryPlan, pool: str, pool_size: int,

@@ -61,6 +61,10 @@ class BenchRow:
     # (issue 14's bound: TFLM's own flash is this file plus its interpreter and kernels)
     model_file_bytes: int | None = None
     flash_vs_model_file_bound: float | None = None
+    # the model's input + output bytes and where RAM counts them: "pool" (planned inside pool B,
+    # the firmware default) or "app" (main.c's static buffers, in static B)
+    io_bytes: int = 0
+    io_buffers: str = "app"
 
 
 TFLM_ARENA_NOTE = ("TFLM host arena: the smallest arena with which TensorFlow Lite Micro's 64-bit host "
@@ -123,6 +127,7 @@ def bench_model(path: Path, board: str, anchors: Path | None = None, with_tflm: 
         reference=_anchors(anchors, stem, board),
         model_file_bytes=path.stat().st_size,
         flash_vs_model_file_bound=round(fp["flash"]["total"] / (path.stat().st_size + FLASH_MARGIN), 3),
+        io_bytes=int(extra.get("io_bytes", 0)), io_buffers=str(extra.get("io_buffers", "app")),
     )
 
 
@@ -157,19 +162,22 @@ def format_markdown(rows: Sequence[BenchRow]) -> str:
     head = ["model", "board", "flash B", "code B", "weights B", "runtime B", "RAM B", "pool B", "stack B",
             "QEMU instr.", "MACs", "MAC/instr.", "compile s", "lower bound B", "TFLM host arena B",
             "TFLM host activations B", "RAM / TFLM host arena", "pool / lower bound", "model file B",
-            "flash / (file + 32 KiB)", "bit-exact"]
+            "flash / (file + 32 KiB)", "IO B (in)", "bit-exact"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         vals = [r.model, r.board, r.flash_bytes, r.code_bytes, r.weights_bytes, r.runtime_bytes, r.ram_bytes,
                 r.pool_bytes, r.stack_bytes, r.instructions, r.macs, r.macs_per_instruction, r.compile_seconds,
                 r.lower_bound_bytes, r.tflm_arena_bytes, r.tflm_activation_bytes, r.ram_vs_tflm_arena,
                 r.planned_vs_lower_bound, r.model_file_bytes, r.flash_vs_model_file_bound,
-                "yes" if r.bit_exact_with_host else "NO"]
+                f"{r.io_bytes:,} ({r.io_buffers})", "yes" if r.bit_exact_with_host else "NO"]
         lines.append("| " + " | ".join(_fmt(v) for v in vals) + " |")
     if any(r.tflm_arena_bytes is not None for r in rows):
         lines += ["", TFLM_ARENA_NOTE]
     lines += ["", "RAM: everything our image needs (pools + .data + .bss + worst-case stack). Flash beside the "
-                  "model file: TFLM keeps the .tflite file in flash plus its interpreter and kernels."]
+                  "model file: TFLM keeps the .tflite file in flash plus its interpreter and kernels.",
+              "", "IO B: the model's input + output bytes; (pool): planned inside pool B, written and read in place "
+                  "(no application buffers, as in TFLM's arena); (app): main.c's own buffers, counted in RAM beside "
+                  "the pool."]
     refs = [(r, k, v) for r in rows for k, v in sorted(r.reference.items())]
     if refs:
         lines += ["", "Reference figures (../shared/anchors.json: TensorFlow Lite Micro built for the board and run "

@@ -11,7 +11,10 @@ arrays prepared once, so a figure is the model plus one ctypes call; the cost of
 (`call_overhead_us`), as is nothing else subtracted. TFLM and LiteRT are timed around their
 interpreters' `invoke()` in a child process (crash isolation; the inputs are set before each
 call, outside the timed part: TFLM may reuse the input tensor's memory), single thread; with
-`threads` > 1 LiteRT is also timed with that many threads (`litert_threads_ms`).
+`threads` > 1 LiteRT is also timed with that many threads (`litert_threads_ms`), and so are our
+builds with `aot.build(..., threads=N)` (`llvm_threads_ms`, and `c_threads_ms` when cpu_features
+are given: the C backend keeps its generic schedules otherwise; `threads_same`: their outputs
+equal the one-thread outputs bit for bit).
 
 Bit-exactness: our C and LLVM outputs are compared with TFLM's for the same input
 (`bit_exact`); LiteRT uses other kernels (XNNPACK), its outputs may differ by a step
@@ -67,6 +70,9 @@ class HostBenchRow:
     litert_threads_ms: float | None  # LiteRT with `threads` threads (None when threads == 1)
     spread: dict[str, list[float]]  # runtime -> [p10_ms, p90_ms]
     runs: int
+    c_threads_ms: float | None = None  # ours built with threads=N (None when threads == 1)
+    llvm_threads_ms: float | None = None
+    threads_same: bool | None = None  # N-thread outputs == one-thread outputs, bit for bit
 
 
 def time_calls(fn: Callable[[], Any], runs: int, warmup: int = WARMUP) -> Timing:
@@ -212,6 +218,14 @@ def bench_host_model(path: Path, runs: int = DEFAULT_RUNS, threads: int = 1, bac
         call, o = _prepared_call(lib._get_runner(), args)
         times[be] = time_calls(call, runs)
         outs[be] = [x.copy() for x in o]
+    threads_same = None
+    # the C backend takes the host routines (and threads) only with explicit cpu_features
+    for be in [b for b in backends if b == "llvm" or options.get("cpu_features") is not None] if threads > 1 else ():
+        lib = aot.build(model, target="host", backend=be, threads=threads, **options)
+        call, o = _prepared_call(lib._get_runner(), args)
+        times[f"{be}_threads"] = time_calls(call, runs)
+        same = all(np.array_equal(x.view(np.uint8), y.view(np.uint8)) for x, y in zip(o, outs[be]))
+        threads_same = same if threads_same is None else threads_same and same
     res: dict[str, Any] = {}
     if path.suffix == ".tflite" and (with_tflm or with_litert):
         res = time_interpreters(path.read_bytes(), args, runs, threads, with_tflm, with_litert)
@@ -236,6 +250,7 @@ def bench_host_model(path: Path, runs: int = DEFAULT_RUNS, threads: int = 1, bac
         call_overhead_us=round(ovh.median_ms * 1e3, 3), bit_exact=bit_exact,
         litert_max_diff=_max_diff(lite_out, tflm_out) if lite_out is not None and tflm_out is not None else None,
         threads=threads, litert_threads_ms=med(f"litert{threads}") if threads > 1 else None,
+        c_threads_ms=med("c_threads"), llvm_threads_ms=med("llvm_threads"), threads_same=threads_same,
         spread={k: [round(t.p10_ms, 4), round(t.p90_ms, 4)] for k, t in times.items()}, runs=runs)
 
 
@@ -258,12 +273,13 @@ def format_host_markdown(rows: Sequence[HostBenchRow]) -> str:
     head = ["model", "C ms", "LLVM ms", "TFLM ms", "LiteRT+XNNPACK ms", "LLVM / LiteRT", "bit-exact (C, LLVM vs TFLM)",
             "LiteRT max diff"]
     if any(r.threads > 1 for r in rows):
-        head.append(f"LiteRT {rows[0].threads} threads ms")
+        n = rows[0].threads
+        head += [f"C {n} threads ms", f"LLVM {n} threads ms", f"LiteRT {n} threads ms", "same as 1 thread"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         vals = [r.model, r.c_ms, r.llvm_ms, r.tflm_ms, r.litert_ms, r.llvm_vs_litert, r.bit_exact, r.litert_max_diff]
         if r.threads > 1:
-            vals.append(r.litert_threads_ms)
+            vals += [r.c_threads_ms, r.llvm_threads_ms, r.litert_threads_ms, r.threads_same]
         lines.append("| " + " | ".join(_fmt(v) for v in vals) + " |")
     if rows:
         lines += ["", f"Medians of {rows[0].runs} inferences, one thread, after {WARMUP} warm-up calls; our figures "

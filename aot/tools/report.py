@@ -65,7 +65,10 @@ def _layers(compiled: Any, fp: dict) -> list[dict[str, Any]]:
     prefix = compiled.options.prefix + "_"
     ops = {fn.name: "+".join(c.op_name for c in fn.body) for fn in compiled.fused.functions.values() if fn.primitive}
     rows = []
+    defined = {f.name for f in compiled.module.funcs}
     for kname in compiled.plan.step_kernels:
+        if kname not in defined:
+            continue  # a copy the planner made unnecessary (aot.pipeline.alias)
         fname = kname[len(prefix):] if kname.startswith(prefix) else kname
         names: set[str] = set()
         _buffer_names(compiled.module.func(kname).body, set(), names)

@@ -44,6 +44,16 @@ def _reads_buffer(c: Call) -> bool:
     return c.op_name in _REPEATS_INPUT and bool(c.args) and c.args[0].type.dtype == "int16"
 
 
+# MIRROR_PAD (reflections) and RESIZE_BILINEAR (four neighbours) repeat their input's index expression,
+# float ROUND (7 times) and FLOOR_MOD (4 times) their input's value: such an op neither inlines nor joins
+# a group that holds one of them (chains of them grew exponentially: fuzz findings)
+_REPEATS_INDEX = ("pad_mode", "resize_bilinear", "round_even", "floor_mod")
+
+
+def _repeats_twice(c: Call, g: _Group) -> bool:
+    return c.op_name in _REPEATS_INDEX and any(q.op_name in _REPEATS_INDEX for q in g.calls)
+
+
 def _group_calls(fn: Function) -> list[_Group | Call]:
     uses = use_counts(fn)
     results = {id(r) for r in fn.results}
@@ -65,7 +75,8 @@ def _group_calls(fn: Function) -> list[_Group | Call]:
             joined = False
             for a in c.args:
                 g = group_of.get(id(a)) if isinstance(a, Var) else None
-                if g is not None and g.tail.out is a and single_use(a) and a.type.shape == c.out.type.shape:
+                if g is not None and g.tail.out is a and single_use(a) and a.type.shape == c.out.type.shape \
+                        and not _repeats_twice(c, g):
                     del group_of[id(a)]
                     g.calls.append(c)
                     group_of[id(c.out)] = g
@@ -82,6 +93,8 @@ def _group_calls(fn: Function) -> list[_Group | Call]:
             if p is None or p.has_kernel or not single_use(a) or p.tail.out is not a:
                 continue
             if kind == "kernel" and not p.cheap:
+                continue
+            if _repeats_twice(c, p):
                 continue
             del group_of[id(a)]
             order.remove(p)

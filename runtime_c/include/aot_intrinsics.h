@@ -16,6 +16,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "aot_runtime.h"
+
 /* float infinity as the C printer spells it */
 #define AOT_F32_INF INFINITY
 
@@ -155,6 +157,22 @@ static inline int32_t aot_requant_q31(int32_t y, int32_t m, int32_t lo, int32_t 
     return (int32_t)(uint32_t)(n >> 32) >> rs;
 }
 
+/* requant_q31 of acc from y2 = 2 * acc and h = 2 * hi + (lo >> 31): SMMLAR, ADD y2 ASR 31, ASR
+   (exact where the schedule checked that nothing leaves int32; aot/lower/schedule/requant.py) */
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(__GNUC__)
+static inline int32_t aot_requant_mm(int32_t y2, int32_t m, int32_t h, int32_t r) {
+    int32_t t;
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(t) : "r"(y2), "r"(m), "r"(h));
+    return (int32_t)((uint32_t)t - (uint32_t)(y2 < 0)) >> r;
+}
+#else
+static inline int32_t aot_requant_mm(int32_t y2, int32_t m, int32_t h, int32_t r) {
+    uint64_t n = ((uint64_t)(uint32_t)h << 32) + (uint64_t)((int64_t)y2 * (int64_t)m) + (UINT64_C(1) << 31);
+    int32_t t = (int32_t)(uint32_t)(n >> 32);
+    return (int32_t)((uint32_t)t - (uint32_t)(y2 < 0)) >> r;
+}
+#endif
+
 static inline float aot_expf(float x) { return expf(x); }
 static inline float aot_tanhf(float x) { return tanhf(x); }
 static inline float aot_sqrtf(float x) { return sqrtf(x); }
@@ -176,6 +194,13 @@ static inline float aot_ssd_centerf(float v, float s, float size, float c) {
 }
 static inline float aot_ssd_halff(float v, float s, float size) {
     return (float)(0.5 * exp((double)v / (double)s) * (double)size);
+}
+
+/* guarded builds (--guards): report the overwritten buffer and the kernel after which its
+   canary was found (NUL-terminated names in the model's constants), then fail */
+static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kernel) {
+    aot_guard_report((const char *)buffer, (const char *)kernel);
+    return AOT_ERR_GUARD;
 }
 
 /* Helium (MVE) vector routines of the Cortex-M55 schedules */

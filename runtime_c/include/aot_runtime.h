@@ -8,6 +8,7 @@
  *        aot_platform_allocate / aot_platform_free  (used by the `platform` allocation class)
  *        aot_platform_log                           (verbatim text, no newline added)
  *   3. A LIFO arena allocator (aot_arena_*) over caller-provided memory. No malloc.
+ *   4. The report hook of guarded builds (aot_guard_report, weak; aot_guard_failure).
  *
  * C99, freestanding-friendly: needs only <stddef.h>, <stdint.h> and memcpy/memset.
  * No function here calls malloc, printf or abort.
@@ -36,6 +37,8 @@ extern "C" {
 #define AOT_ERR_INVALID_ARGUMENT (-6) /* e.g. an alignment that is not a power of two */
 #define AOT_ERR_SHAPE_MISMATCH (-7)   /* an input that gives a shape (TRANSPOSE_CONV's output_shape)
                                          differs from the static shape the model was compiled for */
+#define AOT_ERR_GUARD (-8)            /* a guarded build (--guards) found a canary overwritten: a kernel
+                                         wrote outside its buffer; aot_guard_report names the buffer */
 
 /* Name of an error code ("AOT_OK", "AOT_ERR_FREE_ORDER", ...); "AOT_ERR_UNKNOWN" otherwise.
  * Never returns NULL. */
@@ -100,6 +103,19 @@ size_t aot_arena_high_water(const aot_arena_t *arena);
 
 /* Bytes in use now (headers and padding included). */
 size_t aot_arena_used(const aot_arena_t *arena);
+
+/* ---- 4. Guarded builds (--guards) ------------------------------------------------------ */
+
+/* Called once by a guarded model when a canary next to a planned buffer (or at a pool's end) was
+ * overwritten: `buffer` names the buffer, `kernel` the kernel after which it was found; the model
+ * then returns AOT_ERR_GUARD. The default (a weak definition) writes one line starting with
+ * "AOT_GUARD" to aot_platform_log (the board's console) and records the name for
+ * aot_guard_failure(); define your own to override it. */
+void aot_guard_report(const char *buffer, const char *kernel);
+
+/* The buffer named by the latest report of the default aot_guard_report (NULL: none). A debugging
+ * aid of guarded builds: one record per process, not per model. */
+const char *aot_guard_failure(void);
 
 #ifdef __cplusplus
 }

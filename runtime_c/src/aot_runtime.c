@@ -21,6 +21,8 @@ const char *aot_error_name(int32_t code) {
         return "AOT_ERR_INVALID_ARGUMENT";
     case AOT_ERR_SHAPE_MISMATCH:
         return "AOT_ERR_SHAPE_MISMATCH";
+    case AOT_ERR_GUARD:
+        return "AOT_ERR_GUARD";
     default:
         return "AOT_ERR_UNKNOWN";
     }
@@ -136,4 +138,21 @@ size_t aot_arena_high_water(const aot_arena_t *arena) {
 
 size_t aot_arena_used(const aot_arena_t *arena) {
     return arena == NULL ? 0u : arena->top;
+}
+
+/* Guarded builds: the latest failure the default report hook saw. Not static: a process that
+ * loads several copies of the runtime (host shared libraries) keeps one record. */
+const char *aot_guard_last_failure = NULL;
+
+__attribute__((weak)) void aot_guard_report(const char *buffer, const char *kernel) {
+    aot_guard_last_failure = buffer;
+    aot_platform_log("AOT_GUARD buffer ");
+    aot_platform_log(buffer);
+    aot_platform_log(" overwritten (found after kernel ");
+    aot_platform_log(kernel);
+    aot_platform_log(")\n");
+}
+
+const char *aot_guard_failure(void) {
+    return aot_guard_last_failure;
 }

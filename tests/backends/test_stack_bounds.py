@@ -42,16 +42,19 @@ MEASURE_AFTER = """    {
 """
 
 
-def _paint(main_c: Path, prefix: str) -> None:
-    """Paint the free stack right before the run; print how deep the run wrote after it."""
+def _paint(main_c: Path, prefix: str) -> str:
+    """Paint the free stack right before the run; print how deep the run wrote after it. Returns
+    the entry point main.c times (`_invoke` when the inputs and outputs live in the pool)."""
     text = main_c.read_text()
-    call = f"    aot_timer_start();\n    rc = {prefix}_run(&inputs, &outputs);\n"
+    entry = f"{prefix}_invoke" if f"rc = {prefix}_invoke();" in text else f"{prefix}_run"
+    call = f"    aot_timer_start();\n    rc = {entry}(" + ("" if entry.endswith("_invoke") else "&inputs, &outputs") + ");\n"
     assert call in text, "main.c no longer calls the model this way: update the test"
     text = text.replace("int main(void) {\n", "static uint32_t *volatile aot_paint_sp;\n\nint main(void) {\n", 1)
     text = text.replace(call, PAINT_BEFORE % PAINT + call, 1)
     status = '    aot_app_write_i32("AOT_STATUS ", rc);\n'
     text = text.replace(status, MEASURE_AFTER % PAINT + status, 1)
     main_c.write_text(text)
+    return entry
 
 
 @pytest.mark.parametrize("backend", ["c", "llvm"])
@@ -60,17 +63,17 @@ def test_reported_stack_bounds_the_painted_stack(path: Path, backend: str, tmp_p
     model = aot.load(path)
     bb = make_project(model, BOARD, tmp_path / "p", random_inputs(model, 0), backend=backend)
     prefix = bb.compiled.options.prefix
-    _paint(bb.project_dir / "main.c", prefix)
+    entry = _paint(bb.project_dir / "main.c", prefix)
     elf = build_project(bb.project_dir)
     res = run_elf(elf, bb.board)
     assert res.status == 0 and res.match, res.stdout[-500:]
     m = re.search(r"AOT_STACK_RUN (\d+)", res.stdout)
     assert m, res.stdout[-500:]
     measured = int(m.group(1))
-    est = function_stack(elf, f"{prefix}_run", [bb.project_dir / "build"])
+    est = function_stack(elf, entry, [bb.project_dir / "build"])
     assert est.worst_case is not None, est.notes
     assert not est.unknown_functions, est.unknown_functions  # complete: library leaves sized from their code
     print(f"{path.stem} {backend}: measured {measured} B, reported {est.worst_case} B ({' -> '.join(est.path)})")
     assert measured <= est.worst_case <= 1.25 * measured, (measured, est)
     whole = footprint(elf, [bb.project_dir / "build"]).stack
-    assert f"{prefix}_run" in whole.path or whole.worst_case >= est.worst_case  # counted in the firmware's bound
+    assert entry in whole.path or whole.worst_case >= est.worst_case  # counted in the firmware's bound

@@ -69,39 +69,39 @@ def test_depthwise_cortex_m4_four_channels_per_word_with_dsp_in_place_over_a_lin
 # depthwise_conv2d
 @inplace(0)
 func model_fused_depthwise_conv2d_0(in: i8[16], out: i8[16]):
-    allocate rows: i32[2] (stack, align 16):
+    allocate rows: i32[4] (stack, align 16):
         for oy in range(2):
-            let rslot: i32 = 0
+            let rs: i32 = 0
             for re in range(2):
-                rows[rslot + re] = load_word(in, (oy * 2 + re) * 4)
+                let xw: i32 = load_word(in, oy * 8 + re * 4)
+                rows[rs + re * 2] = sxtab16(196611, xw)
+                rows[rs + re * 2 + 1] = sxtab16_ror8(196611, xw)
+            let rb: i32 = 0
             for ox in range(2):
-                let ix0: i32 = ox
                 for cq in range(1):
-                    let acc0: i32 = model_const_b[cq * 4]
-                    let acc1: i32 = model_const_b[cq * 4 + 1]
-                    let acc2: i32 = model_const_b[cq * 4 + 2]
-                    let acc3: i32 = model_const_b[cq * 4 + 3]
-                    let xw: i32 = rows[rslot + ix0 + cq]
-                    let xa: i32 = sxtab16(196611, xw)
-                    let xb: i32 = sxtab16_ror8(196611, xw)
-                    let wa: i32 = model_const_dwpack[cq * 2]
-                    let wb: i32 = model_const_dwpack[cq * 2 + 1]
+                    let rec: i32 = cq * 14
+                    let acc0: i32 = model_const_dwrec[rec]
+                    let acc1: i32 = model_const_dwrec[rec + 1]
+                    let acc2: i32 = model_const_dwrec[rec + 2]
+                    let acc3: i32 = model_const_dwrec[rec + 3]
+                    let rc: i32 = rb + ox * 2 + cq * 2
+                    let xa: i32 = rows[rc]
+                    let xb: i32 = rows[rc + 1]
+                    let wa: i32 = model_const_dwrec[rec + 4]
+                    let wb: i32 = model_const_dwrec[rec + 5]
                     acc0 = smlabb(xa, wa, acc0)
                     acc2 = smlatt(xa, wa, acc2)
                     acc1 = smlabb(xb, wb, acc1)
                     acc3 = smlatt(xb, wb, acc3)
-                    let qhi: i32 = model_const_rq[cq * 4 * 2]
-                    let qrs: i32 = model_const_rq[cq * 4 * 2 + 1]
-                    out[oy * 8 + ox * 4 + cq * 4] = i8(ssat8(requant_q31(acc0, 1374389504, 1073741824, qhi, qrs)))
-                    let qhi_1: i32 = model_const_rq[(cq * 4 + 1) * 2]
-                    let qrs_1: i32 = model_const_rq[(cq * 4 + 1) * 2 + 1]
-                    out[oy * 8 + ox * 4 + (cq * 4 + 1)] = i8(ssat8(requant_q31(acc1, 1374389504, 1073741824, qhi_1, qr\
-s_1)))
-                    let qhi_2: i32 = model_const_rq[(cq * 4 + 2) * 2]
-                    let qrs_2: i32 = model_const_rq[(cq * 4 + 2) * 2 + 1]
-                    out[oy * 8 + ox * 4 + (cq * 4 + 2)] = i8(ssat8(requant_q31(acc2, 1374389504, 1073741824, qhi_2, qr\
-s_2)))
-                    let qhi_3: i32 = model_const_rq[(cq * 4 + 3) * 2]
-                    let qrs_3: i32 = model_const_rq[(cq * 4 + 3) * 2 + 1]
-                    out[oy * 8 + ox * 4 + (cq * 4 + 3)] = i8(ssat8(requant_q31(acc3, 1374389504, 1073741824, qhi_3, qr\
-s_3)))"""
+                    let qh: i32 = model_const_dwrec[rec + 6]
+                    let qr: i32 = model_const_dwrec[rec + 7]
+                    out[oy * 8 + ox * 4 + cq * 4] = i8(ssat8(requant_mm(acc0, 1374389504, qh, qr)))
+                    let qh_1: i32 = model_const_dwrec[rec + 8]
+                    let qr_1: i32 = model_const_dwrec[rec + 9]
+                    out[oy * 8 + ox * 4 + (cq * 4 + 1)] = i8(ssat8(requant_mm(acc1, 1374389504, qh_1, qr_1)))
+                    let qh_2: i32 = model_const_dwrec[rec + 10]
+                    let qr_2: i32 = model_const_dwrec[rec + 11]
+                    out[oy * 8 + ox * 4 + (cq * 4 + 2)] = i8(ssat8(requant_mm(acc2, 1374389504, qh_2, qr_2)))
+                    let qh_3: i32 = model_const_dwrec[rec + 12]
+                    let qr_3: i32 = model_const_dwrec[rec + 13]
+                    out[oy * 8 + ox * 4 + (cq * 4 + 3)] = i8(ssat8(requant_mm(acc3, 1374389504, qh_3, qr_3)))"""

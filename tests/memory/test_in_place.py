@@ -42,7 +42,8 @@ def _compile(model, monkeypatch) -> tuple:  # noqa: ANN001
         seen.append(module)
         return plan_memory(module, *a, **k)
     monkeypatch.setattr(driver, "plan_memory", spy)
-    cm = compile_model(model, CompileOptions(cpu="cortex-m4", policy="micro"))
+    # the line buffer and columns on the stack (stack_limit 1024): the pool holds activations only
+    cm = compile_model(model, CompileOptions(cpu="cortex-m4", policy="micro", stack_limit=1024))
     plain = plan_buffers(liveness(seen[0], inplace=False), planner="greedy-size").peak_bytes
     return cm, plain, inplace_pairs(seen[0])
 

@@ -31,6 +31,7 @@ TARGETS = {
     "dsp-small-flash": ScheduleTarget("cortex-m4", frozenset({"dsp"}), "speed", flash_bytes=64),  # int8 weights
     "dsp-size": target_for_cpu("cortex-m4", opt="size"),
     "nodsp-size": target_for_cpu("cortex-m3", opt="size"),
+    "m3-speed": target_for_cpu("cortex-m3"),  # SMLAL channel pairs (aot.lower.schedule.gemm64)
 }
 
 
@@ -116,6 +117,10 @@ CHAINS = {
                               dict(kind="conv", oc=12, k=(1, 1)), dict(kind="fc", oc=4)]),
     # issue 13: depthwise without padding taps (VALID; SAME with a 1x1 kernel) crashed at opt size
     "dw-no-pad-taps": ((1, 6, 5, 6), [dict(kind="dw", k=(3, 3), pad="valid"), dict(kind="dw", k=(1, 1))]),
+    # the widened line-buffer depthwise (channels in quads): in place (stride 1, SAME), stride 2 with
+    # asymmetric padding, a kernel taller than wide, VALID; big bias and weights (SMMLAR bounds)
+    "dw-ring": ((1, 9, 6, 8), [dict(kind="dw", k=(3, 3)), dict(kind="dw", k=(3, 2), s=(2, 2), pad=(2, 0, 1, 1)),
+                               dict(kind="dw", k=(4, 3), s=(1, 2), act="none"), dict(kind="dw", k=(2, 2), pad="valid")]),
     # issue 13: depthwise over a width-1 input (a streaming keyword model) printed an unused variable
     "dw-width-1": ((1, 30, 1, 40), [dict(kind="dw", k=(3, 1)), dict(kind="dw", k=(3, 3), m=2, act="none")]),
 }
@@ -156,7 +161,7 @@ def test_schedules_choose_by_target() -> None:
     used = {}
     for name, tgt in [("nodsp", ScheduleTarget()), ("dsp", M4), ("ref", ScheduleTarget(opt="reference"))]:
         used[name] = _intrinsics_used(compile_model(model, target_options(tgt)).module)
-    assert {"smlad", "sxtb16", "smlabb", "smlatt", "sxtab16", "requant_q31"} <= used["dsp"]
+    assert {"smlad", "sxtb16", "smlabb", "smlatt", "sxtab16", "requant_mm"} <= used["dsp"]  # SMMLAR requant
     assert not {"smlad", "sxtb16", "smlabb"} & used["nodsp"] and "requant_q31" in used["nodsp"]
     assert used["ref"] <= {"requantize"}
 
@@ -212,7 +217,7 @@ def test_weight_budget_is_spent_in_call_order() -> None:
 
 # ----------------------------------------------------------------------------- intrinsics
 PAIR_INTRINSICS = ["smlad", "smlabb", "smlatt", "sxtb16", "sxtb16_ror8", "sxtab16", "sxtab16_ror8", "pack16",
-                   "ssat8", "requant_q31"]
+                   "ssat8", "requant_q31", "requant_mm"]
 
 
 def _intrinsic_module(name: str, n: int) -> K.KernelModule:
@@ -243,7 +248,7 @@ def test_pair_intrinsics_python_c_llvm_agree() -> None:
     a, (sm, mu, hh, rr) = ins[:3], ins[3:]
     o = K.Buffer("o", "i32", n * len(PAIR_INTRINSICS))
     i = K.ScalarVar("i")
-    operands = {"ssat8": [sm], "requant_q31": [a[0], mu, a[2], hh, rr]}
+    operands = {"ssat8": [sm], "requant_q31": [a[0], mu, a[2], hh, rr], "requant_mm": [a[0], mu, a[2], rr]}
     stores = []
     for k, name in enumerate(PAIR_INTRINSICS):
         bufs = operands.get(name, a[:len(INTRINSICS[name].arg_dtypes)])
@@ -292,6 +297,63 @@ def test_requant_q31_constants_match_tflite_requantize() -> None:
             for y in range(-3000, 3000):
                 assert spec(y, m, lo, hi, rs) + after == requantize(y, m, shift) + zp
     assert q31_constants(1 << 30, 1, 0) is None and q31_constants(1 << 30, 0, 0) is None
+
+
+def test_requant_mm_equals_requant_q31_within_its_bounds() -> None:
+    """SMMLAR requantization of 2 * acc (h = 2 hi + bit 31 of lo, r = rs + 1) is requant_q31 of acc
+    whenever mm_fits holds for the accumulator bound, ties included; out of bounds it is refused."""
+    from aot.lower.schedule.requant import mm_constants, mm_fits
+    q31, mm = INTRINSICS["requant_q31"].py, INTRINSICS["requant_mm"].py
+    rnd = random.Random(7)
+    for _ in range(4000):
+        m = rnd.choice([rnd.randint(1 << 30, (1 << 31) - 1), (1 << 31) - 1, 1 << 30, rnd.randint(0, 1 << 31)])
+        m = min(m, (1 << 31) - 1)
+        q = q31_constants(m, rnd.randint(-31, -1), rnd.randint(-128, 127))
+        bound = rnd.choice([1 << 16, 1 << 22, 1 << 27, (1 << 30) - 1])
+        if not mm_fits(q, m, bound):
+            continue
+        h, r = mm_constants(q)
+        for y in (rnd.randint(-bound, bound), rnd.randint(-3000, 3000), bound, -bound):
+            assert mm(2 * y, m, h, r) == q31(y, m, q[0], q[1], q[2])
+    for shift in range(-10, 0):  # dense small accumulators: every rounding tie
+        for m, zp in (((1 << 30), -128), ((1 << 31) - 1, 5), (1518500250, 127)):
+            q = q31_constants(m, shift, zp)
+            h, r = mm_constants(q)
+            assert mm_fits(q, m, 3000)
+            for y in range(-3000, 3000):
+                assert mm(2 * y, m, h, r) == q31(y, m, q[0], q[1], q[2])
+    assert not mm_fits(q31_constants((1 << 31) - 1, -1, 0), (1 << 31) - 1, 1 << 30)
+
+
+def test_smlal_pairs_on_cortex_m3_within_the_flash_budget() -> None:
+    """Cortex-M3 at speed: conv / fully connected layers take two channels per SMLAL (64-bit
+    accumulators, int32 pair words) when the flash budget allows, int8 weights otherwise."""
+    from codegen_c.printer import CPrinter
+    x_shape, ops = CHAINS["dscnn"]
+    model = conv_chain(3, x_shape, ops)
+    m3 = target_for_cpu("cortex-m3")
+    assert m3.smlal_pairs and not target_for_cpu("cortex-m4").smlal_pairs
+    assert not target_for_cpu("cortex-m0").smlal_pairs and not target_for_cpu("cortex-m3", opt="size").smlal_pairs
+    for budget, pairs in ((None, True), (0, False)):
+        cm = compile_model(model, target_options(m3, flash_budget=budget))
+        text = "\n".join(CPrinter().function(f) for f in cm.module.funcs)
+        assert ("wpairs64" in text) == pairs and ("int64_t acc" in text) == pairs
+        assert not {"smlad", "sxtb16", "requant_mm"} & _intrinsics_used(cm.module)
+
+
+def test_depthwise_line_buffer_on_dsp_cores() -> None:
+    """DSP depthwise with channels in quads reads a widened line buffer (one record table per layer,
+    SMMLAR requantization) and still writes a stride-1 SAME layer in place; without DSP it does not."""
+    from codegen_c.printer import CPrinter
+    x_shape, ops = CHAINS["dw-ring"]
+    model = conv_chain(5, x_shape, ops)
+    for tgt, ring in ((M4, True), (target_for_cpu("cortex-m3"), False)):
+        cm = compile_model(model, target_options(tgt, flash_budget=0))
+        funcs = [f for f in cm.module.funcs if "depthwise" in f.name]
+        texts = [CPrinter().function(f) for f in funcs]
+        assert all(("dwrec" in t) == ring for t in texts)
+        if ring:
+            assert all("aot_requant_mm(" in t for t in texts) and funcs[0].inplace
 
 
 def test_load_word_reads_little_endian_and_verifies() -> None:

@@ -1,6 +1,7 @@
 """The differential fuzzer (aot.fuzz): generated models are valid TFLite that the compiler and
-tflite-micro both take, a short campaign finds nothing, the comparison and the shrinker do
-what they say, and every saved finding (tests/fuzz_diff_regressions/) is replayed."""
+tflite-micro both take, over every op family of the generator; a short campaign finds nothing (and
+one of the newer op families, in the slow suite); the comparison, the QEMU sample and the shrinker
+do what they say; and every saved finding (tests/fuzz_diff_regressions/) is replayed."""
 from __future__ import annotations
 
 import json
@@ -13,9 +14,10 @@ import pytest
 
 from aot.frontend.tflite import load_tflite
 from aot.fuzz.build import build_tflite
-from aot.fuzz.campaign import make_case, run_campaign
-from aot.fuzz.differential import Case, Differ, Outcome
-from aot.fuzz.generator import MAKERS, generate
+from aot.fuzz import ops_core, ops_shape
+from aot.fuzz.campaign import Plan, make_case, run_campaign
+from aot.fuzz.differential import QEMU_BOARDS, Case, Differ, Outcome
+from aot.fuzz.generator import FAMILIES, MAKERS, generate
 from aot.fuzz.options import OptionPoint, random_point
 from aot.fuzz.shrink import shrink
 from aot.fuzz.spec import ModelSpec
@@ -24,7 +26,9 @@ from aot.runners.tflm import tflm_available
 ALL_REGRESSIONS = sorted((Path(__file__).resolve().parents[1] / "fuzz_diff_regressions").glob("*.json"))
 # a case that hangs (or takes minutes) replays alone, in a child with a deadline, in the slow suite
 HANGS = [p for p in ALL_REGRESSIONS if json.loads(p.read_text()).get("hang")]
-REGRESSIONS = [p for p in ALL_REGRESSIONS if p not in HANGS]
+# a case with a board builds firmware and runs it in QEMU: replayed in the slow suite
+QEMU_CASES = [p for p in ALL_REGRESSIONS if p not in HANGS and json.loads(p.read_text())["case"].get("board")]
+REGRESSIONS = [p for p in ALL_REGRESSIONS if p not in HANGS and p not in QEMU_CASES]
 HANG_DEADLINE_S = 60
 needs_tflm = pytest.mark.skipif(not tflm_available(), reason="tflite-micro not installed")
 
@@ -32,18 +36,32 @@ needs_tflm = pytest.mark.skipif(not tflm_available(), reason="tflite-micro not i
 def test_generated_models_load_and_cover_the_ops() -> None:
     kinds: Counter = Counter()
     dtypes: Counter = Counter()
-    for seed in range(150):
+    for seed in range(600):
         spec = generate(seed)
+        kinds.update(o.kind for o in spec.ops)
+        dtypes.update(t.dtype for t in spec.tensors)
+        if seed >= 150:  # the first 150 also written and loaded
+            continue
         assert ModelSpec.from_json(json.loads(spec.dumps())) == spec
         data = build_tflite(spec)
         assert data == build_tflite(generate(seed))  # the seed fixes the model
         model = load_tflite(data, name="g")
         assert len(model.outputs) == len(spec.outputs)
-        kinds.update(o.kind for o in spec.ops)
-        dtypes.update(spec.tensors[i].dtype for i in spec.inputs)
     missing = set(MAKERS) - set(kinds)
     assert not missing, f"never generated: {sorted(missing)}"
-    assert {"int8", "int16", "float32"} <= set(dtypes)
+    assert {"int8", "int16", "float32", "bool", "int32"} <= set(dtypes)
+    assert len(FAMILIES) >= 90
+
+
+def test_each_new_op_kind_alone_makes_valid_models() -> None:
+    """A campaign restricted to one op (`--kinds`) gets models holding it (with the ops that make
+    its operands: a comparison before LOGICAL_AND, an ABS before SQRT, a RESHAPE before an LSTM)."""
+    new = sorted(set(FAMILIES) - set(ops_core.FAMILIES) - set(ops_shape.FAMILIES))
+    assert {"SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM", "SELECT_V2", "GATHER_ND", "MIRROR_PAD", "CUMSUM"} <= set(new)
+    for kind in new:
+        specs = [generate(seed, kinds=(kind,)) for seed in range(12)]
+        assert any(o.kind == kind for sp in specs for o in sp.ops), kind
+        load_tflite(build_tflite(specs[0]), name="k")
 
 
 def test_option_points_cover_the_space() -> None:
@@ -103,6 +121,77 @@ def test_short_campaign_finds_nothing() -> None:
     assert report.counts["ok"] >= 29, report.summary()  # refused / invalid: the generator's own misses
 
 
+def test_qemu_sample_every_nth_model_on_an_emulated_board() -> None:
+    plan = Plan(qemu_every=4)
+    boards = [make_case(2, i, plan).board for i in range(40)]
+    assert [i for i, b in enumerate(boards) if b] == list(range(3, 40, 4))
+    assert {b for b in boards if b} <= set(QEMU_BOARDS) and len({b for b in boards if b}) >= 3
+    assert all(make_case(2, i).board is None for i in range(8))  # off unless asked
+    case = make_case(2, 3, plan)
+    assert Case.from_json(json.loads(json.dumps(case.to_json()))) == case
+
+
+@needs_tflm
+def test_a_wrong_qemu_output_is_a_mismatch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The QEMU half, its firmware build and run replaced: outputs equal to the host's pass, a
+    changed one is a mismatch naming the board, a model too big for the board is skipped."""
+    import aot.board.flow as flow
+    from aot.errors import FitError
+    calls: list[str] = []
+
+    def fake(model, inputs, board, backend="c", keep_dir=None, **opts):  # noqa: ANN001, ANN202
+        calls.append(board)
+        from aot.ir.evaluate import reference
+        outs = reference(model, inputs)
+        outs = {v.name: outs[v.name] for v in model.outputs}
+        if board == "microbit":
+            raise FitError("too big")
+        if board == "mps2-an385":
+            first = model.outputs[0].name
+            outs[first] = outs[first] + np.ones((), outs[first].dtype)
+        return outs, {"instructions": 1}
+    monkeypatch.setattr(flow, "run_on_board", fake)
+    differ = Differ()
+    try:
+        base = next(c for c in (replace(make_case(3, i), point=OptionPoint(backend="c")) for i in range(40))
+                    if c.spec.tensors[c.spec.outputs[0]].dtype in ("int8", "int16"))
+        got = differ.run([replace(base, board=b) for b in ("mps2-an386", "mps2-an385", "microbit")])
+    finally:
+        differ.close()
+    assert calls == ["mps2-an386", "mps2-an385", "microbit"]
+    assert [o.status for o in got] == ["ok", "mismatch", "ok"], [o.detail for o in got]
+    assert got[0].qemu.startswith("ok mps2-an386") and "qemu mps2-an385" in got[1].detail
+    assert got[2].qemu.startswith("skipped microbit")
+
+
+@needs_tflm
+@pytest.mark.slow
+@pytest.mark.usefixtures("arm_toolchain")
+def test_qemu_samples_match_the_host() -> None:
+    """Real firmware in QEMU (C and LLVM, three boards) for three generated models."""
+    differ = Differ()
+    try:
+        cases = [replace(make_case(4, i), point=replace(make_case(4, i).point, backend=be), board=b)
+                 for i, (be, b) in enumerate((("c", "mps2-an386"), ("llvm", "mps2-an385"), ("c", "mps3-an547")))]
+        got = differ.run(cases)
+    finally:
+        differ.close()
+    assert [o.status for o in got] == ["ok"] * 3, [o.detail[:300] for o in got]
+    assert sum(o.qemu.startswith("ok") for o in got) >= 2, [o.qemu for o in got]
+
+
+@needs_tflm
+@pytest.mark.slow
+def test_short_campaign_of_the_newer_ops_finds_nothing() -> None:
+    new = tuple(sorted(set(FAMILIES) - set(ops_core.FAMILIES) - set(ops_shape.FAMILIES)))
+    logged: list[str] = []
+    report = run_campaign(seconds=600, jobs=2, seed=13, batch=16, log=logged.append, max_models=48,
+                          plan=Plan(kinds=new))
+    assert report.models == 48
+    assert not report.findings, logged
+    assert report.counts["ok"] >= 44, (report.summary(), report.misses.most_common(5))
+
+
 @pytest.fixture(scope="module")
 def replayed() -> dict[str, Outcome]:
     """Every saved case run once, all in one batch (one gcc call, one tflite-micro child)."""
@@ -120,6 +209,24 @@ def replayed() -> dict[str, Outcome]:
 def test_regression_replays(path: Path, replayed: dict[str, Outcome]) -> None:
     body = json.loads(path.read_text())
     got = replayed[path.name]
+    if body.get("open"):
+        if got.status == "ok":
+            pytest.fail(f"{path.name} passes now: set \"open\": false")
+        pytest.xfail(f"open finding: {body['detail']}")
+    assert got.status == "ok", got.detail
+
+
+@needs_tflm
+@pytest.mark.slow
+@pytest.mark.usefixtures("arm_toolchain")
+@pytest.mark.parametrize("path", QEMU_CASES, ids=[p.stem for p in QEMU_CASES])
+def test_qemu_regression_replays(path: Path) -> None:
+    body = json.loads(path.read_text())
+    differ = Differ()
+    try:
+        got = differ.run([Case.from_json(body["case"])])[0]
+    finally:
+        differ.close()
     if body.get("open"):
         if got.status == "ok":
             pytest.fail(f"{path.name} passes now: set \"open\": false")

@@ -90,6 +90,7 @@ class ModelLibrary:
     inputs: tuple[TensorInfo, ...]
     outputs: tuple[TensorInfo, ...]
     pools: tuple[Pool, ...]
+    io_in_pool: bool = False  # compiled with io_buffers "pool": <prefix>_invoke and the buffers' accessors
 
     @staticmethod
     def load(library_dir: Path, prefix: str) -> "ModelLibrary":
@@ -125,7 +126,8 @@ class ModelLibrary:
             return tuple(out)
 
         pools = tuple(Pool(name=str(p["name"]), size=int(p["size"])) for p in meta.get("pools", []))
-        return ModelLibrary(library_dir, prefix, tensors("inputs"), tensors("outputs"), pools)
+        return ModelLibrary(library_dir, prefix, tensors("inputs"), tensors("outputs"), pools,
+                            meta.get("io_buffers") == "pool")
 
 
 def _c_bytes(data: bytes) -> str:
@@ -188,6 +190,20 @@ def _boot2_placeholder(board: Board) -> str:
         "#include <stdint.h>\n\n"
         f'__attribute__((section(".boot2"), used)) const uint8_t aot_boot2_placeholder[{n}] = {{0}};\n'
     )
+
+
+def io_note(project_dir: Path) -> str:
+    """Where a generated project's RAM counts the model's inputs and outputs (aot footprint)."""
+    project_dir = Path(project_dir)
+    try:
+        meta = json.loads((project_dir / "model" / "metadata.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return "inputs + outputs: unknown (no model/metadata.json)"
+    n = int(meta.get("io_bytes") or sum(int(t["size_bytes"]) for t in meta.get("inputs", []) + meta.get("outputs", [])))
+    if meta.get("io_buffers") == "pool":
+        return f"inputs + outputs: {n:,} B planned inside the pools (io_buffers pool: no application buffers)"
+    return (f"inputs + outputs: {n:,} B in main.c's buffers aot_app_input*/aot_app_output* (bss, beside the pools; "
+            f"io_buffers app)")
 
 
 def _write_if_changed(path: Path, content: bytes) -> None:
@@ -334,6 +350,7 @@ def generate_project(
         io=io,
         timer="qemu" if board.emulated else ("dwt" if board.has_dwt else "systick"),
         has_expected=expected is not None,
+        io_in_pool=library.io_in_pool,
         inputs=[_tensor_context(i, d) for i, d in zip(library.inputs, inputs)],
         outputs=[
             _tensor_context(o, expected[k] if expected is not None else None)
@@ -352,6 +369,7 @@ def generate_project(
         "arena_bytes": arena_bytes,
         "has_expected_outputs": expected is not None,
         "io": io,
+        "io_buffers": "pool" if library.io_in_pool else "app",
         "qemu_args": board.qemu_args() if board.emulated else None,
     }
     files["project.json"] = (json.dumps(project_meta, indent=2, sort_keys=True) + "\n").encode()

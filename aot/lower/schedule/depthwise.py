@@ -10,6 +10,9 @@ DSP cores, depth multiplier 1: four channels at a time; one 32-bit load reads th
 input bytes of a tap, SXTAB16 adds the input offset to the pairs (c0, c2) and (c1, c3), and
 the weights are pre-widened to the same pairs at compile time, so a tap is a load, two
 extends, two weight loads and four 16x16 multiply-accumulates (SMLABB / SMLATT).
+At speed, when a line buffer of kh widened rows fits RING_MAX_BYTES (one image, dilation 1,
+channels in quads), emit_ring below widens each input row once instead (offset added, padding
+columns zero) and every tap is two LDRDs and four multiply-accumulates, no border columns.
 Other cores: one channel at a time with byte loads; in the interior the input offset is
 folded into the bias (bias + offset * sum of the channel's weights), so a tap is two loads
 and one multiply-accumulate.
@@ -25,7 +28,7 @@ from aot.kernel import ir as K
 from aot.kernel.simplify import simplify_expr
 from aot.kernel.intrinsics import call as intrinsic, pack16
 from aot.ops.common import guard, window_axis, window_bounds_conds
-from aot.lower.schedule.requant import Requant, fold_bias
+from aot.lower.schedule.requant import ChannelConsts, Requant, fold_bias
 from aot.lower.schedule.target import ScheduleTarget
 
 
@@ -84,6 +87,12 @@ def emit_depthwise(ctx, tgt: ScheduleTarget, x, w, bias, out, attrs: Mapping[str
     rq = Requant(ctx, arith, oc_n)
     dsp = tgt.dsp and mult == 1 and x.buffer is not None and x.buffer.dtype == "i8" and cin >= 4
     quads = cin // 4 if dsp else 0
+
+    if dsp and tgt.speed:
+        geo = ring_geometry(x, out, attrs, kh, kw)
+        if geo is not None:
+            body, inplace_ok = emit_ring(ctx, x, w3, b, out, attrs, arith, rq, kh, kw, geo[0])
+            return body, in_place and inplace_ok
 
     rows = _ranges(oh, sh, pt, kh, dh, h)
     cols = _ranges(ow, sw, pl, kw, dw, wd)
@@ -235,3 +244,136 @@ def _row_major_in_place(ctx, x, ring: K.Buffer, r: int, rows, cols, taps_of, pix
         out.append(K.For(oy, y1 - y0, K.seq(*stmts), start=y0))
     assert n_ == 1
     return K.Allocate(ring, K.seq(*out))
+
+
+# ----------------------------------------------------------------------------- widened line buffer
+RING_MAX_BYTES = 4096  # the widened line buffer's RAM; beyond it the quad schedule above
+
+
+def ring_geometry(x, out, attrs: Mapping[str, Any], kh: int, kw: int) -> tuple[int, int] | None:  # noqa: ANN001
+    """(padded row width in pixels, ring bytes) of the widened line-buffer schedule, or None if
+    it does not apply: one image, dilation 1, channels in quads (multiplier 1)."""
+    n_, oh, ow, oc_n = out.shape
+    _, h, wd, cin = x.shape
+    if n_ != 1 or tuple(attrs.get("dilation", (1, 1))) != (1, 1) or cin % 4 or oc_n != cin:
+        return None
+    sw = attrs["strides"][1]
+    pl = attrs["padding"][2]
+    wp = max(wd + pl, (ow - 1) * sw + kw)
+    nbytes = kh * wp * cin * 2
+    return (wp, nbytes) if nbytes <= RING_MAX_BYTES else None
+
+
+def emit_ring(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, Any], arith, rq: Requant,  # noqa: ANN001
+              kh: int, kw: int, wp: int) -> tuple[K.Stmt, bool]:
+    """Depthwise (multiplier 1, channels in quads) over a line buffer of kh widened input rows.
+
+    Input rows are copied once, in order, into ring slot (row % kh) as 16-bit pairs with the
+    input offset added (SXTAB16: (c0, c2), (c1, c3) per quad), at column pl + ix of a row of wp
+    pixels whose padding columns are zero. A padded input is then zero, so every output pixel
+    of a row range (rows above or below the image have no taps: the usual border classes, by
+    rows only) takes its taps
+    unchecked: per tap one pair of words of the row (LDRD), one pair of weight words, four
+    16x16 multiply-accumulates. Weights, bias and requantization constants of a quad are one
+    record of one table (one pointer). With SMMLAR requantization (Requant.use_mm) the weights
+    and bias are stored doubled, so the accumulators hold 2 * acc. Rows are computed in order
+    and input row r is copied before output row r is written, so with stride 1 and the output
+    shaped as the input the output may overwrite the input (returned flag)."""
+    _, oh, ow, oc_n = out.shape
+    _, h, wd, cin = x.shape
+    sh, sw = attrs["strides"]
+    pt, _, pl, _ = attrs["padding"]
+    off = int(arith.input_offset)
+    quads = cin // 4
+    qw = cin // 2  # ring words per pixel
+    slot_words = wp * qw
+    bound = np.abs(b) + 256 * np.abs(w3).sum(axis=0)
+    dbl = rq.use_mm(bound)
+    scale = 2 if dbl else 1
+    # the per-quad record: bias[4], taps x (pair (c0, c2), pair (c1, c3)), requant constants [4][nv]
+    wq = (w3 * scale).reshape(kh * kw, quads, 4)
+    pairs = np.stack([(wq[..., 0] & 0xFFFF) | ((wq[..., 2] & 0xFFFF) << 16),
+                      (wq[..., 1] & 0xFFFF) | ((wq[..., 3] & 0xFFFF) << 16)], axis=-1)  # [tap][quad][2]
+    pairs = pairs.astype(np.uint32).view(np.int32).astype(np.int64)
+    nv = len(rq.varying)
+    rqd = rq._data if nv else np.zeros((oc_n, 0), np.int64)
+    recs = []
+    for q in range(quads):
+        rec = [(b[4 * q:4 * q + 4] * scale).astype(np.int64), pairs[:, q, :].reshape(-1),
+               np.asarray(rqd[4 * q:4 * q + 4], np.int64).reshape(-1)]
+        recs.append(np.concatenate(rec))
+    rec_len = 4 + 2 * kh * kw + 4 * nv
+    tab = ctx.const(np.concatenate(recs).astype(np.int32), "i32", "dwrec")
+    ring = K.Buffer(ctx.fresh("rows"), "i32", kh * slot_words)
+    offpair = K.Const(pack16(off, off))
+    zero = K.Const(0)
+    in_place = ((oh, ow) == (h, wd) and (sh, sw) == (1, 1) and out.buffer is not None
+                and x.buffer is not None and out.buffer.dtype == "i8" and out.buffer.size == x.buffer.size
+                and 0 <= pt < kh)
+    stmts: list[K.Stmt] = []
+    # zero: the padding columns of every slot
+    pr = wp - pl - wd
+    for s in range(kh):
+        for c0, n in ((0, pl), (pl + wd, pr)):
+            if n > 0:
+                e = ctx.var("rz")
+                stmts.append(K.For(e, n * qw, K.Store(ring, s * slot_words + c0 * qw + e, zero)))
+
+    def copy_row(r: K.Expr) -> K.Stmt:
+        """Input row r (in the image) into slot r % kh, widened, offset added."""
+        v, s, xw = ctx.var("re"), ctx.var("rs"), ctx.var("xw")
+        base = (r % kh) * slot_words + pl * qw if kh > 1 else K.Const(pl * qw)
+        return K.seq(K.Let(s, base), K.For(v, wd * quads, K.seq(
+            K.Let(xw, _word(x.buffer, r * (wd * cin) + v * 4)),
+            K.Store(ring, s + v * 2, intrinsic("sxtab16", offpair, xw)),
+            K.Store(ring, s + v * 2 + 1, intrinsic("sxtab16_ror8", offpair, xw)))))
+
+    def guarded_copy(r: K.Expr, lo_ok: bool, hi_ok: bool) -> K.Stmt:
+        conds = ([] if lo_ok else [r >= 0]) + ([] if hi_ok else [r < h])
+        return copy_row(r) if not conds else K.If(K.logical_and(*conds), copy_row(r))
+
+    for r in range(0, min(h, kh - sh - pt)):  # rows row 0 needs that its own step does not copy
+        stmts.append(copy_row(K.Const(r)))
+    for y0, y1, vky in _ranges(oh, sh, pt, kh, 1, h):
+        oy = ctx.var("oy")
+        body: list[K.Stmt] = []
+        for j in range(sh):  # the rows this output row needs last
+            first = kh - sh + j
+            r = oy * sh + (first - pt)
+            lo_ok = y0 * sh + first - pt >= 0
+            hi_ok = (y1 - 1) * sh + first - pt < h
+            if (y1 - 1) * sh + first - pt < 0 or y0 * sh + first - pt >= h:
+                continue  # never inside the image in this range
+            body.append(guarded_copy(simplify_expr(r), lo_ok, hi_ok))
+        bases: dict[int, K.Expr] = {}
+        for ky in vky:  # rows outside the image (padding) have no taps: row ranges with their valid taps
+            v = ctx.var("rb")
+            body.append(K.Let(v, ((oy * sh + (ky - pt)) % kh) * slot_words if kh > 1 else K.Const(0)))
+            bases[ky] = v
+        ox, cq = ctx.var("ox"), ctx.var("cq")
+        rb = ctx.var("rec")
+        accs = [ctx.var(f"acc{i}") for i in range(4)]
+        qb: list[K.Stmt] = [K.Let(rb, cq * rec_len)]
+        qb += [K.Let(a, K.Load(tab, rb + i)) for i, a in enumerate(accs)]
+        for ky in vky:
+            for kx in range(kw):
+                t = ky * kw + kx
+                col = ctx.var("rc")
+                xa, xb, wa, wb = (ctx.var(s) for s in ("xa", "xb", "wa", "wb"))
+                qb += [K.Let(col, simplify_expr(bases[ky] + ox * (sw * qw) + (kx * qw)) + cq * 2),
+                       K.Let(xa, K.Load(ring, col)), K.Let(xb, K.Load(ring, col + 1)),
+                       K.Let(wa, K.Load(tab, rb + (4 + 2 * t))), K.Let(wb, K.Load(tab, rb + (5 + 2 * t))),
+                       K.Assign(accs[0], intrinsic("smlabb", xa, wa, accs[0])),
+                       K.Assign(accs[2], intrinsic("smlatt", xa, wa, accs[2])),
+                       K.Assign(accs[1], intrinsic("smlabb", xb, wb, accs[1])),
+                       K.Assign(accs[3], intrinsic("smlatt", xb, wb, accs[3]))]
+        for i in range(4):
+            vals = {n: K.Const(v) for n, v in rq.consts.items()}
+            for j, name in enumerate(rq.varying):
+                vv = ctx.var(f"q{name}")
+                qb.append(K.Let(vv, K.Load(tab, rb + (4 + 2 * kh * kw + i * nv + j))))
+                vals[name] = vv
+            qb.append(out.store([K.Const(0), oy, ox, cq * 4 + i], rq.value(ChannelConsts(vals), accs[i], doubled=dbl)))
+        body.append(K.For(ox, ow, K.For(cq, quads, K.seq(*qb))))
+        stmts.append(K.For(oy, y1 - y0, K.seq(*body), start=y0))
+    return K.Allocate(ring, K.seq(*stmts)), in_place

@@ -6,17 +6,24 @@ Selected for host builds only: `aot.build(model, target="host")` detects the hos
 features with llvmlite (`host_features`) unless the caller gives `cpu_features`; the target has
 the feature "x86" and, where the CPU has AVX-512 VNNI, "avx512vnni" (then the VNNI routine:
 vpdpbusd over unsigned input bytes, the +128 offset folded into the parameter table at compile
-time). opt "speed" only; an output with a fused epilogue, a per-tensor weight zero point or a
-shift outside [-31, 31] keeps the generic schedules.
+time). opt "speed" only; a per-tensor weight zero point or a shift outside [-31, 31] keeps the
+generic schedules. An output with a fused epilogue (a residual ADD) is computed for up to
+CHUNK_BYTES outputs at a time into a buffer, then stored element by element through it.
 
 Pixels whose inputs are evenly spaced rows (unpadded 1x1 stride-1 convolutions, fully connected
-layers) go to one call over every pixel; strided 1x1 convolutions one call per pixel; other
-convolutions fill int8 columns for a group of pixels (aot.lower.schedule.gemm's column fill,
-the padding written as the input zero point), then one call per group. A depthwise
+layers) go to one call over every pixel. Over a materialised input, the pixels whose window lies
+inside the image read it in place, one call per output row (the routine's runs: kh runs of kw*C
+bytes a row apart, kw*C a multiple of 4 or kh = 1); the border pixels (and every pixel of an
+input that is not materialised) fill int8 columns for a group of pixels (aot.lower.schedule
+.gemm's column fill, the padding written as the input zero point), then one call per group. A depthwise
 convolution of one input channel (depth multiplier m) is such a product too (x86_gemm_geometry);
 other depthwise convolutions keep the generic schedule (aot.lower.schedule.depthwise), which
 LLVM vectorises along the channels: a 16-lane routine with a vector requantization per block
 measured slower on kws_int8's 3x3 layers (25x5 pixels, 64 channels).
+
+Threads: the target feature "threads:N" (aot.build(..., threads=N)) is passed to every routine
+as its last argument; the routine splits large products across the host thread pool
+(aot.kernel.intrinsics_x86). float32 layers: aot.lower.schedule.host_f32.
 """
 from __future__ import annotations
 
@@ -34,6 +41,7 @@ from aot.ops.arith import MacArith
 from aot.ops.emit import Accessor, OutputWriter
 
 COLUMN_BYTES = 4096  # the columns of a group of pixels (convolutions with a window or padding)
+CHUNK_BYTES = 4096  # outputs computed before a fused epilogue stores them
 # host CPU features the schedules read (llvmlite names)
 X86_FEATURES = ("avx2", "avx512f", "avx512bw", "avx512vnni", "avxvnni")
 
@@ -55,6 +63,20 @@ def x86_target(ctx) -> bool:  # noqa: ANN001
     return "x86" in ctx.target.features and ctx.target.speed
 
 
+THREADS_FEATURE = "threads:"
+
+
+def threads_feature(n: int) -> str:
+    """The target feature asking the host routines for n threads."""
+    return f"{THREADS_FEATURE}{int(n)}"
+
+
+def threads_of(features: Iterable[str]) -> int:
+    """The number of threads a target's features ask for (1: none)."""
+    got = [int(f[len(THREADS_FEATURE):]) for f in features if f.startswith(THREADS_FEATURE)]
+    return max(got) if got else 1
+
+
 def _vnni(features: Iterable[str]) -> bool:
     f = set(features)
     return {"avx512vnni", "avx512bw", "avx512f"} <= f
@@ -68,6 +90,12 @@ def _usable(arith: MacArith) -> bool:
     return bool(np.all(shifts >= -31) and np.all(shifts <= 31) and np.all(mults != -(1 << 31)))
 
 
+def inside_range(out_n: int, stride: int, pad: int, k: int, dil: int, size: int) -> tuple[int, int]:
+    """The output positions [a, b) whose whole window lies inside [0, size)."""
+    ins = [o for o in range(out_n) if o * stride - pad >= 0 and o * stride - pad + (k - 1) * dil < size]
+    return (ins[0], ins[-1] + 1) if ins else (0, 0)
+
+
 def emit_gemm_x86(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: MacArith,  # noqa: ANN001
                   out: OutputWriter) -> K.Stmt:
     oc_n, depth = w2d.shape
@@ -75,46 +103,88 @@ def emit_gemm_x86(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: M
     wtab = ctx.const(pack_weights(w2d), "i8", "wx86")
     ptab = ctx.const(param_table(w2d, biasf, arith.mult_values, arith.shift_values), "i32", "px86")
     consts = (oc_n, int(arith.output_offset), int(arith.act_min), int(arith.act_max))
+    nt = threads_of(ctx.target.features)
+    plain = plain_output(out)
+    chunk = g.pixels if plain else max(1, min(g.pixels, CHUNK_BYTES // oc_n))
+    tmp = None if plain else K.Buffer(ctx.fresh("outq"), "i8", chunk * oc_n)
+
+    def call(dst: K.Expr, xref: K.Expr, npix: int, xs: int, os: int, rl: int, rs: int) -> K.Stmt:
+        return K.Evaluate(intrinsic(name, dst, xref, K.Load(wtab, K.Const(0)), K.Load(ptab, K.Const(0)), depth, npix,
+                                    xs, os, *consts, rl, rs, nt))
+
+    def run(xref: K.Expr, q0: K.Expr, npix: int, xs: int, step: int = 1, rl: int = 0, rs: int = 0) -> K.Stmt:
+        """Pixels q0 + s*step (s < npix <= chunk), pixel s's inputs from xref + s*xs; with a fused
+        epilogue (a residual ADD, ...) through the buffer tmp, then stored element by element."""
+        if tmp is None:
+            return call(K.Load(out.buffer, q0 * oc_n), xref, npix, xs, step * oc_n, rl, rs)
+        sl, oc = ctx.var("slot"), ctx.var("oc")
+        lets, p = pixel_coords(ctx, g, simplify_expr(q0 + sl * step))
+        lets = [st for st in lets if not (isinstance(st, K.Let) and st.var.name.startswith(("piy", "pix")))]
+        store = K.For(oc, oc_n, g.store(p.n, p.oy, p.ox, oc, K.Load(tmp, sl * oc_n + oc).cast("i32")))
+        return K.seq(call(K.Load(tmp, K.Const(0)), xref, npix, xs, oc_n, rl, rs), K.For(sl, npix, K.seq(*lets, store)))
+
+    def in_chunks(count: int, size: int, body) -> list[K.Stmt]:  # noqa: ANN001
+        """body(s0, n) over 0..count-1 in runs of `size` (a loop over the whole runs)."""
+        full, rest = divmod(count, size)
+        parts: list[K.Stmt] = []
+        if full == 1:
+            parts.append(body(K.Const(0), size))
+        elif full > 1:
+            gq = ctx.var("gq")
+            parts.append(K.For(gq, full, body(gq * size, size)))
+        if rest:
+            parts.append(body(K.Const(full * size), rest))
+        return parts
+
+    def scoped(stmt: K.Stmt) -> K.Stmt:
+        return stmt if tmp is None else K.Allocate(tmp, stmt)
+
     ylo, yhi, xlo, xhi = g.pads
-    direct = g.kh == 1 and g.kw == 1 and not (ylo or yhi or xlo or xhi) and g.buf is not None
-    linear = direct and g.sh == 1 and g.sw == 1 and g.OH == g.H and g.OW == g.W
-
-    def run(xref: K.Expr, q: K.Expr, npix: int, xs: int) -> K.Stmt:
-        return K.Evaluate(intrinsic(name, K.Load(out.buffer, q * oc_n), xref, K.Load(wtab, K.Const(0)),
-                                    K.Load(ptab, K.Const(0)), depth, npix, xs, oc_n, *consts))
-
-    if linear:
-        assert g.buf is not None
-        return run(K.Load(g.buf, K.Const(0)), K.Const(0), g.pixels, g.C)
-    if direct:
-        def pixel(q: K.Expr) -> K.Stmt:
-            lets, p = pixel_coords(ctx, g, q)
-            assert g.buf is not None
-            return K.seq(*lets, run(K.Load(g.buf, g.flat(p.n, p.iy0, p.ix0, K.Const(0))), q, 1, g.C))
-        if g.pixels == 1:
-            return pixel(K.Const(0))
-        q = ctx.var("q")
-        return K.For(q, g.pixels, pixel(q))
-    group = max(1, min(g.pixels, COLUMN_BYTES // depth))
+    buf = g.buf
+    direct = g.kh == 1 and g.kw == 1 and not (ylo or yhi or xlo or xhi) and buf is not None
+    if direct and g.sh == 1 and g.sw == 1 and g.OH == g.H and g.OW == g.W:  # rows of the input: one run
+        assert buf is not None
+        return scoped(K.seq(*in_chunks(g.pixels, chunk, lambda q0, n: run(K.Load(buf, q0 * g.C), q0, n, g.C))))
+    group = max(1, min(g.pixels, COLUMN_BYTES // depth, chunk))
     col = K.Buffer(ctx.fresh("col"), "i8", depth * group)
     fill = _Fill(ctx, g, None, col, group, True)
 
-    def pixels(q0: K.Expr, count: int) -> K.Stmt:
+    def columns(q0: K.Expr, count: int, step: int = 1) -> K.Stmt:
         sl = ctx.var("slot")
-        lets, p = pixel_coords(ctx, g, simplify_expr(q0 + sl))
+        lets, p = pixel_coords(ctx, g, simplify_expr(q0 + sl * step))
         fills = K.For(sl, count, K.seq(*lets, fill.fill(p, sl)))
-        return K.seq(fills, run(K.Load(col, K.Const(0)), q0, count, depth))
+        return K.seq(fills, run(K.Load(col, K.Const(0)), q0, count, depth, step))
 
-    full_groups, rest = divmod(g.pixels, group)
+    # windows inside the image are read in place (kh runs of kw*C bytes, a multiple of 4, a row
+    # apart; one call per output row), the border through columns
+    oya, oyb = inside_range(g.OH, g.sh, g.pt, g.kh, g.dh, g.H)
+    oxa, oxb = inside_range(g.OW, g.sw, g.pl, g.kw, g.dw, g.W)
+    rl = g.kw * g.C
+    if buf is None or g.dw != 1 or oya >= oyb or oxa >= oxb or (rl % 4 and g.kh > 1):
+        return scoped(K.Allocate(col, K.seq(*in_chunks(g.pixels, group, columns))))
     parts: list[K.Stmt] = []
-    if full_groups == 1:
-        parts.append(pixels(K.Const(0), group))
-    elif full_groups > 1:
-        gq = ctx.var("gq")
-        parts.append(K.For(gq, full_groups, pixels(gq * group, group)))
-    if rest:
-        parts.append(pixels(K.Const(full_groups * group), rest))
-    return K.Allocate(col, K.seq(*parts))
+    for n in range(g.N):
+        base = n * g.OH * g.OW
+        oy = ctx.var("oy")
+        iy = oy * g.sh - g.pt
+
+        def interior(o0: K.Expr, cnt: int) -> K.Stmt:
+            assert buf is not None
+            ox0 = o0 + oxa
+            return run(K.Load(buf, simplify_expr(g.flat(K.Const(n), iy, ox0 * g.sw - g.pl, K.Const(0)))),
+                       simplify_expr(oy * g.OW + ox0 + base), cnt, g.sw * g.C, 1, rl if g.kh > 1 else 0,
+                       g.dh * g.W * g.C)
+        parts.append(K.For(oy, oyb - oya, K.seq(*in_chunks(oxb - oxa, chunk, interior)), start=oya))
+        for r0, r1 in ((0, oya), (oyb, g.OH)):
+            if r1 > r0:
+                parts += in_chunks((r1 - r0) * g.OW, group,
+                                   lambda s0, cnt, r0=r0: columns(simplify_expr(s0 + base + r0 * g.OW), cnt))
+        for ox in list(range(oxa)) + list(range(oxb, g.OW)):
+            parts += in_chunks(oyb - oya, group,
+                               lambda s0, cnt, ox=ox: columns(simplify_expr(s0 * g.OW + base + oya * g.OW + ox), cnt,
+                                                              g.OW))
+    border = len(parts) > g.N  # column calls besides the interior loops
+    return scoped(K.Allocate(col, K.seq(*parts)) if border else K.seq(*parts))
 
 
 def x86_gemm_geometry(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: MacArith,  # noqa: ANN001
@@ -127,7 +197,7 @@ def x86_gemm_geometry(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arit
 
 def x86_conv2d(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter,  # noqa: ANN001
                attrs: Mapping, arith: MacArith) -> K.Stmt | None:
-    if not (x86_target(ctx) and plain_output(out) and _usable(arith)):
+    if not (x86_target(ctx) and _usable(arith)):
         return None
     problem = conv_problem(x, w, bias, out, attrs, arith)
     return None if problem is None else emit_gemm_x86(ctx, *problem, arith, out)
@@ -135,7 +205,8 @@ def x86_conv2d(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: Output
 
 def x86_fully_connected(ctx, xf: Accessor, rows: int, w: Accessor, bias: Accessor | None,  # noqa: ANN001
                         out: OutputWriter, arith: MacArith) -> K.Stmt | None:
-    if not (x86_target(ctx) and plain_output(out) and _usable(arith)):
+    # fc_problem's geometry stores [row, channel]: an epilogue is taken for 2-D outputs only
+    if not (x86_target(ctx) and _usable(arith) and (plain_output(out) or len(out.shape) == 2)):
         return None
     problem = fc_problem(xf, rows, w, bias, out, arith)
     return None if problem is None else emit_gemm_x86(ctx, *problem, arith, out)

@@ -20,9 +20,11 @@ from aot.ir import Call
 from aot.kernel import ir as K
 from aot.lower.context import LowerCtx
 from aot.lower.schedule.depthwise import emit_depthwise
-from aot.lower.schedule.gemm import Geometry, emit_gemm
+from aot.lower.schedule.gemm import Geometry
+from aot.lower.schedule.gemm64 import emit_product
 from aot.lower.schedule.gemm16 import emit_gemm16
 from aot.lower.schedule.helium import helium_avg_pool, helium_conv2d, helium_depthwise, helium_fully_connected
+from aot.lower.schedule.host_f32 import f32_conv2d, f32_depthwise, f32_fully_connected
 from aot.lower.schedule.host_x86 import x86_conv2d, x86_fully_connected, x86_gemm_geometry
 from aot.lower.schedule.requant import Requant, fold_bias
 from aot.lower.schedule.target import WeightBudget
@@ -67,6 +69,9 @@ def schedule_conv2d(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: Ou
     x, w, bias = _operands(args)
     attrs = call.attrs
     arith = mac_arith(ctx, "conv2d", x.type, w.type, out.type, bias, attrs)
+    f32 = f32_conv2d(ctx, x, w, bias, out, attrs, arith)  # float32 on x86-64 hosts
+    if f32 is not None:
+        return Scheduled(f32, budget)
     if (not ctx.target.reference and int(attrs.get("groups", 1)) == 1 and w.shape[3] == x.shape[3]
             and _int16_mac(ctx, x, w, out, arith)):
         return _conv16(ctx, x, w, out, attrs, arith, budget)
@@ -91,7 +96,7 @@ def schedule_conv2d(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: Ou
     g = Geometry(n_, h, wd, c, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow,
                  get=lambda n, iy, ix, ic: x([n, iy, ix, ic]), buf=_i8_buffer(x),
                  store=lambda n, oy, ox, oc, v: out.store([n, oy, ox, oc], v), zp_in=-arith.input_offset)
-    return _gemm_scheduled(g, out, oc_n, *emit_gemm(ctx, ctx.target, g, w2d, biasf, Requant(ctx, arith, oc_n), budget))
+    return _gemm_scheduled(g, out, oc_n, *emit_product(ctx, ctx.target, g, w2d, biasf, Requant(ctx, arith, oc_n), budget))
 
 
 def _gemm_scheduled(g: Geometry, out: OutputWriter, oc_n: int, body: K.Stmt, budget: WeightBudget) -> Scheduled:
@@ -126,6 +131,9 @@ def schedule_fully_connected(ctx: LowerCtx, call: Call, args: Sequence[Accessor]
     arith = mac_arith(ctx, "fully_connected", x.type, w.type, out.type, bias, call.attrs)
     o_n, k_n = w.shape
     xf, rows = rows_accessor(x, k_n)  # the input as a [rows, K] matrix
+    f32 = f32_fully_connected(ctx, xf, rows, w, bias, out, arith)  # float32 on x86-64 hosts
+    if f32 is not None:
+        return Scheduled(f32, budget)
     if not ctx.target.reference and _int16_mac(ctx, xf, w, out, arith):
         g = Geometry(1, 1, rows, k_n, 1, 1, 1, 1, 1, 1, 0, 0, 1, rows,
                      get=lambda n, iy, ix, ic: xf([ix, ic]), buf=None,
@@ -148,7 +156,7 @@ def schedule_fully_connected(ctx: LowerCtx, call: Call, args: Sequence[Accessor]
                  get=lambda n, iy, ix, ic: xf([ix, ic]), buf=_i8_buffer(xf),
                  store=lambda n, oy, ox, oc, v: out.store(unflatten(out.shape[:-1], ox) + [oc], v),
                  zp_in=-arith.input_offset)
-    return _gemm_scheduled(g, out, o_n, *emit_gemm(ctx, ctx.target, g, w2d, biasf, Requant(ctx, arith, o_n), budget))
+    return _gemm_scheduled(g, out, o_n, *emit_product(ctx, ctx.target, g, w2d, biasf, Requant(ctx, arith, o_n), budget))
 
 
 def schedule_depthwise(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: OutputWriter,
@@ -156,6 +164,9 @@ def schedule_depthwise(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out:
     x, w, bias = _operands(args)
     attrs = call.attrs
     arith = mac_arith(ctx, "depthwise_conv2d", x.type, w.type, out.type, bias, attrs)
+    f32 = f32_depthwise(ctx, x, w, bias, out, attrs, arith)  # float32 on x86-64 hosts
+    if f32 is not None:
+        return Scheduled(f32, budget)
     if ctx.target.reference or not _int8_mac(x, w, bias, out, arith):
         return None
     mve = helium_depthwise(ctx, x, w, bias, out, attrs, arith)
@@ -180,7 +191,7 @@ def schedule_depthwise(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out:
         x86 = x86_gemm_geometry(ctx, g, w2d, biasf, arith, out)
         if x86 is not None:
             return Scheduled(x86, budget)
-        return Scheduled(*emit_gemm(ctx, ctx.target, g, w2d, biasf, Requant(ctx, arith, oc_n), budget))
+        return Scheduled(*emit_product(ctx, ctx.target, g, w2d, biasf, Requant(ctx, arith, oc_n), budget))
     done = emit_depthwise(ctx, ctx.target, x, w, bias, out, attrs, arith, in_place=True)
     if done is None:
         return None

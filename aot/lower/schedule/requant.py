@@ -15,6 +15,11 @@ rs = r - 1:  out = ((y*m + P - [y<0]*2^31) >> 32) >> rs.  When folding zp would 
 word out of int32 range, zp is added afterwards instead. Otherwise (a channel with a left
 shift) the generic `requantize` intrinsic is used.
 
+On DSP cores the same constants give requant_mm: SMMLAR of 2*y with h = 2 hi + bit 31 of lo
+(P = 2^30 mod 2^31, so 2P carries SMMLAR's rounding constant), then + (y < 0 ? -1 : 0) and
+>> (rs + 1): two instructions fewer, exact where the accumulators' bounds keep every step in
+int32 (mm_fits; Requant.use_mm checks every channel).
+
 Per-channel values that are equal across channels become immediates; the others live in
 one interleaved table (channel-major) so a channel's constants are adjacent in flash and
 are loaded once per output-channel block (hoisted out of the pixel loop by the schedules).
@@ -54,16 +59,37 @@ class ChannelConsts:
     values: dict[str, K.Expr]
 
 
+def mm_constants(q: tuple[int, int, int, int]) -> tuple[int, int]:
+    """(h, r) of requant_mm from requant_q31's (lo, hi, rs, zp_after): h = 2 hi + bit 31 of lo
+    (P = 2^30 mod 2^31 always, so 2P = 2^31 mod 2^32: SMMLAR's rounding constant), r = rs + 1."""
+    lo, hi, rs, _ = q
+    return 2 * hi + ((lo >> 31) & 1), rs + 1
+
+
+def mm_fits(q: tuple[int, int, int, int], m: int, bound: int) -> bool:
+    """requant_mm(2 acc, ...) == requant_q31(acc, ...) for every |acc| <= bound: 2 acc and the
+    SMMLAR result (|h| + |2 acc m| / 2^32 + rounding + the sign correction) stay in int32."""
+    h, _ = mm_constants(q)
+    return bound < (1 << 30) and abs(h) + ((2 * bound * m + (1 << 31)) >> 32) + 2 < (1 << 31)
+
+
 class Requant:
-    """acc (int32, bias already accumulated) of output channel oc -> clamped output value (i32)."""
+    """acc (int32, bias already accumulated) of output channel oc -> clamped output value (i32).
+
+    Modes: "q31" (requant_q31), "generic" (requantize), and on DSP cores "mm" (requant_mm:
+    SMMLAR, two instructions fewer per output), which the schedules switch on with use_mm
+    when the accumulators' bounds allow; value() then takes 2 * acc (doubled=True when the
+    schedule accumulated it doubled, e.g. with doubled weights)."""
 
     def __init__(self, ctx, arith, channels: int) -> None:  # noqa: ANN001
+        self.ctx = ctx
         mult = np.broadcast_to(np.asarray(arith.mult_values, dtype=np.int64), (channels,))
         shift = np.broadcast_to(np.asarray(arith.shift_values, dtype=np.int64), (channels,))
         zp = int(arith.output_offset)
         self.act_min, self.act_max = int(arith.act_min), int(arith.act_max)
         q = [q31_constants(int(m), int(s), zp) for m, s in zip(mult, shift)]
-        fields: dict[str, np.ndarray]
+        self._mult = mult
+        self._q = q
         if all(c is not None for c in q):
             self.mode = "q31"
             arr = np.array(q, dtype=np.int64).reshape(channels, 4)
@@ -71,6 +97,9 @@ class Requant:
         else:
             self.mode = "generic"
             fields = {"m": mult, "s": shift, "zp": np.full(channels, zp)}
+        self._set_fields(fields)
+
+    def _set_fields(self, fields: dict[str, np.ndarray]) -> None:
         self.consts: dict[str, int] = {}
         self.varying: list[str] = []
         for name, vals in fields.items():
@@ -78,16 +107,29 @@ class Requant:
                 self.consts[name] = int(vals[0])
             else:
                 self.varying.append(name)
-        self.table: K.Buffer | None = None
-        if self.varying:
-            data = np.stack([fields[n] for n in self.varying], axis=1).astype(np.int32)
-            self.table = ctx.const(data, "i32", "rq")
+        self._data = np.stack([fields[n] for n in self.varying], axis=1).astype(np.int32) if self.varying else None
+        self.table: K.Buffer | None = None  # made on first use (an unused table is never emitted)
+
+    def use_mm(self, bounds: np.ndarray) -> bool:
+        """Switch to requant_mm if every channel's accumulator bound (|acc| <= bounds[c]) allows."""
+        if self.mode != "q31":
+            return self.mode == "mm"
+        b = np.broadcast_to(np.asarray(bounds, dtype=np.int64), (len(self._q),))
+        if not all(mm_fits(q, int(m), int(x)) for q, m, x in zip(self._q, self._mult, b)):  # type: ignore[arg-type]
+            return False
+        hr = np.array([mm_constants(q) for q in self._q], dtype=np.int64)  # type: ignore[arg-type]
+        zp = np.array([q[3] for q in self._q], dtype=np.int64)  # type: ignore[index]
+        self.mode = "mm"
+        self._set_fields({"m": np.asarray(self._mult), "h": hr[:, 0], "r": hr[:, 1], "zp": zp})
+        return True
 
     def channel(self, ctx, oc: K.Expr) -> tuple[list[K.Stmt], ChannelConsts]:  # noqa: ANN001
         """Lets loading channel oc's varying constants (emit them once per channel block)."""
         stmts: list[K.Stmt] = []
         vals: dict[str, K.Expr] = {n: K.Const(v) for n, v in self.consts.items()}
         nv = len(self.varying)
+        if self.varying and self.table is None:
+            self.table = ctx.const(self._data, "i32", "rq")
         for j, name in enumerate(self.varying):
             assert self.table is not None
             v = ctx.var(f"q{name}")
@@ -95,11 +137,16 @@ class Requant:
             vals[name] = v
         return stmts, ChannelConsts(vals)
 
-    def value(self, cc: ChannelConsts, acc: K.Expr) -> K.Expr:
+    def value(self, cc: ChannelConsts, acc: K.Expr, doubled: bool = False) -> K.Expr:
         v = cc.values
-        if self.mode == "q31":
+        if self.mode == "mm":
+            y2 = acc if doubled else acc + acc
+            out = intrinsic("requant_mm", y2, v["m"], v["h"], v["r"])
+        elif self.mode == "q31":
+            assert not doubled
             out = intrinsic("requant_q31", acc, v["m"], v["lo"], v["hi"], v["rs"])
         else:
+            assert not doubled
             out = intrinsic("requantize", acc, v["m"], v["s"])
         zp = v["zp"]
         if not (isinstance(zp, K.Const) and zp.value == 0):

@@ -77,6 +77,12 @@ class ScheduleTarget:
         return "dsp" in self.features
 
     @property
+    def smlal_pairs(self) -> bool:
+        """An ARMv7-M core without DSP at speed (Cortex-M3): int8 products take two channels per
+        SMLAL (aot.lower.schedule.gemm64), with weights re-laid out within the flash budget."""
+        return self.speed and not self.dsp and self.cpu.startswith("cortex-m") and not self.armv6m
+
+    @property
     def speed(self) -> bool:
         return self.opt == "speed"
 

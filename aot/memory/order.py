@@ -1,0 +1,129 @@
+"""Memory-aware operator order: the topological order of a program's steps whose live bytes peak
+lowest (HMCOS / Serenity, issue 14). Pure, like the planners: it sees steps, the buffers each
+step writes and reads, and their sizes; never a graph or an IR.
+
+Model of one step: the bytes live while step c runs are the bytes born earlier and still to be
+read (or kept to the end), plus what c writes (its output and scratch); an output that may
+overwrite an input dying at c (in place) adds only what it needs beyond that input. The live
+set after a set S of steps has run depends on S alone, so a dynamic program over the sets of
+steps already run (downsets of the dependence order) finds the order of least peak exactly;
+per number of steps run it keeps at most `beam` sets (the cheapest), which is exact whenever
+no layer overflows and a beam-search heuristic beyond. The given order (0, 1, ...) wins every
+tie, so a chain, or a graph already in a best order, keeps its order.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+DEFAULT_BEAM = 512
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: the steps that must run before it, the buffers it writes (born here: its
+    output and scratch), those it reads, and the inputs its output may overwrite in place when
+    they are read for the last time here."""
+    preds: frozenset[int]
+    writes: tuple[str, ...]
+    reads: tuple[str, ...]
+    out: str | None = None
+    inplace: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class OrderResult:
+    order: tuple[int, ...]
+    peak: int  # the modelled peak of live bytes of `order`
+    exact: bool  # no layer of the search was cut to the beam
+
+
+class _Model:
+    def __init__(self, steps: Sequence[Step], sizes: Mapping[str, int], keep: frozenset[str]) -> None:
+        self.n = len(steps)
+        self.steps = steps
+        self.sizes = sizes
+        names = sorted({b for s in steps for b in s.writes + s.reads})
+        self.readers = {b: 0 for b in names}
+        born = {b for s in steps for b in s.writes}
+        for i, s in enumerate(steps):
+            for b in set(s.reads):
+                self.readers[b] |= 1 << i
+        self.keep = keep
+        # bytes live before any step: buffers nobody writes (given from outside) still to be read
+        self.initial = sum(sizes.get(b, 0) for b in names if b not in born and (self.readers[b] or b in keep))
+        self.pred_mask = [sum(1 << p for p in s.preds) for s in steps]
+
+    def step(self, done: int, live: int, c: int) -> tuple[int, int]:
+        """(bytes live while step c runs after the steps in `done`, bytes live after it)."""
+        s = self.steps[c]
+        after = done | (1 << c)
+        born = 0
+        for b in s.writes:
+            if self.readers.get(b, 0) & ~after or b in self.keep:
+                born += self.sizes.get(b, 0)
+        running = live + sum(self.sizes.get(b, 0) for b in s.writes)
+        freed = 0
+        dying = set()
+        for b in set(s.reads):
+            if not (self.readers[b] & ~after) and b not in self.keep:
+                dying.add(b)
+                freed += self.sizes.get(b, 0)
+        if s.out is not None:
+            for b in s.inplace:
+                if b in dying:
+                    running -= min(self.sizes.get(b, 0), self.sizes.get(s.out, 0))
+                    break
+        return running, live + born - freed
+
+
+def modeled_peak(steps: Sequence[Step], sizes: Mapping[str, int], order: Sequence[int],
+                 keep: frozenset[str] = frozenset()) -> int:
+    """The peak of live bytes of running `steps` in `order` (the model of this module)."""
+    m = _Model(steps, sizes, keep)
+    done, live, peak = 0, m.initial, m.initial
+    for c in order:
+        if m.pred_mask[c] & ~done:
+            raise ValueError(f"step {c} runs before one of its predecessors")
+        running, live = m.step(done, live, c)
+        peak = max(peak, running)
+        done |= 1 << c
+    return peak
+
+
+def best_order(steps: Sequence[Step], sizes: Mapping[str, int], keep: frozenset[str] = frozenset(),
+               beam: int = DEFAULT_BEAM) -> OrderResult:
+    """The topological order of `steps` with the least modelled peak (see the module doc)."""
+    m = _Model(steps, sizes, keep)
+    for i, s in enumerate(steps):
+        if any(p >= m.n or p < 0 or p == i for p in s.preds):
+            raise ValueError(f"step {i}: bad predecessors {sorted(s.preds)}")
+    # state: done mask -> (peak so far, order so far, live bytes now)
+    layer: dict[int, tuple[int, tuple[int, ...], int]] = {0: (m.initial, (), m.initial)}
+    exact = True
+    for _ in range(m.n):
+        nxt: dict[int, tuple[int, tuple[int, ...], int]] = {}
+        for done, (peak, seq, live) in layer.items():
+            for c in range(m.n):
+                if done >> c & 1 or m.pred_mask[c] & ~done:
+                    continue
+                running, live2 = m.step(done, live, c)
+                cand = (max(peak, running), seq + (c,), live2)
+                key = done | (1 << c)
+                old = nxt.get(key)
+                if old is None or cand[:2] < old[:2]:
+                    nxt[key] = cand
+        if not nxt:
+            raise ValueError("the steps' predecessors form a cycle")
+        if len(nxt) > beam:
+            exact = False
+            kept = sorted(nxt.items(), key=lambda kv: (kv[1][0], kv[1][2], kv[1][1]))[:beam]
+            nxt = dict(kept)
+        layer = nxt
+    (peak, seq, _), = layer.values()
+    given = tuple(range(m.n))
+    if seq != given and all(not (m.pred_mask[c] >> c2 & 1) for c in given for c2 in range(c, m.n)):
+        given_peak = modeled_peak(steps, sizes, given, keep)
+        if given_peak <= peak:  # the given order is as good: keep it
+            return OrderResult(given, given_peak, exact)
+    return OrderResult(seq, peak, exact)
