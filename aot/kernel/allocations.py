@@ -13,11 +13,12 @@ in the same step, so no caller is left holding a stale signature (seed 000).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 from aot.errors import Error
 from aot.kernel import ir as K
+from aot.kernel.rewrite import swap_buffers
 
 
 @dataclass(frozen=True)
@@ -85,23 +86,8 @@ def lower_allocations(module: K.KernelModule, policy: PolicyLike) -> K.KernelMod
 
 
 def _swap_buffer(node: object, old: K.Buffer, new: K.Buffer) -> object:
-    """`node` with every reference to buffer `old` replaced by `new`; unchanged subtrees (and
-    so every scalar variable) keep their identity."""
-    if node is old:
-        return new
-    if isinstance(node, tuple):
-        items = tuple(_swap_buffer(x, old, new) for x in node)
-        return node if all(a is b for a, b in zip(items, node)) else items
-    if isinstance(node, (K.Expr, K.Stmt)):
-        changed = {}
-        for f in fields(node):  # type: ignore[arg-type]
-            if f.init:
-                v = getattr(node, f.name)
-                w = _swap_buffer(v, old, new)
-                if w is not v:
-                    changed[f.name] = w
-        return replace(node, **changed) if changed else node  # type: ignore[type-var]
-    return node
+    """`node` with every reference to buffer `old` replaced by `new`."""
+    return swap_buffers(node, {id(old): new})
 
 
 def _strip_workspaces(s: K.Stmt, found: list[K.Buffer]) -> K.Stmt:

@@ -18,6 +18,7 @@ from dataclasses import fields, is_dataclass, replace
 from typing import Hashable
 
 from aot.kernel import ir as K
+from aot.kernel.rewrite import swap_buffers
 
 PARAM_PREFIX = "shared_c"
 
@@ -47,26 +48,6 @@ def _shape(fn: K.PrimFunc, consts: set[int]) -> tuple[Hashable, tuple[K.Buffer, 
     return walk((fn.params, fn.body, fn.inplace)), tuple(order)
 
 
-def _swap(node: object, mapping: dict[int, K.Buffer]) -> object:
-    """`node` with each buffer whose id is in `mapping` replaced; unchanged subtrees (and so
-    every scalar variable) keep their identity."""
-    if isinstance(node, K.Buffer):
-        return mapping.get(id(node), node)
-    if isinstance(node, tuple):
-        items = tuple(_swap(x, mapping) for x in node)
-        return node if all(a is b for a, b in zip(items, node)) else items
-    if isinstance(node, (K.Expr, K.Stmt)):
-        changed = {}
-        for f in fields(node):  # type: ignore[arg-type]
-            if f.init:
-                v = getattr(node, f.name)
-                w = _swap(v, mapping)
-                if w is not v:
-                    changed[f.name] = w
-        return replace(node, **changed) if changed else node  # type: ignore[type-var]
-    return node
-
-
 def share_kernels(module: K.KernelModule) -> K.KernelModule:
     consts = {id(c.buffer) for c in module.consts}
     entry = module.func(module.entry)
@@ -89,7 +70,7 @@ def share_kernels(module: K.KernelModule) -> K.KernelModule:
         mapping = {id(c): p for c, p in zip(tables[names[0]], params)}
         layers = ", ".join(n.removeprefix(module.prefix + "_") for n in names)
         new_funcs[names[0]] = replace(
-            first, params=params + first.params, body=_swap(first.body, mapping),
+            first, params=params + first.params, body=swap_buffers(first.body, mapping),
             inplace=tuple(i + len(params) for i in first.inplace),
             doc=f"{first.doc} (shared by {len(names)} layers: {layers})" if first.doc else f"shared by {layers}")
         for n in names:

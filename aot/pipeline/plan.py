@@ -76,6 +76,8 @@ def inplace_pairs(module: K.KernelModule) -> dict[str, str]:
     input is an unplanned intermediate that dies at this call, and the output is born here."""
     first, last = _intervals(module)
     unplanned = {id(b) for b in module.unplanned}
+    # a model output in the pool lives to the end, also when its last reader is the last call
+    outputs = {id(b) for b in module.outputs}
     pairs: dict[str, str] = {}
     taken: set[str] = set()
     for step, c in enumerate(_calls(module.func(module.entry))):
@@ -88,8 +90,8 @@ def inplace_pairs(module: K.KernelModule) -> dict[str, str]:
             continue
         for i in callee.inplace:
             src = c.args[i]
-            if isinstance(src, K.Buffer) and id(src) in unplanned and last.get(id(src)) == step \
-                    and src.name not in taken and src is not out and c.args.count(src) == 1:
+            if isinstance(src, K.Buffer) and id(src) in unplanned and id(src) not in outputs \
+                    and last.get(id(src)) == step and src.name not in taken and src is not out and c.args.count(src) == 1:
                 pairs[out.name] = src.name
                 taken.add(src.name)
                 break

@@ -123,6 +123,28 @@ def test_the_other_buffers_keep_their_places() -> None:
     assert {b.kind for b in pool} >= {"input", "output"}
 
 
+def test_an_output_read_by_the_last_kernel_is_never_overwritten_in_place() -> None:
+    """An output in the pool lives to the end even when the last call reads it: an in-place
+    kernel (here ADD, last call) must not write over it (found by fuzz-diff on microbit)."""
+    g = aot.GraphBuilder("last_reader")
+    x = g.input("x", (1, 8))
+    y = g.input("y", (1, 8))
+    first = g.relu(x)
+    g.output(first, "first")
+    g.output(g.add(first, y), "second")
+    model = g.finish()
+    rng = np.random.default_rng(3)
+    data = {"x": rng.standard_normal((1, 8)).astype(np.float32), "y": rng.standard_normal((1, 8)).astype(np.float32)}
+    ref = aot.reference(model, data)
+    cm = compile_model(model, CompileOptions(io_buffers="pool"))
+    views = dict(zip([b.name for b in cm.module.inputs + cm.module.outputs], cm.module.io))
+    assert views["first"].offset != views["second"].offset or views["first"].pool != views["second"].pool
+    for backend in ("c", "llvm"):
+        got = build(model, backend=backend, io_buffers="pool").run(data)
+        for name in ("first", "second"):
+            np.testing.assert_allclose(got[name], ref[name], rtol=1e-6, err_msg=f"{backend} {name}")
+
+
 def test_io_buffers_must_be_app_or_pool() -> None:
     with pytest.raises(Error, match="app or pool"):
         CompileOptions(io_buffers="heap")

@@ -163,7 +163,7 @@ def _tree_files(root: Path, dest: str) -> dict[str, bytes]:
 def _platform_files(board: Board, io: str) -> dict[str, bytes]:
     """startup, platform hooks, the console driver (uart) and the board's soc init."""
     root = asset_dir("platform") / "cortex_m"
-    names = ["startup.c", "aot_platform_cortex_m.c", "aot_platform_cortex_m.h"]
+    names = ["startup.c", "aot_platform_cortex_m.c", "aot_platform_cortex_m.h", "aot_softfloat_armv6m.c"]
     if io == "uart":
         if board.console is None:
             raise Error(f"board {board.name} has no console UART; use --io semihosting")

@@ -453,6 +453,30 @@ def lohi_fits(w2d: np.ndarray, biasf: np.ndarray, order: Sequence[tuple[int, int
     return True
 
 
+def group_pixels(ctx, g: Geometry, qs: Sequence[K.Expr | int], direct: bool, fill,  # noqa: ANN001
+                 after_fill: Callable[[int], list[K.Stmt]] | None = None
+                 ) -> tuple[list[K.Stmt], list[Pixel], list[K.Expr | None]]:
+    """A group of output pixels (slot s = qs[s]): their coordinates, and per slot either the flat
+    base of its input (direct reads) or its column filled (then `after_fill(s)`)."""
+    stmts: list[K.Stmt] = []
+    pixs: list[Pixel] = []
+    bases: list[K.Expr | None] = []
+    for s, q in enumerate(qs):
+        lets, p = pixel_coords(ctx, g, q)
+        stmts += lets
+        pixs.append(p)
+        if direct:
+            b = ctx.var("xb")
+            stmts.append(K.Let(b, g.flat(p.n, p.iy0, p.ix0, K.Const(0))))
+            bases.append(b)
+        else:
+            stmts.append(fill.fill(p, s))
+            if after_fill is not None:
+                stmts += after_fill(s)
+            bases.append(None)
+    return stmts, pixs, bases
+
+
 def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.ndarray,  # noqa: ANN001
               rq: Requant, budget: WeightBudget) -> tuple[K.Stmt, WeightBudget]:
     """The whole kernel: pixels two at a time (a tail pixel alone), channel blocks, epilogue;
@@ -704,24 +728,13 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
                 post.append(g.store(p.n, p.oy, p.ox, oc0 + c, rq.value(cc, acc, doubled=doubled)))
         return K.seq(*pre, *body, *post)
 
+    def pad_pair(s: int) -> list[K.Stmt]:
+        if pad_pair_at is None:
+            return []
+        return [K.Store(col, K.Const(pad_pair_at * slots + s if slots > 1 else pad_pair_at), fill.pad_pair)]
+
     def pixel_group(qs: list[K.Expr | int]) -> K.Stmt:
-        stmts: list[K.Stmt] = []
-        pixs: list[Pixel] = []
-        bases: list[K.Expr | None] = []
-        for s, q in enumerate(qs):
-            lets, p = pixel_coords(ctx, g, q)
-            stmts += lets
-            pixs.append(p)
-            if direct:
-                b = ctx.var("xb")
-                stmts.append(K.Let(b, g.flat(p.n, p.iy0, p.ix0, K.Const(0))))
-                bases.append(b)
-            else:
-                stmts.append(fill.fill(p, s))
-                if pad_pair_at is not None:
-                    stmts.append(K.Store(col, K.Const(pad_pair_at * slots + s if slots > 1 else pad_pair_at),
-                                         fill.pad_pair))
-                bases.append(None)
+        stmts, pixs, bases = group_pixels(ctx, g, qs, direct, fill, pad_pair)
         nsl = len(qs)
         if full:
             ob = ctx.var("ob")

@@ -25,7 +25,7 @@ import numpy as np
 
 from aot.kernel import ir as K
 from aot.lower.schedule.gemm import (MAX_UNROLL, Geometry, Pixel, _Fill, _blocks, _unroll_factor, emit_gemm,
-                                     pixel_coords)
+                                     group_pixels)
 from aot.lower.schedule.requant import Requant
 from aot.lower.schedule.target import ScheduleTarget, WeightBudget
 from aot.lower.schedule.widen import _pairs, weight_key, widened_extra_bytes
@@ -129,20 +129,7 @@ def emit_pair64(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, rq: Requan
         return K.seq(*pre, *body, *post)
 
     def pixel_group(qs: list[K.Expr | int]) -> K.Stmt:
-        stmts: list[K.Stmt] = []
-        pixs: list[Pixel] = []
-        bases: list[K.Expr | None] = []
-        for s, q in enumerate(qs):
-            lets, p = pixel_coords(ctx, g, q)
-            stmts += lets
-            pixs.append(p)
-            if direct:
-                b = ctx.var("xb")
-                stmts.append(K.Let(b, g.flat(p.n, p.iy0, p.ix0, K.Const(0))))
-                bases.append(b)
-            else:
-                stmts.append(fill.fill(p, s))
-                bases.append(None)
+        stmts, pixs, bases = group_pixels(ctx, g, qs, direct, fill)
         nsl = len(qs)
         if full:
             ob = ctx.var("ob")

@@ -29,7 +29,7 @@ from aot.kernel.intrinsics import call as intrinsic
 from aot.kernel.intrinsics_x86 import pack_weights_f32, pad_channels_f32
 from aot.kernel.simplify import simplify_expr
 from aot.lower.schedule.gemm import Geometry, _Fill, pixel_coords
-from aot.lower.schedule.host_x86 import threads_of, x86_target
+from aot.lower.schedule.host_x86 import in_chunks, threads_of, x86_target
 from aot.ops.arith import MacArith
 from aot.ops.common import activation_range_float
 from aot.ops.emit import Accessor, OutputWriter, unflatten
@@ -114,19 +114,6 @@ def emit_sgemm(ctx, g: Geometry, w2d: np.ndarray, bias: np.ndarray, arith: MacAr
         store = K.For(oc, oc_n, g.store(p.n, p.oy, p.ox, oc, K.Load(tmp, sl * oc_n + oc)))
         return K.seq(call(K.Load(tmp, K.Const(0)), xref, npix, xs, oc_n, rl, rs), K.For(sl, npix, K.seq(*lets, store)))
 
-    def in_chunks(count: int, size: int, body) -> list[K.Stmt]:  # noqa: ANN001
-        """body(s0, n) over 0..count-1 in runs of `size` (a loop over the whole runs)."""
-        full, rest = divmod(count, size)
-        parts: list[K.Stmt] = []
-        if full == 1:
-            parts.append(body(K.Const(0), size))
-        elif full > 1:
-            gq = ctx.var("gq")
-            parts.append(K.For(gq, full, body(gq * size, size)))
-        if rest:
-            parts.append(body(K.Const(full * size), rest))
-        return parts
-
     def scoped(stmt: K.Stmt) -> K.Stmt:
         return stmt if tmp is None else K.Allocate(tmp, stmt)
 
@@ -135,7 +122,7 @@ def emit_sgemm(ctx, g: Geometry, w2d: np.ndarray, bias: np.ndarray, arith: MacAr
     buf = g.buf
     if direct and g.sh == 1 and g.sw == 1 and g.OH == g.H and g.OW == g.W:  # rows of the input: one run
         assert buf is not None
-        return scoped(K.seq(*in_chunks(g.pixels, chunk, lambda q0, n: run(K.Load(buf, q0 * g.C), q0, n, g.C))))
+        return scoped(K.seq(*in_chunks(ctx, g.pixels, chunk, lambda q0, n: run(K.Load(buf, q0 * g.C), q0, n, g.C))))
     group = max(1, min(g.pixels, COLUMN_FLOATS // depth, chunk))
     col = K.Buffer(ctx.fresh("colf"), "f32", depth * group)
     fill = _Fill(ctx, g, None, col, group, True)
@@ -149,7 +136,7 @@ def emit_sgemm(ctx, g: Geometry, w2d: np.ndarray, bias: np.ndarray, arith: MacAr
     oya, oyb = _inside(g.OH, g.sh, g.pt, g.kh, g.dh, g.H)
     oxa, oxb = _inside(g.OW, g.sw, g.pl, g.kw, g.dw, g.W)
     if buf is None or g.dw != 1 or oya >= oyb or oxa >= oxb:
-        return scoped(K.Allocate(col, K.seq(*in_chunks(g.pixels, group, columns))))
+        return scoped(K.Allocate(col, K.seq(*in_chunks(ctx, g.pixels, group, columns))))
     parts: list[K.Stmt] = []
     for n in range(g.N):
         base = n * g.OH * g.OW
@@ -161,14 +148,14 @@ def emit_sgemm(ctx, g: Geometry, w2d: np.ndarray, bias: np.ndarray, arith: MacAr
             ox0 = o0 + oxa
             return run(K.Load(buf, simplify_expr(g.flat(K.Const(n), iy, ox0 * g.sw - g.pl, K.Const(0)))),
                        simplify_expr(oy * g.OW + ox0 + base), cnt, g.sw * g.C, 1, g.kw * g.C, g.dh * g.W * g.C)
-        parts.append(K.For(oy, oyb - oya, K.seq(*in_chunks(oxb - oxa, chunk, interior)), start=oya))
+        parts.append(K.For(oy, oyb - oya, K.seq(*in_chunks(ctx, oxb - oxa, chunk, interior)), start=oya))
         # the border: whole rows above and below, then the columns left and right of the interior rows
         for r0, r1 in ((0, oya), (oyb, g.OH)):
             if r1 > r0:
-                parts += in_chunks((r1 - r0) * g.OW, group,
+                parts += in_chunks(ctx, (r1 - r0) * g.OW, group,
                                    lambda s0, cnt, r0=r0: columns(simplify_expr(s0 + base + r0 * g.OW), cnt))
         for ox in list(range(oxa)) + list(range(oxb, g.OW)):
-            parts += in_chunks(oyb - oya, group,
+            parts += in_chunks(ctx, oyb - oya, group,
                                lambda s0, cnt, ox=ox: columns(simplify_expr(s0 * g.OW + base + oya * g.OW + ox), cnt,
                                                               g.OW))
     border = len(parts) > g.N  # column calls besides the interior loops

@@ -46,6 +46,20 @@ CHUNK_BYTES = 4096  # outputs computed before a fused epilogue stores them
 X86_FEATURES = ("avx2", "avx512f", "avx512bw", "avx512vnni", "avxvnni")
 
 
+def in_chunks(ctx, count: int, size: int, body) -> list[K.Stmt]:  # noqa: ANN001
+    """body(s0, n) over 0..count-1 in runs of `size` (a loop over the whole runs)."""
+    full, rest = divmod(count, size)
+    parts: list[K.Stmt] = []
+    if full == 1:
+        parts.append(body(K.Const(0), size))
+    elif full > 1:
+        gq = ctx.var("gq")
+        parts.append(K.For(gq, full, body(gq * size, size)))
+    if rest:
+        parts.append(body(K.Const(full * size), rest))
+    return parts
+
+
 def host_features() -> tuple[str, ...]:
     """The schedule features of this machine: ("x86", ...its X86_FEATURES) on x86-64, () elsewhere."""
     import platform
@@ -123,19 +137,6 @@ def emit_gemm_x86(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: M
         store = K.For(oc, oc_n, g.store(p.n, p.oy, p.ox, oc, K.Load(tmp, sl * oc_n + oc).cast("i32")))
         return K.seq(call(K.Load(tmp, K.Const(0)), xref, npix, xs, oc_n, rl, rs), K.For(sl, npix, K.seq(*lets, store)))
 
-    def in_chunks(count: int, size: int, body) -> list[K.Stmt]:  # noqa: ANN001
-        """body(s0, n) over 0..count-1 in runs of `size` (a loop over the whole runs)."""
-        full, rest = divmod(count, size)
-        parts: list[K.Stmt] = []
-        if full == 1:
-            parts.append(body(K.Const(0), size))
-        elif full > 1:
-            gq = ctx.var("gq")
-            parts.append(K.For(gq, full, body(gq * size, size)))
-        if rest:
-            parts.append(body(K.Const(full * size), rest))
-        return parts
-
     def scoped(stmt: K.Stmt) -> K.Stmt:
         return stmt if tmp is None else K.Allocate(tmp, stmt)
 
@@ -144,7 +145,7 @@ def emit_gemm_x86(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: M
     direct = g.kh == 1 and g.kw == 1 and not (ylo or yhi or xlo or xhi) and buf is not None
     if direct and g.sh == 1 and g.sw == 1 and g.OH == g.H and g.OW == g.W:  # rows of the input: one run
         assert buf is not None
-        return scoped(K.seq(*in_chunks(g.pixels, chunk, lambda q0, n: run(K.Load(buf, q0 * g.C), q0, n, g.C))))
+        return scoped(K.seq(*in_chunks(ctx, g.pixels, chunk, lambda q0, n: run(K.Load(buf, q0 * g.C), q0, n, g.C))))
     group = max(1, min(g.pixels, COLUMN_BYTES // depth, chunk))
     col = K.Buffer(ctx.fresh("col"), "i8", depth * group)
     fill = _Fill(ctx, g, None, col, group, True)
@@ -161,7 +162,7 @@ def emit_gemm_x86(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: M
     oxa, oxb = inside_range(g.OW, g.sw, g.pl, g.kw, g.dw, g.W)
     rl = g.kw * g.C
     if buf is None or g.dw != 1 or oya >= oyb or oxa >= oxb or (rl % 4 and g.kh > 1):
-        return scoped(K.Allocate(col, K.seq(*in_chunks(g.pixels, group, columns))))
+        return scoped(K.Allocate(col, K.seq(*in_chunks(ctx, g.pixels, group, columns))))
     parts: list[K.Stmt] = []
     for n in range(g.N):
         base = n * g.OH * g.OW
@@ -174,13 +175,13 @@ def emit_gemm_x86(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: M
             return run(K.Load(buf, simplify_expr(g.flat(K.Const(n), iy, ox0 * g.sw - g.pl, K.Const(0)))),
                        simplify_expr(oy * g.OW + ox0 + base), cnt, g.sw * g.C, 1, rl if g.kh > 1 else 0,
                        g.dh * g.W * g.C)
-        parts.append(K.For(oy, oyb - oya, K.seq(*in_chunks(oxb - oxa, chunk, interior)), start=oya))
+        parts.append(K.For(oy, oyb - oya, K.seq(*in_chunks(ctx, oxb - oxa, chunk, interior)), start=oya))
         for r0, r1 in ((0, oya), (oyb, g.OH)):
             if r1 > r0:
-                parts += in_chunks((r1 - r0) * g.OW, group,
+                parts += in_chunks(ctx, (r1 - r0) * g.OW, group,
                                    lambda s0, cnt, r0=r0: columns(simplify_expr(s0 + base + r0 * g.OW), cnt))
         for ox in list(range(oxa)) + list(range(oxb, g.OW)):
-            parts += in_chunks(oyb - oya, group,
+            parts += in_chunks(ctx, oyb - oya, group,
                                lambda s0, cnt, ox=ox: columns(simplify_expr(s0 * g.OW + base + oya * g.OW + ox), cnt,
                                                               g.OW))
     border = len(parts) > g.N  # column calls besides the interior loops

@@ -1,0 +1,26 @@
+"""Rewriting kernel IR: replace buffers by others throughout a tree."""
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+from aot.kernel import ir as K
+
+
+def swap_buffers(node: object, mapping: dict[int, K.Buffer]) -> object:
+    """`node` with each buffer whose id is in `mapping` replaced by its value; unchanged
+    subtrees (and so every scalar variable) keep their identity."""
+    if isinstance(node, K.Buffer):
+        return mapping.get(id(node), node)
+    if isinstance(node, tuple):
+        items = tuple(swap_buffers(x, mapping) for x in node)
+        return node if all(a is b for a, b in zip(items, node)) else items
+    if isinstance(node, (K.Expr, K.Stmt)):
+        changed = {}
+        for f in fields(node):  # type: ignore[arg-type]
+            if f.init:
+                v = getattr(node, f.name)
+                w = swap_buffers(v, mapping)
+                if w is not v:
+                    changed[f.name] = w
+        return replace(node, **changed) if changed else node  # type: ignore[type-var]
+    return node
