@@ -25,6 +25,22 @@ def _f(v: float) -> K.Const:
     return K.Const(float(v), "f32")
 
 
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def tflm_clamp_np(y: np.ndarray) -> np.ndarray:
+    """TFLM's float ADD/SUB/MUL/DIV end in ActivationFunctionWithMinMax with at least
+    [lowest, max]: an infinite result becomes -FLT_MAX / FLT_MAX; NaN stays NaN (std::min/max)."""
+    return np.where(y < -FLT_MAX, np.float32(-FLT_MAX), np.where(FLT_MAX < y, np.float32(FLT_MAX), y)).astype(np.float32)
+
+
+def tflm_clamp_expr(v: K.Expr) -> K.Expr:
+    """tflm_clamp_np as kernel IR: std::max(v, lowest) = max(lowest, v) and std::min(., max) =
+    min(max, .) with the kernel IR's max(a, b) = a > b ? a : b: NaN passes through, and v
+    appears once (fused chains do not grow)."""
+    return K.minimum(K.Const(FLT_MAX, "f32"), K.maximum(K.Const(-FLT_MAX, "f32"), v))
+
+
 # ------------------------------------------------------------------ binary arithmetic
 def binary_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
     a, b = ts
@@ -41,7 +57,7 @@ def _binary(name: str, np_fn, k_fn):  # noqa: ANN001, ANN202
         if out.dtype == "int16":
             return Q16.binary_reference(name, xs, ts, attrs, out)
         y = np_fn(xs[0].astype(np.float32), xs[1].astype(np.float32)).astype(np.float32)
-        return apply_activation_np(np.broadcast_to(y, out.shape), attrs.get("activation", "none"))
+        return tflm_clamp_np(apply_activation_np(np.broadcast_to(y, out.shape), attrs.get("activation", "none")))
 
     def expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
         out = call.out.type
@@ -50,7 +66,7 @@ def _binary(name: str, np_fn, k_fn):  # noqa: ANN001, ANN202
             return Q.binary_expr(name, a(idx), b(idx), args[0].type, args[1].type, out, call.attrs)
         if out.dtype == "int16":
             return Q16.binary_expr(name, a(idx), b(idx), args[0].type, args[1].type, out, call.attrs)
-        return apply_activation_expr(k_fn(a(idx), b(idx)), call.attrs.get("activation", "none"))
+        return tflm_clamp_expr(apply_activation_expr(k_fn(a(idx), b(idx)), call.attrs.get("activation", "none")))
 
     int16 = ("int16",) if name in Q16.BINARY16 else ()
     REGISTRY.register(OpDef(name, "elementwise", binary_infer, ref, expr=expr, dtypes=("float32", "int8") + int16))

@@ -27,7 +27,7 @@ static int32_t model_fused_conv2d_add_0(const float *in, float *out) {
                             acc = (acc + (im2col[k] * model_const_weights[((oc * 18) + k)]));
                         }
                         float v = aot_max_f32((acc + model_const_conv2d_arg2[oc]), 0.0f);
-                        out[(((oy * 15) + (ox * 3)) + oc)] = (v + model_const_add_arg1[oc]);
+                        out[(((oy * 15) + (ox * 3)) + oc)] = aot_min_f32(3.4028234663852886e+38f, aot_max_f32((-3.4028234663852886e+38f), (v + model_const_add_arg1[oc])));
                     }
                 }
             }
