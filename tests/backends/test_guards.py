@@ -194,11 +194,10 @@ def test_guarded_shared_models_are_bit_exact_and_report_nothing(name: str, capfd
     model = _model(name)
     x = _input(model, name)
     want = np.load(shared_model(f"{name}.tflm_out.npy"))
-    for backend in ("c", "llvm"):
-        plain = aot.build(model, backend=backend).run(x)
+    for backend in ("c", "llvm"):  # TFLM's output is the plain build's (tests/frontend, tests/boards)
         got = aot.build(model, backend=backend, guards=True).run(x)
-        for k in plain:
-            np.testing.assert_array_equal(got[k], plain[k], err_msg=f"{name} {backend}")
+        assert len(got) == 1, name
+        for k in got:
             np.testing.assert_array_equal(got[k].reshape(-1), want.reshape(-1), err_msg=f"{name} {backend}")
     assert "AOT_GUARD" not in capfd.readouterr().err
 
@@ -252,7 +251,7 @@ def test_a_kernel_writing_past_its_output_is_caught_and_named(backend: str, step
 def test_guarded_shared_models_on_qemu_find_nothing(arm_toolchain, tmp_path) -> None:  # noqa: ANN001
     from aot.board.flow import make_project
     from aot.runners.qemu import build_project, run_elf
-    for name in MODELS:
+    for name in ("kws_int8", "micro_speech_quantized"):  # ad_int8's guarded build: the host test above
         model = _model(name)
         bb = make_project(model, "mps2-an386", tmp_path / name, _input(model, name), guards=True)
         res = run_elf(build_project(bb.project_dir), bb.board)
