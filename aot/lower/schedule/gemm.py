@@ -477,6 +477,20 @@ def group_pixels(ctx, g: Geometry, qs: Sequence[K.Expr | int], direct: bool, fil
     return stmts, pixs, bases
 
 
+def all_pixel_groups(ctx, P: int, slots: int, pixel_group: Callable[[list], K.Stmt]) -> K.Stmt:  # noqa: ANN001
+    """pixel_group over P pixels `slots` at a time (a loop over the full groups), then the tail pixels alone."""
+    parts: list[K.Stmt] = []
+    groups = P // slots
+    if groups == 1:
+        parts.append(pixel_group(list(range(slots))))
+    elif groups > 1:
+        pp = ctx.var("pp")
+        parts.append(K.For(pp, groups, pixel_group([pp * slots + s for s in range(slots)])))
+    for q in range(groups * slots, P):
+        parts.append(pixel_group([q]))
+    return K.seq(*parts)
+
+
 def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.ndarray,  # noqa: ANN001
               rq: Requant, budget: WeightBudget) -> tuple[K.Stmt, WeightBudget]:
     """The whole kernel: pixels two at a time (a tail pixel alone), channel blocks, epilogue;
@@ -745,14 +759,5 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
             seg += units(size) * ksteps
         return K.seq(*stmts)
 
-    parts: list[K.Stmt] = []
-    groups = P // slots
-    if groups == 1:
-        parts.append(pixel_group(list(range(slots))))
-    elif groups > 1:
-        pp = ctx.var("pp")
-        parts.append(K.For(pp, groups, pixel_group([pp * slots + s for s in range(slots)])))
-    for q in range(groups * slots, P):
-        parts.append(pixel_group([q]))
-    body = K.seq(*parts)
+    body = all_pixel_groups(ctx, P, slots, pixel_group)
     return (body if direct else K.Allocate(col, body)), budget

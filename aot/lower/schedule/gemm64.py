@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from aot.kernel import ir as K
-from aot.lower.schedule.gemm import (MAX_UNROLL, Geometry, Pixel, _Fill, _blocks, _unroll_factor, emit_gemm,
-                                     group_pixels)
+from aot.lower.schedule.gemm import (MAX_UNROLL, Geometry, Pixel, _Fill, _blocks, _unroll_factor, all_pixel_groups,
+                                     emit_gemm, group_pixels)
 from aot.lower.schedule.requant import Requant
 from aot.lower.schedule.target import ScheduleTarget, WeightBudget
 from aot.lower.schedule.widen import _pairs, weight_key, widened_extra_bytes
@@ -140,14 +140,5 @@ def emit_pair64(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, rq: Requan
             seg += depth * ((size + 1) // 2)
         return K.seq(*stmts)
 
-    parts: list[K.Stmt] = []
-    groups = P // slots
-    if groups == 1:
-        parts.append(pixel_group(list(range(slots))))
-    elif groups > 1:
-        pp = ctx.var("pp")
-        parts.append(K.For(pp, groups, pixel_group([pp * slots + s for s in range(slots)])))
-    for q in range(groups * slots, P):
-        parts.append(pixel_group([q]))
-    body = K.seq(*parts)
+    body = all_pixel_groups(ctx, P, slots, pixel_group)
     return body if direct else K.Allocate(col, body)

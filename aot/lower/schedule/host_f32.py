@@ -29,7 +29,7 @@ from aot.kernel.intrinsics import call as intrinsic
 from aot.kernel.intrinsics_x86 import pack_weights_f32, pad_channels_f32
 from aot.kernel.simplify import simplify_expr
 from aot.lower.schedule.gemm import Geometry, _Fill, pixel_coords
-from aot.lower.schedule.host_x86 import in_chunks, threads_of, x86_target
+from aot.lower.schedule.host_x86 import in_chunks, inside_range, threads_of, x86_target
 from aot.ops.arith import MacArith
 from aot.ops.common import activation_range_float
 from aot.ops.emit import Accessor, OutputWriter, unflatten
@@ -70,12 +70,6 @@ def _act(arith: MacArith) -> tuple[int, float, float]:
 
 def _bias(bias: Accessor | None, oc_n: int) -> np.ndarray:
     return np.zeros(oc_n, np.float32) if bias is None else np.asarray(bias.const, np.float32).reshape(oc_n)
-
-
-def _inside(out_n: int, stride: int, pad: int, k: int, dil: int, size: int) -> tuple[int, int]:
-    """The output positions [a, b) whose whole window lies inside [0, size)."""
-    ins = [o for o in range(out_n) if o * stride - pad >= 0 and o * stride - pad + (k - 1) * dil < size]
-    return (ins[0], ins[-1] + 1) if ins else (0, 0)
 
 
 def emit_sgemm(ctx, g: Geometry, w2d: np.ndarray, bias: np.ndarray, arith: MacArith,  # noqa: ANN001
@@ -133,8 +127,8 @@ def emit_sgemm(ctx, g: Geometry, w2d: np.ndarray, bias: np.ndarray, arith: MacAr
         fills = K.For(sl, count, K.seq(*lets, fill.fill(p, sl)))
         return K.seq(fills, run(K.Load(col, K.Const(0)), q0, count, depth, step))
 
-    oya, oyb = _inside(g.OH, g.sh, g.pt, g.kh, g.dh, g.H)
-    oxa, oxb = _inside(g.OW, g.sw, g.pl, g.kw, g.dw, g.W)
+    oya, oyb = inside_range(g.OH, g.sh, g.pt, g.kh, g.dh, g.H)
+    oxa, oxb = inside_range(g.OW, g.sw, g.pl, g.kw, g.dw, g.W)
     if buf is None or g.dw != 1 or oya >= oyb or oxa >= oxb:
         return scoped(K.Allocate(col, K.seq(*in_chunks(ctx, g.pixels, group, columns))))
     parts: list[K.Stmt] = []
