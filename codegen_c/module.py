@@ -28,10 +28,12 @@ def render_sources(module: K.KernelModule, model_name: str, const_alignment: int
     env = template_env(TEMPLATES)
     p = module.prefix
     printer = CPrinter()
-    kernels = [_void_unused(printer.function(f), f) for f in module.funcs if f.name != module.entry]
+    # AOT_KERNEL (the internal header): static, and never inlined into the executor, whose frame
+    # would then hold every kernel's locals at once (the worst-case stack is the deepest one kernel)
+    kernels = [_void_unused(printer.function(f, "AOT_KERNEL"), f) for f in module.funcs if f.name != module.entry]
     entry_fn = module.func(module.entry)
     pools = [pool_param(x.name) for x in module.pools]
-    entry = printer.function(entry_fn, static=True, extra=", ".join(f"uint8_t *{n}" for n in pools))
+    entry = printer.function(entry_fn, extra=", ".join(f"uint8_t *{n}" for n in pools))
     unused = "".join(f"    (void){n};\n" for n in pools)
     unused += "".join(f"    (void){b.name};\n" for b in entry_fn.params)  # a model input no op reads
     entry = entry.replace(") {\n", ") {\n" + unused, 1)

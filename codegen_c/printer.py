@@ -150,21 +150,21 @@ class CPrinter:
         return [self._ind(d) + f"rc = {s.callee}({', '.join(self._arg(a) for a in s.args)});"]
 
     # -------------------------------------------------------------- functions
-    def signature(self, f: K.PrimFunc, static: bool = True, extra: str = "") -> str:
+    def signature(self, f: K.PrimFunc, storage: str = "static", extra: str = "") -> str:
         written = _written_buffers(f.body)
         params = []
         for p in f.params:
             const = "" if id(p) in written else "const "
             params.append(f"{const}{C_TYPES[p.dtype]} *{p.name}")
         params_s = ", ".join(params + ([extra] if extra else [])) or "void"
-        return f"{'static ' if static else ''}int32_t {f.name}({params_s})"
+        return f"{storage + ' ' if storage else ''}int32_t {f.name}({params_s})"
 
-    def function(self, f: K.PrimFunc, static: bool = True, extra: str = "") -> str:
+    def function(self, f: K.PrimFunc, storage: str = "static", extra: str = "") -> str:
         self._platform_live = []
         lines = []
         if f.doc:
             lines.append(f"/* {_comment(f.doc)} */")
-        lines.append(self.signature(f, static, extra) + " {")
+        lines.append(self.signature(f, storage, extra) + " {")
         uses_rc = any(isinstance(s, K.CallKernel) for s in _walk(f.body))
         if uses_rc:
             lines.append("    int32_t rc = AOT_OK;")

@@ -181,12 +181,30 @@ def _nodes(node: object) -> Iterator[object]:
 
 
 def _drop_unused_lets(s: K.Stmt) -> K.Stmt:
-    """Without the Lets of locals nothing reads or assigns (their last use was in a dropped branch)."""
+    """Without the Lets of locals nothing reads or assigns (their last use was in a dropped branch,
+    or a schedule computed a coordinate its read path does not need), until none is left."""
+    while True:
+        before = sum(isinstance(n, K.Let) for n in _nodes(s))
+        out = _drop_unused_once(s)
+        if out is s or sum(isinstance(n, K.Let) for n in _nodes(out)) == before:
+            return s
+        s = out
+
+
+def _drop_unused_once(s: K.Stmt) -> K.Stmt:
     used: set[K.ScalarVar] = set()
     for n in _nodes(s):
-        if isinstance(n, K.ScalarVar):
-            used.add(n)
-        elif isinstance(n, K.Assign):
+        if isinstance(n, K.Let):  # its own variable is no use: only what its value reads
+            used.update(v for v in _nodes(n.value) if isinstance(v, K.ScalarVar))
+        elif isinstance(n, K.ScalarVar) or isinstance(n, K.Assign):
+            pass
+        else:
+            for f in fields(n):  # type: ignore[arg-type]
+                v = getattr(n, f.name)
+                for x in (v if isinstance(v, tuple) else (v,)):
+                    if isinstance(x, K.ScalarVar):
+                        used.add(x)
+        if isinstance(n, K.Assign):
             used.add(n.var)
     lets = [n for n in _nodes(s) if isinstance(n, K.Let)]
     if all(let.var in used for let in lets):
@@ -207,8 +225,7 @@ def _drop_unused_lets(s: K.Stmt) -> K.Stmt:
 
 def simplify_stmt(s: K.Stmt) -> K.Stmt:
     folds = _Folds()
-    out = _stmt(s, {}, folds)
-    return _drop_unused_lets(out) if folds.n else out
+    return _drop_unused_lets(_stmt(s, {}, folds))
 
 
 def simplify(module: K.KernelModule) -> K.KernelModule:

@@ -63,7 +63,7 @@ def test_host_and_micro_functions_in_one_build() -> None:
     first = src.split(f"int32_t {names[0]}(")[1].split("\n}\n")[0]
     second = src.split(f"int32_t {names[1]}(")[1].split("\n}\n")[0]
     assert "aot_platform_allocate" in first and "aot_platform_allocate" not in second
-    assert f"static int32_t {names[1]}(const float *" in src and "float *im2col" in src.split(names[1])[1].split(")")[0]
+    assert f"AOT_KERNEL int32_t {names[1]}(const float *" in src and "float *im2col" in src.split(names[1])[1].split(")")[0]
     ws = [b for b in compile_model(model, CompileOptions(policy=policy)).plan.buffers if b.kind == "workspace"]
     assert len(ws) == 2
 

@@ -4,7 +4,7 @@
 #include "model_internal.h"
 
 /* conv2d -> add */
-static int32_t model_fused_conv2d_add_0(const float *in, float *out) {
+AOT_KERNEL int32_t model_fused_conv2d_add_0(const float *in, float *out) {
     {
         float im2col[18];
         for (int32_t n = 0; n < 1; ++n) {
@@ -37,7 +37,7 @@ static int32_t model_fused_conv2d_add_0(const float *in, float *out) {
 }
 
 /* max_pool2d */
-static int32_t model_fused_max_pool2d_1(const float *in_1, float *out_1) {
+AOT_KERNEL int32_t model_fused_max_pool2d_1(const float *in_1, float *out_1) {
     for (int32_t n_1 = 0; n_1 < 1; ++n_1) {
         for (int32_t oy_1 = 0; oy_1 < 3; ++oy_1) {
             for (int32_t ox_1 = 0; ox_1 < 3; ++ox_1) {
@@ -61,7 +61,7 @@ static int32_t model_fused_max_pool2d_1(const float *in_1, float *out_1) {
 }
 
 /* softmax */
-static int32_t model_fused_softmax_2(const float *in_2, float *out_2) {
+AOT_KERNEL int32_t model_fused_softmax_2(const float *in_2, float *out_2) {
     for (int32_t r = 0; r < 1; ++r) {
         float mx = (-3.4028234663852886e+38f);
         for (int32_t j = 0; j < 27; ++j) {

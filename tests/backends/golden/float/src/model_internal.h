@@ -17,6 +17,14 @@
 
 #include "aot_intrinsics.h"
 
+/* Kernels are static and not inlined into the executor: inlined, their locals would all share
+   the executor's frame, and the worst-case stack would be their sum, not the deepest one. */
+#if defined(__GNUC__)
+#define AOT_KERNEL static __attribute__((noinline))
+#else
+#define AOT_KERNEL static
+#endif
+
 /* Constant data (weights, biases, quantization tables) in model_constants.c */
 extern const float model_const_weights[54];
 extern const float model_const_conv2d_arg2[3];

@@ -4,7 +4,7 @@
 #include "model_internal.h"
 
 /* fully_connected */
-static int32_t model_fused_fully_connected_0(const int8_t *in, int8_t *out) {
+AOT_KERNEL int32_t model_fused_fully_connected_0(const int8_t *in, int8_t *out) {
     int32_t xb = 0;
     for (int32_t ob = 0; ob < 1; ++ob) {
         int32_t bias = model_const_biasf[(ob * 4)];
@@ -219,7 +219,7 @@ static int32_t model_fused_fully_connected_0(const int8_t *in, int8_t *out) {
 }
 
 /* softmax */
-static int32_t model_fused_softmax_1(const int8_t *in_1, int8_t *out_1) {
+AOT_KERNEL int32_t model_fused_softmax_1(const int8_t *in_1, int8_t *out_1) {
     for (int32_t r = 0; r < 1; ++r) {
         int32_t mx = (-128);
         for (int32_t j = 0; j < 5; ++j) {
