@@ -107,6 +107,8 @@ def make_project(model: Model, board_name: str, out_dir: Path, inputs: Mapping[s
     from aot.ir.evaluate import check_inputs
 
     board = load_board(board_name)
+    options = dict(options)
+    input_lcg = bool(options.pop("input_lcg", False))  # main.c generates the inputs (aot.board.lcg)
     stack = int(options.get("stack_bytes", board.stack_bytes))
     io = str(options.get("io", "uart"))
     t0 = time.perf_counter()
@@ -126,7 +128,7 @@ def make_project(model: Model, board_name: str, out_dir: Path, inputs: Mapping[s
             generate_project(lib_dir, board, staging, prefix=compiled.options.prefix,
                              input_bytes=[a.tobytes() for a in args],
                              expected_output_bytes=[e.tobytes() for e in expected], stack_bytes=stack,
-                             pool_placement=pool_placement(board, compiled), io=io)
+                             pool_placement=pool_placement(board, compiled), io=io, input_lcg=input_lcg)
     return BoardBuild(board, compiled, out_dir, expected, compile_seconds)
 
 

@@ -33,9 +33,10 @@ class AllocationPolicy:
 
 PRESETS: dict[str, AllocationPolicy] = {
     "host": AllocationPolicy("host", 1024, "platform"),
-    # scratch above 128 bytes (line buffers, columns) goes to the planned pool, where it fits in
-    # the gaps of the activations, rather than adding to the worst-case stack (issue 14)
-    "micro": AllocationPolicy("micro", 128, "workspace"),
+    # every kernel scratch (line buffers, columns) goes to the planned pool, where it fits in the
+    # gaps of the activations, rather than adding to the worst-case stack (issue 14); what would
+    # be live when the pool peaks returns to the stack (aot.pipeline.scratch)
+    "micro": AllocationPolicy("micro", 0, "workspace"),
     "micro-platform": AllocationPolicy("micro-platform", 1024, "platform"),
 }
 

@@ -1,8 +1,9 @@
 """Where small kernel scratch lives under the micro policy: in the planned pool when it costs no
 pool bytes there, on the stack when it would only move bytes from the stack to the pool.
 
-The micro preset sends scratch above 128 bytes (line buffers, columns) to the pool, where it
-usually fits beside the activations of its step, and the worst-case stack shrinks by it. A
+The micro preset sends all scratch (line buffers, columns, even a 64-byte column) to the pool,
+where it usually fits beside the activations of its step, and the worst-case stack shrinks by it
+(the deepest kernel frame is part of the firmware's RAM: ResNet-8 on Cortex-M4 232 -> 128 bytes). A
 scratch buffer that is live when the pool peaks would grow the pool by its own size: nothing is
 saved, and a pointer parameter may cost speed (the C compiler can no longer prove it aliases
 nothing). Such scratch, up to STACK_FALLBACK bytes, stays on the stack of its kernel (issue 14).

@@ -124,25 +124,23 @@ void aot_platform_exit(int rc) {
 #if defined(AOT_IO_SEMIHOSTING)
     exit(rc);
 #else
-    char line[24] = "AOT_EXIT ";
-    char digits[12];
+    /* one small buffer, written from its end: this frame is part of the worst-case stack (a
+       HardFault handler calls it), so it stays a few words */
+    char line[16];
     uint32_t value = rc < 0 ? (uint32_t)0 - (uint32_t)rc : (uint32_t)rc;
-    int n = 0;
-    int used = 9;
+    int at = (int)sizeof(line) - 1;
 
+    line[at] = '\0';
+    line[--at] = '\n';
     do {
-        digits[n++] = (char)('0' + (int)(value % 10u));
+        line[--at] = (char)('0' + (int)(value % 10u));
         value /= 10u;
     } while (value != 0u);
     if (rc < 0) {
-        line[used++] = '-';
+        line[--at] = '-';
     }
-    while (n > 0) {
-        line[used++] = digits[--n];
-    }
-    line[used++] = '\n';
-    line[used] = '\0';
-    aot_platform_log(line);
+    aot_platform_log("AOT_EXIT ");
+    aot_platform_log(&line[at]);
     aot_console_flush();
 #if defined(AOT_EXIT_RESET)
     /* QEMU runs with -no-reboot: a reset request ends it. */

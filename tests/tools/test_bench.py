@@ -43,12 +43,17 @@ def test_bench_json_fields_are_computed(tmp_path: Path) -> None:
     # TFLM's arena measured in this run equals an independent measurement
     a = tflm_arena(path)
     assert row["tflm_arena_bytes"] == a.arena_bytes and row["tflm_activation_bytes"] == a.activation_bytes
-    # instructions equal a separate QEMU run of the same input
+    # instructions and flash equal a separate QEMU run of the same input, generated on the device
+    # (aot.board.lcg); embedded instead, the input's bytes add to the flash
     from aot.board.flow import run_on_board
-    from aot.ir.evaluate import random_inputs
+    from aot.board.lcg import lcg_inputs
     model = aot.load(path)
-    _, extra = run_on_board(model, random_inputs(model, 0), "mps2-an386")
-    assert row["instructions"] == extra["instructions"]
+    _, extra = run_on_board(model, lcg_inputs(model), "mps2-an386", input_lcg=True)
+    assert row["instructions"] == extra["instructions"] and row["flash_bytes"] == extra["flash_bytes"]
+    _, embedded = run_on_board(model, lcg_inputs(model), "mps2-an386")
+    in_bytes = sum(v.type.nbytes for v in model.inputs)
+    assert embedded["match_host"] and extra["match_host"]
+    assert abs(row["flash_bytes"] - (embedded["flash_bytes"] - in_bytes)) <= 64  # the loop vs memcpy
     from aot.board.flow import board_options
     from aot.board.boards import load_board
     from aot.pipeline.driver import compile_model

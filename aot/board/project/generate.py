@@ -227,6 +227,7 @@ def generate_project(
     arena_bytes: int = 0,
     elf_name: str = "firmware",
     io: str = "uart",
+    input_lcg: bool = False,
 ) -> Path:
     """Write a buildable project for `board` into `out_dir` and return `out_dir`.
 
@@ -236,7 +237,8 @@ def generate_project(
     `arena_bytes` sizes the Cortex-M platform arena behind aot_platform_allocate (0: every
     platform allocation fails, as the `micro` policy expects). Rewriting a project only
     touches files whose content changed. `io` is "uart" (the board's console, no newlib
-    syscalls) or "semihosting"."""
+    syscalls) or "semihosting". `input_lcg`: the inputs are not embedded, main.c generates them
+    (aot.board.lcg, the benchmark anchors' generator); `input_bytes` must be that stream."""
     if io not in IO_MODES:
         raise Error(f"io must be one of {IO_MODES}, got {io!r}")
     if stack_bytes is None:
@@ -256,6 +258,10 @@ def generate_project(
     for info, data in zip(library.inputs, inputs):
         if len(data) != info.size_bytes:
             raise Error(f"input {info.name!r} needs {info.size_bytes} bytes, got {len(data)}")
+    if input_lcg:
+        from aot.board.lcg import lcg_bytes
+        if b"".join(inputs) != lcg_bytes(sum(len(d) for d in inputs)):
+            raise Error("input_lcg: the input bytes are not the generator's stream (aot.board.lcg.lcg_inputs)")
     expected = None
     if expected_output_bytes is not None:
         expected = [bytes(b) for b in expected_output_bytes]
@@ -351,7 +357,8 @@ def generate_project(
         timer="qemu" if board.emulated else ("dwt" if board.has_dwt else "systick"),
         has_expected=expected is not None,
         io_in_pool=library.io_in_pool,
-        inputs=[_tensor_context(i, d) for i, d in zip(library.inputs, inputs)],
+        input_lcg=input_lcg,
+        inputs=[_tensor_context(i, None if input_lcg else d) for i, d in zip(library.inputs, inputs)],
         outputs=[
             _tensor_context(o, expected[k] if expected is not None else None)
             for k, o in enumerate(library.outputs)
