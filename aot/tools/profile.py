@@ -260,6 +260,8 @@ def profile_model(model_path: "str | Path | Any", board: str, inputs: dict[str, 
         raise UnsupportedError("aot profile instruments the C backend's build (gcc -finstrument-functions)")
     from aot.ir import Model
     model = model_path if isinstance(model_path, Model) else load_model(str(model_path))
+    if not isinstance(model_path, Model) and Path(model_path).is_file():  # the same build as `aot run` of the file
+        options.setdefault("source_bytes", Path(model_path).stat().st_size)  # (the default flash budget's reference)
     if inputs is None:
         inputs = random_inputs(model, seed)
     b = load_board(board)
