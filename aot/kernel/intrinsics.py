@@ -93,6 +93,16 @@ def smlatt(a: int, b: int, acc: int) -> int:
     return _s32(acc + _top(a) * _top(b))
 
 
+def smlabt(a: int, b: int, acc: int) -> int:
+    """acc + bot(a)*top(b) (SMLABT)."""
+    return _s32(acc + _bot(a) * _top(b))
+
+
+def smlatb(a: int, b: int, acc: int) -> int:
+    """acc + top(a)*bot(b) (SMLATB)."""
+    return _s32(acc + _top(a) * _bot(b))
+
+
 def _pair(lo: int, hi: int) -> int:
     return _s32((lo & 0xFFFF) | ((hi & 0xFFFF) << 16))
 
@@ -120,6 +130,16 @@ def sxtab16_ror8(a: int, x: int) -> int:
 def pack16(lo: int, hi: int) -> int:
     """The pair (bottom = lo mod 2^16, top = hi mod 2^16) (PKHBT lo, hi, LSL #16)."""
     return _pair(lo, hi)
+
+
+def pair_lo(a: int, b: int) -> int:
+    """The bottom lanes of a and b as one pair (bottom = bot(a), top = bot(b)): PKHBT a, b, LSL #16."""
+    return _pair(_bot(a), _bot(b))
+
+
+def pair_hi(a: int, b: int) -> int:
+    """The top lanes of a and b as one pair (bottom = top(a), top = top(b)): PKHTB b, a, ASR #16."""
+    return _pair(_top(a), _top(b))
 
 
 def ssat8(x: int) -> int:
@@ -175,11 +195,15 @@ INTRINSICS: Mapping[str, IntrinsicDef] = MappingProxyType({
         IntrinsicDef("smlad", ("i32", "i32", "i32"), "i32", smlad, smlad.__doc__ or ""),
         IntrinsicDef("smlabb", ("i32", "i32", "i32"), "i32", smlabb, smlabb.__doc__ or ""),
         IntrinsicDef("smlatt", ("i32", "i32", "i32"), "i32", smlatt, smlatt.__doc__ or ""),
+        IntrinsicDef("smlabt", ("i32", "i32", "i32"), "i32", smlabt, smlabt.__doc__ or ""),
+        IntrinsicDef("smlatb", ("i32", "i32", "i32"), "i32", smlatb, smlatb.__doc__ or ""),
         IntrinsicDef("sxtb16", ("i32",), "i32", sxtb16, sxtb16.__doc__ or ""),
         IntrinsicDef("sxtb16_ror8", ("i32",), "i32", sxtb16_ror8, sxtb16_ror8.__doc__ or ""),
         IntrinsicDef("sxtab16", ("i32", "i32"), "i32", sxtab16, sxtab16.__doc__ or ""),
         IntrinsicDef("sxtab16_ror8", ("i32", "i32"), "i32", sxtab16_ror8, sxtab16_ror8.__doc__ or ""),
         IntrinsicDef("pack16", ("i32", "i32"), "i32", pack16, pack16.__doc__ or ""),
+        IntrinsicDef("pair_lo", ("i32", "i32"), "i32", pair_lo, pair_lo.__doc__ or ""),
+        IntrinsicDef("pair_hi", ("i32", "i32"), "i32", pair_hi, pair_hi.__doc__ or ""),
         IntrinsicDef("ssat8", ("i32",), "i32", ssat8, ssat8.__doc__ or ""),
         IntrinsicDef("requant_q31", ("i32", "i32", "i32", "i32", "i32"), "i32", requant_q31,
                      requant_q31.__doc__ or ""),

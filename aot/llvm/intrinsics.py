@@ -104,19 +104,25 @@ def _ror8(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
 
 def _dsp(mod: ir.Module, name: str) -> ir.Function:
     native = dsp_native(mod.triple or "")
-    nargs = {"smlad": 3, "smlabb": 3, "smlatt": 3, "sxtb16": 1, "sxtb16_ror8": 1, "sxtab16": 2,
-             "sxtab16_ror8": 2, "pack16": 2}[name]
+    nargs = {"smlad": 3, "smlabb": 3, "smlatt": 3, "smlabt": 3, "smlatb": 3, "sxtb16": 1, "sxtb16_ror8": 1, "sxtab16": 2,
+             "sxtab16_ror8": 2, "pack16": 2, "pair_lo": 2, "pair_hi": 2}[name]
     fn, b = _fn(mod, name, I32, [I32] * nargs)
     a = list(fn.args)
-    if name == "pack16":
+    if name in ("pack16", "pair_lo"):  # PKHBT
         b.ret(_pair(b, a[0], a[1]))
+    elif name == "pair_hi":  # PKHTB
+        b.ret(b.or_(b.lshr(a[0], ir.Constant(I32, 16)), b.and_(a[1], ir.Constant(I32, -65536))))
     elif native:
         base = name.replace("_ror8", "")
         args = a[:-1] + [_ror8(b, a[-1])] if name.endswith("_ror8") else a
-        if base in ("smlad", "smlabb", "smlatt"):  # llvm.arm.smlad(a, b, acc)
+        if base in ("smlad", "smlabb", "smlatt", "smlabt", "smlatb"):  # llvm.arm.smlad(a, b, acc)
             b.ret(b.call(_arm(mod, base, 3), args))
         else:
             b.ret(b.call(_arm(mod, base, len(args)), args))
+    elif name in ("smlabt", "smlatb"):
+        x, y, acc = a
+        xs, ys = (_bot(b, x), _top(b, y)) if name == "smlabt" else (_top(b, x), _bot(b, y))
+        b.ret(b.add(acc, b.mul(xs, ys)))
     elif name in ("smlad", "smlabb", "smlatt"):
         x, y, acc = a
         lo = b.mul(_bot(b, x), _bot(b, y))
@@ -161,7 +167,8 @@ def _requant_mm(mod: ir.Module) -> ir.Function:
     return fn
 
 
-DSP_INTRINSICS = ("smlad", "smlabb", "smlatt", "sxtb16", "sxtb16_ror8", "sxtab16", "sxtab16_ror8", "pack16")
+DSP_INTRINSICS = ("smlad", "smlabb", "smlatt", "smlabt", "smlatb", "sxtb16", "sxtb16_ror8", "sxtab16",
+                  "sxtab16_ror8", "pack16", "pair_lo", "pair_hi")
 
 
 def _libm(mod: ir.Module, name: str, c_name: str, arity: int = 1) -> ir.Function:

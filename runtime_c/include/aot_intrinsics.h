@@ -84,6 +84,12 @@ static inline int32_t aot_smlabb(int32_t a, int32_t b, int32_t acc) {
 static inline int32_t aot_smlatt(int32_t a, int32_t b, int32_t acc) {
     return (int32_t)__smlatt((uint32_t)a, (uint32_t)b, (uint32_t)acc);
 }
+static inline int32_t aot_smlabt(int32_t a, int32_t b, int32_t acc) {
+    return (int32_t)__smlabt((uint32_t)a, (uint32_t)b, (uint32_t)acc);
+}
+static inline int32_t aot_smlatb(int32_t a, int32_t b, int32_t acc) {
+    return (int32_t)__smlatb((uint32_t)a, (uint32_t)b, (uint32_t)acc);
+}
 static inline int32_t aot_sxtb16(int32_t x) { return (int32_t)__sxtb16((uint32_t)x); }
 static inline int32_t aot_sxtab16(int32_t a, int32_t x) { return (int32_t)__sxtab16((uint32_t)a, (uint32_t)x); }
 #if defined(__GNUC__)
@@ -118,6 +124,12 @@ static inline int32_t aot_smlabb(int32_t a, int32_t b, int32_t acc) {
 static inline int32_t aot_smlatt(int32_t a, int32_t b, int32_t acc) {
     return (int32_t)((uint32_t)acc + (uint32_t)(aot_top16(a) * aot_top16(b)));
 }
+static inline int32_t aot_smlabt(int32_t a, int32_t b, int32_t acc) {
+    return (int32_t)((uint32_t)acc + (uint32_t)(aot_bot16(a) * aot_top16(b)));
+}
+static inline int32_t aot_smlatb(int32_t a, int32_t b, int32_t acc) {
+    return (int32_t)((uint32_t)acc + (uint32_t)(aot_top16(a) * aot_bot16(b)));
+}
 static inline int32_t aot_pair16(uint32_t lo, uint32_t hi) { return (int32_t)((lo & 0xFFFFu) | (hi << 16)); }
 static inline int32_t aot_sxtb16(int32_t x) {
     return aot_pair16((uint32_t)(int32_t)(int8_t)x, (uint32_t)(int32_t)(int8_t)(x >> 16));
@@ -144,6 +156,24 @@ static inline int32_t aot_ssat8(int32_t x) { return x < -128 ? -128 : (x > 127 ?
 static inline int32_t aot_pack16(int32_t lo, int32_t hi) {
     return (int32_t)(((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16));
 }
+/* the bottom (pair_lo) or top (pair_hi) lanes of a and b as one pair: PKHBT / PKHTB */
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(__GNUC__)
+static inline int32_t aot_pair_lo(int32_t a, int32_t b) {
+    int32_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+static inline int32_t aot_pair_hi(int32_t a, int32_t b) {
+    int32_t r;
+    __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(r) : "r"(b), "r"(a));
+    return r;
+}
+#else
+static inline int32_t aot_pair_lo(int32_t a, int32_t b) { return aot_pack16(a, b); }
+static inline int32_t aot_pair_hi(int32_t a, int32_t b) {
+    return (int32_t)(((uint32_t)a >> 16) | ((uint32_t)b & 0xFFFF0000u));
+}
+#endif
 /* four bytes at p as a little-endian int32, any alignment (one LDR on Cortex-M3 and up) */
 static inline int32_t aot_load_word(const void *p) {
     const uint8_t *b = (const uint8_t *)p;

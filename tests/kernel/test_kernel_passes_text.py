@@ -95,8 +95,14 @@ def test_lower_allocations_host_policy_stack_and_platform() -> None:
     assert format_function(after.funcs[1]) == format_function(module_of(scratch_kernel()).funcs[1])  # entry untouched
 
 
+MIXED = AllocationPolicy("mixed", stack_limit=128, large="workspace")  # small on the stack, large in the pool
+
+
 def test_lower_allocations_micro_policy_stack_and_workspace() -> None:
+    # micro: every scratch is a workspace (aot.pipeline.scratch returns what sits at the peak)
     after = lower_allocations(module_of(scratch_kernel()), "micro")
+    assert format_function(after.funcs[0]) == kernel_text("workspace", "workspace")
+    after = lower_allocations(module_of(scratch_kernel()), MIXED)
     assert format_function(after.funcs[0]) == kernel_text("stack", "workspace")
 
 
@@ -110,7 +116,7 @@ def test_lower_allocations_policy_limits_and_per_kernel_mapping() -> None:
 
 
 def test_lower_workspaces() -> None:
-    before = lower_allocations(module_of(scratch_kernel(), calls=2), "micro")
+    before = lower_allocations(module_of(scratch_kernel(), calls=2), MIXED)
     assert format_module(before) == f"""\
 module m (entry m_main)
 pool sram: 0 bytes, align 16
@@ -149,7 +155,7 @@ func m_main(x: i32[4], y: i32[4]):
 
 
 def test_workspace_parameter_is_the_buffer_the_body_uses() -> None:
-    after = lower_workspaces(lower_allocations(module_of(scratch_kernel()), "micro"))
+    after = lower_workspaces(lower_allocations(module_of(scratch_kernel()), MIXED))
     k = after.funcs[0]
     big = k.params[-1]
     assert big.kind == "workspace"

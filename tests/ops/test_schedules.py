@@ -121,6 +121,12 @@ CHAINS = {
     # asymmetric padding, a kernel taller than wide, VALID; big bias and weights (SMMLAR bounds)
     "dw-ring": ((1, 9, 6, 8), [dict(kind="dw", k=(3, 3)), dict(kind="dw", k=(3, 2), s=(2, 2), pad=(2, 0, 1, 1)),
                                dict(kind="dw", k=(4, 3), s=(1, 2), act="none"), dict(kind="dw", k=(2, 2), pad="valid")]),
+    # the tap-pair depthwise (SMLAD over horizontally adjacent taps): rows wider than one block (11 =
+    # 2 blocks of 4 + 3), even and odd kernel widths, asymmetric padding (top 0, kernel taller than the
+    # image's top padding), padding rows below the image, VALID
+    "dw-pairs": ((1, 5, 11, 8), [dict(kind="dw", k=(3, 3)), dict(kind="dw", k=(2, 4), act="relu6"),
+                                 dict(kind="dw", k=(5, 5), pad=(1, 3, 0, 4), act="none"),
+                                 dict(kind="dw", k=(3, 2), pad="valid")]),
     # issue 13: depthwise over a width-1 input (a streaming keyword model) printed an unused variable
     "dw-width-1": ((1, 30, 1, 40), [dict(kind="dw", k=(3, 1)), dict(kind="dw", k=(3, 3), m=2, act="none")]),
 }
@@ -161,7 +167,7 @@ def test_schedules_choose_by_target() -> None:
     used = {}
     for name, tgt in [("nodsp", ScheduleTarget()), ("dsp", M4), ("ref", ScheduleTarget(opt="reference"))]:
         used[name] = _intrinsics_used(compile_model(model, target_options(tgt)).module)
-    assert {"smlad", "sxtb16", "smlabb", "smlatt", "sxtab16", "requant_mm"} <= used["dsp"]  # SMMLAR requant
+    assert {"smlad", "sxtb16", "smlabt", "smlatb", "pair_lo", "sxtab16", "requant_mm"} <= used["dsp"]  # SMMLAR
     assert not {"smlad", "sxtb16", "smlabb"} & used["nodsp"] and "requant_q31" in used["nodsp"]
     assert used["ref"] <= {"requantize"}
 
@@ -216,8 +222,8 @@ def test_weight_budget_is_spent_in_call_order() -> None:
 
 
 # ----------------------------------------------------------------------------- intrinsics
-PAIR_INTRINSICS = ["smlad", "smlabb", "smlatt", "sxtb16", "sxtb16_ror8", "sxtab16", "sxtab16_ror8", "pack16",
-                   "ssat8", "requant_q31", "requant_mm"]
+PAIR_INTRINSICS = ["smlad", "smlabb", "smlatt", "smlabt", "smlatb", "sxtb16", "sxtb16_ror8", "sxtab16", "sxtab16_ror8",
+                   "pack16", "pair_lo", "pair_hi", "ssat8", "requant_q31", "requant_mm"]
 
 
 def _intrinsic_module(name: str, n: int) -> K.KernelModule:
@@ -343,7 +349,8 @@ def test_smlal_pairs_on_cortex_m3_within_the_flash_budget() -> None:
 
 def test_depthwise_line_buffer_on_dsp_cores() -> None:
     """DSP depthwise with channels in quads reads a widened line buffer (one record table per layer,
-    SMMLAR requantization) and still writes a stride-1 SAME layer in place; without DSP it does not."""
+    SMMLAR requantization) and still writes a stride-1 SAME layer in place; without DSP it does not.
+    Stride 1 and kernels at least 2 wide take the tap-pair line buffer (SMLAD), the others the quad one."""
     from codegen_c.printer import CPrinter
     x_shape, ops = CHAINS["dw-ring"]
     model = conv_chain(5, x_shape, ops)
@@ -351,9 +358,11 @@ def test_depthwise_line_buffer_on_dsp_cores() -> None:
         cm = compile_model(model, target_options(tgt, flash_budget=0))
         funcs = [f for f in cm.module.funcs if "depthwise" in f.name]
         texts = [CPrinter().function(f) for f in funcs]
-        assert all(("dwrec" in t) == ring for t in texts)
+        kinds = [("dwpairs" in t, "dwrec" in t) for t in texts]
+        assert kinds == ([(True, False), (False, True), (False, True), (True, False)] if ring else [(False, False)] * 4)
         if ring:
             assert all("aot_requant_mm(" in t for t in texts) and funcs[0].inplace
+            assert all("aot_smlad(" in t and "aot_pair_hi(" in t for t, (p, _) in zip(texts, kinds) if p)
 
 
 def test_load_word_reads_little_endian_and_verifies() -> None:
@@ -399,10 +408,11 @@ def test_llvm_selects_dsp_instructions_only_where_the_core_has_them(tmp_path: Pa
 # ----------------------------------------------------------------------------- QEMU
 @pytest.mark.slow
 @pytest.mark.usefixtures("arm_toolchain")
-@pytest.mark.parametrize("board,backend", [("mps2-an386", "c"), ("mps2-an385", "c"), ("mps2-an386", "llvm")])
-def test_schedules_in_qemu_bit_exact(board: str, backend: str) -> None:
+@pytest.mark.parametrize("board,backend,chain", [("mps2-an386", "c", "dscnn"), ("mps2-an385", "c", "dscnn"),
+                                                 ("mps2-an386", "llvm", "dscnn"), ("mps2-an386", "c", "dw-pairs")])
+def test_schedules_in_qemu_bit_exact(board: str, backend: str, chain: str) -> None:
     from aot.board.flow import run_on_board
-    x_shape, ops = CHAINS["dscnn"]
+    x_shape, ops = CHAINS[chain]
     model = conv_chain(7, x_shape, ops)
     inputs = _input(model, 1)
     ref = aot.reference(model, inputs)["y"]

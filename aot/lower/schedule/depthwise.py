@@ -13,6 +13,8 @@ extends, two weight loads and four 16x16 multiply-accumulates (SMLABB / SMLATT).
 At speed, when a line buffer of kh widened rows fits RING_MAX_BYTES (one image, dilation 1,
 channels in quads), emit_ring below widens each input row once instead (offset added, padding
 columns zero) and every tap is two LDRDs and four multiply-accumulates, no border columns.
+Before that, at speed, stride 1 with kernels at least 2 wide takes the tap-pair line buffer of
+aot.lower.schedule.depthwise_pairs (SMLAD over two horizontally adjacent taps of one channel).
 Other cores: one channel at a time with byte loads; in the interior the input offset is
 folded into the bias (bias + offset * sum of the channel's weights), so a tap is two loads
 and one multiply-accumulate.
@@ -28,6 +30,7 @@ from aot.kernel import ir as K
 from aot.kernel.simplify import simplify_expr
 from aot.kernel.intrinsics import call as intrinsic, pack16
 from aot.ops.common import guard, window_axis, window_bounds_conds
+from aot.lower.schedule.depthwise_pairs import emit_pairs, pairs_geometry
 from aot.lower.schedule.requant import ChannelConsts, Requant, fold_bias
 from aot.lower.schedule.target import ScheduleTarget
 
@@ -89,6 +92,10 @@ def emit_depthwise(ctx, tgt: ScheduleTarget, x, w, bias, out, attrs: Mapping[str
     quads = cin // 4 if dsp else 0
 
     if dsp and tgt.speed:
+        pgeo = pairs_geometry(x, out, attrs, kh, kw)
+        if pgeo is not None:
+            body, inplace_ok = emit_pairs(ctx, x, w3, b, out, attrs, arith, rq, kh, kw, pgeo[0])
+            return body, in_place and inplace_ok
         geo = ring_geometry(x, out, attrs, kh, kw)
         if geo is not None:
             body, inplace_ok = emit_ring(ctx, x, w3, b, out, attrs, arith, rq, kh, kw, geo[0])

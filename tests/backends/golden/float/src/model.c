@@ -4,31 +4,28 @@
 #include "model_internal.h"
 
 /* conv2d -> add */
-AOT_KERNEL int32_t model_fused_conv2d_add_0(const float *in, float *out) {
-    {
-        float im2col[18];
-        for (int32_t n = 0; n < 1; ++n) {
-            for (int32_t oy = 0; oy < 5; ++oy) {
-                for (int32_t ox = 0; ox < 5; ++ox) {
-                    for (int32_t ky = 0; ky < 3; ++ky) {
-                        for (int32_t kx = 0; kx < 3; ++kx) {
-                            for (int32_t ic = 0; ic < 2; ++ic) {
-                                if (((((((oy - 1) + ky) >= 0) && (((oy - 1) + ky) < 5)) && (((ox - 1) + kx) >= 0)) && (((ox - 1) + kx) < 5))) {
-                                    im2col[((((ky * 3) + kx) * 2) + ic)] = in[(((((oy - 1) + ky) * 10) + (((ox - 1) + kx) * 2)) + ic)];
-                                } else {
-                                    im2col[((((ky * 3) + kx) * 2) + ic)] = 0.0f;
-                                }
+AOT_KERNEL int32_t model_fused_conv2d_add_0(const float *in, float *out, float *im2col) {
+    for (int32_t n = 0; n < 1; ++n) {
+        for (int32_t oy = 0; oy < 5; ++oy) {
+            for (int32_t ox = 0; ox < 5; ++ox) {
+                for (int32_t ky = 0; ky < 3; ++ky) {
+                    for (int32_t kx = 0; kx < 3; ++kx) {
+                        for (int32_t ic = 0; ic < 2; ++ic) {
+                            if (((((((oy - 1) + ky) >= 0) && (((oy - 1) + ky) < 5)) && (((ox - 1) + kx) >= 0)) && (((ox - 1) + kx) < 5))) {
+                                im2col[((((ky * 3) + kx) * 2) + ic)] = in[(((((oy - 1) + ky) * 10) + (((ox - 1) + kx) * 2)) + ic)];
+                            } else {
+                                im2col[((((ky * 3) + kx) * 2) + ic)] = 0.0f;
                             }
                         }
                     }
-                    for (int32_t oc = 0; oc < 3; ++oc) {
-                        float acc = 0.0f;
-                        for (int32_t k = 0; k < 18; ++k) {
-                            acc = (acc + (im2col[k] * model_const_weights[((oc * 18) + k)]));
-                        }
-                        float v = aot_max_f32((acc + model_const_conv2d_arg2[oc]), 0.0f);
-                        out[(((oy * 15) + (ox * 3)) + oc)] = aot_min_f32(3.4028234663852886e+38f, aot_max_f32((-3.4028234663852886e+38f), (v + model_const_add_arg1[oc])));
+                }
+                for (int32_t oc = 0; oc < 3; ++oc) {
+                    float acc = 0.0f;
+                    for (int32_t k = 0; k < 18; ++k) {
+                        acc = (acc + (im2col[k] * model_const_weights[((oc * 18) + k)]));
                     }
+                    float v = aot_max_f32((acc + model_const_conv2d_arg2[oc]), 0.0f);
+                    out[(((oy * 15) + (ox * 3)) + oc)] = aot_min_f32(3.4028234663852886e+38f, aot_max_f32((-3.4028234663852886e+38f), (v + model_const_add_arg1[oc])));
                 }
             }
         }
@@ -83,7 +80,7 @@ static int32_t model_main(float *x, float *p, uint8_t *pool_sram) {
     (void)x;
     (void)p;
     int32_t rc = AOT_OK;
-    rc = model_fused_conv2d_add_0(x, (float *)(pool_sram + 0));
+    rc = model_fused_conv2d_add_0(x, (float *)(pool_sram + 0), (float *)(pool_sram + 304));
     if (rc != 0) return rc;
     rc = model_fused_max_pool2d_1((float *)(pool_sram + 0), (float *)(pool_sram + 304));
     if (rc != 0) return rc;

@@ -1,0 +1,238 @@
+"""int8 depthwise convolution on DSP cores: SMLAD over pairs of horizontally adjacent taps.
+
+Applies to depth multiplier 1, one image, stride 1, dilation 1, channels in quads, kernels at
+least 2 wide, top padding below the kernel height. A line buffer holds, per channel, kh input
+rows as 16-bit values with the input offset added (padding columns and rows zero), two
+horizontally adjacent pixels per word: word j of a row is the pair (slot 2j, slot 2j + 1), slot
+s being input column s - pl. Output pixel ox reads slots ox .. ox + kw - 1, so an even output
+takes its taps two at a time with SMLAD over the weight pairs E_t = (w[2t], w[2t + 1]), and an
+odd one SMLATB for its first tap, then SMLAD over O_t = (w[2t - 1], w[2t]) (the odd width's
+or even width's last tap: SMLABT; see _taps). A 3-wide row of taps is then two
+multiply-accumulates for either parity, two weight words, and each word of the row, loaded
+once (LDRD pairs), serves the neighbouring outputs.
+
+Per channel and output row, the accumulators of a block of output pixels (the whole row when
+it is at most MAX_ROW wide, else blocks of BLOCK) start from the channel's bias and share its
+weight words and requantization constants: one record per channel (bias, the varying
+requantization constants, per kernel row E then O), loaded after the accumulation.
+The line buffer is channel-major (a channel's kh rows adjacent: immediate offsets), input row r
+in row r % kh, and the output rows run in blocks of kh with the kh passes unrolled, so which
+buffer row holds which kernel row is known at compile time.
+
+Filling a row: per quad of channels the words of two neighbouring pixels a, b are combined
+before widening: PKHBT gives the bytes (c0 a, c1 a, c0 b, c1 b), SXTAB16 (ROR 8) of it the
+pairs of channels c0 and c1, PKHTB and SXTAB16 those of c2 and c3 (a pixel in the padding
+reads as bytes equal to the input zero point, which widen to 0). Input row r is brought in
+before output row r is written, so with the output shaped as the input the output may
+overwrite the input (returned flag), as in aot.lower.schedule.depthwise.emit_ring.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from aot.kernel import ir as K
+from aot.kernel.intrinsics import call as intrinsic, pack16
+from aot.kernel.simplify import simplify_expr
+from aot.lower.schedule.requant import ChannelConsts, Requant
+
+PAIRS_MAX_BYTES = 4096  # the line buffer's RAM
+BLOCK = 4  # output pixels per block when a row is wider than MAX_ROW (even: blocks start on a word)
+MAX_ROW = 6  # rows up to this width are one block
+
+
+def _taps(kw: int) -> tuple[int, int, list[tuple[int, int, str]], list[tuple[int, int, str]]]:
+    """A kernel row kw wide as stored weight words and the multiply-accumulates of each output parity.
+
+    Stored: E_t = (w[2t], w[2t + 1]) for t < nE = kw // 2, then O_t = (w[2t - 1], w[2t]) for
+    t = 1 .. nO = (kw - 1) // 2. Returns (nE, nO, even ops, odd ops), an op being (input word
+    offset from the output's first word, stored word index, intrinsic): an even output covers
+    its taps with SMLAD over the E pairs (an odd width's last tap: SMLABT with the top of the
+    last O), an odd output starts with SMLATB (its first tap is the top of its first word
+    times the bottom of E_0), then SMLAD over the O pairs (an even width's last tap: SMLABT
+    with the top of the last E)."""
+    ne, no = kw // 2, (kw - 1) // 2
+    even = [(t, t, "smlad") for t in range(ne)]
+    odd = [(0, 0, "smlatb")] + [(t, ne + t - 1, "smlad") for t in range(1, no + 1)]
+    if kw % 2:
+        even.append((ne, ne + no - 1, "smlabt"))
+    else:
+        odd.append((ne, ne - 1, "smlabt"))
+    return ne, no, even, odd
+
+
+def pairs_geometry(x, out, attrs: Mapping[str, Any], kh: int, kw: int) -> tuple[int, int] | None:  # noqa: ANN001
+    """(words per channel row, line-buffer bytes) of the pair schedule, or None if it does not apply."""
+    n_, oh, ow, oc_n = out.shape
+    _, h, wd, cin = x.shape
+    if (n_ != 1 or tuple(attrs.get("dilation", (1, 1))) != (1, 1) or cin % 4 or oc_n != cin
+            or tuple(attrs["strides"]) != (1, 1) or kw < 2 or not 0 <= attrs["padding"][0] < kh):
+        return None
+    _, _, even, odd = _taps(kw)
+    last_even = (ow - 1) // 2 * 2
+    last_odd = (ow - 2) // 2 * 2 + 1 if ow >= 2 else -1
+    words = last_even // 2 + 1 + max(o for o, _, _ in even)
+    if last_odd >= 0:
+        words = max(words, last_odd // 2 + 1 + max(o for o, _, _ in odd))
+    nbytes = kh * cin * words * 4
+    return (words, nbytes) if nbytes <= PAIRS_MAX_BYTES else None
+
+
+def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, Any], arith, rq: Requant,  # noqa: ANN001
+               kh: int, kw: int, sw_words: int) -> tuple[K.Stmt, bool]:
+    """The kernel body (see the module docstring) and whether the output may overwrite the input."""
+    _, oh, ow, oc_n = out.shape
+    _, h, wd, cin = x.shape
+    pt, _, pl, _ = attrs["padding"]
+    off = int(arith.input_offset)
+    ne, no, even_ops, odd_ops = _taps(kw)
+    bound = np.abs(b) + 256 * np.abs(w3).sum(axis=0)
+    dbl = rq.use_mm(bound)
+    scale = 2 if dbl else 1
+    nv = len(rq.varying)
+    rqd = rq._data if nv else np.zeros((oc_n, 0), np.int64)
+
+    # per channel record: bias, requant constants, per kernel row E_0 .., O_1 ..
+    wk = (w3 * scale).reshape(kh, kw, oc_n)
+
+    def pair(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        return ((lo & 0xFFFF) | ((hi & 0xFFFF) << 16)).astype(np.uint32).view(np.int32).astype(np.int64)
+
+    cols = []
+    for ky in range(kh):
+        cols += [pair(wk[ky, 2 * t], wk[ky, 2 * t + 1]) for t in range(ne)]
+        cols += [pair(wk[ky, 2 * t - 1], wk[ky, 2 * t]) for t in range(1, no + 1)]
+    rec = np.concatenate([(b * scale)[:, None], np.asarray(rqd, np.int64).reshape(oc_n, nv),
+                          np.stack(cols, axis=1)], axis=1)
+    rec_len = rec.shape[1]
+    w0 = 1 + nv  # first weight pair in a record
+    tab = ctx.const(rec.reshape(-1).astype(np.int32), "i32", "dwpairs")
+
+    cw = kh * sw_words  # line-buffer words of one channel: its kh rows, each sw_words
+    ring = K.Buffer(ctx.fresh("rows"), "i32", cin * cw)
+    offpair = K.Const(pack16(off, off))
+    zp_word = K.Const(int(np.array([(-off) & 0xFF] * 4, np.uint8).view(np.int32)[0]))
+    in_place = ((oh, ow) == (h, wd) and out.buffer is not None and x.buffer is not None
+                and out.buffer.dtype == "i8" and out.buffer.size == x.buffer.size)
+
+    # words of a channel row: which image columns their two slots hold (None: padding)
+    def col(s: int) -> int | None:
+        c = s - pl
+        return c if 0 <= c < wd else None
+    word_cols = [(col(2 * j), col(2 * j + 1)) for j in range(sw_words)]
+    image_words = [j for j, (a, c) in enumerate(word_cols) if a is not None or c is not None]
+    stmts: list[K.Stmt] = []
+    zero_words = [j for j in range(sw_words) if j not in image_words]
+    if zero_words:  # padding words: zero once, never written again
+        e = ctx.var("rz")
+        stmts.append(K.For(e, cin * kh, K.seq(*[K.Store(ring, e * sw_words + j, K.Const(0)) for j in zero_words])))
+
+    def copy_row(r: K.Expr, slot: int) -> K.Stmt:
+        """Input row r (in the image) into line-buffer row `slot` of every channel."""
+        q, s = ctx.var("fq"), ctx.var("fs")
+        body: list[K.Stmt] = []
+
+        def pixel(v: int | None) -> K.Expr:  # the four channels' bytes of image column v, loaded where used
+            if v is None:
+                return zp_word
+            pv = ctx.var("px")
+            body.append(K.Let(pv, K.LoadWord(x.buffer, simplify_expr(r * (wd * cin) + (v * cin) + q * 4))))
+            return pv
+        for g in range(0, len(image_words), 2):  # two words at a time: a channel's two stores adjacent (STRD)
+            vals: dict[tuple[int, int], K.Expr] = {}
+            for j in image_words[g:g + 2]:
+                a, c = word_cols[j]
+                pa, pb = pixel(a), pixel(c)
+                lo, hi = ctx.var("plo"), ctx.var("phi")
+                body += [K.Let(lo, intrinsic("pair_lo", pa, pb)), K.Let(hi, intrinsic("pair_hi", pa, pb))]
+                for i, (src, fn) in enumerate(((lo, "sxtab16"), (lo, "sxtab16_ror8"), (hi, "sxtab16"),
+                                               (hi, "sxtab16_ror8"))):
+                    v = ctx.var("pw")
+                    body.append(K.Let(v, intrinsic(fn, offpair, src)))
+                    vals[i, j] = v
+            for (i, j), v in sorted(vals.items()):
+                body.append(K.Store(ring, s + (i * cw + slot * sw_words + j), v))
+        return K.For(q, cin // 4, K.seq(K.Let(s, q * (4 * cw)), *body))
+
+    def zero_row(slot: int) -> K.Stmt:
+        """Line-buffer row `slot` of every channel all zero (a padding row)."""
+        c = ctx.var("zc")
+        return K.For(c, cin, K.seq(*[K.Store(ring, c * cw + (slot * sw_words + j), K.Const(0)) for j in image_words]))
+
+    def row_in(r: K.Expr, slot: int, lo_ok: bool, hi_ok: bool) -> K.Stmt:
+        if lo_ok and hi_ok:
+            return copy_row(r, slot)
+        conds = ([] if lo_ok else [r >= 0]) + ([] if hi_ok else [r < h])
+        return K.If(K.logical_and(*conds), copy_row(r, slot), zero_row(slot))
+
+    def block(oy: K.Expr, c: K.Expr, rb: K.Expr, slots: list[int], ox0: K.Expr, word0: K.Expr, n: int,
+              rq_consts: Callable[[], tuple[list[K.Stmt], ChannelConsts]], bias: K.Expr) -> list[K.Stmt]:
+        """Outputs ox0 .. ox0 + n - 1 (ox0 even, its first word word0) of channel c."""
+        accs = [ctx.var(f"acc{i}") for i in range(n)]
+        st: list[K.Stmt] = [K.Let(a, bias) for a in accs]
+        for ky in range(kh):
+            rp = ctx.var("rp")
+            st.append(K.Let(rp, simplify_expr(c * cw + (slots[ky] * sw_words) + word0)))
+            wts = [ctx.var("wp") for _ in range(ne + no)]
+            st += [K.Let(v, K.Load(tab, rb + (w0 + ky * (ne + no) + k))) for k, v in enumerate(wts)]
+            nw = max(i // 2 + 1 + max(o for o, _, _ in (odd_ops if i % 2 else even_ops)) for i in range(n))
+            xws = [ctx.var("xw") for _ in range(nw)]
+            for j, xw in enumerate(xws):  # words loaded in pairs (LDRD) right before their multiply-accumulates
+                if j % 2 == 0:
+                    st += [K.Let(v, K.Load(ring, rp + (j + d))) for d, v in enumerate(xws[j:j + 2])]
+                for i, a in enumerate(accs):
+                    for o, k, fn in (odd_ops if i % 2 else even_ops):
+                        if i // 2 + o == j:
+                            st.append(K.Assign(a, intrinsic(fn, xw, wts[k], a)))
+        lets, consts = rq_consts()  # loaded after the accumulation: fewer live registers
+        st += lets
+        for i, a in enumerate(accs):
+            st.append(out.store([K.Const(0), oy, ox0 + i, c], rq.value(consts, a, doubled=dbl)))
+        return st
+
+    def out_row(oy: K.Expr, slots: list[int]) -> K.Stmt:
+        """Output row oy, its kernel row ky read from line-buffer row slots[ky]."""
+        c, rb, bias = ctx.var("c"), ctx.var("rec"), ctx.var("bias")
+        cb: list[K.Stmt] = [K.Let(rb, c * rec_len), K.Let(bias, K.Load(tab, rb))]
+
+        def rq_consts() -> tuple[list[K.Stmt], ChannelConsts]:
+            lets: list[K.Stmt] = []
+            vals: dict[str, K.Expr] = {n: K.Const(v) for n, v in rq.consts.items()}
+            for j, name in enumerate(rq.varying):
+                vv = ctx.var(f"q{name}")
+                lets.append(K.Let(vv, K.Load(tab, rb + (1 + j))))
+                vals[name] = vv
+            return lets, ChannelConsts(vals)
+        consts = rq_consts
+        if ow <= MAX_ROW:
+            cb += block(oy, c, rb, slots, K.Const(0), K.Const(0), ow, consts, bias)
+        else:
+            bx = ctx.var("bx")
+            full = ow // BLOCK
+            cb.append(K.For(bx, full, K.seq(*block(oy, c, rb, slots, bx * BLOCK, bx * (BLOCK // 2), BLOCK,
+                                                   consts, bias))))
+            if ow % BLOCK:
+                cb += block(oy, c, rb, slots, K.Const(full * BLOCK), K.Const(full * BLOCK // 2), ow % BLOCK,
+                            consts, bias)
+        return K.For(c, cin, K.seq(*cb))
+
+    # input row r lives in line-buffer row r % kh; the rows output row 0 needs before its newest
+    for r in range(-pt, kh - 1 - pt):
+        stmts.append(copy_row(K.Const(r), r % kh) if 0 <= r < h else zero_row(r % kh))
+    # output rows in blocks of kh (unrolled: the line-buffer rows of each are known), each first
+    # bringing in its newest input row r = oy - pt + kh - 1 (zeros below the image)
+    blocks = -(-oh // kh)
+    ob = ctx.var("ob")
+    per: list[K.Stmt] = []
+    for u in range(kh):
+        oy = ctx.var("oy")
+        newest = u - pt + kh - 1
+        r = simplify_expr(oy + (kh - 1 - pt))
+        hi_ok = (blocks - 1) * kh + newest < h  # the block's last pass still inside the image
+        body = K.seq(row_in(r, newest % kh, True, hi_ok), out_row(oy, [(u - pt + ky) % kh for ky in range(kh)]))
+        if (blocks - 1) * kh + u >= oh:  # the last block's pass u is past the output
+            body = K.If(oy < oh, body)
+        per += [K.Let(oy, ob * kh + u), body]
+    stmts.append(K.For(ob, blocks, K.seq(*per)))
+    return K.Allocate(ring, K.seq(*stmts)), in_place
