@@ -7,7 +7,7 @@ runtime_c/include/aot_x86.h (portable C, the same arithmetic).
 
 `x86_gemm` / `x86_gemm_vnni` (the same semantics): every output channel (OC) of npix pixels,
 pixel q reading x + q*xs (n int8 values: n / rl runs of rl bytes, rs apart, a window read in
-place; rl = 0: one run) and writing out + q*os (OC int8 values):
+place; rl = 0: one run; xu = 1: stored as x xor 0x80) and writing out + q*os (OC int8 values):
 
     out[c] = clamp(requantize(bias[c] + sum_k<n x[k] * W[c][k]) + zp, amin, amax)
 
@@ -72,11 +72,12 @@ def param_table(w2d: np.ndarray, biasf: np.ndarray, mult: np.ndarray, shift: np.
 
 
 def x86_gemm(out: Ref, x: Ref, w: Ref, p: Ref, n: int, npix: int, xs: int, os: int, OC: int, zp: int, amin: int,
-             amax: int, rl: int = 0, rs: int = 0, nt: int = 1) -> int:
+             amax: int, rl: int = 0, rs: int = 0, xu: int = 0, nt: int = 1) -> int:
     """Every output channel (OC) of npix pixels: out[q*os + c] = clamp(requantize(bias[c] +
     sum_k<n x[q*xs + off(k)] * W[c][k]) + zp), W and the table as pack_weights / param_table lay them
     out; a pixel's inputs are n / rl runs of rl bytes, rs apart (off(k) = (k / rl) * rs + k % rl; rl
-    a multiple of 4, or 0: one run of n)."""
+    a multiple of 4, or 0: one run of n). xu = 1: the input bytes hold x xor 0x80 (x + 128 as an
+    unsigned byte: the VNNI routine's operand as it is)."""
     xa, xi = x
     wa, wi = w
     pa, pi = p
@@ -90,6 +91,8 @@ def x86_gemm(out: Ref, x: Ref, w: Ref, p: Ref, n: int, npix: int, xs: int, os: i
     offs = np.array([(k // rl) * rs + k % rl for k in range(n)], dtype=np.int64)
     for q in range(npix):
         xv = xa[xi + q * xs + offs].astype(np.int64)
+        if xu:
+            xv = np.where(xv < 0, xv + 128, xv - 128)
         acc = fp.wrap32(tab[0] + wk @ xv)
         v = fp.multiply_by_quantized_multiplier(acc, tab[1], shift) + zp
         out[0][out[1] + q * os:out[1] + q * os + OC] = np.clip(v, amin, amax)
@@ -173,7 +176,7 @@ def _sdw(lanes: int) -> Callable[..., int]:
     return x86_sdw
 
 
-_GEMM_ARGS = ("*i8", "&i8", "&i8", "&i32") + ("i32",) * 11
+_GEMM_ARGS = ("*i8", "&i8", "&i8", "&i32") + ("i32",) * 12
 _SGEMM_ARGS = ("*f32", "&f32", "&f32", "&f32") + ("i32",) * 8 + ("f32", "f32", "i32")
 _SDW_ARGS = ("*f32", "&f32", "&f32", "&f32") + ("i32",) * 14 + ("f32", "f32", "i32")
 F32_LANES = (16, 8)  # AVX-512 (one zmm), AVX2 (one ymm)

@@ -28,7 +28,7 @@ static inline int32_t aot_x86_by_blocks(int32_t npix, int32_t nt) { return npix 
 
 static inline int32_t aot_x86_gemm_core(int8_t *out, const int8_t *x, const int8_t *w, const int32_t *p, int32_t n,
                                         int32_t npix, int32_t xs, int32_t os, int32_t OC, int32_t zp, int32_t amin,
-                                        int32_t amax, int32_t rl, int32_t rs) {
+                                        int32_t amax, int32_t rl, int32_t rs, int32_t xu) {
     if (rl == 0) rl = n;
     const int32_t steps = (n + 3) >> 2;
     const int32_t nb = (OC + 15) >> 4;
@@ -40,7 +40,8 @@ static inline int32_t aot_x86_gemm_core(int8_t *out, const int8_t *x, const int8
             int32_t acc[16];
             for (int32_t l = 0; l < 16; ++l) acc[l] = pb[l];
             for (int32_t k = 0; k < n; ++k) {
-                const int32_t xv = xq[(k / rl) * rs + k % rl];
+                const int32_t xb = xq[(k / rl) * rs + k % rl];
+                const int32_t xv = xu ? (xb < 0 ? xb + 128 : xb - 128) : xb; /* stored x xor 0x80 */
                 const int8_t *wk = wb + (k >> 2) * 64 + (k & 3);
                 for (int32_t l = 0; l < 16; ++l) acc[l] = (int32_t)((uint32_t)acc[l] + (uint32_t)(xv * wk[4 * l]));
             }
@@ -61,7 +62,7 @@ typedef struct {
     int8_t *out;
     const int8_t *x, *w;
     const int32_t *p;
-    int32_t n, npix, xs, os, OC, zp, amin, amax, rl, rs, by_blocks;
+    int32_t n, npix, xs, os, OC, zp, amin, amax, rl, rs, xu, by_blocks;
 } aot_x86_gemm_job;
 
 static inline void aot_x86_gemm_task(void *ctx, int32_t lo, int32_t hi) {
@@ -69,27 +70,28 @@ static inline void aot_x86_gemm_task(void *ctx, int32_t lo, int32_t hi) {
     if (j->by_blocks) {
         const int32_t end = hi * 16 < j->OC ? hi * 16 : j->OC;
         aot_x86_gemm_core(j->out + lo * 16, j->x, j->w + lo * ((j->n + 3) >> 2) * 64, j->p + lo * 80, j->n, j->npix,
-                          j->xs, j->os, end - lo * 16, j->zp, j->amin, j->amax, j->rl, j->rs);
+                          j->xs, j->os, end - lo * 16, j->zp, j->amin, j->amax, j->rl, j->rs, j->xu);
     } else {
         aot_x86_gemm_core(j->out + lo * j->os, j->x + lo * j->xs, j->w, j->p, j->n, hi - lo, j->xs, j->os, j->OC,
-                          j->zp, j->amin, j->amax, j->rl, j->rs);
+                          j->zp, j->amin, j->amax, j->rl, j->rs, j->xu);
     }
 }
 
 static inline int32_t aot_x86_gemm(int8_t *out, const int8_t *x, const int8_t *w, const int32_t *p, int32_t n,
                                    int32_t npix, int32_t xs, int32_t os, int32_t OC, int32_t zp, int32_t amin,
-                                   int32_t amax, int32_t rl, int32_t rs, int32_t nt) {
+                                   int32_t amax, int32_t rl, int32_t rs, int32_t xu, int32_t nt) {
     if (nt > 1 && (int64_t)n * npix * OC >= AOT_X86_MIN_PARALLEL_MACS) {
-        aot_x86_gemm_job j = {out, x, w, p, n, npix, xs, os, OC, zp, amin, amax, rl, rs, aot_x86_by_blocks(npix, nt)};
+        aot_x86_gemm_job j = {out, x, w, p, n, npix, xs, os, OC, zp, amin, amax, rl, rs, xu,
+                              aot_x86_by_blocks(npix, nt)};
         return aot_parallel_for(aot_x86_gemm_task, &j, j.by_blocks ? (OC + 15) >> 4 : npix, nt);
     }
-    return aot_x86_gemm_core(out, x, w, p, n, npix, xs, os, OC, zp, amin, amax, rl, rs);
+    return aot_x86_gemm_core(out, x, w, p, n, npix, xs, os, OC, zp, amin, amax, rl, rs, xu);
 }
 
 static inline int32_t aot_x86_gemm_vnni(int8_t *out, const int8_t *x, const int8_t *w, const int32_t *p, int32_t n,
                                         int32_t npix, int32_t xs, int32_t os, int32_t OC, int32_t zp, int32_t amin,
-                                        int32_t amax, int32_t rl, int32_t rs, int32_t nt) {
-    return aot_x86_gemm(out, x, w, p, n, npix, xs, os, OC, zp, amin, amax, rl, rs, nt);
+                                        int32_t amax, int32_t rl, int32_t rs, int32_t xu, int32_t nt) {
+    return aot_x86_gemm(out, x, w, p, n, npix, xs, os, OC, zp, amin, amax, rl, rs, xu, nt);
 }
 
 /* ------------------------------------------------------------------ float32 */

@@ -11,11 +11,18 @@ generic schedules. An output with a fused epilogue (a residual ADD) is computed 
 CHUNK_BYTES outputs at a time into a buffer, then stored element by element through it.
 
 Pixels whose inputs are evenly spaced rows (unpadded 1x1 stride-1 convolutions, fully connected
-layers) go to one call over every pixel. Over a materialised input, the pixels whose window lies
-inside the image read it in place, one call per output row (the routine's runs: kh runs of kw*C
-bytes a row apart, kw*C a multiple of 4 or kh = 1); the border pixels (and every pixel of an
-input that is not materialised) fill int8 columns for a group of pixels (aot.lower.schedule
-.gemm's column fill, the padding written as the input zero point), then one call per group. A depthwise
+layers) go to one call over every pixel. A convolution with a window (or padding, or an input
+that is not materialised) and dilation 1 along x first copies its input into a padded buffer
+(`pad_plan`: the padding written as the input zero point, at most PAD_BYTES; for the VNNI
+routine every byte stored xor 0x80, the routine's `xu`, so that it broadcasts the unsigned bytes
+straight from memory), then every pixel reads its window in place, one call per output row (kh
+runs of kw*C bytes rounded up to 4, a row apart: the bytes past the window meet zero weights).
+Otherwise the pixels whose window lies inside the image read it in place, one call per output
+row, and the border pixels fill int8 columns for a group of pixels (aot.lower.schedule.gemm's
+column fill), then one call per group. A fused epilogue of an NHWC output (a residual ADD) is
+computed back into the output chunk, its requantizations rewritten without 64-bit products where
+the operand is an int8 (aot.lower.schedule.host_requant), then copied: LLVM vectorises it without
+the run-time alias check that fails when the ADD writes over its residual input. A depthwise
 convolution of one input channel (depth multiplier m) is such a product too (x86_gemm_geometry);
 other depthwise convolutions keep the generic schedule (aot.lower.schedule.depthwise), which
 LLVM vectorises along the channels: a 16-lane routine with a vector requantization per block
@@ -27,6 +34,7 @@ as its last argument; the routine splits large products across the host thread p
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 import numpy as np
@@ -36,12 +44,15 @@ from aot.kernel.intrinsics import call as intrinsic
 from aot.kernel.intrinsics_x86 import pack_weights, param_table
 from aot.kernel.simplify import simplify_expr
 from aot.lower.schedule.gemm import Geometry, _Fill, pixel_coords
+from aot.lower.schedule.host_requant import cheap_requantize, int8_locals
 from aot.lower.schedule.helium import conv_problem, fc_problem, plain_output
 from aot.ops.arith import MacArith
 from aot.ops.emit import Accessor, OutputWriter
 
 COLUMN_BYTES = 4096  # the columns of a group of pixels (convolutions with a window or padding)
 CHUNK_BYTES = 4096  # outputs computed before a fused epilogue stores them
+PAD_BYTES = 65536  # the largest padded input copy (aot.lower.schedule.host_x86.pad_plan)
+PAD_RUN_MAX = 4096  # the longest window row read in place from the copy
 # host CPU features the schedules read (llvmlite names)
 X86_FEATURES = ("avx2", "avx512f", "avx512bw", "avx512vnni", "avxvnni")
 
@@ -110,8 +121,81 @@ def inside_range(out_n: int, stride: int, pad: int, k: int, dil: int, size: int)
     return (ins[0], ins[-1] + 1) if ins else (0, 0)
 
 
+@dataclass(frozen=True)
+class PadPlan:
+    """A convolution's input copied into a buffer with its padding (rows Hp x Wp pixels of C,
+    from input row -pt, column -pl), every window then read in place: kh runs of rl bytes (kw*C
+    rounded up to 4; the bytes past the window meet zero weights), slack bytes after the image."""
+    Hp: int
+    Wp: int
+    rl: int
+
+    def size(self, g: Geometry) -> int:
+        return self.Hp * self.Wp * g.C + self.rl - g.kw * g.C
+
+
+def pad_plan(g: Geometry) -> PadPlan | None:
+    """The padded copy for a convolution with a window (or padding, or an input that is not
+    materialised) of dilation 1 along x, when it fits PAD_BYTES; None: no copy."""
+    windowed = g.kh * g.kw > 1 or any(g.pads) or g.buf is None
+    if not windowed or g.dw != 1 or g.kw * g.C > PAD_RUN_MAX:
+        return None
+    plan = PadPlan((g.OH - 1) * g.sh + (g.kh - 1) * g.dh + 1, (g.OW - 1) * g.sw + g.kw, -(-(g.kw * g.C) // 4) * 4)
+    return plan if plan.size(g) <= PAD_BYTES else None
+
+
+def pad_rows(w2d: np.ndarray, kh: int, run: int, rl: int) -> np.ndarray:
+    """[oc][kh*run] -> [oc][kh*rl]: each filter row's run zero padded to rl."""
+    out = np.zeros((w2d.shape[0], kh, rl), dtype=w2d.dtype)
+    out[:, :, :run] = w2d.reshape(w2d.shape[0], kh, run)
+    return out.reshape(w2d.shape[0], kh * rl)
+
+
+def _unsigned(v: K.Expr) -> K.Expr:
+    """int8 x -> x xor 0x80 (x + 128 as an unsigned byte), in int8 range."""
+    return K.Select(v < 0, v + 128, v - 128)
+
+
+def _padded_windows(ctx, g: Geometry, plan: PadPlan, run, chunk: int, xu: bool) -> K.Stmt:  # noqa: ANN001
+    """Per image: the padded copy (the input zero point, then the input rows; xu: every byte
+    stored xor 0x80, the VNNI routine's unsigned operand), then one routine call per output row,
+    every window read in place from the copy."""
+    def conv(v: K.Expr) -> K.Expr:
+        return _unsigned(v.cast("i32")).cast("i8") if xu else v
+    zpad = (g.zp_in + 128 if g.zp_in < 0 else g.zp_in - 128) if xu else g.zp_in
+    C, Wp = g.C, plan.Wp
+    rowb = Wp * C
+    pbuf = K.Buffer(ctx.fresh("xpad"), "i8", plan.size(g))
+    iy0, iy1 = max(0, -g.pt), min(g.H, plan.Hp - g.pt)  # input rows the windows read
+    cols = min(g.W, Wp - g.pl)  # input columns the windows read
+    parts: list[K.Stmt] = []
+    for n in range(g.N):
+        i, iy, e = ctx.var("pi"), ctx.var("piy"), ctx.var("pe")
+        parts.append(K.For(i, plan.size(g), K.Store(pbuf, i, K.Const(zpad, "i8"))))
+        dst = (iy + g.pt) * rowb + g.pl * C
+        if g.buf is not None:
+            src = K.Load(g.buf, simplify_expr(g.flat(K.Const(n), iy, K.Const(0), K.Const(0)) + e))
+            parts.append(K.For(iy, iy1 - iy0, K.For(e, cols * C, K.Store(pbuf, simplify_expr(dst + e), conv(src))),
+                               start=iy0))
+        else:
+            ix, c = ctx.var("pix"), ctx.var("pc")
+            parts.append(K.For(iy, iy1 - iy0, K.For(ix, cols, K.For(c, C, K.Store(
+                pbuf, simplify_expr(dst + ix * C + c), conv(g.get(K.Const(n), iy, ix, c))))), start=iy0))
+        oy = ctx.var("oy")
+
+        def row(o0: K.Expr, cnt: int) -> K.Stmt:
+            return run(K.Load(pbuf, simplify_expr(oy * (g.sh * rowb) + o0 * (g.sw * C))),
+                       simplify_expr(oy * g.OW + o0 + n * g.OH * g.OW), cnt, g.sw * C, 1, plan.rl,
+                       g.dh * rowb, int(xu), (K.Const(n), oy, o0))
+        parts.append(K.For(oy, g.OH, K.seq(*in_chunks(ctx, g.OW, chunk, row))))
+    return K.Allocate(pbuf, K.seq(*parts))
+
+
 def emit_gemm_x86(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: MacArith,  # noqa: ANN001
                   out: OutputWriter) -> K.Stmt:
+    padded = pad_plan(g)
+    if padded is not None:
+        w2d = pad_rows(w2d, g.kh, g.kw * g.C, padded.rl)
     oc_n, depth = w2d.shape
     name = "x86_gemm_vnni" if _vnni(ctx.target.features) else "x86_gemm"
     wtab = ctx.const(pack_weights(w2d), "i8", "wx86")
@@ -121,21 +205,53 @@ def emit_gemm_x86(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: M
     plain = plain_output(out)
     chunk = g.pixels if plain else max(1, min(g.pixels, CHUNK_BYTES // oc_n))
     tmp = None if plain else K.Buffer(ctx.fresh("outq"), "i8", chunk * oc_n)
+    # an NHWC int8 output whose epilogue keeps its shape: pixel q's channels at q * oc_n
+    in_place_epilogue = (out.buffer.dtype == "i8" and out.type.shape == out.final_type.shape
+                         and tuple(out.type.shape) == (g.N, g.OH, g.OW, oc_n))
 
-    def call(dst: K.Expr, xref: K.Expr, npix: int, xs: int, os: int, rl: int, rs: int) -> K.Stmt:
+    def call(dst: K.Expr, xref: K.Expr, npix: int, xs: int, os: int, rl: int, rs: int, xu: int) -> K.Stmt:
         return K.Evaluate(intrinsic(name, dst, xref, K.Load(wtab, K.Const(0)), K.Load(ptab, K.Const(0)), depth, npix,
-                                    xs, os, *consts, rl, rs, nt))
+                                    xs, os, *consts, rl, rs, xu, nt))
 
-    def run(xref: K.Expr, q0: K.Expr, npix: int, xs: int, step: int = 1, rl: int = 0, rs: int = 0) -> K.Stmt:
+    def run(xref: K.Expr, q0: K.Expr, npix: int, xs: int, step: int = 1, rl: int = 0, rs: int = 0,
+            xu: int = 0, at: tuple[K.Expr, K.Expr, K.Expr] | None = None) -> K.Stmt:
         """Pixels q0 + s*step (s < npix <= chunk), pixel s's inputs from xref + s*xs; with a fused
-        epilogue (a residual ADD, ...) through the buffer tmp, then stored element by element."""
+        epilogue (a residual ADD, ...) through the buffer tmp, then stored element by element
+        (at = (n, oy, ox): the pixels are ox.. of one output row, no coordinates to compute)."""
         if tmp is None:
-            return call(K.Load(out.buffer, q0 * oc_n), xref, npix, xs, step * oc_n, rl, rs)
+            return call(K.Load(out.buffer, q0 * oc_n), xref, npix, xs, step * oc_n, rl, rs, xu)
         sl, oc = ctx.var("slot"), ctx.var("oc")
-        lets, p = pixel_coords(ctx, g, simplify_expr(q0 + sl * step))
-        lets = [st for st in lets if not (isinstance(st, K.Let) and st.var.name.startswith(("piy", "pix")))]
-        store = K.For(oc, oc_n, g.store(p.n, p.oy, p.ox, oc, K.Load(tmp, sl * oc_n + oc).cast("i32")))
-        return K.seq(call(K.Load(tmp, K.Const(0)), xref, npix, xs, oc_n, rl, rs), K.For(sl, npix, K.seq(*lets, store)))
+        if at is None:
+            lets, p = pixel_coords(ctx, g, simplify_expr(q0 + sl * step))
+            lets = [st for st in lets if not (isinstance(st, K.Let) and st.var.name.startswith(("piy", "pix")))]
+            pn, poy, pox = p.n, p.oy, p.ox
+        else:
+            lets, (pn, poy, pox) = [], (at[0], at[1], simplify_expr(at[2] + sl))
+        val = K.Load(tmp, sl * oc_n + oc).cast("i32")
+        if step == 1 and in_place_epilogue:
+            # the epilogue's values back into tmp, then one contiguous copy: LLVM vectorises the
+            # epilogue without a run-time alias check that fails when the output overwrites the
+            # residual input (the memory planner's in-place ADD)
+            e = ctx.var("oe")
+            if at is not None:  # one loop over the row's elements (one vector loop, one alias check)
+                idx = [pn, poy, simplify_expr(at[2] + e / oc_n), e % oc_n]
+                val = K.Load(tmp, e).cast("i32")
+            else:
+                idx = [pn, poy, pox, oc]
+            pre, v = out.epilogue(val, idx)
+            i8s = int8_locals(pre)  # requantizations of int8 operands without 64-bit products
+            pre = [K.Let(st.var, cheap_requantize(st.value, i8s)) if isinstance(st, K.Let) else st for st in pre]
+            if at is not None:
+                body: K.Stmt = K.For(e, npix * oc_n, K.seq(*pre, K.Store(tmp, e, cheap_requantize(v, i8s).cast("i8"))))
+            else:
+                body = K.For(sl, npix, K.seq(*lets, K.For(oc, oc_n, K.seq(
+                    *pre, K.Store(tmp, sl * oc_n + oc, cheap_requantize(v, i8s).cast("i8"))))))
+            e2 = ctx.var("oe")
+            copy = K.For(e2, npix * oc_n, K.Store(out.buffer, simplify_expr(q0 * oc_n + e2), K.Load(tmp, e2)))
+            return K.seq(call(K.Load(tmp, K.Const(0)), xref, npix, xs, oc_n, rl, rs, xu), body, copy)
+        store = K.For(oc, oc_n, g.store(pn, poy, pox, oc, val))
+        return K.seq(call(K.Load(tmp, K.Const(0)), xref, npix, xs, oc_n, rl, rs, xu),
+                     K.For(sl, npix, K.seq(*lets, store)))
 
     def scoped(stmt: K.Stmt) -> K.Stmt:
         return stmt if tmp is None else K.Allocate(tmp, stmt)
@@ -146,6 +262,8 @@ def emit_gemm_x86(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: M
     if direct and g.sh == 1 and g.sw == 1 and g.OH == g.H and g.OW == g.W:  # rows of the input: one run
         assert buf is not None
         return scoped(K.seq(*in_chunks(ctx, g.pixels, chunk, lambda q0, n: run(K.Load(buf, q0 * g.C), q0, n, g.C))))
+    if padded is not None:
+        return scoped(_padded_windows(ctx, g, padded, run, chunk, name.endswith("_vnni")))
     group = max(1, min(g.pixels, COLUMN_BYTES // depth, chunk))
     col = K.Buffer(ctx.fresh("col"), "i8", depth * group)
     fill = _Fill(ctx, g, None, col, group, True)
@@ -212,3 +330,33 @@ def x86_fully_connected(ctx, xf: Accessor, rows: int, w: Accessor, bias: Accesso
     problem = fc_problem(xf, rows, w, bias, out, arith)
     return None if problem is None else emit_gemm_x86(ctx, *problem, arith, out)
 
+
+
+def x86_avg_pool(ctx, x: Accessor, out: OutputWriter, attrs: Mapping) -> K.Stmt | None:  # noqa: ANN001
+    """int8 average pool on x86-64 hosts whose every window lies inside the input (no padding
+    taps: the divisor is kh*kw): per output pixel the window summed into int32 sums with the
+    channels innermost (one vector loop per tap row for LLVM), then TFLM's rounding division and
+    clamp per channel (aot.ops.quantized.pool_finish, the same as the generic lowering)."""
+    from aot.ops.quantized import pool_finish
+    if not x86_target(ctx) or x.type.dtype != "int8" or out.type.dtype != "int8":
+        return None
+    if x.buffer is None or x.buffer.dtype != "i8" or tuple(attrs.get("dilations", (1, 1))) != (1, 1):
+        return None
+    n_, oh, ow, c_n = out.shape
+    _, h, wd, _ = x.shape
+    kh, kw = attrs["pool_size"]
+    sh, sw = attrs["strides"]
+    pt, _, pl, _ = attrs["padding"]
+    if inside_range(oh, sh, pt, kh, 1, h) != (0, oh) or inside_range(ow, sw, pl, kw, 1, wd) != (0, ow):
+        return None
+    sums = K.Buffer(ctx.fresh("sums"), "i32", c_n)
+    xbuf = x.buffer
+    n, oy, ox, ky, e, c = (ctx.var(v) for v in ("n", "oy", "ox", "ky", "kx", "c"))
+    row = simplify_expr(((n * h + oy * sh - pt + ky) * wd + ox * sw - pl) * c_n)
+    body = K.seq(
+        K.For(c, c_n, K.Store(sums, c, K.Const(0))),
+        K.For(ky, kh, K.For(e, kw, K.For(c, c_n, K.Store(sums, c, K.Load(sums, c) + K.Load(
+            xbuf, simplify_expr(row + e * c_n + c)).cast("i32"))))),
+        K.For(c, c_n, out.store([n, oy, ox, c], pool_finish("avg", K.Load(sums, c), K.Const(kh * kw), x.type,
+                                                            out.type, attrs))))
+    return K.Allocate(sums, K.For(n, n_, K.For(oy, oh, K.For(ox, ow, body))))
