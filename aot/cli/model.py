@@ -20,10 +20,11 @@ def cmd_run(a: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     result: dict[str, Any] = {"model": Path(a.model).stem, "target": a.target}
     if a.target == "qemu":
+        result["backend"] = a.backend
         from aot.board.flow import run_on_board
         if not a.board:
             raise Error("--target qemu needs --board (see `aot boards`)")
-        outs, extra = run_on_board(model, inputs, a.board, **compile_kwargs(a))
+        outs, extra = run_on_board(model, inputs, a.board, backend=a.backend, **compile_kwargs(a))
         result.update(extra)
     else:
         lib = build(model, backend=target_backend(a.target), **compile_kwargs(a))
@@ -139,6 +140,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     r.add_argument("model")
     r.add_argument("--target", choices=["host", "llvm", "qemu"], default="host")
     r.add_argument("--board", help="board for --target qemu")
+    r.add_argument("--backend", choices=["c", "llvm"], default="c",
+                   help="library backend of the --target qemu firmware (host and llvm targets ignore it)")
     r.add_argument("--input", action="append", metavar="IN.npy", help="input array (one per model input)")
     r.add_argument("--output", metavar="OUT.npy", help="write the first output")
     r.add_argument("--output-dir", metavar="DIR", help="write every output as <name>.npy")

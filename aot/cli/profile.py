@@ -11,7 +11,7 @@ def cmd_profile(a: argparse.Namespace) -> int:
 
 def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     s = sub.add_parser("profile", help="per-layer QEMU instructions, MACs, MAC/instruction and share, from one "
-                                       "instrumented firmware run (C backend)")
+                                       "instrumented firmware run")
     s.add_argument("model")
     s.add_argument("--board", required=True, help="an emulated board (aot boards)")
     s.add_argument("--json", action="store_true", help="print the profile as JSON")
@@ -19,6 +19,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                    help="line the layers up with TFLite Micro's per-operator counts (rows of this model and board)")
     s.add_argument("--kernels", default="tflm-cmsis-nn", help="the anchors' kernels column to compare with")
     s.add_argument("--opt", choices=["speed", "size", "reference"])
+    s.add_argument("--backend", choices=["c", "llvm"], default="c",
+                   help="the library backend (llvm: the kernels noinline, instrumented by LLVM)")
     s.add_argument("--seed", type=int, default=0, help="seed of the random input")
     s.add_argument("--no-plain", action="store_true", help="skip the uninstrumented run (its total instructions)")
     s.set_defaults(fn=cmd_profile)

@@ -50,14 +50,40 @@ def _target_machine(target: LLVMTarget | None, opt: int = 3) -> "llvm.TargetMach
                                    codemodel="small")
 
 
-def compile_ir(module: K.KernelModule, target: LLVMTarget | None = None, opt: int = 3
+# `aot profile --backend llvm`: gcc's -finstrument-functions hooks, called by LLVM's post-inline
+# entry/exit instrumenter (a code generator IR pass) at every entry and exit of a function with
+# these attributes
+PROFILE_ATTRIBUTES = ('"instrument-function-entry-inlined"="__cyg_profile_func_enter" '
+                      '"instrument-function-exit-inlined"="__cyg_profile_func_exit"')
+
+
+def instrument_functions(text: str, names: "list[str] | tuple[str, ...]") -> str:
+    """LLVM IR text (as llvmlite prints it) with the functions `names` made noinline and given
+    PROFILE_ATTRIBUTES (the kernels and the entry function: one event pair per layer)."""
+    for name in names:
+        head = f'@"{name}"('
+        at = text.find(head)
+        if at < 0 or not text.startswith("define", text.rfind("\n", 0, at) + 1):
+            raise Error(f"LLVM profile build: no definition of {name}")
+        brace = text.index("\n{", at)
+        attrs = text[text.index(")", at) + 1:brace]
+        extra = ("" if "noinline" in attrs.split() else " noinline") + " " + PROFILE_ATTRIBUTES
+        text = text[:brace] + extra + text[brace:]
+    return text
+
+
+def compile_ir(module: K.KernelModule, target: LLVMTarget | None = None, opt: int = 3, instrument: bool = False
                ) -> tuple["llvm.ModuleRef", "llvm.TargetMachine"]:
+    """Print, verify and optimise `module`; `instrument`: the profiling build (instrument_functions
+    on every kernel and the entry function)."""
     tm = _target_machine(target, opt)
     triple = target.triple if target else llvm.get_process_triple()
     bits = target.pointer_bits if target else ctypes.sizeof(ctypes.c_void_p) * 8
-    mod_ir = print_module(module, triple, str(tm.target_data), bits)
+    mod_ir = str(print_module(module, triple, str(tm.target_data), bits, target.features if target else ""))
+    if instrument:
+        mod_ir = instrument_functions(mod_ir, [f.name for f in module.funcs])
     try:
-        ref = llvm.parse_assembly(str(mod_ir))
+        ref = llvm.parse_assembly(mod_ir)
         ref.verify()
     except RuntimeError as e:
         raise Error(f"LLVM rejected the generated IR of {module.prefix}: {e}") from None
@@ -71,7 +97,8 @@ def compile_ir(module: K.KernelModule, target: LLVMTarget | None = None, opt: in
 
 def llvm_ir_text(module: K.KernelModule, target: LLVMTarget | None = None, optimized: bool = True) -> str:
     if not optimized:
-        return str(print_module(module, target.triple if target else "", "", target.pointer_bits if target else 64))
+        return str(print_module(module, target.triple if target else "", "", target.pointer_bits if target else 64,
+                                target.features if target else ""))
     ref, _ = compile_ir(module, target)
     return str(ref)
 
@@ -81,8 +108,15 @@ def llvm_ir_text(module: K.KernelModule, target: LLVMTarget | None = None, optim
 # Cortex-M55 models) moves the loads of an unrolled SMLAD / VMLADAVA / VMULL block ahead of their
 # uses; the greedy register allocator then spills the accumulators (kws_int8 on mps2-an386:
 # 1,400 stack accesses fewer without it, 16% fewer instructions per inference; gcc -O2 keeps
-# the source order there too). The SelectionDAG scheduler stays in source order.
-ARM_CODEGEN_OPTIONS = (("enable-misched", "false", "true"),)  # (option, value, LLVM's default)
+# the source order there too). The SelectionDAG scheduler keeps the source order except for its
+# load clustering, which the printer defeats with volatile loads (aot.llvm.volatile).
+# LLVM's constant hoisting (a code generator IR pass, "consthoist") moves the 64-bit constants of the
+# SMMLAR requantization (requant_mm: the multiplier, h:2^31) out of the loops into registers; the
+# ARM instruction selector then sees neither a sign-extended multiplier nor the 0x80000000 rounding
+# constant and emits UMULL + MLA + ADDS + SBC for each output instead of one SMMLAR (ad_int8 on
+# mps2-an386: 80 requantizations a block, 2,360 instructions an inference).
+ARM_CODEGEN_OPTIONS = (("enable-misched", "false", "true"),  # (option, value, LLVM's default)
+                       ("disable-constant-hoisting", "true", "false"))
 
 
 def _is_arm(target: LLVMTarget | None) -> bool:
@@ -110,9 +144,17 @@ def emit(tm: "llvm.TargetMachine", ref: "llvm.ModuleRef", target: LLVMTarget | N
         return tm.emit_object(ref)
 
 
-def emit_object_bytes(module: K.KernelModule, target: LLVMTarget) -> bytes:
-    ref, tm = compile_ir(module, target)
-    obj = emit(tm, ref, target)
+def reparsed(ref: "llvm.ModuleRef") -> "llvm.ModuleRef":
+    """The optimised module printed and parsed again: the module the object is emitted from, so that
+    aot.llvm.stack, which needs the text (it adds an attribute), measures the very code that ships
+    (the text does not keep the use-list order, and the register allocator's choices can follow it:
+    micro_speech's frame on mps2-an386 was 744 bytes emitted directly, 736 from the text)."""
+    return llvm.parse_assembly(str(ref))
+
+
+def emit_object_bytes(module: K.KernelModule, target: LLVMTarget, instrument: bool = False) -> bytes:
+    ref, tm = compile_ir(module, target, instrument=instrument)
+    obj = emit(tm, reparsed(ref), target)
     if target.triple.startswith(("thumb", "arm")) and target.triple.endswith("eabihf"):
         from aot.llvm.armattrs import mark_hard_float
         obj = mark_hard_float(obj)

@@ -19,6 +19,7 @@ from aot.kernel import ir as K
 from aot.kernel.intrinsics import INTRINSICS
 from aot.llvm.entry import print_entry_points
 from aot.llvm.intrinsics import define_intrinsic
+from aot.llvm.volatile import make_volatile
 
 I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 F32 = ir.FloatType()
@@ -30,12 +31,14 @@ BITS = {"bool": 1, "i8": 8, "u8": 8, "i16": 16, "i32": 32, "i64": 64}
 # k loop of the blocked GEMMs: 2x4 accumulators, 64 SMLADs per iteration) are printed unrolled,
 # at most MAC_UNROLL_BUDGET multiply-accumulates in all. In a loop, LLVM's loop strength reduction
 # keeps two or three induction variables beside the eight accumulators and the allocator spills
-# (kws_int8's 1x1 convolutions: 132 instructions per iteration where gcc -O2 needs 97); unrolled,
-# every load is base + constant (LDRD pairs). (llvm.loop.unroll.full on that loop is not honoured
-# by LLVM 22's unroller here: measured, the loop stays.)
+# (kws_int8's 1x1 convolutions: 132 instructions per iteration where gcc -O2 needs 97; the 2-pixel
+# x 4-channel depthwise block of micro_speech, 4 x 80 SMLADs on mps2-an386 and 5 x 64 on
+# mps3-an547: 177 where gcc needs 152, 10% of the model); unrolled, every load is base + constant
+# (LDRD pairs). (llvm.loop.unroll.full on that loop is not honoured by LLVM 22's unroller here:
+# measured, the loop stays.)
 MAC_INTRINSICS = frozenset({"smlad", "smlabb", "smlatt"})
-MAC_UNROLL_TRIPS = 4
-MAC_UNROLL_BUDGET = 256
+MAC_UNROLL_TRIPS = 5
+MAC_UNROLL_BUDGET = 320
 
 
 def _mac_scan(node: object) -> tuple[bool, int]:
@@ -74,6 +77,8 @@ class FunctionEmitter:
         self.scalars: dict[int, ir.Value] = {}
         self.rc: ir.Value | None = None
         self.platform_live: list[ir.Value] = []
+        self.unrolling = 0  # inside a MAC loop printed unrolled (s_for)
+        self.stack_bufs: set[int] = set()  # ids of the stack allocations
         self.expr_table: dict[type, Callable[[K.Expr], ir.Value]] = {
             K.Const: self.e_const, K.ScalarVar: self.e_var, K.Load: self.e_load, K.LoadWord: self.e_load_word,
             K.Binary: self.e_binary,
@@ -123,12 +128,21 @@ class FunctionEmitter:
         return self.b.load(self.scalars[id(e)], typ=LL[e.dtype])
 
     def e_load(self, e: K.Load) -> ir.Value:
-        return self.b.load(self.elem_ptr(e.buffer, e.index), typ=LL[e.buffer.dtype])
+        ld = self.b.load(self.elem_ptr(e.buffer, e.index), typ=LL[e.buffer.dtype])
+        if self.mp.arm and (e.buffer.dtype == "i64" or self.unrolling and id(e.buffer) in self.stack_bufs):
+            # the DSP GEMMs' weight pairs (LDRD) and the stack column of an unrolled MAC block: LICM
+            # hoisted the 80 column loads of micro_speech's depthwise block out of its 2-trip
+            # output-block loop and the allocator copied them to spill slots, 160 instructions a
+            # pixel pair (mps3-an547: 524,156 -> 472,531 instructions; mps2-an386: 507,360 -> 473,320)
+            make_volatile(ld)
+        return ld
 
     def e_load_word(self, e: K.LoadWord) -> ir.Value:
         """Four bytes as one little-endian i32 (both targets are little-endian), align 1."""
         ld = self.b.load(self.elem_ptr(e.buffer, e.index), typ=I32)
         ld.align = 1
+        if self.mp.arm:  # never clustered ahead of its SMLADs (aot.llvm.volatile)
+            make_volatile(ld)
         return ld
 
     def e_binary(self, e: K.Binary) -> ir.Value:
@@ -206,9 +220,11 @@ class FunctionEmitter:
             if not loops and macs and macs * s.extent <= MAC_UNROLL_BUDGET:
                 var = self.alloca(I32, s.var.name)
                 self.scalars[id(s.var)] = var
+                self.unrolling += 1
                 for i in range(s.start, s.start + s.extent):  # the body once per iteration, i constant
                     self.b.store(ir.Constant(I32, i), var)
                     self.stmt(s.body)
+                self.unrolling -= 1
                 return
         var = self.alloca(I32, s.var.name)
         self.scalars[id(s.var)] = var
@@ -270,6 +286,7 @@ class FunctionEmitter:
             # and the C backend's stack arrays have their element type's alignment)
             arr.align = min(s.alignment, self.mp.stack_align)
             self.buffers[id(buf)] = arr
+            self.stack_bufs.add(id(buf))
             self.stmt(s.body)
             return
         if s.kind == "platform":
@@ -327,8 +344,11 @@ class FunctionEmitter:
 class ModulePrinter:
     """Prints a KernelModule into one llvmlite module."""
 
-    def __init__(self, module: K.KernelModule, triple: str = "", data_layout: str = "", pointer_bits: int = 64) -> None:
+    def __init__(self, module: K.KernelModule, triple: str = "", data_layout: str = "", pointer_bits: int = 64,
+                 features: str = "") -> None:
         self.km = module
+        self.features = features  # the target's LLVM features (+dsp selects the llvm.arm.* DSP intrinsics)
+        self.arm = triple.startswith(("thumb", "arm"))  # an object for a Cortex-M / Arm core
         self.mod = ir.Module(name=module.prefix)
         if triple:
             self.mod.triple = triple
@@ -347,7 +367,7 @@ class ModulePrinter:
 
     def intrinsic(self, name: str) -> ir.Function:
         if name not in self._intrinsics:
-            self._intrinsics[name] = define_intrinsic(self.mod, name)
+            self._intrinsics[name] = define_intrinsic(self.mod, name, self.features)
         return self._intrinsics[name]
 
     def _const(self, c: K.ConstBuffer) -> None:
@@ -391,5 +411,6 @@ class ModulePrinter:
         return self.mod
 
 
-def print_module(module: K.KernelModule, triple: str = "", data_layout: str = "", pointer_bits: int = 64) -> ir.Module:
-    return ModulePrinter(module, triple, data_layout, pointer_bits).print()
+def print_module(module: K.KernelModule, triple: str = "", data_layout: str = "", pointer_bits: int = 64,
+                 features: str = "") -> ir.Module:
+    return ModulePrinter(module, triple, data_layout, pointer_bits, features).print()

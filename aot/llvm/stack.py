@@ -159,7 +159,7 @@ def stack_info(module: K.KernelModule, target) -> StackInfo:  # noqa: ANN001 - a
     from aot.llvm.jit import compile_ir, emit
     ref, tm = compile_ir(module, target)
     ir = str(ref)
-    obj = emit(tm, ref, target)
+    obj = emit(tm, llvm.parse_assembly(ir), target)  # as aot.llvm.jit.emit_object_bytes: from the text
     warned = llvm.parse_assembly(_with_warn_attribute(ir))
     _, err = _capture_stderr(lambda: emit(tm, warned, target))
     info = StackInfo()

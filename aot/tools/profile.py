@@ -1,9 +1,11 @@
 """`aot profile MODEL --board B`: per-layer QEMU instructions, MACs, MAC/instruction and share of
 the whole model, from one instrumented firmware run.
 
-The board project is generated as for `aot run --target qemu` (C backend), then built for
-profiling: the model's source alone is compiled with gcc's -finstrument-functions (the runtime
-headers excluded), and a hook file records, at every entry and exit of a model function, the
+The board project is generated as for `aot run --target qemu`, then built for profiling: the
+model's source alone is compiled with gcc's -finstrument-functions (the runtime headers
+excluded; with `--backend llvm` the model's object is emitted again, its kernels and entry
+function noinline and instrumented by LLVM's post-inline entry/exit instrumenter with the same
+hooks), and a hook file records, at every entry and exit of a model function, the
 SysTick counter (QEMU -icount shift=0: a fixed number of instructions per tick, the board's
 AOT_TIMER_NS_PER_TICK). `main` is wrapped at link time (-Wl,--wrap=main) so the events are
 printed after the run, outside the measured region. The default build is untouched: same
@@ -256,8 +258,9 @@ def profile_model(model_path: "str | Path | Any", board: str, inputs: dict[str, 
     from aot.ir.evaluate import random_inputs
     from aot.runners.qemu import build_project, run_elf
 
-    if options.pop("backend", "c") != "c":
-        raise UnsupportedError("aot profile instruments the C backend's build (gcc -finstrument-functions)")
+    backend = options.pop("backend", "c")
+    if backend not in ("c", "llvm"):
+        raise UnsupportedError(f"aot profile: unknown backend {backend!r}")
     from aot.ir import Model
     model = model_path if isinstance(model_path, Model) else load_model(str(model_path))
     if not isinstance(model_path, Model) and Path(model_path).is_file():  # the same build as `aot run` of the file
@@ -267,9 +270,17 @@ def profile_model(model_path: "str | Path | Any", board: str, inputs: dict[str, 
     b = load_board(board)
     tmp = Path(tempfile.mkdtemp(prefix="aot_profile_")) if keep_dir is None else Path(keep_dir)
     try:
-        bb = make_project(model, board, tmp / "project", inputs, backend="c", **options)
+        bb = make_project(model, board, tmp / "project", inputs, backend=backend, **options)
         prefix = bb.compiled.options.prefix
         _patch_makefile(bb.project_dir, prefix)
+        if backend == "llvm":  # the object again, its kernels noinline and instrumented by LLVM
+            from aot.llvm import LLVMTarget
+            from aot.llvm.jit import emit_object_bytes
+            target = LLVMTarget(b.llvm_triple(), b.llvm_cpu(), b.llvm_features())
+            obj = bb.project_dir / "model" / "obj" / f"{prefix}.o"
+            if not obj.is_file():
+                raise Error(f"the LLVM project has no {obj}")
+            obj.write_bytes(emit_object_bytes(bb.compiled.module, target, instrument=True))
         elf = build_project(bb.project_dir)
         res = run_elf(elf, b)
         if res.fault or res.status != 0 or res.match is False:
@@ -287,7 +298,7 @@ def profile_model(model_path: "str | Path | Any", board: str, inputs: dict[str, 
     for layer in layers:
         layer.share = round(layer.instructions / total_instr, 4) if total_instr else 0.0
     entry_instr = total_instr - sum(layer.instructions for layer in layers)  # exact in ticks; rounding here
-    plain_count = _plain_count(model, inputs, board, options) if plain else None
+    plain_count = _plain_count(model, inputs, board, {**options, "backend": backend}) if plain else None
     return Profile(getattr(model, "name", str(model_path)), board, layers, entry_instr, total_instr, total,
                    plain_count, per_tick, sum(layer.macs for layer in layers), own)
 
@@ -348,6 +359,8 @@ def format_profile(prof: Profile) -> str:
 def profile_main(args: Any) -> int:
     """The `aot profile` command."""
     options = {"opt": args.opt} if args.opt else {}
+    if getattr(args, "backend", "c") != "c":
+        options["backend"] = args.backend
     prof = profile_model(args.model, args.board, seed=args.seed, plain=not args.no_plain, **options)
     if args.compare:
         anchors = json.loads(Path(args.compare).read_text())

@@ -118,6 +118,8 @@ def test_kws_object_uses_dsp_or_mve_instructions_and_reports_its_stack(board: st
     callees = set().union(*info.calls.values())
     outside = {c for c in callees if c not in info.frames}
     assert outside <= HELPERS_ALLOWED, outside  # no __aeabi_* or libcalls for intrinsics
+    if board == "mps3-an547":  # the Helium fills stay vector loops (no memset from loop idiom recognition)
+        assert "memset" not in callees, callees
     assert not any(re.search(r"\bbl\s+[0-9a-f]+ <(__aeabi|aot_)", line) for line in text.splitlines())
     # the frames: every function the object defines, one of them holding the largest stack buffer
     defined = set(re.findall(r"^[0-9a-f]+ <([\w.]+)>:$", text, re.M))
@@ -135,3 +137,72 @@ def _allocations(s: K.Stmt) -> list[K.Allocate]:
         for x in s.body:
             out += _allocations(x)
     return out
+
+
+# ----------------------------------------------------------------------------- issue 16, second pass
+M33 = LLVMTarget("thumbv8m.main-none-eabihf", "cortex-m33", "+dsp,+fp-armv8d16sp,-fp64")
+
+
+def _word_mac_module(trips: int = 8) -> K.KernelModule:
+    """k(x, w, o): o[4i + j] = requant_mm(2 * smlad(sxtb16(word x[4i]), sxtb16(pair w[i] >> 16j), 0),
+    M, H, 8) for i < trips, j < 4: a LoadWord, a 64-bit weight load and four SMMLAR requantizations
+    with the same constants a loop iteration (as a blocked GEMM's output block)."""
+    x, w, o = K.Buffer("x", "i8", 4 * trips), K.Buffer("w", "i64", trips), K.Buffer("o", "i32", 4 * trips)
+    i = K.ScalarVar("i")
+    xv = intrinsic("sxtb16", K.LoadWord(x, K.Binary("*", i, K.Const(4))))
+    stores = []
+    for j in range(4):
+        wv = K.Cast("i32", K.Binary(">>", w[i], K.Const(16 * j, "i64")))
+        acc = intrinsic("smlad", xv, intrinsic("sxtb16", wv), K.Const(0))
+        y2 = K.Binary("+", acc, acc)
+        stores.append(K.Store(o, K.Binary("+", K.Binary("*", i, K.Const(4)), K.Const(j)),
+                              intrinsic("requant_mm", y2, K.Const(1638001719), K.Const(-32640), K.Const(8))))
+    body = K.For(i, trips, K.Seq(tuple(stores)))
+    kernel = K.PrimFunc("k", (x, w, o), body)
+    ins, out = (K.Buffer("xi", "i8", 4 * trips), K.Buffer("wi", "i64", trips)), K.Buffer("y", "i32", 4 * trips)
+    entry = K.PrimFunc("m_main", ins + (out,), K.Seq((K.CallKernel("k", ins + (out,)), K.ReturnOnError())))
+    return K.KernelModule("m", (kernel, entry), (), (K.Pool("sram", 0),), "m_main", ins, (out,))
+
+
+def test_dsp_intrinsics_native_where_the_features_say_dsp() -> None:
+    from aot.llvm.intrinsics import dsp_native
+    assert dsp_native("thumbv7em-none-eabihf") and dsp_native("thumbv8.1m.main-none-eabihf", "+mve")
+    assert dsp_native(M33.triple, M33.features)  # Cortex-M33 with DSP (mps2-an505): SMLAD, not IR
+    assert not dsp_native(M33.triple, "-dsp,+fp-armv8d16sp") and not dsp_native("thumbv7m-none-eabi", "-dsp")
+    assert not dsp_native("x86_64-unknown-linux-gnu")
+    assert "llvm.arm.smlad" in str(print_module(_word_mac_module(), M33.triple, "", 32, M33.features))
+    assert "llvm.arm.smlad" not in str(print_module(_word_mac_module(), M33.triple, "", 32, "-dsp"))
+
+
+def test_arm_word_and_pair_loads_are_volatile_and_exact() -> None:
+    """Never clustered ahead of their uses on Arm (aot.llvm.volatile); plain loads on the host."""
+    m = _word_mac_module()
+    arm = str(print_module(m, M4.triple, "", 32, M4.features))
+    assert re.search(r"load volatile i32, ptr .*, align 1", arm) and re.search(r"load volatile i64", arm)
+    assert "volatile" not in str(print_module(m, "", "", 64))
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, 32).astype(np.int8)
+    w = rng.integers(-2 ** 63, 2 ** 63, 8, dtype=np.int64)
+    np.testing.assert_array_equal(run_kernel_module(m, [x, w], "llvm")[0], run_kernel_module(m, [x, w], "interp")[0])
+
+
+@pytest.mark.usefixtures("arm_toolchain")
+def test_requant_mm_selects_smmlar_in_loops(tmp_path: Path) -> None:
+    """Constant hoisting off (ARM_CODEGEN_OPTIONS): the multiplier and h:2^31 stay constants at the
+    instruction selector, which then matches SMMLAR (with it on: UMULL + MLA + ADDS + SBC)."""
+    from aot.llvm import emit_object
+    obj = tmp_path / "m.o"
+    obj.write_bytes(emit_object(_word_mac_module(), M4))
+    text = subprocess.run([shutil.which("arm-none-eabi-objdump") or "arm-none-eabi-objdump", "-d", "-marmv7e-m",
+                           str(obj)], capture_output=True, text=True, check=True).stdout
+    assert re.search(r"\ssmmlar\s", text) and not re.search(r"\sumull\s", text)
+
+
+def test_stack_column_loads_of_unrolled_mac_blocks_are_volatile() -> None:
+    """Not hoisted out of the enclosing loops (LICM) into spill slots; a loop that stays a loop keeps
+    plain loads (LDRD pairs), and the host JIT never sees a volatile load."""
+    unrolled = str(print_module(_module(MAC_UNROLL_TRIPS), M4.triple, "", 32, M4.features))
+    looped = str(print_module(_module(MAC_UNROLL_TRIPS + 1), M4.triple, "", 32, M4.features))
+    assert unrolled.count("load volatile i32") == MAC_UNROLL_TRIPS  # tmp[kk], one per unrolled iteration
+    assert "load volatile" not in looped
+    assert "load volatile" not in str(print_module(_module(MAC_UNROLL_TRIPS), "", "", 64))

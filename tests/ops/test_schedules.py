@@ -77,6 +77,9 @@ def conv_chain(seed: int, x_shape: tuple[int, ...], ops: list[dict]) -> aot.ir.M
             w, b = _weights(rng, g, (op["oc"], kh, kw, cin), None if op.get("per_tensor") else 0, scale, f"c{i}")
             x = g.conv2d(x, w, b, strides=op.get("s", (1, 1)), padding=op.get("pad", "same"),
                          dilation=op.get("d", (1, 1)), activation=act, out_quant=out_q)
+        elif kind == "avgpool":  # int8 average pool: keeps the input's quantization
+            x = g.avg_pool2d(x, op["k"], strides=op.get("s"), padding=op.get("pad", "valid"), activation="none")
+            continue
         elif kind == "dw":
             kh, kw = op["k"]
             m = op.get("m", 1)
@@ -127,6 +130,13 @@ CHAINS = {
     "dw-pairs": ((1, 5, 11, 8), [dict(kind="dw", k=(3, 3)), dict(kind="dw", k=(2, 4), act="relu6"),
                                  dict(kind="dw", k=(5, 5), pad=(1, 3, 0, 4), act="none"),
                                  dict(kind="dw", k=(3, 2), pad="valid")]),
+    # pointwise layers whose two-pixel columns are filled together (16 and 8 channels; 16 again with
+    # stride 2), average pools with windows inside the input (four channels per word on DSP
+    # cores: strided, global with 35 taps) and one with padding (the generic loop)
+    "pw-pool": ((1, 7, 5, 16), [dict(kind="conv", oc=8, k=(1, 1)), dict(kind="conv", oc=16, k=(1, 1)),
+                                dict(kind="avgpool", k=(3, 2), s=(2, 1)), dict(kind="conv", oc=12, k=(1, 1), s=(2, 2)),
+                                dict(kind="avgpool", k=(2, 2), s=(1, 1), pad="same"),
+                                dict(kind="avgpool", k=(2, 2))]),
     # issue 13: depthwise over a width-1 input (a streaming keyword model) printed an unused variable
     "dw-width-1": ((1, 30, 1, 40), [dict(kind="dw", k=(3, 1)), dict(kind="dw", k=(3, 3), m=2, act="none")]),
 }
@@ -409,7 +419,9 @@ def test_llvm_selects_dsp_instructions_only_where_the_core_has_them(tmp_path: Pa
 @pytest.mark.slow
 @pytest.mark.usefixtures("arm_toolchain")
 @pytest.mark.parametrize("board,backend,chain", [("mps2-an386", "c", "dscnn"), ("mps2-an385", "c", "dscnn"),
-                                                 ("mps2-an386", "llvm", "dscnn"), ("mps2-an386", "c", "dw-pairs")])
+                                                 ("mps2-an386", "llvm", "dscnn"), ("mps2-an386", "c", "dw-pairs"),
+                                                 ("mps2-an386", "c", "pw-pool"),
+                                                 ("mps2-an505", "llvm", "dscnn")])  # Cortex-M33: DSP intrinsics in LLVM
 def test_schedules_in_qemu_bit_exact(board: str, backend: str, chain: str) -> None:
     from aot.board.flow import run_on_board
     x_shape, ops = CHAINS[chain]
@@ -446,3 +458,25 @@ def test_lohi_words_give_low_pair_and_combined_lanes() -> None:
     w2[0, 0], w2[1, 0] = -1, -128  # low + 256 * high = -32769 leaves a 16-bit lane
     assert not lohi_fits(w2, bias, order)
     assert not lohi_fits(w, np.full(3, 2 ** 31 - 1000), order)  # the accumulator could leave int32
+
+
+@pytest.mark.parametrize("value", [-128, 127, None])
+def test_dsp_avg_pool_lanes_exact_at_256_taps(value: int | None) -> None:
+    """The DSP average pool sums four channels per word in 16-bit lanes: exact up to 256 taps
+    (all -128: -32768 in a lane), with the rounding division of TFLM; 257 taps take the generic loop."""
+    from codegen_c.printer import CPrinter
+    for side, taps_ok in ((16, True), (17, False)):
+        g = aot.GraphBuilder("pool")
+        x = g.input("x", (1, side, side, 8), "int8", _q(0.05, -3))
+        g.output(g.avg_pool2d(x, (side, side)), "y")
+        model = g.finish()
+        rng = np.random.default_rng(side)
+        data = (np.full((1, side, side, 8), value, np.int8) if value is not None
+                else rng.integers(-128, 128, (1, side, side, 8)).astype(np.int8))
+        ref = aot.reference(model, {"x": data})["y"]
+        cm = compile_model(model, target_options(M4, policy="micro"))
+        text = "\n".join(CPrinter().function(f) for f in cm.module.funcs)
+        assert ("aot_sxtab16(" in text) is taps_ok
+        for backend in ("interp", "c", "llvm"):
+            got = run_kernel_module(cm.module, [data], backend)[0].reshape(ref.shape)
+            np.testing.assert_array_equal(got, ref, err_msg=f"{side} / {value} / {backend}")

@@ -75,13 +75,14 @@ def test_compare_lines_layers_up_with_tflm_operators() -> None:
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("arm_toolchain")
-def test_profile_in_qemu_accounts_for_every_instruction() -> None:
+@pytest.mark.parametrize("backend", ["c", "llvm"])  # llvm: LLVM's entry/exit instrumenter, same hooks
+def test_profile_in_qemu_accounts_for_every_instruction(backend: str) -> None:
     from test_schedules import CHAINS, conv_chain
     from aot.tools.profile import profile_model
     from aot.tools.bench import model_macs
     x_shape, ops = CHAINS["dscnn"]
     model = conv_chain(7, x_shape, ops)
-    prof = profile_model(model, "mps2-an386")
+    prof = profile_model(model, "mps2-an386", backend=backend)
     from aot.board.boards import load_board
     from aot.board.flow import board_options
     from aot.kernel import ir as K

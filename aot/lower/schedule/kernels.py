@@ -26,6 +26,7 @@ from aot.lower.schedule.gemm16 import emit_gemm16
 from aot.lower.schedule.helium import helium_avg_pool, helium_conv2d, helium_depthwise, helium_fully_connected
 from aot.lower.schedule.host_f32 import f32_conv2d, f32_depthwise, f32_fully_connected
 from aot.lower.schedule.host_x86 import x86_avg_pool, x86_conv2d, x86_fully_connected, x86_gemm_geometry
+from aot.lower.schedule.pool_dsp import dsp_avg_pool
 from aot.lower.schedule.requant import Requant, fold_bias
 from aot.lower.schedule.target import WeightBudget
 from aot.ops.arith import MacArith, mac_arith
@@ -201,11 +202,14 @@ def schedule_depthwise(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out:
 
 def schedule_avg_pool(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: OutputWriter,
                       budget: WeightBudget) -> Scheduled | None:
-    """int8 average pools on Helium cores (aot.lower.schedule.helium) and x86-64 hosts
-    (aot.lower.schedule.host_x86); the op's lowering elsewhere."""
+    """int8 average pools on Helium cores (aot.lower.schedule.helium), x86-64 hosts
+    (aot.lower.schedule.host_x86) and DSP cores (windows inside the input: aot.lower.schedule.pool_dsp);
+    the op's lowering elsewhere."""
     body = helium_avg_pool(ctx, args[0], out, call.attrs)
     if body is None:  # x86-64 hosts
         body = x86_avg_pool(ctx, args[0], out, call.attrs)
+    if body is None:
+        body = dsp_avg_pool(ctx, args[0], out, call.attrs)
     return None if body is None else Scheduled(body, budget)
 
 
