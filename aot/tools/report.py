@@ -138,7 +138,10 @@ def collect(model_path: Path, board: str, opt: str = "speed", progress: bool = T
     say(f"compiling {model_path.name} for {board}")
     compiled = compile_model(model, board_options(load_board(board), options))
     say("building the project and running it in QEMU")
-    _, extra = run_on_board(model, random_inputs(model, 0), board, **options)
+    from aot.board.lcg import lcg_applies, lcg_inputs
+    lcg = lcg_applies(model)  # the input generated on the device, as `aot bench` builds it
+    inputs = lcg_inputs(model) if lcg else random_inputs(model, 0)
+    _, extra = run_on_board(model, inputs, board, **options, input_lcg=lcg)
     fp = extra["footprint"]
     ram = fp["ram"]
     stack = ram["stack"] or 0
