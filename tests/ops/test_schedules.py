@@ -137,6 +137,13 @@ CHAINS = {
                                 dict(kind="avgpool", k=(3, 2), s=(2, 1)), dict(kind="conv", oc=12, k=(1, 1), s=(2, 2)),
                                 dict(kind="avgpool", k=(2, 2), s=(1, 1), pad="same"),
                                 dict(kind="avgpool", k=(2, 2))]),
+    # the tap-pair depthwise with its line buffer over channel groups (72 channels: 2 groups of 36),
+    # one pass per output row (offsets of the line-buffer rows at run time), rows copied by a loop
+    # over word pairs (13 wide: 6 all-image words); SAME, then top padding 0 with 2 rows below; then
+    # stride 2: the widened line buffer over channel groups
+    "dw-pairs-groups": ((1, 6, 13, 72), [dict(kind="dw", k=(3, 3)),
+                                         dict(kind="dw", k=(3, 3), pad=(0, 2, 1, 1), act="relu6"),
+                                         dict(kind="dw", k=(3, 3), s=(2, 2))]),
     # issue 13: depthwise over a width-1 input (a streaming keyword model) printed an unused variable
     "dw-width-1": ((1, 30, 1, 40), [dict(kind="dw", k=(3, 1)), dict(kind="dw", k=(3, 3), m=2, act="none")]),
 }
@@ -375,6 +382,46 @@ def test_depthwise_line_buffer_on_dsp_cores() -> None:
             assert all("aot_smlad(" in t and "aot_pair_hi(" in t for t, (p, _) in zip(texts, kinds) if p)
 
 
+def test_depthwise_pairs_in_channel_groups_keep_the_line_buffer_small(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deep depthwise layers whose line buffer of all channels exceeds the schedules' bound take
+    the line-buffer schedules over channel groups (stride 1: the tap pairs, one pass per output
+    row, a loop copying the rows; stride 2: the widened rows) rather than the quad schedule's
+    border classes: under half the kernel IR, line buffers within bounds."""
+    from aot.lower.schedule.depthwise import RING_MAX_BYTES
+    from aot.lower.schedule.depthwise_pairs import PAIRS_MAX_BYTES
+    from aot.lower.schedule.widen import _nodes
+    from codegen_c.printer import CPrinter
+    x_shape, ops = CHAINS["dw-pairs-groups"]
+    model = conv_chain(5, x_shape, [ops[0], ops[2]])
+
+    def dw_funcs() -> list[K.PrimFunc]:
+        cm = compile_model(model, target_options(M4, flash_budget=0))
+        return [f for f in cm.module.funcs if "depthwise" in f.name]
+    funcs = dw_funcs()
+    texts = [CPrinter().function(f) for f in funcs]
+    assert "aot_smlad(" in texts[0] and "dwpairs" in texts[0] and "dwrec" in texts[1]
+    for f, bound in zip(funcs, (PAIRS_MAX_BYTES, RING_MAX_BYTES)):
+        ring = [b for b in _buffers(f.body) if b.name.startswith("rows")]
+        assert ring and all(b.nbytes <= bound for b in ring)
+    import aot.lower.schedule.depthwise as dw
+    monkeypatch.setattr(dw, "pairs_geometry", lambda *a: None)  # the quad schedule's border classes
+    monkeypatch.setattr(dw, "ring_geometry", lambda *a: None)
+    quads = dw_funcs()
+    assert not any("dwpairs" in t or "dwrec" in t for t in map(CPrinter().function, quads))
+    for f, q in zip(funcs, quads):
+        assert 2 * _nodes(f.body) < _nodes(q.body), f.name
+
+
+def _buffers(node: object) -> list[K.Buffer]:
+    if isinstance(node, K.Allocate):
+        return [node.buffer] + _buffers(node.body)
+    if isinstance(node, K.Seq):
+        return [b for s in node.body for b in _buffers(s)]
+    if isinstance(node, (K.For, K.If)):
+        return [b for f in ("body", "then", "orelse", "else_") for b in _buffers(getattr(node, f, None))]
+    return []
+
+
 def test_load_word_reads_little_endian_and_verifies() -> None:
     a, o, i = K.Buffer("a", "i8", 11), K.Buffer("o", "i32", 8), K.ScalarVar("i")
     kernel = K.PrimFunc("k", (a, o), K.For(i, 8, K.Store(o, i, K.LoadWord(a, i))))
@@ -421,6 +468,7 @@ def test_llvm_selects_dsp_instructions_only_where_the_core_has_them(tmp_path: Pa
 @pytest.mark.parametrize("board,backend,chain", [("mps2-an386", "c", "dscnn"), ("mps2-an385", "c", "dscnn"),
                                                  ("mps2-an386", "llvm", "dscnn"), ("mps2-an386", "c", "dw-pairs"),
                                                  ("mps2-an386", "c", "pw-pool"),
+                                                 ("mps2-an386", "c", "dw-pairs-groups"),
                                                  ("mps2-an505", "llvm", "dscnn")])  # Cortex-M33: DSP intrinsics in LLVM
 def test_schedules_in_qemu_bit_exact(board: str, backend: str, chain: str) -> None:
     from aot.board.flow import run_on_board

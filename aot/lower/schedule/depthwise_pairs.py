@@ -44,6 +44,7 @@ from aot.lower.schedule.requant import ChannelConsts, Requant
 PAIRS_MAX_BYTES = 4096  # the line buffer's RAM
 BLOCK = 4  # output pixels per block when a row is wider than MAX_ROW (even: blocks start on a word)
 MAX_ROW = 6  # rows up to this width are one block
+COPY_LOOP_MIN = 4  # a row of at least this many all-image words is copied by a loop over word pairs
 
 
 def _taps(kw: int) -> tuple[int, int, list[tuple[int, int, str]], list[tuple[int, int, str]]]:
@@ -66,8 +67,11 @@ def _taps(kw: int) -> tuple[int, int, list[tuple[int, int, str]], list[tuple[int
     return ne, no, even, odd
 
 
-def pairs_geometry(x, out, attrs: Mapping[str, Any], kh: int, kw: int) -> tuple[int, int] | None:  # noqa: ANN001
-    """(words per channel row, line-buffer bytes) of the pair schedule, or None if it does not apply."""
+def pairs_geometry(x, out, attrs: Mapping[str, Any], kh: int, kw: int) -> tuple[int, int, int] | None:  # noqa: ANN001
+    """(words per channel row, line-buffer bytes, channels per group) of the pair schedule, or None
+    if it does not apply. When the line buffer of all channels exceeds PAIRS_MAX_BYTES the
+    channels are taken in groups (the most channels, a multiple of 4 dividing cin, that fit),
+    the whole image per group."""
     n_, oh, ow, oc_n = out.shape
     _, h, wd, cin = x.shape
     if (n_ != 1 or tuple(attrs.get("dilation", (1, 1))) != (1, 1) or cin % 4 or oc_n != cin
@@ -79,15 +83,30 @@ def pairs_geometry(x, out, attrs: Mapping[str, Any], kh: int, kw: int) -> tuple[
     words = last_even // 2 + 1 + max(o for o, _, _ in even)
     if last_odd >= 0:
         words = max(words, last_odd // 2 + 1 + max(o for o, _, _ in odd))
-    nbytes = kh * cin * words * 4
-    return (words, nbytes) if nbytes <= PAIRS_MAX_BYTES else None
+    fits = [g for g in range(cin, 0, -4) if cin % g == 0 and kh * g * words * 4 <= PAIRS_MAX_BYTES]
+    return (words, kh * fits[0] * words * 4, fits[0]) if fits else None
 
 
 def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, Any], arith, rq: Requant,  # noqa: ANN001
-               kh: int, kw: int, sw_words: int) -> tuple[K.Stmt, bool]:
-    """The kernel body (see the module docstring) and whether the output may overwrite the input."""
+               kh: int, kw: int, sw_words: int, unroll_rows: bool = True, group: int = 0) -> tuple[K.Stmt, bool]:
+    """The kernel body (see the module docstring) and whether the output may overwrite the input.
+    unroll_rows: the kh passes of a block of output rows unrolled (line-buffer rows known at
+    compile time) rather than one pass whose rows' offsets are computed per output row.
+    group: channels per pass over the image (0: all; else a multiple of 4 dividing cin)."""
     _, oh, ow, oc_n = out.shape
-    _, h, wd, cin = x.shape
+    _, h, wd, cin_all = x.shape
+    cin = group or cin_all  # the channels of one pass; channel cg + c of the image
+    cg = ctx.var("cg") if cin < cin_all else K.Const(0)
+
+    def chan(c: K.Expr) -> K.Expr:
+        return c if cin == cin_all else c + cg
+
+    def passes(rows: list[K.Stmt]) -> K.Stmt:
+        """One pass over the image (all channels), or one per group of cin channels from cg."""
+        if cin == cin_all:
+            return K.seq(*rows)
+        gi = ctx.var("gi")
+        return K.For(gi, cin_all // cin, K.seq(K.Let(cg, gi * cin), *rows))
     pt, _, pl, _ = attrs["padding"]
     off = int(arith.input_offset)
     ne, no, even_ops, odd_ops = _taps(kw)
@@ -132,52 +151,71 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
         e = ctx.var("rz")
         stmts.append(K.For(e, cin * kh, K.seq(*[K.Store(ring, e * sw_words + j, K.Const(0)) for j in zero_words])))
 
-    def copy_row(r: K.Expr, slot: int) -> K.Stmt:
-        """Input row r (in the image) into line-buffer row `slot` of every channel."""
-        q, s = ctx.var("fq"), ctx.var("fs")
-        body: list[K.Stmt] = []
+    # image words with both slots in the image, in one run: a loop over pairs of them when long
+    inner = [j for j in image_words if None not in word_cols[j]]
+    looped = inner if len(inner) >= COPY_LOOP_MIN and inner == list(range(inner[0], inner[-1] + 1)) else []
+    n_pairs = len(looped) // 2
+    unrolled = [(j, word_cols[j]) for j in image_words if j not in looped[:2 * n_pairs]]
 
-        def pixel(v: int | None) -> K.Expr:  # the four channels' bytes of image column v, loaded where used
-            if v is None:
-                return zp_word
-            pv = ctx.var("px")
-            body.append(K.Let(pv, K.LoadWord(x.buffer, simplify_expr(r * (wd * cin) + (v * cin) + q * 4))))
-            return pv
-        for g in range(0, len(image_words), 2):  # two words at a time: a channel's two stores adjacent (STRD)
-            vals: dict[tuple[int, int], K.Expr] = {}
-            for j in image_words[g:g + 2]:
-                a, c = word_cols[j]
-                pa, pb = pixel(a), pixel(c)
-                lo, hi = ctx.var("plo"), ctx.var("phi")
-                body += [K.Let(lo, intrinsic("pair_lo", pa, pb)), K.Let(hi, intrinsic("pair_hi", pa, pb))]
-                for i, (src, fn) in enumerate(((lo, "sxtab16"), (lo, "sxtab16_ror8"), (hi, "sxtab16"),
-                                               (hi, "sxtab16_ror8"))):
-                    v = ctx.var("pw")
-                    body.append(K.Let(v, intrinsic(fn, offpair, src)))
-                    vals[i, j] = v
-            for (i, j), v in sorted(vals.items()):
-                body.append(K.Store(ring, s + (i * cw + slot * sw_words + j), v))
+    def copy_row(r: K.Expr, soff: K.Expr) -> K.Stmt:
+        """Input row r (in the image) into the line-buffer row at word offset soff of every channel."""
+        q, s = ctx.var("fq"), ctx.var("fs")
+
+        def words(js: list[tuple[int, tuple[int | None, int | None]]], jb: K.Expr | None) -> list[K.Stmt]:
+            """Words (j, its two image columns), j and the columns relative to word jb (and
+            column 2 jb) when given; two at a time: a channel's two stores adjacent (STRD)."""
+            body: list[K.Stmt] = []
+
+            def pixel(v: int | None) -> K.Expr:  # the four channels' bytes of image column v, loaded where used
+                if v is None:
+                    return zp_word
+                pv = ctx.var("px")
+                colx = K.Const(v) if jb is None else jb * 2 + v
+                body.append(K.Let(pv, K.LoadWord(x.buffer, simplify_expr(r * (wd * cin_all) + colx * cin_all
+                                                                         + chan(q * 4)))))
+                return pv
+            for g in range(0, len(js), 2):
+                vals: dict[tuple[int, int], K.Expr] = {}
+                for j, (a, c) in js[g:g + 2]:
+                    pa, pb = pixel(a), pixel(c)
+                    lo, hi = ctx.var("plo"), ctx.var("phi")
+                    body += [K.Let(lo, intrinsic("pair_lo", pa, pb)), K.Let(hi, intrinsic("pair_hi", pa, pb))]
+                    for i, (src, fn) in enumerate(((lo, "sxtab16"), (lo, "sxtab16_ror8"), (hi, "sxtab16"),
+                                                   (hi, "sxtab16_ror8"))):
+                        v = ctx.var("pw")
+                        body.append(K.Let(v, intrinsic(fn, offpair, src)))
+                        vals[i, j] = v
+                for (i, j), v in sorted(vals.items()):
+                    at = s + soff + (i * cw + j)
+                    body.append(K.Store(ring, simplify_expr(at if jb is None else at + jb), v))
+            return body
+        body = words(unrolled, None)
+        if n_pairs:  # words j0 + 2k, j0 + 2k + 1: columns 2 (j0 + 2k) - pl ..
+            k, jb = ctx.var("fk"), ctx.var("fj")
+            j0 = looped[0]
+            rel = [(d, (2 * d - pl, 2 * d + 1 - pl)) for d in range(2)]
+            body.append(K.For(k, n_pairs, K.seq(K.Let(jb, k * 2 + j0), *words(rel, jb))))
         return K.For(q, cin // 4, K.seq(K.Let(s, q * (4 * cw)), *body))
 
-    def zero_row(slot: int) -> K.Stmt:
-        """Line-buffer row `slot` of every channel all zero (a padding row)."""
+    def zero_row(soff: K.Expr) -> K.Stmt:
+        """The line-buffer row at word offset soff of every channel all zero (a padding row)."""
         c = ctx.var("zc")
-        return K.For(c, cin, K.seq(*[K.Store(ring, c * cw + (slot * sw_words + j), K.Const(0)) for j in image_words]))
+        return K.For(c, cin, K.seq(*[K.Store(ring, simplify_expr(c * cw + soff + j), K.Const(0)) for j in image_words]))
 
-    def row_in(r: K.Expr, slot: int, lo_ok: bool, hi_ok: bool) -> K.Stmt:
+    def row_in(r: K.Expr, soff: K.Expr, lo_ok: bool, hi_ok: bool) -> K.Stmt:
         if lo_ok and hi_ok:
-            return copy_row(r, slot)
+            return copy_row(r, soff)
         conds = ([] if lo_ok else [r >= 0]) + ([] if hi_ok else [r < h])
-        return K.If(K.logical_and(*conds), copy_row(r, slot), zero_row(slot))
+        return K.If(K.logical_and(*conds), copy_row(r, soff), zero_row(soff))
 
-    def block(oy: K.Expr, c: K.Expr, rb: K.Expr, slots: list[int], ox0: K.Expr, word0: K.Expr, n: int,
+    def block(oy: K.Expr, c: K.Expr, rb: K.Expr, slots: list[K.Expr], ox0: K.Expr, word0: K.Expr, n: int,
               rq_consts: Callable[[], tuple[list[K.Stmt], ChannelConsts]], bias: K.Expr) -> list[K.Stmt]:
         """Outputs ox0 .. ox0 + n - 1 (ox0 even, its first word word0) of channel c."""
         accs = [ctx.var(f"acc{i}") for i in range(n)]
         st: list[K.Stmt] = [K.Let(a, bias) for a in accs]
         for ky in range(kh):
             rp = ctx.var("rp")
-            st.append(K.Let(rp, simplify_expr(c * cw + (slots[ky] * sw_words) + word0)))
+            st.append(K.Let(rp, simplify_expr(c * cw + slots[ky] + word0)))
             wts = [ctx.var("wp") for _ in range(ne + no)]
             st += [K.Let(v, K.Load(tab, rb + (w0 + ky * (ne + no) + k))) for k, v in enumerate(wts)]
             nw = max(i // 2 + 1 + max(o for o, _, _ in (odd_ops if i % 2 else even_ops)) for i in range(n))
@@ -192,13 +230,13 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
         lets, consts = rq_consts()  # loaded after the accumulation: fewer live registers
         st += lets
         for i, a in enumerate(accs):
-            st.append(out.store([K.Const(0), oy, ox0 + i, c], rq.value(consts, a, doubled=dbl)))
+            st.append(out.store([K.Const(0), oy, ox0 + i, chan(c)], rq.value(consts, a, doubled=dbl)))
         return st
 
-    def out_row(oy: K.Expr, slots: list[int]) -> K.Stmt:
-        """Output row oy, its kernel row ky read from line-buffer row slots[ky]."""
+    def out_row(oy: K.Expr, slots: list[K.Expr]) -> K.Stmt:
+        """Output row oy, its kernel row ky read from the line-buffer row at word offset slots[ky]."""
         c, rb, bias = ctx.var("c"), ctx.var("rec"), ctx.var("bias")
-        cb: list[K.Stmt] = [K.Let(rb, c * rec_len), K.Let(bias, K.Load(tab, rb))]
+        cb: list[K.Stmt] = [K.Let(rb, chan(c) * rec_len), K.Let(bias, K.Load(tab, rb))]
 
         def rq_consts() -> tuple[list[K.Stmt], ChannelConsts]:
             lets: list[K.Stmt] = []
@@ -221,9 +259,19 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
                             consts, bias)
         return K.For(c, cin, K.seq(*cb))
 
+    rows: list[K.Stmt] = []
     # input row r lives in line-buffer row r % kh; the rows output row 0 needs before its newest
     for r in range(-pt, kh - 1 - pt):
-        stmts.append(copy_row(K.Const(r), r % kh) if 0 <= r < h else zero_row(r % kh))
+        soff = K.Const(r % kh * sw_words)
+        rows.append(copy_row(K.Const(r), soff) if 0 <= r < h else zero_row(soff))
+    if not unroll_rows:  # one pass per output row, the line-buffer rows' offsets computed at run time
+        oy = ctx.var("oy")
+        offs = [ctx.var("so") for _ in range(kh)]
+        lets = [K.Let(v, simplify_expr(((oy + (kh - pt + ky)) % kh) * sw_words)) for ky, v in enumerate(offs)]
+        r = simplify_expr(oy + (kh - 1 - pt))
+        body = K.seq(*lets, row_in(r, offs[kh - 1], True, oh - 1 + kh - 1 - pt < h), out_row(oy, offs))
+        rows.append(K.For(oy, oh, body))
+        return K.Allocate(ring, K.seq(*stmts, passes(rows))), in_place
     # output rows in blocks of kh (unrolled: the line-buffer rows of each are known), each first
     # bringing in its newest input row r = oy - pt + kh - 1 (zeros below the image)
     blocks = -(-oh // kh)
@@ -234,9 +282,11 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
         newest = u - pt + kh - 1
         r = simplify_expr(oy + (kh - 1 - pt))
         hi_ok = (blocks - 1) * kh + newest < h  # the block's last pass still inside the image
-        body = K.seq(row_in(r, newest % kh, True, hi_ok), out_row(oy, [(u - pt + ky) % kh for ky in range(kh)]))
+        slots = [K.Const((u - pt + ky) % kh * sw_words) for ky in range(kh)]
+        body = K.seq(row_in(r, K.Const(newest % kh * sw_words), True, hi_ok), out_row(oy, slots))
         if (blocks - 1) * kh + u >= oh:  # the last block's pass u is past the output
             body = K.If(oy < oh, body)
         per += [K.Let(oy, ob * kh + u), body]
-    stmts.append(K.For(ob, blocks, K.seq(*per)))
-    return K.Allocate(ring, K.seq(*stmts)), in_place
+    rows.append(K.For(ob, blocks, K.seq(*per)))
+    return K.Allocate(ring, K.seq(*stmts, passes(rows))), in_place
+
