@@ -177,6 +177,11 @@ DSP_INTRINSICS = ("smlad", "smlabb", "smlatt", "smlabt", "smlatb", "sxtb16", "sx
                   "sxtab16_ror8", "pack16", "pair_lo", "pair_hi")
 
 
+def _vfp_cc(mod: ir.Module) -> bool:
+    """Hard-float Arm objects: C library calls must use the VFP variant of the AAPCS."""
+    return mod.triple.endswith("eabihf") and mod.triple.startswith(("thumb", "arm"))
+
+
 def _libm(mod: ir.Module, name: str, c_name: str, arity: int = 1) -> ir.Function:
     ext = mod.globals.get(c_name)
     # the C library's float functions take and return floats in VFP registers on hard-float
@@ -249,6 +254,16 @@ def define_intrinsic(mod: ir.Module, name: str, features: str = "") -> ir.Functi
         fn, b = _fn(mod, name, F32, [F32, F32])
         f64 = ir.DoubleType()
         q = b.fdiv(b.fpext(fn.args[0], f64), b.fpext(fn.args[1], f64))
+        if _vfp_cc(mod):  # no double VRINTM on these cores: llvm.floor.f64 would become a call of the
+            # C library's floor in the base AAPCS (llvmlite cannot set the float ABI), which the
+            # hard-float library reads from d0: garbage (fuzz finding mismatch_b90511e3fd). Call it
+            # ourselves, in the VFP convention, as every other libm function here.
+            ext = mod.globals.get("floor")
+            if ext is None:
+                ext = ir.Function(mod, ir.FunctionType(f64, [f64]), "floor")
+                ext.calling_convention = "arm_aapcs_vfpcc"
+            b.ret(b.fptrunc(b.call(ext, [q], cconv="arm_aapcs_vfpcc"), F32))
+            return fn
         floor = mod.declare_intrinsic("llvm.floor", [f64])
         b.ret(b.fptrunc(b.call(floor, [q]), F32))
         return fn

@@ -53,6 +53,35 @@ def _mac_scan(node: object) -> tuple[bool, int]:
             loops, macs = loops or sub_loops, macs + sub_macs
     return loops, macs
 
+
+# Words of RAM read by the multiply-accumulates are loaded volatile (aot.llvm.volatile), two
+# adjacent ones (consecutive Lets) as one volatile 64-bit load (LDRD; the load/store optimizer
+# pairs no volatile LDRs): in the depthwise pair schedule (aot.lower.schedule.depthwise_pairs,
+# the only user of SMLATB / SMLABT; a loop body around them without inner loops) and in unrolled
+# MAC blocks (their column, now in the pool, not only on the stack). Plain, the SelectionDAG
+# scheduler clustered the line-buffer loads and pulled the requantization constants up among
+# them, and the allocator spilled (kws_int8 on mps2-an386: 83 instructions per channel where gcc
+# -O2 needs 70; now 76; kws 3,143,880 -> 2,998,040, micro_speech 473,320 -> 454,320).
+PAIR_INTRINSICS = frozenset({"smlatb", "smlabt"})
+
+
+def _has_pair_mac(node: object) -> bool:
+    if isinstance(node, K.Intrinsic) and node.name in PAIR_INTRINSICS:
+        return True
+    children = node if isinstance(node, (tuple, list)) else (
+        [getattr(node, f.name) for f in dataclasses.fields(node)] if isinstance(node, (K.Stmt, K.Expr)) else [])
+    return any(_has_pair_mac(c) for c in children if isinstance(c, (K.Stmt, K.Expr, tuple, list)))
+
+
+def _base_offset(e: K.Expr) -> tuple[K.Expr | None, int]:
+    """An index as (base, constant offset): base + c, c (no base), or base (+ 0)."""
+    if isinstance(e, K.Const):
+        return None, int(e.value)
+    if isinstance(e, K.Binary) and e.op == "+" and isinstance(e.b, K.Const):
+        return e.a, int(e.b.value)
+    return e, 0
+
+
 ICMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
 FCMP = {"<": "olt", "<=": "ole", ">": "ogt", ">=": "oge", "==": "oeq", "!=": "une"}
 
@@ -77,6 +106,7 @@ class FunctionEmitter:
         self.scalars: dict[int, ir.Value] = {}
         self.rc: ir.Value | None = None
         self.platform_live: list[ir.Value] = []
+        self.pair_body = False  # printing a loop body of the depthwise pair schedule (PAIR_INTRINSICS)
         self.unrolling = 0  # inside a MAC loop printed unrolled (s_for)
         self.stack_bufs: set[int] = set()  # ids of the stack allocations
         self.expr_table: dict[type, Callable[[K.Expr], ir.Value]] = {
@@ -135,7 +165,33 @@ class FunctionEmitter:
             # output-block loop and the allocator copied them to spill slots, 160 instructions a
             # pixel pair (mps3-an547: 524,156 -> 472,531 instructions; mps2-an386: 507,360 -> 473,320)
             make_volatile(ld)
+        elif self._pair_operand(e):
+            make_volatile(ld)
         return ld
+
+    def _pair_operand(self, e: K.Load) -> bool:
+        """A word of RAM (a parameter, the pool or the stack) read by an unrolled MAC block or by the
+        depthwise pair schedule (PAIR_INTRINSICS): volatile, adjacent ones paired (_load_pair)."""
+        return (self.mp.arm and bool(self.pair_body or self.unrolling) and e.buffer.dtype == "i32"
+                and id(e.buffer) not in self.mp.const_globals)
+
+    def _load_pair(self, a: K.Stmt, b: K.Stmt) -> bool:
+        """`a`, `b` two Lets of adjacent words (_pair_operand): one volatile 64-bit load (LDRD)
+        into both; False (nothing printed) otherwise."""
+        if not (isinstance(a, K.Let) and isinstance(b, K.Let) and isinstance(a.value, K.Load)
+                and isinstance(b.value, K.Load) and a.value.buffer is b.value.buffer and self._pair_operand(a.value)):
+            return False
+        pa, pb = _base_offset(a.value.index), _base_offset(b.value.index)
+        if repr(pa[0]) != repr(pb[0]) or pb[1] != pa[1] + 1:  # the same base (printed alike), next word
+            return False
+        ptr = self.elem_ptr(a.value.buffer, a.value.index)
+        ld = make_volatile(self.b.load(ptr, typ=I64))
+        ld.align = 4
+        for s, v in ((a, self.b.trunc(ld, I32)), (b, self.b.trunc(self.b.lshr(ld, ir.Constant(I64, 32)), I32))):
+            slot = self.alloca(I32, s.var.name)
+            self.scalars[id(s.var)] = slot
+            self.b.store(v, slot)
+        return True
 
     def e_load_word(self, e: K.LoadWord) -> ir.Value:
         """Four bytes as one little-endian i32 (both targets are little-endian), align 1."""
@@ -211,8 +267,13 @@ class FunctionEmitter:
 
     # ------------------------------------------------------------------ statements
     def s_seq(self, s: K.Seq) -> None:
-        for x in s.body:
-            self.stmt(x)
+        i = 0
+        while i < len(s.body):
+            if i + 1 < len(s.body) and self._load_pair(s.body[i], s.body[i + 1]):
+                i += 2
+                continue
+            self.stmt(s.body[i])
+            i += 1
 
     def s_for(self, s: K.For) -> None:
         if not s.unroll and s.extent <= MAC_UNROLL_TRIPS:
@@ -237,7 +298,10 @@ class FunctionEmitter:
         i = self.b.load(var, typ=I32)
         self.b.cbranch(self.b.icmp_signed("<", i, ir.Constant(I32, s.start + s.extent)), body, end)
         self.b.position_at_end(body)
+        outer = self.pair_body
+        self.pair_body = self.mp.arm and not _mac_scan(s.body)[0] and _has_pair_mac(s.body)
         self.stmt(s.body)
+        self.pair_body = outer
         i2 = self.b.load(var, typ=I32)
         self.b.store(self.b.add(i2, ir.Constant(I32, 1), flags=["nsw"]), var)
         br = self.b.branch(cond)

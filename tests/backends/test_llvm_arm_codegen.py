@@ -203,6 +203,35 @@ def test_stack_column_loads_of_unrolled_mac_blocks_are_volatile() -> None:
     plain loads (LDRD pairs), and the host JIT never sees a volatile load."""
     unrolled = str(print_module(_module(MAC_UNROLL_TRIPS), M4.triple, "", 32, M4.features))
     looped = str(print_module(_module(MAC_UNROLL_TRIPS + 1), M4.triple, "", 32, M4.features))
-    assert unrolled.count("load volatile i32") == MAC_UNROLL_TRIPS  # tmp[kk], one per unrolled iteration
+    # tmp[kk] and the parameter's b[kk] (RAM words: a pool column as well as a stack one), one each per
+    # unrolled iteration
+    assert unrolled.count("load volatile i32") == 2 * MAC_UNROLL_TRIPS
     assert "load volatile" not in looped
     assert "load volatile" not in str(print_module(_module(MAC_UNROLL_TRIPS), "", "", 64))
+
+
+def _pairs_module(n: int) -> K.KernelModule:
+    """k(a, w, o): o[0] = sum over i < n of smlatb(a[2i], w[i]) + smlabt(a[2i + 1], w[i]), the two
+    words read by adjacent Lets (as the depthwise pair schedule reads its line buffer)."""
+    a, w, o = K.Buffer("a", "i32", 2 * n), K.Buffer("w", "i32", n), K.Buffer("o", "i32", 1)
+    acc, i, x0, x1 = K.ScalarVar("acc"), K.ScalarVar("i"), K.ScalarVar("x0"), K.ScalarVar("x1")
+    body = K.Seq((K.Let(x0, K.Load(a, i * 2)), K.Let(x1, K.Load(a, i * 2 + 1)),
+                  K.Assign(acc, intrinsic("smlatb", x0, w[i], acc)), K.Assign(acc, intrinsic("smlabt", x1, w[i], acc))))
+    kernel = K.PrimFunc("k", (a, w, o), K.Seq((K.Let(acc, K.Const(0)), K.For(i, n, body), K.Store(o, K.Const(0), acc))))
+    ins, out = (K.Buffer("x", "i32", 2 * n), K.Buffer("v", "i32", n)), K.Buffer("y", "i32", 1)
+    entry = K.PrimFunc("m_main", ins + (out,), K.Seq((K.CallKernel("k", ins + (out,)), K.ReturnOnError())))
+    return K.KernelModule("m", (kernel, entry), (), (K.Pool("sram", 0),), "m_main", ins, (out,))
+
+
+def test_pair_schedule_words_are_one_volatile_ldrd() -> None:
+    """In a loop body around SMLATB / SMLABT (the depthwise pair schedule), two adjacent words read
+    by consecutive Lets are one volatile 64-bit load (LDRD, never clustered ahead of their uses),
+    a single word (w[i], twice) a volatile 32-bit one; the host JIT sees plain loads; results exact."""
+    m = _pairs_module(8)
+    text = str(print_module(m, M4.triple, "", 32, M4.features))
+    assert text.count("load volatile i64") == 1 and text.count("load volatile i32") == 2
+    assert "load volatile" not in str(print_module(m, "", "", 64))
+    rng = np.random.default_rng(3)
+    a, w = rng.integers(-2 ** 31, 2 ** 31, 16).astype(np.int32), rng.integers(-2 ** 31, 2 ** 31, 8).astype(np.int32)
+    want = run_kernel_module(m, [a, w], "interp")[0]
+    np.testing.assert_array_equal(run_kernel_module(m, [a, w], "llvm")[0], want)
