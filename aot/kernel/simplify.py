@@ -14,6 +14,9 @@ Range = tuple[int, int]
 Env = dict[K.ScalarVar, Range]  # the loop variables in scope (ScalarVar hashes by identity)
 _RANGED = ("i8", "i16", "i32", "i64")
 _I32 = (-(1 << 31), (1 << 31) - 1)
+# the values an element of each integer type can hold (a bool element is one byte holding 0 or 1):
+# gcc warns (-Wtype-limits) on a comparison these decide, e.g. a bool input's `>= 0` (fuzz finding crash_ae0598fe30)
+_TYPE_RANGE = {"bool": (0, 1), "u8": (0, 255), "i8": (-128, 127), "i16": (-32768, 32767), "i32": _I32}
 
 
 def _is_const(e: K.Expr, value: int | None = None) -> bool:
@@ -27,6 +30,12 @@ def _range(e: K.Expr, env: Env) -> Range | None:
         return (v, v) if e.dtype in _RANGED and isinstance(v, int) and not isinstance(v, bool) else None
     if isinstance(e, K.ScalarVar):
         return env.get(e)
+    if isinstance(e, K.Load) and e.dtype in _TYPE_RANGE and e.dtype != "i32":  # an element's own type bounds it
+        return _TYPE_RANGE[e.dtype]
+    if isinstance(e, K.Cast) and e.dtype in _TYPE_RANGE:  # a widening (or value-preserving) integer cast
+        inner = _range(e.value, env)
+        lo, hi = _TYPE_RANGE[e.dtype]
+        return inner if inner is not None and lo <= inner[0] and inner[1] <= hi else None
     if not isinstance(e, K.Binary) or e.dtype not in _RANGED or e.op not in ("+", "-", "*", "min", "max"):
         return None
     a, b = _range(e.a, env), _range(e.b, env)
