@@ -23,7 +23,7 @@ from aot.tools.tune import _propose, best_record, best_schedules, feasible  # no
 from conftest import shared_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-DSP = {"cpu": "cortex-m4", "cpu_features": ("dsp",)}
+DSP = {"cpu": "cortex-m4", "cpu_features": ("dsp",), "flash_budget": 0}  # a fixed budget: no layer's knob moves another's widening
 SPACE = {"fused_conv2d_0": {"opt": ["speed", "size"], "widen": [None, True, False]},
          "fused_depthwise_conv2d_1": {"opt": ["speed", "size"]},
          "fused_fully_connected_2": {"opt": ["speed", "size"], "widen": [None, True, False]}}
@@ -49,7 +49,7 @@ def test_knobs_change_only_their_layer() -> None:
     assert _consts(widened) > _consts(narrow)  # pre-widened weights of that layer cost flash
     small = compile_model(model, CompileOptions(**DSP, schedules=(("fused_conv2d_2", (("opt", "size"),)),)))
     changed = [k for k in base.plan.step_kernels if _kernel_text(base, k) != _kernel_text(small, k)]
-    assert changed == ["model_fused_conv2d_2"]
+    assert sorted(set(changed)) == ["model_fused_conv2d_2"]  # one kernel (its steps: the layers sharing it)
 
 
 def test_bad_records_are_refused() -> None:
