@@ -191,31 +191,31 @@ def _nodes(node: object) -> Iterator[object]:
 
 def _drop_unused_lets(s: K.Stmt) -> K.Stmt:
     """Without the Lets of locals nothing reads or assigns (their last use was in a dropped branch,
-    or a schedule computed a coordinate its read path does not need), until none is left."""
+    or a schedule computed a coordinate its read path does not need), until none is left (a Let
+    read only by a dropped Let goes in the next round)."""
     while True:
-        before = sum(isinstance(n, K.Let) for n in _nodes(s))
         out = _drop_unused_once(s)
-        if out is s or sum(isinstance(n, K.Let) for n in _nodes(out)) == before:
+        if out is s:
             return s
         s = out
 
 
 def _drop_unused_once(s: K.Stmt) -> K.Stmt:
+    """`s` itself when every Let is used; otherwise `s` without the unused ones (Lets sit only in
+    the bodies `walk` rebuilds: Seq, For, Allocate, If)."""
     used: set[K.ScalarVar] = set()
+    lets: list[K.Let] = []
     for n in _nodes(s):
         if isinstance(n, K.Let):  # its own variable is no use: only what its value reads
+            lets.append(n)
             used.update(v for v in _nodes(n.value) if isinstance(v, K.ScalarVar))
-        elif isinstance(n, K.ScalarVar) or isinstance(n, K.Assign):
-            pass
-        else:
+        elif not isinstance(n, K.ScalarVar):  # any other node: the variables it holds (an Assign's
+            # target too: its Let must stay), a bare variable among them as much as one inside
             for f in fields(n):  # type: ignore[arg-type]
                 v = getattr(n, f.name)
                 for x in (v if isinstance(v, tuple) else (v,)):
                     if isinstance(x, K.ScalarVar):
                         used.add(x)
-        if isinstance(n, K.Assign):
-            used.add(n.var)
-    lets = [n for n in _nodes(s) if isinstance(n, K.Let)]
     if all(let.var in used for let in lets):
         return s
 

@@ -66,3 +66,12 @@ def test_a_local_used_only_in_a_dropped_branch_goes_with_it() -> None:
                K.Store(buf, K.Const(0), kept))
     text2 = _text(simplify_stmt(s2))
     assert "let u" not in text2 and "let w" not in text2 and "let kept" in text2, text2
+
+
+def test_a_local_assigned_from_another_keeps_both() -> None:
+    """An Assign's target and a bare variable it copies are uses: their Lets stay."""
+    buf = K.Buffer("out", "i32", 4)
+    x, y = K.ScalarVar("x"), K.ScalarVar("y")
+    s = K.seq(K.Let(y, K.Load(buf, K.Const(1))), K.Let(x, K.Const(0)), K.Assign(x, y), K.Store(buf, K.Const(0), x))
+    text = _text(simplify_stmt(s))
+    assert "let y" in text and "let x" in text, text
