@@ -173,6 +173,11 @@ def run_on_board(model: Model, inputs: Mapping[str, np.ndarray], board_name: str
         res = run_elf(elf, board)
         if res.fault:
             raise Error(f"the program faulted on {board.name}: {res.fault}")
+        if res.status is None:
+            said = (res.stderr.strip() or res.stdout.strip())[-600:] or "nothing"
+            raise Error(f"the program on {board.name} ended without reporting a status (QEMU exit code "
+                        f"{res.exit_code}; a CPU lockup is a fault inside the fault handler, e.g. a stack "
+                        f"overflow); QEMU said: {said}")
         if res.status != 0:
             raise Error(f"the model returned error {res.status} on {board.name}")
         outs = {}

@@ -42,37 +42,16 @@ double __floatunsidf(uint32_t a) { return (double)a; }
 int32_t __fixdfsi(double a) { return (int32_t)a; }
 double __extendsfdf2(float a) { return (double)a; }
 float __truncdfsf2(double a) { return (float)a; }
-/* comparisons, with libgcc's results: __unord* nonzero when either is NaN; __eq/__ne 0 when equal;
-   __lt/__le < 0 / <= 0 when a < b / a <= b (NaN: 1); __gt/__ge > 0 / >= 0 when a > b / a >= b (NaN: -1)
-   (fuzz finding crash_bf9f856627: LESS_EQUAL on a float32 model for microbit called __unordsf2) */
+/* comparisons: libgcc for v6-m defines __eqsf2, __lesf2, ... itself (its __aeabi_fcmp* call them,
+   so defining them here in C would recurse), but not the "unordered" ones; they are its
+   __aeabi_fcmpun / __aeabi_dcmpun under the GNU name (fuzz finding crash_bf9f856627: LESS_EQUAL
+   on a float32 model for microbit called __unordsf2). */
+int __aeabi_fcmpun(float a, float b);
+int __aeabi_dcmpun(double a, double b);
 int __unordsf2(float a, float b);
-int __unordsf2(float a, float b) { return a != a || b != b; }
-int __eqsf2(float a, float b);
-int __eqsf2(float a, float b) { return !(a == b); }
-int __nesf2(float a, float b);
-int __nesf2(float a, float b) { return !(a == b); }
-int __ltsf2(float a, float b);
-int __ltsf2(float a, float b) { return a < b ? -1 : a == b ? 0 : 1; }
-int __lesf2(float a, float b);
-int __lesf2(float a, float b) { return a < b ? -1 : a == b ? 0 : 1; }
-int __gtsf2(float a, float b);
-int __gtsf2(float a, float b) { return a > b ? 1 : a == b ? 0 : -1; }
-int __gesf2(float a, float b);
-int __gesf2(float a, float b) { return a > b ? 1 : a == b ? 0 : -1; }
+int __unordsf2(float a, float b) { return __aeabi_fcmpun(a, b); }
 int __unorddf2(double a, double b);
-int __unorddf2(double a, double b) { return a != a || b != b; }
-int __eqdf2(double a, double b);
-int __eqdf2(double a, double b) { return !(a == b); }
-int __nedf2(double a, double b);
-int __nedf2(double a, double b) { return !(a == b); }
-int __ltdf2(double a, double b);
-int __ltdf2(double a, double b) { return a < b ? -1 : a == b ? 0 : 1; }
-int __ledf2(double a, double b);
-int __ledf2(double a, double b) { return a < b ? -1 : a == b ? 0 : 1; }
-int __gtdf2(double a, double b);
-int __gtdf2(double a, double b) { return a > b ? 1 : a == b ? 0 : -1; }
-int __gedf2(double a, double b);
-int __gedf2(double a, double b) { return a > b ? 1 : a == b ? 0 : -1; }
+int __unorddf2(double a, double b) { return __aeabi_dcmpun(a, b); }
 #else
 typedef int aot_softfloat_armv6m_unused; /* ISO C: a translation unit must not be empty */
 #endif
