@@ -18,7 +18,8 @@ graph of its object (obj/<prefix>.stack, from LLVM's own frame sizes: aot.llvm.s
 of all frames). The worst case is the deepest path from
 Reset_Handler plus, for every exception handler in the build (each may preempt the others
 once; priorities are not analysed), its deepest path and its hardware-stacked frame (32
-bytes, 104 with the FP context on hard-float builds). Library functions (newlib, libgcc) have no
+bytes, 104 with the FP context: on hard-float builds whose code has a floating-point or vector
+instruction, aot.board.fp_context). Library functions (newlib, libgcc) have no
 stack data: a leaf among them is sized from its Thumb code (aot.board.thumb_frames: every SP
 decrement summed), the others count as 0 and are listed in the notes. A recursive cycle, an indirect
 call or a dynamically sized frame makes the result unbounded (None), with a note.
@@ -41,6 +42,7 @@ from pathlib import Path
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
+from aot.board.fp_context import image_uses_fp_context
 from aot.board.thumb_frames import leaf_frames
 from aot.errors import Error
 
@@ -387,7 +389,7 @@ def function_stack(elf: Path, function: str, su_dirs: list[Path] | None = None) 
         ef = ELFFile(fh)
         symtab = ef.get_section_by_name(".symtab")
         names = {s.name for s in symtab.iter_symbols() if s["st_info"]["type"] == "STT_FUNC"} if symtab else set()
-        hard_float = _hard_float(ef)
+        hard_float = _hard_float(ef) and image_uses_fp_context(ef)
         leaf = leaf_frames(ef, names)
     return _stack_estimate(dirs, names, hard_float, root=function, leaf=leaf)
 
@@ -438,7 +440,7 @@ def footprint(elf: Path, su_dirs: list[Path] | None = None, *, prefix: str | Non
                     group=_group(sym.name, section_name, prefix),
                     kind="function" if sym_type == "STT_FUNC" else "object",
                 )
-        hard_float = _hard_float(ef)
+        hard_float = _hard_float(ef) and image_uses_fp_context(ef)
         leaf = leaf_frames(ef, elf_functions)
 
     ordered = tuple(sorted(symbols.values(), key=lambda s: (-s.size, s.name, s.section)))

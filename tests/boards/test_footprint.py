@@ -61,6 +61,10 @@ VARIANTS = {
         "__attribute__((noinline)) int net_vla(int n) { volatile int8_t b[n]; b[0] = 1; return b[0]; }\n",
         "net_pool_sram[1] = (int8_t)net_vla(in->input[0] & 63);",
     ),
+    "float": (
+        "__attribute__((noinline)) float net_scale(int8_t v) { return (float)v * 0.5f; }\n",
+        "net_pool_sram[2] = (int8_t)net_scale(in->input[0]);",
+    ),
 }
 
 
@@ -102,6 +106,7 @@ def elves(tmp_path_factory) -> dict[str, Path]:
     built = {name: _build(root, name) for name in ("mps2-an385", "mps2-an386", "rpi-pico", "stm32f746g-disco")}
     for variant in ("recursive", "indirect", "dynamic"):
         built[variant] = _build(root, "mps2-an385", variant)
+    built["float"] = _build(root, "mps2-an386", "float")
     return built
 
 
@@ -159,11 +164,13 @@ def test_worst_case_stack_follows_the_call_graph(elves):
     # newlib's leaf functions (memset, memcpy) have no .su data: sized from their Thumb code
     assert any("library leaf functions sized from their code" in n and "memset" in n for n in stack.notes)
     assert "memcpy" not in stack.unknown_functions and "memset" not in stack.unknown_functions
-    # hard-float boards: the exception frame includes the FP context
-    hard = footprint(elves["mps2-an386"]).stack
-    f = _frames(elves["mps2-an386"].parent)
-    assert hard.handler_bytes == (f["SysTick_Handler"] + sum(f[name] for name in fault_path)
-                                  + 3 * EXCEPTION_FRAME_FP_BYTES)
+    # hard-float boards: the exception frame includes the FP context when the image has a
+    # floating-point instruction (it sets CONTROL.FPCA); an integer-only image never stacks it
+    for variant, frame in (("mps2-an386", EXCEPTION_FRAME_BYTES), ("float", EXCEPTION_FRAME_FP_BYTES)):
+        hard = footprint(elves[variant]).stack
+        f = _frames(elves[variant].parent)
+        assert hard.handler_bytes == (f["SysTick_Handler"] + sum(f[name] for name in fault_path)
+                                      + 3 * frame), variant
     # real boards keep the looping HardFault: SysTick and Default_Handler remain
     pico = footprint(elves["rpi-pico"]).stack
     assert pico.handler_bytes == _frames(elves["rpi-pico"].parent)["SysTick_Handler"] + 2 * EXCEPTION_FRAME_BYTES
