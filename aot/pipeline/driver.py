@@ -16,6 +16,7 @@ from aot.kernel.verify import verify_kernel_module
 from aot.lower.entry import C_RESERVED, build_kernel_module
 from aot.lower.tuning import as_schedules
 from aot.lower.schedule import widen
+from aot.lower.schedule.unroll_policy import straight_block_keys
 from aot.lower.schedule.target import OPT_LEVELS, WeightBudget, make_target
 from aot.ops import infer_call
 from aot.pipeline.manager import Pass, PassTimings, run_passes
@@ -110,8 +111,10 @@ def _lower_for_target(model: Model, o: CompileOptions) -> K.KernelModule:
     target = make_target(o.cpu, o.cpu_features, o.opt, o.flash_bytes)
     schedules = as_schedules(o.schedules)
     auto = o.flash_budget == "auto"
+    straight = straight_block_keys(model)
     if not auto:
-        return build_kernel_module(model, o.prefix, target, WeightBudget.for_target(target, o.flash_budget),
+        return build_kernel_module(model, o.prefix, target,
+                                   replace(WeightBudget.for_target(target, o.flash_budget), straight=straight),
                                    schedules)
     int8 = build_kernel_module(model, o.prefix, target, WeightBudget.for_target(target, 0), schedules)
     if not (target.speed and (target.dsp or target.smlal_pairs)):
@@ -120,7 +123,7 @@ def _lower_for_target(model: Model, o: CompileOptions) -> K.KernelModule:
     keys, _ = widen.choose(widen.candidates(model), max(0, headroom))
     if not keys:
         return int8
-    budget = replace(WeightBudget.for_target(target, headroom), allow=keys)
+    budget = replace(WeightBudget.for_target(target, headroom), allow=keys, straight=straight)
     return build_kernel_module(model, o.prefix, target, budget, schedules)
 
 

@@ -519,6 +519,7 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
 
     lay: ColumnLayout | None = None
     pad_pair_at: int | None = None
+    straight_ok = False
     if dsp:
         if speed:  # SMMLAR requantization where the accumulators' bounds allow (inputs in [-128, 127])
             rq.use_mm(np.abs(biasf.astype(np.int64)) + 128 * np.abs(w2d.astype(np.int64)).sum(axis=1))
@@ -532,8 +533,10 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         reads_words = unpadded_1x1 and lay.words and g.C % 4 == 0
         # one pixel: pre-widened weights only with the input read in place (no widened column in RAM)
         widen_ok = speed and not single and (P > 1 or reads_words)
-        left = budget.take(widened_extra, weight_key(w2d)) if widen_ok else None
+        wkey = weight_key(w2d)
+        left = budget.take(widened_extra, wkey) if widen_ok else None
         kind = "widened" if left is not None else "packed8"
+        straight_ok = budget.may_run_straight(wkey)
         budget = left if left is not None else budget
         if kind == "packed8" and speed and not single and lohi_fits(w2d, biasf, order):
             kind = "lohi"
@@ -716,7 +719,8 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         # one pixel: the column is the same for every channel block anyway, a complete unroll
         # costs nothing in loads; two pixels: keep a loop (see _unroll_factor)
         u = ksteps if (speed and nsl == 1 and ksteps * per_step <= FULL_UNROLL) else _unroll_factor(ksteps, unroll)
-        if speed and wide and kind == "widened" and nsl > 1 and ksteps <= FULL_UNROLL_PAIRS:
+        if (speed and wide and kind == "widened" and nsl > 1 and ksteps <= FULL_UNROLL_PAIRS
+                and straight_ok):
             u = ksteps  # pre-widened pairs at two pixels: one straight block (no loop, no hoisted column loads)
         if direct and kind in ("lohi", "widened") and u % 2:  # two steps per input word: an even step per iteration
             u = 2

@@ -25,7 +25,7 @@ lasts; `spent` is the flash that cost.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
@@ -128,6 +128,9 @@ class WeightBudget:
     spent: int = 0
     # the layers (aot.lower.schedule.widen.weight_key) that may pre-widen int8 weights; None: any
     allow: frozenset[str] | None = None
+    # the pre-widened layers that may run their whole reduction as one straight block
+    # (aot.lower.schedule.unroll_policy); None: any
+    straight: frozenset[str] | None = None
 
     @staticmethod
     def for_target(target: ScheduleTarget, flash_budget: int | None = 0) -> "WeightBudget":
@@ -145,11 +148,14 @@ class WeightBudget:
         if self.allow is not None and key not in self.allow:
             return None
         left = None if self.remaining is None else self.remaining - nbytes
-        return WeightBudget(left, self.device, self.spent + nbytes, self.allow)
+        return replace(self, remaining=left, spent=self.spent + nbytes)
+
+    def may_run_straight(self, key: str) -> bool:
+        return self.straight is None or key in self.straight
 
     def take16(self, nbytes: int) -> "WeightBudget | None":
         """The budget left after spending nbytes on 16x8 weight pairs, or None if they do not fit."""
         if self.device is not None and nbytes > self.device:
             return None
         left = None if self.device is None else self.device - nbytes
-        return WeightBudget(self.remaining, left, self.spent + nbytes, self.allow)
+        return replace(self, device=left, spent=self.spent + nbytes)

@@ -46,6 +46,12 @@ class Candidate:
     key: str
     extra_bytes: int
     score: float  # instructions saved per byte, relative
+    # what the unroll choice (aot.lower.schedule.unroll_policy) needs: the layer's column pairs,
+    # output channels and pixels, and its shape (layers of one shape share a kernel)
+    pairs: int = 0
+    oc: int = 0
+    pixels: int = 0
+    shape: tuple = ()
 
 
 def _pairs(kh: int, kw: int, c: int, dw: int) -> int:
@@ -82,7 +88,9 @@ def _candidate(call: Call) -> Candidate | None:
         w2d, pairs = wd.reshape(kh * kw, oc).T, _pairs(kh, kw, 1, dw)
     if pixels == 1:  # measured: a widened row saves ~4% of its instructions for twice its flash
         return None
-    return Candidate(weight_key(w2d), widened_extra_bytes(oc, pairs), float(pixels))
+    shape = (op, tuple(x.type.shape), tuple(out_shape), tuple(wd.shape),
+             tuple(sorted((k, repr(v)) for k, v in call.attrs.items() if "quant" not in k)))
+    return Candidate(weight_key(w2d), widened_extra_bytes(oc, pairs), float(pixels), pairs, oc, pixels, shape)
 
 
 def candidates(model: Model) -> list[Candidate]:
