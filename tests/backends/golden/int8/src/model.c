@@ -233,12 +233,10 @@ AOT_KERNEL int32_t model_fused_softmax_1(const int8_t *in_1, int8_t *out_1) {
         int32_t half_den = ((int32_t)((((((int64_t)(((int32_t)((((int64_t)((uint64_t)(((int64_t)(sum_exp))) << ((int64_t)(headroom)))) - INT64_C(2147483648)))))) + INT64_C(2147483647)) + (((((int64_t)(((int32_t)((((int64_t)((uint64_t)(((int64_t)(sum_exp))) << ((int64_t)(headroom)))) - INT64_C(2147483648)))))) + INT64_C(2147483647)) >= INT64_C(0)) ? INT64_C(1) : INT64_C(-1))) / INT64_C(2))));
         int32_t recip = (1515870810 + aot_srdhm(half_den, (-1010580540)));
         int32_t newton = 0;
-        newton = aot_srdhm(recip, (536870912 - aot_srdhm(half_den, recip)));
-        recip = (recip + ((newton > 536870911) ? 2147483647 : ((newton < (-536870911)) ? INT32_MIN : ((int32_t)((uint32_t)(newton) << 2)))));
-        newton = aot_srdhm(recip, (536870912 - aot_srdhm(half_den, recip)));
-        recip = (recip + ((newton > 536870911) ? 2147483647 : ((newton < (-536870911)) ? INT32_MIN : ((int32_t)((uint32_t)(newton) << 2)))));
-        newton = aot_srdhm(recip, (536870912 - aot_srdhm(half_den, recip)));
-        recip = (recip + ((newton > 536870911) ? 2147483647 : ((newton < (-536870911)) ? INT32_MIN : ((int32_t)((uint32_t)(newton) << 2)))));
+        for (int32_t it = 0; it < 3; ++it) {
+            newton = aot_srdhm(recip, (536870912 - aot_srdhm(half_den, recip)));
+            recip = (recip + ((newton > 536870911) ? 2147483647 : ((newton < (-536870911)) ? INT32_MIN : ((int32_t)((uint32_t)(newton) << 2)))));
+        }
         int32_t recip_scale = ((recip > 1073741823) ? 2147483647 : ((recip < (-1073741823)) ? INT32_MIN : ((int32_t)((uint32_t)(recip) << 1))));
         for (int32_t j = 0; j < 5; ++j) {
             out_1[j] = ((int8_t)(aot_min_i32(aot_max_i32((aot_rdbpot(aot_srdhm(recip_scale, model_const_softmax_exp[(mx - ((int32_t)(in_1[j])))]), (35 - headroom)) - 128), (-128)), 127)));
