@@ -20,7 +20,7 @@ demo: setup
 	$(PYTHON) -m aot demo
 
 test: setup
-	$(PYTHON) -m pytest -n $(JOBS) -q tests
+	$(PYTHON) -m pytest -n $(JOBS) -q --durations=30 tests
 
 test-fast:
 	$(PYTHON) -m pytest -n $(JOBS) -q -m "not slow" tests
