@@ -16,8 +16,9 @@ import pytest
 import aot
 from aot.api import library_files
 from aot.runners.host import CFLAGS, runtime_sources, write_files
+from conftest import SHARED
 
-MODELS = sorted(Path("/work/shared/models").glob("*.tflite"))
+MODELS = sorted((SHARED / "models").glob("*.tflite"))
 # constant tables are pure data: above this size cppcheck spends minutes tokenizing initializers
 # (ad_int8's 1.1 MB of weights), so those files are left out; every kernel source is checked
 MAX_DATA_FILE_BYTES = 256 << 10
@@ -51,7 +52,7 @@ def test_cppcheck_finds_nothing_in_the_generated_c(tmp_path: Path, cpu: str | No
 
 
 def test_gcc_analyzer_finds_nothing_in_one_model(tmp_path: Path) -> None:
-    lib = _library(Path("/work/shared/models/micro_speech_quantized.tflite"), tmp_path, "an")
+    lib = _library((SHARED / "models/micro_speech_quantized.tflite"), tmp_path, "an")
     _, incs = runtime_sources("host")
     gcc = shutil.which("gcc")
     assert gcc is not None

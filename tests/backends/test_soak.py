@@ -25,8 +25,9 @@ from aot.board.flow import make_project
 from aot.ir.evaluate import random_inputs
 from aot.runners.host import CFLAGS, _gcc, runtime_sources, write_files
 from aot.runners.qemu import build_project, run_elf
+from conftest import SHARED
 
-MODELS = Path("/work/shared/models")
+MODELS = (SHARED / "models")
 SOAK_MODEL = "ad_int8"
 SOAK_RUNS = 10_000
 

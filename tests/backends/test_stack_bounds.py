@@ -15,10 +15,11 @@ from aot.board.flow import make_project
 from aot.board.footprint import footprint, function_stack
 from aot.ir.evaluate import random_inputs
 from aot.runners.qemu import build_project, run_elf
+from conftest import SHARED
 
 pytestmark = [pytest.mark.usefixtures("arm_toolchain"), pytest.mark.slow]
 
-MODELS = sorted(Path("/work/shared/models").glob("*.tflite"))
+MODELS = sorted((SHARED / "models").glob("*.tflite"))
 BOARD = "mps2-an386"  # Cortex-M4F: the LLVM object is hard-float
 PAINT = 0xA5A5A5A5
 

@@ -121,6 +121,15 @@ def test_no_python_file_over_800_lines() -> None:
     assert long == {}
 
 
+def test_no_absolute_machine_paths() -> None:
+    """Code and tests find ../shared through tests/conftest.py (SHARED, AOT_SHARED), never through
+    this machine's absolute paths: in a checkout elsewhere a glob of /work/... finds nothing and
+    the tests built on it pass without running."""
+    files = [p for pkg in (*PACKAGES, "tests", "tools") for p in (ROOT / pkg).rglob("*.py") if "_assets" not in p.parts]
+    bad = [str(p.relative_to(ROOT)) for p in files if "/work/" in p.read_text() and p.name != "test_structure.py"]
+    assert bad == []
+
+
 def test_readme_layout_lists_every_package() -> None:
     """The README's layout section names every package directory under aot/ and every test topic."""
     readme = (ROOT / "README.md").read_text()

@@ -20,9 +20,10 @@ from tflm_util import run_tflm_batch  # noqa: E402
 import aot  # noqa: E402
 from aot.errors import UnsupportedError  # noqa: E402
 from aot.frontend.tflite import load_tflite  # noqa: E402
+from conftest import SHARED  # noqa: E402
 
 ACTS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
-SEANET = Path("/work/shared/tflm-models/integration_tests/seanet")
+SEANET = (SHARED / "tflm-models/integration_tests/seanet")
 
 CASES: dict[str, Callable[[], tuple[bytes, list[np.ndarray]]]] = {}
 

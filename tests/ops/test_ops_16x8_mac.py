@@ -33,8 +33,9 @@ from aot.kernel.printer import format_module  # noqa: E402
 from aot.pipeline.driver import CompileOptions, compile_model  # noqa: E402
 from aot.quant import fixedpoint as fp  # noqa: E402
 from aot.runners.kernel_module import run_kernel_module  # noqa: E402
+from conftest import SHARED  # noqa: E402
 
-SEANET = Path("/work/shared/tflm-models/integration_tests/seanet")
+SEANET = (SHARED / "tflm-models/integration_tests/seanet")
 ACTS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
 ACT_SCALE = {"RELU6": 6 / 24000, "RELU_N1_TO_1": 1 / 24000}  # the clamp lands inside the range
 

@@ -35,9 +35,9 @@ from aot.quant import fixedpoint as fp  # noqa: E402
 from aot.quant import params as P  # noqa: E402
 from aot.quant import reference as R  # noqa: E402
 
-MODELS_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "models"
-if not MODELS_DIR.is_dir():
-    MODELS_DIR = Path("/work/shared/models")
+from conftest import SHARED  # noqa: E402
+
+MODELS_DIR = SHARED / "models"
 
 ACTS = ["none", "relu", "relu6", "relu_n1_to_1"]
 TFL_ACT = {"none": "NONE", "relu": "RELU", "relu6": "RELU6", "relu_n1_to_1": "RELU_N1_TO_1"}

@@ -19,9 +19,10 @@ from aot.lower.schedule import ScheduleTarget, target_for_cpu
 from aot.lower.schedule.gemm16 import CHUNK_PAIRS, chunks, pack_weights16
 from aot.pipeline.driver import CompileOptions, compile_model
 from aot.runners.kernel_module import run_kernel_module
+from conftest import SHARED
 
 M4 = target_for_cpu("cortex-m4")
-SEANET_CONV = Path("/work/shared/tflm-models/integration_tests/seanet/conv")
+SEANET_CONV = (SHARED / "tflm-models/integration_tests/seanet/conv")
 
 
 def _options(t: ScheduleTarget) -> CompileOptions:

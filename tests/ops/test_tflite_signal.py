@@ -24,6 +24,7 @@ from aot.frontend.tflite import load_tflite  # noqa: E402
 from aot.frontend.tflite_writer import TFLiteModelBuilder  # noqa: E402
 from aot.ir.evaluate import check_inputs, evaluate  # noqa: E402
 from aot.runners import tflm as tflm_runner  # noqa: E402
+from conftest import SHARED  # noqa: E402
 
 Spec = tuple  # (shape, dtype, data or None)
 CASES: dict[str, Callable[[], tuple[bytes, list[np.ndarray]]]] = {}
@@ -355,7 +356,7 @@ def test_build_matches_tflm(name: str, backend: str, tflm) -> None:  # noqa: ANN
 # ------------------------------------------------------------------ TFLM's audio preprocessors
 PREPROCESSORS = {
     "int8": Path(aot.__file__).resolve().parent / "tools" / "speech" / "models" / "audio_preprocessor_int8.tflite",
-    "float": Path("/work/shared/tflm-models/examples/micro_speech/models/audio_preprocessor_float.tflite"),
+    "float": (SHARED / "tflm-models/examples/micro_speech/models/audio_preprocessor_float.tflite"),
 }
 
 
