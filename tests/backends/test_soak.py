@@ -23,7 +23,7 @@ import aot
 from aot.api import library_files
 from aot.board.flow import make_project
 from aot.ir.evaluate import random_inputs
-from aot.runners.host import CFLAGS, _gcc, runtime_sources, write_files
+from aot.runners.host import CFLAGS, _gcc, emulation_flags, runtime_sources, write_files
 from aot.runners.qemu import build_project, run_elf
 from conftest import SHARED
 
@@ -122,11 +122,12 @@ def _host_soak(model, tmp: Path) -> Path:  # noqa: ANN001
     """The soak harness built for the host (the run count is its argument)."""
     from aot.pipeline.driver import CompileOptions, compile_model
     compiled = compile_model(model, CompileOptions(cpu="cortex-m4"))
-    write_files(tmp / "lib", library_files(compiled))
+    files = library_files(compiled)
+    write_files(tmp / "lib", files)
     (tmp / "soak.c").write_text(soak_source(model, "model", SOAK_RUNS, board=False))
     srcs, incs = runtime_sources("host")
     exe = tmp / "soak"
-    _gcc(CFLAGS + [f"-I{tmp / 'lib' / 'include'}", f"-I{tmp / 'lib' / 'src'}"] + [f"-I{i}" for i in incs]
+    _gcc(CFLAGS + emulation_flags(files) + [f"-I{tmp / 'lib' / 'include'}", f"-I{tmp / 'lib' / 'src'}"] + [f"-I{i}" for i in incs]
          + [str(tmp / "soak.c")] + [str(s) for s in sorted((tmp / "lib" / "src").glob("*.c")) + srcs]
          + ["-lm", "-o", str(exe)], "the soak harness")
     return exe
