@@ -42,7 +42,7 @@ from pathlib import Path
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
-from aot.board.fp_context import image_uses_fp_context
+from aot.board.fp_context import arm_attributes, image_uses_fp_context
 from aot.board.thumb_frames import leaf_frames
 from aot.errors import Error
 
@@ -362,20 +362,11 @@ def _stack_estimate(dirs: list[Path], elf_functions: set[str], hard_float: bool,
 
 
 def _hard_float(elf: ELFFile) -> bool:
-    section = elf.get_section_by_name(".ARM.attributes")
-    if section is None:
-        return False
     try:
-        for sub in section.iter_subsections():
-            for subsub in sub.iter_subsubsections():
-                for attr in subsub.iter_attributes():
-                    if attr.tag == "TAG_ABI_VFP_ARGS" and attr.value == 1:
-                        return True
-                    if attr.tag == "TAG_FP_ARCH" and attr.value:
-                        return True
-    except Exception:  # malformed attributes: assume the larger frame
+        return any((tag == "TAG_ABI_VFP_ARGS" and value == 1) or (tag == "TAG_FP_ARCH" and value)
+                   for tag, value in arm_attributes(elf))
+    except ValueError:  # malformed attributes: assume the larger frame
         return True
-    return False
 
 
 # ---- entry point -------------------------------------------------------------------------

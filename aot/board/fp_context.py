@@ -32,19 +32,23 @@ def thumb_uses_coprocessor(code: bytes) -> bool:
     return False
 
 
-def _has_mve(elf: ELFFile) -> bool:
+def arm_attributes(elf: ELFFile) -> list[tuple[object, object]]:
+    """(tag, value) of every build attribute in .ARM.attributes; ValueError when malformed."""
     section = elf.get_section_by_name(".ARM.attributes")
     if section is None:
-        return False
+        return []
     try:
-        for sub in section.iter_subsections():
-            for subsub in sub.iter_subsubsections():
-                for attr in subsub.iter_attributes():
-                    if attr.tag in ("TAG_MVE_ARCH", 48) and attr.value:
-                        return True
-    except Exception:  # noqa: BLE001 - malformed attributes: assume the worst
+        return [(attr.tag, attr.value) for sub in section.iter_subsections()
+                for subsub in sub.iter_subsubsections() for attr in subsub.iter_attributes()]
+    except Exception as e:  # noqa: BLE001 - pyelftools raises several kinds on bad data
+        raise ValueError(f"malformed .ARM.attributes: {e}") from None
+
+
+def _has_mve(elf: ELFFile) -> bool:
+    try:
+        return any(tag in ("TAG_MVE_ARCH", 48) and value for tag, value in arm_attributes(elf))
+    except ValueError:  # malformed attributes: assume the worst
         return True
-    return False
 
 
 def _code_ranges(elf: ELFFile) -> list[tuple[int, bytes]] | None:
