@@ -55,6 +55,8 @@ void aot_console_flush(void);
 
 /* Print "AOT_EXIT <rc>" and stop (console builds), or exit through semihosting. */
 void aot_platform_exit(int rc) __attribute__((noreturn));
+/* console builds: flush the console, then end the run (a reset request on emulated boards) or sleep */
+void aot_platform_halt(void) __attribute__((noreturn));
 
 #ifdef __cplusplus
 }

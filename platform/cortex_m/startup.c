@@ -141,6 +141,12 @@ void aot_platform_exit(int rc) {
     }
     aot_platform_log("AOT_EXIT ");
     aot_platform_log(&line[at]);
+    aot_platform_halt();
+#endif
+}
+
+#if !defined(AOT_IO_SEMIHOSTING)
+void aot_platform_halt(void) {
     aot_console_flush();
 #if defined(AOT_EXIT_RESET)
     /* QEMU runs with -no-reboot: a reset request ends it. */
@@ -151,8 +157,8 @@ void aot_platform_exit(int rc) {
     for (;;) {
         __asm__ volatile("wfi");
     }
-#endif
 }
+#endif
 
 void Default_Handler(void) {
     for (;;) {
@@ -160,8 +166,17 @@ void Default_Handler(void) {
 }
 
 #if defined(AOT_FAULT_EXIT)
+#define AOT_STR_(x) #x
+#define AOT_STR(x) AOT_STR_(x)
 void HardFault_Handler(void) {
+#if defined(AOT_IO_SEMIHOSTING)
     aot_platform_log("\nAOT_FAULT HardFault\n");
     aot_platform_exit(AOT_FAULT_EXIT);
+#else
+    /* the exit line is a constant: no line buffer under this handler, whose frames count in every
+       image's worst-case stack */
+    aot_platform_log("\nAOT_FAULT HardFault\nAOT_EXIT " AOT_STR(AOT_FAULT_EXIT) "\n");
+    aot_platform_halt();
+#endif
 }
 #endif
