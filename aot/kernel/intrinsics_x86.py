@@ -19,6 +19,8 @@ has per block five rows of 16: the bias (input offset folded in, aot.lower.sched
 MultiplyByQuantizedMultiplier), and 128 * sum_k W[c][k]: vpdpbusd multiplies unsigned bytes,
 so the VNNI routine feeds x + 128 (x xor 0x80) and starts from bias - that row (int32
 arithmetic wraps, like the scalar accumulator). The specification ignores the fifth row.
+`x86_dw_vnni`: an int8 depthwise convolution (depth multiplier 1, one image) with the same
+table and weights packed by `pack_dw_weights` (LLVM: aot/llvm/x86_dw.py).
 
 float32 (`x86_sgemm16` / `x86_sgemm8`: 16 lanes for AVX-512, 8 for AVX2): the same product
 over float32 (a pixel's inputs may be runs of rl values rs apart: a window read in place), weights packed by `pack_weights_f32` as [block of L channels][n][L] (zero padded),
@@ -176,7 +178,53 @@ def _sdw(lanes: int) -> Callable[..., int]:
     return x86_sdw
 
 
+def pack_dw_weights(w3: np.ndarray) -> np.ndarray:
+    """Depthwise [kh][kw][C] int8 -> [kh][ceil(kw/4)][ceil(C/16)][16][4] int8, zero padded, flat:
+    per filter row ky, group g of four taps kx = 4g + j and block of 16 channels, one 64-byte
+    vector [channel][j] (x86_dw_vnni's vpdpbusd operand)."""
+    kh, kw, c_n = w3.shape
+    groups, nb = -(-kw // 4), -(-c_n // LANES)
+    pad = np.zeros((kh, groups * 4, nb * LANES), dtype=np.int8)
+    pad[:, :kw, :c_n] = w3
+    return pad.reshape(kh, groups, 4, nb, LANES).transpose(0, 1, 3, 4, 2).reshape(-1)
+
+
+def dw_ring_bytes(kh: int, kw: int, C: int, dh: int, OW: int) -> int:
+    """The scratch of x86_dw_vnni: (kh-1)*dh + 1 rows of OW pixels x ceil(kw/4) groups x
+    ceil(C/16) blocks of 64 bytes."""
+    return ((kh - 1) * dh + 1) * OW * -(-kw // 4) * -(-C // LANES) * 64
+
+
+def x86_dw(out: Ref, x: Ref, t: Ref, w: Ref, p: Ref, H: int, W: int, C: int, kh: int, kw: int, sh: int, sw: int,
+           dh: int, dw: int, pt: int, pl: int, OH: int, OW: int, zpi: int, zp: int, amin: int, amax: int,
+           nt: int = 1) -> int:
+    """An int8 depthwise convolution of depth multiplier 1 over one image (NHWC, C channels):
+    out[(oy*OW + ox)*C + c] = clamp(requantize(bias[c] + sum_{ky<kh, kx<kw} xp(oy*sh - pt + ky*dh,
+    ox*sw - pl + kx*dw, c) * W[ky][kx][c]) + zp, amin, amax), xp = the input inside the image and
+    zpi (the input zero point) outside; weights as pack_dw_weights lays them out, the table as
+    param_table([C][kh*kw] weights, ...) (the bias with the input offset folded in). t: scratch
+    of dw_ring_bytes (the routine's transposed input rows), its contents unspecified."""
+    wa, wi = w
+    pa, pi = p
+    groups, nb = -(-kw // 4), -(-C // LANES)
+    wk = wa[wi:wi + kh * groups * nb * 64].astype(np.int64).reshape(kh, groups, nb, LANES, 4)
+    wk = wk.transpose(0, 1, 4, 2, 3).reshape(kh, groups * 4, nb * LANES)[:, :kw, :C]
+    tab = pa[pi:pi + nb * ROWS * LANES].astype(np.int64).reshape(nb, ROWS, LANES).transpose(1, 0, 2)
+    tab = tab.reshape(ROWS, nb * LANES)[:, :C]
+    shift = np.where(tab[2] > 0, tab[2], tab[3])
+    xp = np.full((max(OH * sh + kh * dh, H) + pt, max(OW * sw + kw * dw, W) + pl, C), zpi, dtype=np.int64)
+    xp[pt:pt + H, pl:pl + W] = x[0][x[1]:x[1] + H * W * C].astype(np.int64).reshape(H, W, C)
+    acc = np.broadcast_to(tab[0], (OH, OW, C)).copy()
+    for ky in range(kh):
+        for kx in range(kw):
+            acc += xp[ky * dh:ky * dh + OH * sh:sh, kx * dw:kx * dw + OW * sw:sw][:OH, :OW] * wk[ky, kx]
+    v = fp.multiply_by_quantized_multiplier(fp.wrap32(acc), tab[1], shift) + zp
+    out[0][out[1]:out[1] + OH * OW * C] = np.clip(v, amin, amax).reshape(-1)
+    return 0
+
+
 _GEMM_ARGS = ("*i8", "&i8", "&i8", "&i32") + ("i32",) * 12
+_DW_ARGS = ("*i8", "&i8", "*i8", "&i8", "&i32") + ("i32",) * 18
 _SGEMM_ARGS = ("*f32", "&f32", "&f32", "&f32") + ("i32",) * 8 + ("f32", "f32", "i32")
 _SDW_ARGS = ("*f32", "&f32", "&f32", "&f32") + ("i32",) * 14 + ("f32", "f32", "i32")
 F32_LANES = (16, 8)  # AVX-512 (one zmm), AVX2 (one ymm)
@@ -184,5 +232,6 @@ F32_LANES = (16, 8)  # AVX-512 (one zmm), AVX2 (one ymm)
 X86_INTRINSICS: tuple[tuple[str, tuple[str, ...], str, Callable[..., int]], ...] = (
     ("x86_gemm", _GEMM_ARGS, "i32", x86_gemm),
     ("x86_gemm_vnni", _GEMM_ARGS, "i32", x86_gemm),
+    ("x86_dw_vnni", _DW_ARGS, "i32", x86_dw),
 ) + tuple((f"x86_sgemm{n}", _SGEMM_ARGS, "i32", _sgemm(n)) for n in F32_LANES) \
   + tuple((f"x86_sdw{n}", _SDW_ARGS, "i32", _sdw(n)) for n in F32_LANES)

@@ -256,4 +256,7 @@ def define_x86(mod: ir.Module, name: str, kinds: tuple[str, ...]) -> ir.Function
         return define_sgemm(mod, name, kinds, int(name[len("x86_sgemm"):]))
     if name.startswith("x86_sdw"):
         return define_sdw(mod, name, kinds, int(name[len("x86_sdw"):]))
+    if name.startswith("x86_dw"):  # int8 depthwise (aot.llvm.x86_dw)
+        from aot.llvm.x86_dw import define_dw
+        return define_dw(mod, name, kinds)
     return define_gemm(mod, name, kinds)

@@ -94,6 +94,42 @@ static inline int32_t aot_x86_gemm_vnni(int8_t *out, const int8_t *x, const int8
     return aot_x86_gemm(out, x, w, p, n, npix, xs, os, OC, zp, amin, amax, rl, rs, xu, nt);
 }
 
+/* int8 depthwise convolution, depth multiplier 1, one image (NHWC): weights packed
+ * [kh][ceil(kw/4)][ceil(C/16)][16][4], the table as for aot_x86_gemm (bias with the input offset
+ * folded in); taps outside the image read the input zero point zpi. t (the LLVM twin's scratch)
+ * and nt are not used here. */
+static inline int32_t aot_x86_dw_vnni(int8_t *out, const int8_t *x, int8_t *t, const int8_t *w, const int32_t *p,
+                                      int32_t H, int32_t W, int32_t C, int32_t kh, int32_t kw, int32_t sh,
+                                      int32_t sw, int32_t dh, int32_t dw, int32_t pt, int32_t pl, int32_t OH,
+                                      int32_t OW, int32_t zpi, int32_t zp, int32_t amin, int32_t amax, int32_t nt) {
+    const int32_t groups = (kw + 3) >> 2, nb = (C + 15) >> 4;
+    (void)t;
+    (void)nt;
+    for (int32_t oy = 0; oy < OH; ++oy) {
+        for (int32_t ox = 0; ox < OW; ++ox) {
+            for (int32_t c = 0; c < C; ++c) {
+                const int32_t *pb = p + (c >> 4) * 80 + (c & 15);
+                int32_t acc = pb[0];
+                for (int32_t ky = 0; ky < kh; ++ky) {
+                    const int32_t iy = oy * sh - pt + ky * dh;
+                    for (int32_t kx = 0; kx < kw; ++kx) {
+                        const int32_t ix = ox * sw - pl + kx * dw;
+                        const int32_t xv = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? x[(iy * W + ix) * C + c] : zpi;
+                        const int8_t wv = w[((ky * groups + (kx >> 2)) * nb + (c >> 4)) * 64 + (c & 15) * 4 + (kx & 3)];
+                        acc = (int32_t)((uint32_t)acc + (uint32_t)(xv * wv));
+                    }
+                }
+                const int32_t shift = pb[32] > 0 ? pb[32] : pb[48];
+                int32_t v = aot_requantize(acc, pb[16], shift) + zp;
+                v = v < amin ? amin : v;
+                v = v > amax ? amax : v;
+                out[(oy * OW + ox) * C + c] = (int8_t)v;
+            }
+        }
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------ float32 */
 static inline float aot_x86_act_f32(float v, int32_t act, float lo, float hi) {
     if (act & 1) v = v > lo ? v : lo;

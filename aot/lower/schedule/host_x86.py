@@ -24,9 +24,10 @@ computed back into the output chunk, its requantizations rewritten without 64-bi
 the operand is an int8 (aot.lower.schedule.host_requant), then copied: LLVM vectorises it without
 the run-time alias check that fails when the ADD writes over its residual input. A depthwise
 convolution of one input channel (depth multiplier m) is such a product too (x86_gemm_geometry);
+depth multiplier 1 on AVX-512 VNNI hosts: aot.lower.schedule.host_dw (x86_dw_vnni: input rows
+transposed once into groups of four taps per channel, kh * ceil(kw/4) vpdpbusd per 16 outputs);
 other depthwise convolutions keep the generic schedule (aot.lower.schedule.depthwise), which
-LLVM vectorises along the channels: a 16-lane routine with a vector requantization per block
-measured slower on kws_int8's 3x3 layers (25x5 pixels, 64 channels).
+LLVM vectorises along the channels.
 
 Threads: the target feature "threads:N" (aot.build(..., threads=N)) is passed to every routine
 as its last argument; the routine splits large products across the host thread pool

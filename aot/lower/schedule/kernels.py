@@ -25,6 +25,7 @@ from aot.lower.schedule.gemm64 import emit_product
 from aot.lower.schedule.gemm16 import emit_gemm16
 from aot.lower.schedule.helium import helium_avg_pool, helium_conv2d, helium_depthwise, helium_fully_connected
 from aot.lower.schedule.host_f32 import f32_conv2d, f32_depthwise, f32_fully_connected
+from aot.lower.schedule.host_dw import x86_depthwise
 from aot.lower.schedule.host_x86 import x86_avg_pool, x86_conv2d, x86_fully_connected, x86_gemm_geometry
 from aot.lower.schedule.pool_dsp import dsp_avg_pool
 from aot.lower.schedule.requant import Requant, fold_bias
@@ -173,6 +174,9 @@ def schedule_depthwise(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out:
     mve = helium_depthwise(ctx, x, w, bias, out, attrs, arith)
     if mve is not None:
         return Scheduled(mve, budget)
+    x86 = x86_depthwise(ctx, x, w, bias, out, attrs, arith)  # AVX-512 VNNI hosts
+    if x86 is not None:
+        return Scheduled(x86, budget)
     n_, oh, ow, oc_n = out.shape
     _, h, wd, cin = x.shape
     _, kh, kw, _ = w.shape
