@@ -64,6 +64,22 @@ def _mac_scan(node: object) -> tuple[bool, int]:
 # -O2 needs 70; now 76; kws 3,143,880 -> 2,998,040, micro_speech 473,320 -> 454,320).
 PAIR_INTRINSICS = frozenset({"smlatb", "smlabt"})
 
+# A straight MAC block: a loop body without inner loops holding at least STRAIGHT_MACS multiply-
+# accumulates (a 2-pixel x 4-channel block over 8 reduction steps), e.g. a channel block whose
+# reduction the schedule printed unrolled (aot.lower.schedule.gemm FULL_UNROLL_PAIRS: kws_int8's
+# pointwise layers and its first layer). Its words of RAM are loaded volatile and paired as in
+# the depthwise pair schedule. Plain, the SelectionDAG scheduler's load clustering
+# (ScheduleDAGSDNodes::ClusterNeighboringLoads; ARM's shouldScheduleLoadsNear admits four) glued
+# four neighbouring loads from one base into one unit, across the steps of the block: the column
+# words of two steps, or a step's weights with the next step's first, were loaded ahead of their
+# SMLADs. The block needs every allocatable register already (8 accumulators, a column pair, a
+# weight pair, two base pointers: r0-r12 and lr, as gcc -O2 allocates it), so the greedy register
+# allocator split and spilled accumulators (kws_int8 on mps2-an386: 122 stack accesses in the
+# pointwise kernel where gcc needs 52; 2,998,040 -> 2,659,480 instructions an inference, the C
+# build 2,641,240). LLVM's -greedy-reverse-local-assignment also avoided most of those spills but
+# made ad_int8 2.9% slower (a process-wide option: not per kernel).
+STRAIGHT_MACS = 64
+
 
 def _has_pair_mac(node: object) -> bool:
     if isinstance(node, K.Intrinsic) and node.name in PAIR_INTRINSICS:
@@ -106,7 +122,7 @@ class FunctionEmitter:
         self.scalars: dict[int, ir.Value] = {}
         self.rc: ir.Value | None = None
         self.platform_live: list[ir.Value] = []
-        self.pair_body = False  # printing a loop body of the depthwise pair schedule (PAIR_INTRINSICS)
+        self.pair_body = False  # printing a loop body of the depthwise pair schedule or a straight MAC block
         self.unrolling = 0  # inside a MAC loop printed unrolled (s_for)
         self.stack_bufs: set[int] = set()  # ids of the stack allocations
         self.expr_table: dict[type, Callable[[K.Expr], ir.Value]] = {
@@ -170,8 +186,9 @@ class FunctionEmitter:
         return ld
 
     def _pair_operand(self, e: K.Load) -> bool:
-        """A word of RAM (a parameter, the pool or the stack) read by an unrolled MAC block or by the
-        depthwise pair schedule (PAIR_INTRINSICS): volatile, adjacent ones paired (_load_pair)."""
+        """A word of RAM (a parameter, the pool or the stack) read by an unrolled or straight MAC block
+        (STRAIGHT_MACS) or by the depthwise pair schedule (PAIR_INTRINSICS): volatile, adjacent ones
+        paired (_load_pair)."""
         return (self.mp.arm and bool(self.pair_body or self.unrolling) and e.buffer.dtype == "i32"
                 and id(e.buffer) not in self.mp.const_globals)
 
@@ -299,7 +316,8 @@ class FunctionEmitter:
         self.b.cbranch(self.b.icmp_signed("<", i, ir.Constant(I32, s.start + s.extent)), body, end)
         self.b.position_at_end(body)
         outer = self.pair_body
-        self.pair_body = self.mp.arm and not _mac_scan(s.body)[0] and _has_pair_mac(s.body)
+        inner, macs = _mac_scan(s.body)
+        self.pair_body = self.mp.arm and not inner and (_has_pair_mac(s.body) or macs >= STRAIGHT_MACS)
         self.stmt(s.body)
         self.pair_body = outer
         i2 = self.b.load(var, typ=I32)

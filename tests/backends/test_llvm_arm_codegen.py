@@ -235,3 +235,88 @@ def test_pair_schedule_words_are_one_volatile_ldrd() -> None:
     a, w = rng.integers(-2 ** 31, 2 ** 31, 16).astype(np.int32), rng.integers(-2 ** 31, 2 ** 31, 8).astype(np.int32)
     want = run_kernel_module(m, [a, w], "interp")[0]
     np.testing.assert_array_equal(run_kernel_module(m, [a, w], "llvm")[0], want)
+
+
+def _straight_module(steps: int) -> K.KernelModule:
+    """k(col, w, bias, o): per block ob (a loop the printer keeps), two pixels x four channels of
+    accumulators started at the bias, `steps` reduction steps in one straight block (a column pair
+    and four weight words a step, eight SMLADs), stored: a blocked GEMM's channel block with its
+    reduction unrolled."""
+    nsl, size, blocks = 2, 4, MAC_UNROLL_TRIPS + 1
+    col, w = K.Buffer("col", "i32", steps * nsl), K.Buffer("w", "i32", blocks * steps * size)
+    bias, o = K.Buffer("bias", "i32", blocks * size), K.Buffer("o", "i32", blocks * size * nsl)
+    ob, wb = K.ScalarVar("ob"), K.ScalarVar("wb")
+    accs = [[K.ScalarVar(f"acc{s}_{c}") for c in range(size)] for s in range(nsl)]
+    st: list[K.Stmt] = [K.Let(wb, ob * (steps * size))]
+    for c in range(size):
+        b = K.ScalarVar(f"b{c}")
+        st += [K.Let(b, bias[ob * size + c])] + [K.Let(accs[s][c], b) for s in range(nsl)]
+    for j in range(steps):
+        xs = [K.ScalarVar(f"x{j}_{s}") for s in range(nsl)]
+        st += [K.Let(x, col[K.Const(j * nsl + s)]) for s, x in enumerate(xs)]
+        for c in range(size):
+            wv = K.ScalarVar(f"w{j}_{c}")
+            st.append(K.Let(wv, w[wb + (j * size + c)]))
+            st += [K.Assign(accs[s][c], intrinsic("smlad", xs[s], wv, accs[s][c])) for s in range(nsl)]
+    st += [K.Store(o, ob * (size * nsl) + (c * nsl + s), accs[s][c]) for c in range(size) for s in range(nsl)]
+    kernel = K.PrimFunc("k", (col, w, bias, o), K.For(ob, blocks, K.Seq(tuple(st))))
+    ins = (K.Buffer("ci", "i32", col.size), K.Buffer("wi", "i32", w.size), K.Buffer("bi", "i32", bias.size))
+    out = K.Buffer("y", "i32", o.size)
+    entry = K.PrimFunc("m_main", ins + (out,), K.Seq((K.CallKernel("k", ins + (out,)), K.ReturnOnError())))
+    return K.KernelModule("m", (kernel, entry), (), (K.Pool("sram", 0),), "m_main", ins, (out,))
+
+
+def test_straight_mac_blocks_load_their_words_volatile_and_paired() -> None:
+    """A loop body without inner loops and at least STRAIGHT_MACS SMLADs: each step's column pair is
+    one volatile 64-bit load and the weights volatile words (never clustered across steps); a smaller
+    body keeps plain loads, and so does the host; results exact."""
+    from aot.llvm.printer import STRAIGHT_MACS
+    steps = STRAIGHT_MACS // 8
+    text = str(print_module(_straight_module(steps), M4.triple, "", 32, M4.features))
+    assert text.count("load volatile i64") == steps  # the column pairs
+    assert text.count("load volatile i32") == 4 * steps + 4  # the weights and the biases
+    assert "load volatile" not in str(print_module(_straight_module(steps - 1), M4.triple, "", 32, M4.features))
+    m = _straight_module(steps)
+    assert "load volatile" not in str(print_module(m, "", "", 64))
+    rng = np.random.default_rng(5)
+    args = [rng.integers(-2 ** 31, 2 ** 31, b.size).astype(np.int32) for b in m.inputs]
+    np.testing.assert_array_equal(run_kernel_module(m, args, "llvm")[0], run_kernel_module(m, args, "interp")[0])
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("arm_toolchain")
+def test_kws_pointwise_block_keeps_its_accumulators_in_registers(tmp_path: Path) -> None:
+    """kws_int8's pointwise kernel on mps2-an386 (2 pixels x 4 channels, 32 SMLAD steps in one
+    straight block: every register in use, as gcc -O2 allocates it): with clustered plain loads the
+    greedy allocator spilled accumulators, 122 stack accesses in the kernel (gcc -O2: 52); with the
+    straight block's volatile loads (STRAIGHT_MACS) 46. Checked: the function with the most SMLADs
+    has at most one stack access per four of them among the kernels the entry calls more than once
+    (the pointwise layers share one kernel; a kernel called once is inlined into the entry)."""
+    from aot.board.boards import load_board
+    from aot.board.flow import _compile_for_board
+    from aot.frontend.tflite import load_tflite
+    from aot.llvm import emit_object
+    from conftest import shared_model
+    path = shared_model("kws_int8.tflite")
+    b = load_board("mps2-an386")
+    compiled = _compile_for_board(load_tflite(path.read_bytes(), "kws_int8"), b, {"source_bytes": path.stat().st_size})
+    obj = tmp_path / "model.o"
+    obj.write_bytes(emit_object(compiled.module, LLVMTarget(b.llvm_triple(), b.llvm_cpu(), b.llvm_features())))
+    text = subprocess.run([shutil.which("arm-none-eabi-objdump") or "arm-none-eabi-objdump", "-d", "-marmv7e-m",
+                           str(obj)], capture_output=True, text=True, check=True).stdout
+    entry = next(f for f in compiled.module.funcs if f.name == compiled.module.entry)
+    calls = _callees(entry.body)
+    shared = {c for c in calls if calls.count(c) > 1}
+    names = re.findall(r"^[0-9a-f]+ <([\w.]+)>:$", text, flags=re.M)
+    bodies = dict(zip(names, re.split(r"^[0-9a-f]+ <[\w.]+>:$", text, flags=re.M)[1:]))
+    smlads, stack = max((len(re.findall(r"\tsmlad\t", bodies[n])), len(re.findall(r"\[sp\b", bodies[n])))
+                        for n in shared)
+    assert smlads >= 256 and stack <= smlads // 4, (smlads, stack)
+
+
+def _callees(s: K.Stmt) -> list[str]:
+    """The kernels an executor body calls, once per call."""
+    if isinstance(s, K.CallKernel):
+        return [s.callee]
+    subs = list(s.body) if isinstance(s, K.Seq) else [getattr(s, f, None) for f in ("body", "then", "orelse")]
+    return [c for x in subs if isinstance(x, K.Stmt) for c in _callees(x)]
