@@ -63,7 +63,10 @@ def _binary(name: str, np_fn, k_fn):  # noqa: ANN001, ANN202
         out = call.out.type
         a, b = (x.broadcast_to(out.shape) for x in args)
         if out.dtype == "int8":
-            return Q.binary_expr(name, a(idx), b(idx), args[0].type, args[1].type, out, call.attrs)
+            tgt = getattr(ctx, "target", None)  # Cortex-M: the exact cheaper rescales of int8 ADD/SUB
+            fast = tgt is not None and tgt.cpu.startswith("cortex-m") and not tgt.reference
+            return Q.binary_expr(name, a(idx), b(idx), args[0].type, args[1].type, out, call.attrs, fast=fast,
+                                 dsp=fast and tgt.dsp)
         if out.dtype == "int16":
             return Q16.binary_expr(name, a(idx), b(idx), args[0].type, args[1].type, out, call.attrs)
         return tflm_clamp_expr(apply_activation_expr(k_fn(a(idx), b(idx)), call.attrs.get("activation", "none")))

@@ -17,6 +17,7 @@ from aot.errors import UnsupportedError
 from aot.ir import Quant, TensorType
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
+from aot.lower.schedule.requant import mm_constants, mm_fits, q31_constants
 from aot.ops.emit import unflatten
 from aot.quant import params as P
 from aot.quant import reference as R
@@ -132,20 +133,108 @@ def binary_reference(name: str, xs: Sequence[np.ndarray], ts: Sequence[TensorTyp
 
 
 def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType, out: TensorType,
-                attrs: Attrs) -> K.Expr:
+                attrs: Attrs, fast: bool = False, dsp: bool = False) -> K.Expr:
+    """The int8 op's value. fast (Cortex-M targets): ADD/SUB's rescales in exact cheaper forms
+    (_rescale, requant_q31 with the output offset folded, SSAT for the whole int8 range; dsp: one
+    rescale by SMMLAR with the other term folded in, _mm_fold); the x86 host schedules rewrite the
+    generic requantize forms themselves (host_requant)."""
     p = _binary_params(name, ta, tb, out, attrs.get("activation", "none"))
     if name == "mul":
         prod = (a.cast("i32") + p.input1_offset) * (b.cast("i32") + p.input2_offset)
         v = intrinsic("requantize", prod, p.output_multiplier, p.output_shift) + p.output_offset
         return _clamp(v, p.act_min, p.act_max)
     # ADD/SUB: both inputs to a common scale with 20 bits of headroom, then to the output
-    sa = intrinsic("requantize", (a.cast("i32") + p.input1_offset) << p.left_shift, p.input1_multiplier,
-                   p.input1_shift)
-    sb = intrinsic("requantize", (b.cast("i32") + p.input2_offset) << p.left_shift, p.input2_multiplier,
-                   p.input2_shift)
-    raw = sa + sb if name == "add" else sa - sb
-    v = intrinsic("requantize", raw, p.output_multiplier, p.output_shift) + p.output_offset
+    if not fast:
+        sa = intrinsic("requantize", (a.cast("i32") + p.input1_offset) << p.left_shift, p.input1_multiplier,
+                       p.input1_shift)
+        sb = intrinsic("requantize", (b.cast("i32") + p.input2_offset) << p.left_shift, p.input2_multiplier,
+                       p.input2_shift)
+        raw = sa + sb if name == "add" else sa - sb
+        v = intrinsic("requantize", raw, p.output_multiplier, p.output_shift) + p.output_offset
+        return _clamp(v, p.act_min, p.act_max)
+    sa = _rescale((a.cast("i32") + p.input1_offset) << p.left_shift, p.input1_multiplier, p.input1_shift,
+                  p.left_shift >= 1)
+    sb = _rescale((b.cast("i32") + p.input2_offset) << p.left_shift, p.input2_multiplier, p.input2_shift,
+                  p.left_shift >= 1)
+    raw = None
+    if dsp:  # SMMLAR for one input's rescale, the other's term folded into its high word
+        ba, bb = _int8_bound(p.input1_offset) << p.left_shift, _int8_bound(p.input2_offset) << p.left_shift
+        raw = _mm_fold(a.cast("i32") + p.input1_offset, p.left_shift, ba, p.input1_multiplier, p.input1_shift,
+                       sb, bb, name != "add")
+        if raw is None and name == "add":
+            raw = _mm_fold(b.cast("i32") + p.input2_offset, p.left_shift, bb, p.input2_multiplier,
+                           p.input2_shift, sa, ba, False)
+    if raw is None:
+        raw = _fold_sum(sa, sb, name == "add")
+    q = q31_constants(p.output_multiplier, p.output_shift, p.output_offset)
+    bound = _int8_bound(p.input1_offset) + _int8_bound(p.input2_offset) << p.left_shift  # |raw| (multipliers < 1)
+    if dsp and q is not None and mm_fits(q, p.output_multiplier, bound + 2):
+        h, r = mm_constants(q)
+        v = intrinsic("requant_mm", raw << 1, p.output_multiplier, h, r)
+        v = v + q[3] if q[3] else v
+    elif q is None:
+        v = intrinsic("requantize", raw, p.output_multiplier, p.output_shift) + p.output_offset
+    else:
+        v = intrinsic("requant_q31", raw, p.output_multiplier, q[0], q[1], q[2])
+        v = v + q[3] if q[3] else v
+    if (p.act_min, p.act_max) == (-128, 127):  # the whole int8 range: one SSAT
+        return intrinsic("ssat8", v)
     return _clamp(v, p.act_min, p.act_max)
+
+
+def _int8_bound(offset: int) -> int:
+    """max |x + offset| over int8 x."""
+    return max(abs(-128 + int(offset)), abs(127 + int(offset)))
+
+
+def _mm_fold(x: K.Expr, left: int, xbound: int, mult: int, shift: int, t: K.Expr, tbound: int,
+             sub: bool) -> K.Expr | None:
+    """requantize(x << left, mult, shift) + t (- t if sub) as one requant_mm (SMMLAR) of
+    y2 = x << (left + 1) whose high word carries t << r: requant_mm(y2, m, h, r) is requant_q31 of
+    x << left where nothing leaves int32 (mm_fits), and ((s + (t << r)) >> r) = (s >> r) + t
+    exactly. None where the bounds (|x| <= xbound, |t| <= tbound) do not keep every step in int32."""
+    q = q31_constants(mult, shift, 0)
+    if q is None or q[3] or not mm_fits(q, mult, xbound):
+        return None
+    h, r = mm_constants(q)
+    if abs(h) + ((2 * xbound * mult + (1 << 31)) >> 32) + 2 + (tbound << r) >= 1 << 31:
+        return None
+    tt = t << r if r else t
+    hh = (K.Const(h) - tt if sub else K.Const(h) + tt) if h else (-tt if sub else tt)
+    return intrinsic("requant_mm", x << (left + 1), mult, hh, r)
+
+
+def _fold_sum(sa: K.Expr, sb: K.Expr, add: bool) -> K.Expr:
+    """sa + sb (sa - sb), the other term added to the high word of a requant_q31 without a final
+    shift (rs = 0): ((hi + t) 2^32 + lo + y m - [y < 0] 2^31) >> 32 is the rescale plus t, exactly
+    (mod 2^32 alike); one register fewer in the epilogue."""
+    def q31_rs0(e: K.Expr) -> bool:
+        return (isinstance(e, K.Intrinsic) and e.name == "requant_q31" and isinstance(e.args[4], K.Const)
+                and e.args[4].value == 0)
+
+    def fold(q: K.Expr, t: K.Expr) -> K.Expr:
+        assert isinstance(q, K.Intrinsic)
+        y, m, lo, hi, rs = q.args
+        return intrinsic("requant_q31", y, m, lo, hi + t if not (isinstance(hi, K.Const) and hi.value == 0) else t, rs)
+    if q31_rs0(sa):
+        return fold(sa, sb if add else -sb)
+    if add and q31_rs0(sb):
+        return fold(sb, sa)
+    return sa + sb if add else sa - sb
+
+
+def _rescale(x: K.Expr, mult: int, shift: int, even: bool) -> K.Expr:
+    """requantize(x, mult, shift) (MultiplyByQuantizedMultiplier) in an exact cheaper form where
+    one exists: the larger-scale input of an ADD has multiplier 2^30 and shift 0, which halves an
+    even x exactly (the doubling high multiply's nudge never rounds); a right shift with mult >= 0
+    is one 32x32->64 multiply-accumulate (requant_q31, aot.lower.schedule.requant). Otherwise the
+    generic two-rounding form."""
+    if even and mult == 1 << 30 and shift == 0:
+        return x >> 1
+    q = q31_constants(mult, shift, 0)
+    if q is not None and q[3] == 0:
+        return intrinsic("requant_q31", x, mult, q[0], q[1], q[2])
+    return intrinsic("requantize", x, mult, shift)
 
 
 # ------------------------------------------------------------------ unary ops as tables

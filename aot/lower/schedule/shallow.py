@@ -1,0 +1,250 @@
+"""Shallow int8 convolutions (one to four input channels: a network's first layer) on DSP cores.
+
+The generic product (aot.lower.schedule.gemm) copies every pixel's receptive field into a column
+of 16-bit pairs and reads it back for each block of output channels; with three input channels
+that copy costs as much as the products. Here the column is never written: one output pixel at
+a time, eight output channels per block (eight accumulators), every pair of inputs is made in
+registers straight from the input tensor and feeds eight SMLADs against pre-widened weights
+loaded two channels at a time (one LDRD of an int64 entry).
+
+Pairs. With dw == 1 a kernel row of the window is one contiguous run of L = kw * C bytes of the
+input row; each four bytes of a run are one word load whose SXTB16 / SXTB16 ROR 8 are the pairs
+(t, t + 2) and (t + 1, t + 3). The one to three bytes left at the end of each run are paired
+across rows (byte loads and PKHBT), a last odd one with a weight of 0: kh * L / 2 pairs rounded
+up (3x3 over three channels: 14 pairs instead of the generic row layout's 15).
+
+Padding. Pixels whose window lies inside the input read it in place (one base offset, every
+load at a constant distance from it). A pixel whose window crosses the border first copies its
+window into a small int8 patch in natural order (padding written as the input zero point, the
+generic fill of aot.lower.schedule.gemm), makes the same pairs from the patch into a small
+column, and loops over it, so the accumulator is the reference's, padding included; the
+unrolled products exist once (in place), the border loop is small, the requantization is shared.
+
+Only layers of at most one block (MAX_OC output channels) take it: with more, the generic
+schedule's two-pixel column, filled once for every block, is cheaper (measured, see MAX_OC).
+Weights take the flash of the generic schedule's pre-widened form (the same WeightBudget share:
+one int32 word per channel and pair); without a budget for the layer the generic schedule runs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aot.kernel import ir as K
+from aot.kernel.intrinsics import call as intrinsic
+from aot.kernel.simplify import simplify_expr
+from aot.lower.schedule.gemm import Geometry, Pixel, _blocks, _Fill, _pack_pairs
+from aot.lower.schedule.requant import Requant
+from aot.lower.schedule.target import ScheduleTarget, WeightBudget
+from aot.lower.schedule.widen import weight_key, widened_extra_bytes
+
+MAX_C = 4  # input channels of a shallow layer
+MAX_PAIRS = 32  # the unrolled products stay small (code, registers)
+BLOCK = 8  # output channels per block: eight accumulators
+# at most one block: measured on Cortex-M4, MobileNetV1-0.25's 3 -> 8 layer (stride 2) 887,640 -> 733,880
+# instructions, but ResNet-8's 3 -> 16 (stride 1, two blocks) 606,880 -> 661,240 (the pairs are made again
+# per block, and eight accumulators spill): there the generic two-pixel column wins
+MAX_OC = BLOCK
+
+
+@dataclass(frozen=True)
+class PairSrc:
+    """One column pair. kind "word": SXTB16 (hi=False) or SXTB16 ROR 8 (hi=True) of the word at
+    byte t of kernel row ky; kind "bytes": the bytes (ky, t) and (ky2, t2) (ky2 < 0: none, its
+    weight is 0). a, b: the natural (ky, kx, ic) indices of the pair's elements (b = -1: none)."""
+    kind: str
+    ky: int
+    t: int
+    hi: bool
+    ky2: int
+    t2: int
+    a: int
+    b: int
+
+
+def shallow_pairs(kh: int, run: int) -> list[PairSrc]:
+    """The pairs of a window of kh runs of `run` bytes (see the module docstring)."""
+    out: list[PairSrc] = []
+    left: list[tuple[int, int]] = []
+    for ky in range(kh):
+        e0 = ky * run
+        for t in range(0, run - 3, 4):
+            out.append(PairSrc("word", ky, t, False, -1, -1, e0 + t, e0 + t + 2))
+            out.append(PairSrc("word", ky, t, True, -1, -1, e0 + t + 1, e0 + t + 3))
+        left += [(ky, t) for t in range(run - run % 4, run)]
+    for i in range(0, len(left), 2):
+        (ky, t) = left[i]
+        ky2, t2 = left[i + 1] if i + 1 < len(left) else (-1, -1)
+        out.append(PairSrc("bytes", ky, t, False, ky2, t2, ky * run + t, ky2 * run + t2 if ky2 >= 0 else -1))
+    return out
+
+
+def shallow_ok(tgt: ScheduleTarget, g: Geometry, oc_n: int) -> bool:
+    """Whether the shallow schedule applies: a DSP core at speed, an int8 input tensor in memory,
+    1..MAX_C input channels, more than one tap, kernel rows contiguous in the input (dw == 1), more
+    than one output pixel, at most MAX_OC output channels and MAX_PAIRS pairs."""
+    if not (tgt.dsp and tgt.speed) or g.buf is None or g.buf.dtype != "i8":
+        return False
+    if not 1 <= g.C <= MAX_C or g.dw != 1 or g.kh * g.kw < 2 or g.pixels < 2 or not 1 <= oc_n <= MAX_OC:
+        return False
+    return len(shallow_pairs(g.kh, g.kw * g.C)) <= MAX_PAIRS
+
+
+def emit_shallow(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.ndarray,  # noqa: ANN001
+                 rq: Requant, budget: WeightBudget) -> tuple[K.Stmt, WeightBudget] | None:
+    """The kernel and the budget left, or None (the generic schedule runs) when it does not apply."""
+    oc_n = w2d.shape[0]
+    if not shallow_ok(tgt, g, oc_n):
+        return None
+    run = g.kw * g.C
+    pairs = shallow_pairs(g.kh, run)
+    left = budget.take(widened_extra_bytes(oc_n, len(pairs)), weight_key(w2d))
+    if left is None:
+        return None
+    rq.use_mm(np.abs(biasf.astype(np.int64)) + 128 * np.abs(w2d.astype(np.int64)).sum(axis=1))
+    dbl = rq.mode == "mm"  # weights and bias doubled: the accumulator holds 2 * acc for requant_mm
+    scale = 2 if dbl else 1
+    words = _pack_pairs(w2d.astype(np.int64) * scale, [(p.a, p.b) for p in pairs])  # [oc, pair] int32
+    full, tails = _blocks(oc_n, BLOCK)
+    blocks = [(b * BLOCK, BLOCK) for b in range(full)] + tails
+    segs = []
+    for oc0, size in blocks:  # per block [pair][channel pair] int64: two channels' words, one LDRD
+        rows = words[oc0:oc0 + size].astype(np.int64) & 0xFFFFFFFF
+        if size % 2:
+            rows = np.concatenate([rows, np.zeros((1, rows.shape[1]), np.int64)])
+        segs.append((rows[0::2] | (rows[1::2] << 32)).T.reshape(-1))
+    wtab = ctx.const(np.concatenate(segs).astype(np.uint64).view(np.int64), "i64", "wshallow")
+    btab = ctx.const((biasf.astype(np.int64) * scale).astype(np.int32), "i32", "biasf")
+
+    ylo, yhi, xlo, xhi = g.pads
+    padded = ylo or yhi or xlo or xhi
+    patch = K.Buffer(ctx.fresh("patch"), "i8", g.depth) if padded else None
+    cols = K.Buffer(ctx.fresh("cols"), "i32", len(pairs)) if padded else None  # a border pixel's pairs
+    buf = g.buf
+    assert buf is not None
+    row_step = g.dh * g.W * g.C  # input bytes between kernel rows
+
+    def pair_values(src: K.Buffer, base: K.Expr, rstride: int,
+                    which: list[PairSrc]) -> tuple[list[K.Stmt], list[K.Expr]]:
+        """The pairs of the window read from src (kernel row ky at base + ky * rstride): the word
+        loads as Lets, and each pair's value (an expression of them, or of byte loads)."""
+        st: list[K.Stmt] = []
+        wordv: dict[tuple[int, int], K.Expr] = {}
+        vals: list[K.Expr] = []
+        for p in which:
+            if p.kind == "word":
+                key = (p.ky, p.t)
+                if key not in wordv:
+                    w = ctx.var("xw")
+                    st.append(K.Let(w, K.LoadWord(src, simplify_expr(base + (p.ky * rstride + p.t)))))
+                    wordv[key] = w
+                vals.append(intrinsic("sxtb16_ror8" if p.hi else "sxtb16", wordv[key]))
+                continue
+            lo = K.Load(src, simplify_expr(base + (p.ky * rstride + p.t))).cast("i32")
+            if p.ky2 >= 0:
+                hi = K.Load(src, simplify_expr(base + (p.ky2 * rstride + p.t2))).cast("i32")
+                vals.append(intrinsic("pack16", lo, hi))
+            else:
+                vals.append(lo)  # the high lane meets a weight of 0
+        return st, vals
+
+    def macs(x: K.Expr, j: K.Expr, accs: list[K.ScalarVar], size: int, seg: K.Expr) -> list[K.Stmt]:
+        """Pair j (value x) times its weights into accs: one int64 entry (two channels) at a time."""
+        st: list[K.Stmt] = []
+        units = (size + 1) // 2
+        for u in range(units):
+            wd = ctx.var("wd", "i64")
+            st.append(K.Let(wd, K.Load(wtab, simplify_expr(seg + j * units + u))))
+            for c, part in ((2 * u, wd.cast("i32")), (2 * u + 1, (wd >> 32).cast("i32"))):
+                if c < size:
+                    wv = ctx.var("wv")
+                    st += [K.Let(wv, part), K.Assign(accs[c], intrinsic("smlad", x, wv, accs[c]))]
+        return st
+
+    def products(accs: list[K.ScalarVar], size: int, seg: K.Expr, base: K.Expr) -> list[K.Stmt]:
+        """The window read in place from the input, every pair unrolled (measured on Cortex-M4: a
+        loop over kernel rows, two words live instead of all, is slower: MobileNet's first layer
+        733,880 -> 755,920)."""
+        st, vals = pair_values(buf, base, row_step, pairs)
+        for j, v in enumerate(vals):
+            x = ctx.var("xv")
+            st.append(K.Let(x, v))
+            st += macs(x, K.Const(j), accs, size, seg)
+        return st
+
+    def products_col(accs: list[K.ScalarVar], size: int, seg: K.Expr) -> K.Stmt:
+        """A border pixel's pairs, made once from its patch into cols: a loop over them."""
+        assert cols is not None
+        j, x = ctx.var("pj"), ctx.var("xv")
+        return K.For(j, len(pairs), K.seq(K.Let(x, K.Load(cols, j)), *macs(x, j, accs, size, seg)))
+
+    def pixel(n: K.Expr, oy: K.Expr, ox: K.Expr) -> K.Stmt:
+        iy0 = simplify_expr(oy * g.sh - g.pt)
+        ix0 = simplify_expr(ox * g.sw - g.pl)
+        stmts: list[K.Stmt] = []
+        piy, pix = ctx.var("piy"), ctx.var("pix")
+        stmts += [K.Let(piy, iy0), K.Let(pix, ix0)]
+        base = ctx.var("xb")
+        conds: list[K.Expr] = []  # the window inside the input (only the checks that can fail)
+        outs: list[K.Expr] = []  # and its negation
+        if ylo:
+            conds.append(piy >= 0)
+            outs.append(piy < 0)
+        if yhi:
+            conds.append(piy + (g.kh - 1) * g.dh < g.H)
+            outs.append(piy + (g.kh - 1) * g.dh >= g.H)
+        if xlo:
+            conds.append(pix >= 0)
+            outs.append(pix < 0)
+        if xhi:
+            conds.append(pix + (g.kw - 1) < g.W)
+            outs.append(pix + (g.kw - 1) >= g.W)
+        inside = K.logical_and(*conds) if conds else None
+        stmts.append(K.Let(base, simplify_expr(g.flat(n, piy, pix, K.Const(0)))))
+        if inside is not None:
+            assert patch is not None
+            outside = outs[0]
+            for o in outs[1:]:
+                outside = K.Logic("or", outside, o)
+            assert cols is not None
+            fill = _Fill(ctx, g, None, patch, 1, True)
+            made, vals = pair_values(patch, K.Const(0), run, pairs)
+            stmts.append(K.If(outside, K.seq(fill.fill(Pixel(n, oy, ox, piy, pix), 0), *made,
+                                             *[K.Store(cols, K.Const(j), v) for j, v in enumerate(vals)])))
+
+        def block(oc0: K.Expr, size: int, seg: K.Expr) -> K.Stmt:
+            accs = [ctx.var(f"acc{c}") for c in range(size)]
+            st: list[K.Stmt] = [K.Let(a, K.Load(btab, simplify_expr(oc0 + c))) for c, a in enumerate(accs)]
+            direct = products(accs, size, seg, base)
+            if inside is None:
+                st += direct
+            else:
+                st.append(K.If(inside, K.seq(*direct), products_col(accs, size, seg)))
+            for c in range(size):
+                lets, cc = rq.channel(ctx, simplify_expr(oc0 + c))
+                st += lets
+                st.append(g.store(n, oy, ox, simplify_expr(oc0 + c), rq.value(cc, accs[c], doubled=dbl)))
+            return K.seq(*st)
+
+        per = len(pairs) * (BLOCK // 2)  # int64 entries of a full block
+        if full == 1:
+            stmts.append(block(K.Const(0), BLOCK, K.Const(0)))
+        elif full > 1:
+            ob = ctx.var("ob")
+            stmts.append(K.For(ob, full, block(ob * BLOCK, BLOCK, ob * per)))
+        seg = full * per
+        for oc0, size in tails:
+            stmts.append(block(K.Const(oc0), size, K.Const(seg)))
+            seg += len(pairs) * ((size + 1) // 2)
+        return K.seq(*stmts)
+
+    oy, ox = ctx.var("oy"), ctx.var("ox")
+    if g.N == 1:
+        body: K.Stmt = K.For(oy, g.OH, K.For(ox, g.OW, pixel(K.Const(0), oy, ox)))
+    else:
+        n = ctx.var("n")
+        body = K.For(n, g.N, K.For(oy, g.OH, K.For(ox, g.OW, pixel(n, oy, ox))))
+    if patch is not None and cols is not None:
+        body = K.Allocate(patch, K.Allocate(cols, body))
+    return body, left
