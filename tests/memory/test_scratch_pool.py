@@ -59,7 +59,10 @@ def test_scratch_goes_to_the_pool_only_where_it_is_free() -> None:
     kernels = sorted(k for k in got if "conv2d" in k)
     assert [bool(got[k][0]) for k in kernels] == [True, True, False]  # stack
     assert [bool(got[k][1]) for k in kernels] == [False, False, True]  # workspace in the pool
-    assert all(len(_scratch(in_pool.module)[k][1]) == 1 for k in kernels)  # explicit limit obeyed
+    # explicit limit obeyed: at most 128 bytes of scratch per kernel stay on its stack, the rest is
+    # workspace (the two columns above; the shallow 4 -> 8 conv's patch and border column fit)
+    lim = _scratch(in_pool.module)
+    assert all(sum(lim[k][0]) <= 128 for k in kernels) and [len(lim[k][1]) for k in kernels[:2]] == [1, 1]
     v = MODEL.inputs[0]
     x = np.random.default_rng(5).integers(-128, 128, v.type.shape).astype(np.int8)
     ref = aot.reference(MODEL, {v.name: x})["y"]
@@ -82,5 +85,5 @@ def test_small_scratch_goes_to_the_pool_too() -> None:
     stack, ws = got[first]
     assert not stack and ws and max(ws) <= 128, got
     legacy = compile_model(model, CompileOptions(cpu="cortex-m4", policy="micro", stack_limit=128))
-    assert _scratch(legacy.module)[first][0] == ws  # the old 128-byte limit kept it on the stack
+    assert sorted(_scratch(legacy.module)[first][0]) == sorted(ws)  # the old 128-byte limit kept it on the stack
     assert cm.plan.activation_bytes == legacy.plan.activation_bytes  # and the pool did not grow
