@@ -21,10 +21,12 @@ Otherwise the pixels whose window lies inside the image read it in place, one ca
 row, and the border pixels fill int8 columns for a group of pixels (aot.lower.schedule.gemm's
 column fill), then one call per group. A fused epilogue of an NHWC output (a residual ADD) is
 computed back into the output chunk, its requantizations rewritten without 64-bit products where
-the operand is an int8 (aot.lower.schedule.host_requant), then copied: LLVM vectorises it without
-the run-time alias check that fails when the ADD writes over its residual input. A depthwise
-convolution of one input channel (depth multiplier m) is such a product too (x86_gemm_geometry);
-depth multiplier 1 on AVX-512 VNNI hosts: aot.lower.schedule.host_dw (x86_dw_vnni: input rows
+the operand is an int8 (aot.lower.schedule.host_requant) or, when it is a function of the
+convolution's int8 output and one int8 load only that equals an affine form clamp((A x + B y +
+C) >> S) on all 65,536 pairs, as that form (aot.lower.schedule.host_epilogue), then copied: LLVM
+vectorises it without the run-time alias check that fails when the ADD writes over its residual
+input. A depthwise convolution of one input channel (depth multiplier m) is such a product too
+(x86_gemm_geometry); depth multiplier 1 on AVX-512 VNNI hosts: aot.lower.schedule.host_dw (x86_dw_vnni: input rows
 transposed once into groups of four taps per channel, kh * ceil(kw/4) vpdpbusd per 16 outputs);
 other depthwise convolutions keep the generic schedule (aot.lower.schedule.depthwise), which
 LLVM vectorises along the channels.
@@ -45,6 +47,7 @@ from aot.kernel.intrinsics import call as intrinsic
 from aot.kernel.intrinsics_x86 import pack_weights, param_table
 from aot.kernel.simplify import simplify_expr
 from aot.lower.schedule.gemm import Geometry, _Fill, pixel_coords
+from aot.lower.schedule.host_epilogue import Fits, affine_epilogue
 from aot.lower.schedule.host_requant import cheap_requantize, int8_locals
 from aot.lower.schedule.helium import conv_problem, fc_problem, plain_output
 from aot.ops.arith import MacArith
@@ -207,6 +210,7 @@ def emit_gemm_x86(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: M
     chunk = g.pixels if plain else max(1, min(g.pixels, CHUNK_BYTES // oc_n))
     tmp = None if plain else K.Buffer(ctx.fresh("outq"), "i8", chunk * oc_n)
     # an NHWC int8 output whose epilogue keeps its shape: pixel q's channels at q * oc_n
+    fits: Fits = {}  # affine_epilogue's fits of this layer
     in_place_epilogue = (out.buffer.dtype == "i8" and out.type.shape == out.final_type.shape
                          and tuple(out.type.shape) == (g.N, g.OH, g.OW, oc_n))
 
@@ -242,11 +246,14 @@ def emit_gemm_x86(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: M
             pre, v = out.epilogue(val, idx)
             i8s = int8_locals(pre)  # requantizations of int8 operands without 64-bit products
             pre = [K.Let(st.var, cheap_requantize(st.value, i8s)) if isinstance(st, K.Let) else st for st in pre]
+            v = cheap_requantize(v, i8s)
+            affine = affine_epilogue(pre, v, fits)  # two int8 operands: one exact affine form
+            v = v if affine is None else affine
             if at is not None:
-                body: K.Stmt = K.For(e, npix * oc_n, K.seq(*pre, K.Store(tmp, e, cheap_requantize(v, i8s).cast("i8"))))
+                body: K.Stmt = K.For(e, npix * oc_n, K.seq(*pre, K.Store(tmp, e, v.cast("i8"))))
             else:
                 body = K.For(sl, npix, K.seq(*lets, K.For(oc, oc_n, K.seq(
-                    *pre, K.Store(tmp, sl * oc_n + oc, cheap_requantize(v, i8s).cast("i8"))))))
+                    *pre, K.Store(tmp, sl * oc_n + oc, v.cast("i8"))))))
             e2 = ctx.var("oe")
             copy = K.For(e2, npix * oc_n, K.Store(out.buffer, simplify_expr(q0 * oc_n + e2), K.Load(tmp, e2)))
             return K.seq(call(K.Load(tmp, K.Const(0)), xref, npix, xs, oc_n, rl, rs, xu), body, copy)
