@@ -34,6 +34,8 @@ from aot.kernel.simplify import simplify_expr
 from aot.kernel.intrinsics import call as intrinsic, pack16
 from aot.ops.common import window_axis, window_bounds_conds
 from aot.lower.schedule.gemm_fill import group_pixels_joint, joint_fill_ok
+from aot.lower.schedule.lohi import (LOHI_BLOCK, LOHI_SLOTS, lohi_fits, pack_lohi,  # noqa: F401 (re-exported)
+                                     row_column, row_unroll)
 from aot.lower.schedule.requant import Requant
 from aot.lower.schedule.target import ScheduleTarget, WeightBudget
 from aot.lower.schedule.widen import weight_key, widened_extra_bytes
@@ -268,12 +270,17 @@ class _Fill:
         groups = lay.run_len // 4 if lay.words else 0
         if groups > 8:  # long run: a loop over groups of four bytes, the rest unrolled
             gi = self.ctx.var("fg")
-            v = self.ctx.var("xw")
             assert word is not None and g.buf is not None
-            loop = K.For(gi, groups, K.seq(
-                K.Let(v, _word(g.buf, base() + gi * 4)),
-                K.Store(self.col, self.dst_pair(slot, j0 + gi * 2), intrinsic("sxtb16", v)),
-                K.Store(self.col, self.dst_pair(slot, j0 + gi * 2 + 1), intrinsic("sxtb16_ror8", v))))
+            # one pixel (a row widened once per call, lohi.row_column): four words per iteration
+            per = 4 if self.slots == 1 and groups % 4 == 0 else 1
+            body = []
+            for t in range(per):
+                v = self.ctx.var("xw")
+                gt = gi * per + t if per > 1 else gi
+                body += [K.Let(v, _word(g.buf, base() + gt * 4)),
+                         K.Store(self.col, self.dst_pair(slot, j0 + gt * 2), intrinsic("sxtb16", v)),
+                         K.Store(self.col, self.dst_pair(slot, j0 + gt * 2 + 1), intrinsic("sxtb16_ror8", v))]
+            loop = K.For(gi, groups // per, K.seq(*body))
             rest = self._pairs_store(slot, j0 + 2 * groups, lambda a: get(K.Const(a)), None, pairs[2 * groups:])
             return K.seq(loop, *rest)
         if len(pairs) > 32 and not lay.words:  # long run read through an accessor
@@ -410,53 +417,6 @@ def _pack_bytes(w2d: np.ndarray, order: Sequence[tuple[int, int]]) -> np.ndarray
     return np.stack(words, axis=1).astype(np.uint32).view(np.int32)
 
 
-# lohi: pixels per group when there are that many, and channels per block by pixels per group
-# (8 accumulators, as the widened schedule; one pixel: weight words loaded two at a time)
-LOHI_SLOTS = 2
-LOHI_BLOCK = {1: 8, 2: 4, 4: 2}
-_ACC_LIMIT = 1 << 31
-
-
-def pack_lohi(w2d: np.ndarray, order: Sequence[tuple[int, int]]) -> np.ndarray:
-    """[ceil(oc / 2), len(order)] int32 words, one per channel pair (L, H) and column pair (a, b):
-    bytes (L[a], H[a] - (L[a] < 0), L[b], H[b] - (L[b] < 0)). SXTB16 of the word is L's pair
-    (L[a], L[b]); as 16-bit lanes the word itself is (L[a] + 256 H[a], L[b] + 256 H[b]), so one
-    SMLAD on it accumulates L + 256 H. A lone last channel is stored widened (lanes L[a], L[b])."""
-    oc_n = w2d.shape[0]
-    wq = w2d.astype(np.int64)
-    zero = np.zeros(oc_n, np.int64)
-    lo = np.stack([wq[:, a] if a >= 0 else zero for a, _ in order], axis=1)
-    hi = np.stack([wq[:, b] if b >= 0 else zero for _, b in order], axis=1)
-    rows = []
-    for c in range(0, oc_n, 2):
-        if c + 1 < oc_n:
-            lanes = [lo[c] + 256 * lo[c + 1], hi[c] + 256 * hi[c + 1]]
-        else:
-            lanes = [lo[c], hi[c]]
-        rows.append((lanes[0] & 0xFFFF) | ((lanes[1] & 0xFFFF) << 16))
-    return np.stack(rows).astype(np.uint32).view(np.int32)
-
-
-def lohi_fits(w2d: np.ndarray, biasf: np.ndarray, order: Sequence[tuple[int, int]]) -> bool:
-    """Whether every channel pair (L, H) can share words: L + 256 H fits a 16-bit lane, and with
-    inputs in [-128, 127] neither accumulator can leave int32 (so both, and their difference,
-    are exact)."""
-    oc_n = w2d.shape[0]
-    if oc_n < 2 or not order:
-        return False
-    used = sorted({e for pr in order for e in pr if e >= 0})
-    wq = w2d[:, used].astype(np.int64)
-    for c in range(0, oc_n - 1, 2):
-        lane = wq[c] + 256 * wq[c + 1]
-        if lane.min() < -32768 or lane.max() > 32767:
-            return False
-        bound = (abs(int(biasf[c])) + 256 * abs(int(biasf[c + 1])) + 128 * int(np.abs(wq[c]).sum())
-                 + 32768 * int(np.abs(wq[c + 1]).sum()))
-        if bound >= _ACC_LIMIT:
-            return False
-    return True
-
-
 def group_pixels(ctx, g: Geometry, qs: Sequence[K.Expr | int], direct: bool, fill,  # noqa: ANN001
                  after_fill: Callable[[int], list[K.Stmt]] | None = None
                  ) -> tuple[list[K.Stmt], list[Pixel], list[K.Expr | None]]:
@@ -559,8 +519,10 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         full_blocks = oc_n // nb + (1 if oc_n % nb else 0)
         direct = (kind == "packed8" and unpadded_1x1 and lay.words and g.C % 4 == 0
                   and (full_blocks == 1 or len(order) * slots * 4 > 2048))
-        # one pixel (a fully connected row): lohi reads the input's words itself, no widened column
-        direct = direct or (kind in ("lohi", "widened") and slots == 1 and reads_words)
+        # one pixel (a fully connected row): lohi reads the input's words itself, no widened column;
+        # over many channel blocks the row is widened once into a column (row_column)
+        direct = direct or (kind in ("lohi", "widened") and slots == 1 and reads_words
+                            and not (kind == "lohi" and row_column(full_blocks, len(order))))
         col = K.Buffer(ctx.fresh("col"), "i32", len(order) * slots)
     else:
         kind = "scalar"
@@ -722,6 +684,8 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         if (speed and wide and kind == "widened" and nsl > 1 and ksteps <= FULL_UNROLL_PAIRS
                 and straight_ok):
             u = ksteps  # pre-widened pairs at two pixels: one straight block (no loop, no hoisted column loads)
+        if speed and wide64:  # one pixel, lohi: longer iterations (see row_unroll)
+            u = row_unroll(ksteps, direct, FULL_UNROLL)
         if direct and kind in ("lohi", "widened") and u % 2:  # two steps per input word: an even step per iteration
             u = 2
         main = ksteps // u
