@@ -132,6 +132,17 @@ def binary_reference(name: str, xs: Sequence[np.ndarray], ts: Sequence[TensorTyp
     return {"add": R.add, "sub": R.sub, "mul": R.mul}[name](xs[0], xs[1], p)
 
 
+def add_sub_value(name: str, a: K.Expr, b: K.Expr, p) -> K.Expr:  # noqa: ANN001
+    """TFLite's quantized ADD/SUB before the clamp, in the generic form (int8 and int16): both inputs
+    to a common scale with left_shift bits of headroom, their sum or difference to the output."""
+    sa = intrinsic("requantize", (a.cast("i32") + p.input1_offset) << p.left_shift, p.input1_multiplier,
+                   p.input1_shift)
+    sb = intrinsic("requantize", (b.cast("i32") + p.input2_offset) << p.left_shift, p.input2_multiplier,
+                   p.input2_shift)
+    raw = sa + sb if name == "add" else sa - sb
+    return intrinsic("requantize", raw, p.output_multiplier, p.output_shift) + p.output_offset
+
+
 def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType, out: TensorType,
                 attrs: Attrs, fast: bool = False, dsp: bool = False) -> K.Expr:
     """The int8 op's value. fast (Cortex-M targets): ADD/SUB's rescales in exact cheaper forms
@@ -145,13 +156,7 @@ def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType,
         return _clamp(v, p.act_min, p.act_max)
     # ADD/SUB: both inputs to a common scale with 20 bits of headroom, then to the output
     if not fast:
-        sa = intrinsic("requantize", (a.cast("i32") + p.input1_offset) << p.left_shift, p.input1_multiplier,
-                       p.input1_shift)
-        sb = intrinsic("requantize", (b.cast("i32") + p.input2_offset) << p.left_shift, p.input2_multiplier,
-                       p.input2_shift)
-        raw = sa + sb if name == "add" else sa - sb
-        v = intrinsic("requantize", raw, p.output_multiplier, p.output_shift) + p.output_offset
-        return _clamp(v, p.act_min, p.act_max)
+        return _clamp(add_sub_value(name, a, b, p), p.act_min, p.act_max)
     sa = _rescale((a.cast("i32") + p.input1_offset) << p.left_shift, p.input1_multiplier, p.input1_shift,
                   p.left_shift >= 1)
     sb = _rescale((b.cast("i32") + p.input2_offset) << p.left_shift, p.input2_multiplier, p.input2_shift,

@@ -23,7 +23,7 @@ from aot.ir import Quant, TensorType
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.ops.emit import unflatten
-from aot.ops.quantized import round_average_and_clamp
+from aot.ops.quantized import add_sub_value, round_average_and_clamp
 from aot.quant import params16 as P
 from aot.quant import reference16 as R
 
@@ -101,13 +101,7 @@ def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType,
         return _clamp(v, p.act_min, p.act_max).cast("i16")
     # ADD/SUB: MultiplyByQuantizedMultiplierSmallerThanOneExp is MultiplyByQuantizedMultiplier
     # for the shifts <= 0 it is given; (x + offset) << 15 fits int32 for int16 x and zero point
-    sa = intrinsic("requantize", (a.cast("i32") + p.input1_offset) << p.left_shift, p.input1_multiplier,
-                   p.input1_shift)
-    sb = intrinsic("requantize", (b.cast("i32") + p.input2_offset) << p.left_shift, p.input2_multiplier,
-                   p.input2_shift)
-    raw = sa + sb if name == "add" else sa - sb
-    v = intrinsic("requantize", raw, p.output_multiplier, p.output_shift) + p.output_offset
-    return _clamp(v, p.act_min, p.act_max).cast("i16")
+    return _clamp(add_sub_value(name, a, b, p), p.act_min, p.act_max).cast("i16")
 
 
 # ------------------------------------------------------------------ logistic / tanh / leaky relu
