@@ -20,10 +20,10 @@ demo: setup
 	$(PYTHON) -m aot demo
 
 test: setup
-	$(PYTHON) -m pytest -n $(JOBS) -q --durations=30 tests
+	$(PYTHON) -m pytest -n $(JOBS) --dist worksteal -q --durations=30 tests
 
 test-fast:
-	$(PYTHON) -m pytest -n $(JOBS) -q -m "not slow" tests
+	$(PYTHON) -m pytest -n $(JOBS) --dist worksteal -q -m "not slow" tests
 
 fuzz: setup
 	$(PYTHON) tools/fuzz.py --seconds $(FUZZ_SECONDS) --jobs $(JOBS)

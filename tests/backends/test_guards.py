@@ -211,9 +211,12 @@ def _broken(compiled, step: int, past: bool):  # noqa: ANN001, ANN202
     calls = [s for s in entry.body.body if isinstance(s, K.CallKernel) and "_guard_" not in s.callee]
     f = module.func(calls[step].callee)
     first = next(k for k, c in enumerate(calls) if c.callee == f.name)
-    i, out = next((i, b) for i, a in enumerate(calls[first].args) if isinstance(a, K.PoolView)
-                  for b in compiled.plan.buffers
-                  if b.first_use == first and b.offset == a.offset and b.kind == "tensor" and f.params[i].nbytes == b.size)
+    # the output: the last tensor parameter whose place is a planned tensor live at that call (an
+    # output written in place over its input shares the input's buffer, born at an earlier call)
+    i, out = [(i, b) for i, a in enumerate(calls[first].args) if isinstance(a, K.PoolView)
+              for b in compiled.plan.buffers
+              if b.first_use <= first <= b.last_use and b.offset == a.offset and b.kind == "tensor"
+              and f.params[i].kind == "tensor" and f.params[i].nbytes == b.size][-1]
     p = f.params[i]
     assert p.dtype == "i8"
     at = out.offset + out.size if past else out.offset - 1

@@ -43,7 +43,7 @@ def test_mutators_produce_varied_inputs() -> None:
 
 
 @pytest.mark.slow
-def test_fuzz_smoke_60_seconds() -> None:
-    stats = fuzz.campaign(60, jobs=1, seed=1, frontends=["tflite", "onnx"], save=False)
-    assert stats["executions"] > 100
+def test_fuzz_smoke_30_seconds() -> None:
+    stats = fuzz.campaign(30, jobs=1, seed=1, frontends=["tflite", "onnx"], save=False)
+    assert stats["executions"] > 50
     assert stats["crashes"] == 0 and stats["hangs"] == 0, stats["findings"]
