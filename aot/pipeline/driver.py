@@ -111,8 +111,10 @@ def _lower_for_target(model: Model, o: CompileOptions) -> K.KernelModule:
     target = make_target(o.cpu, o.cpu_features, o.opt, o.flash_bytes)
     schedules = as_schedules(o.schedules)
     auto = o.flash_budget == "auto"
-    straight = straight_block_keys(model)
     if not auto:
+        # straight blocks exist only in the DSP schedules' pre-widened form: other targets skip
+        # hashing every weight matrix for them
+        straight = straight_block_keys(model) if target.dsp else None
         return build_kernel_module(model, o.prefix, target,
                                    replace(WeightBudget.for_target(target, o.flash_budget), straight=straight),
                                    schedules)
@@ -120,7 +122,9 @@ def _lower_for_target(model: Model, o: CompileOptions) -> K.KernelModule:
     if not (target.speed and (target.dsp or target.smlal_pairs)):
         return int8
     headroom = widen.flash_headroom(model, prune_constants(share_kernels(int8)), o.source_bytes)
-    keys, _ = widen.choose(widen.candidates(model), max(0, headroom))
+    cands = widen.candidates(model)  # one walk (and one hash per weight matrix) for both choices
+    keys, _ = widen.choose(cands, max(0, headroom))
+    straight = straight_block_keys(model, cands)
     if not keys:
         return int8
     budget = replace(WeightBudget.for_target(target, headroom), allow=keys, straight=straight)

@@ -18,17 +18,18 @@ from collections import defaultdict
 
 from aot.ir.graph import Model
 from aot.lower.schedule.gemm import FULL_UNROLL_PAIRS, MAX_UNROLL, _unroll_factor
-from aot.lower.schedule.widen import candidates
+from aot.lower.schedule.widen import Candidate, candidates
 
 SAVING_PER_BLOCK = 25  # instructions per two-pixel x four-channel block without the loop
 BYTES_PER_STEP = 36  # code per unrolled pair step (three LDRDs, eight SMLADs, addressing)
 MIN_SAVING_PER_BYTE = 64  # instructions per inference that one byte of code must buy
 
 
-def straight_block_keys(model: Model) -> frozenset[str]:
-    """weight_key of every layer whose straight reduction block pays for its code."""
+def straight_block_keys(model: Model, cands: list[Candidate] | None = None) -> frozenset[str]:
+    """weight_key of every layer whose straight reduction block pays for its code (`cands`: the
+    model's widen.candidates when the caller has them already)."""
     groups: dict[tuple, list] = defaultdict(list)
-    for c in candidates(model):
+    for c in candidates(model) if cands is None else cands:
         if c.pixels > 1 and 0 < c.pairs <= FULL_UNROLL_PAIRS:
             groups[c.shape].append(c)
     keys: set[str] = set()
