@@ -369,6 +369,11 @@ def _hard_float(elf: ELFFile) -> bool:
         return True
 
 
+def _stacks_fp_context(elf: ELFFile) -> bool:
+    """Exception entry may stack the 104-byte FP frame: a hard-float build whose code has an FP/vector instruction."""
+    return _hard_float(elf) and image_uses_fp_context(elf)
+
+
 # ---- entry point -------------------------------------------------------------------------
 def function_stack(elf: Path, function: str, su_dirs: list[Path] | None = None) -> StackEstimate:
     """The worst-case stack of one function of `elf` and everything it calls (e.g. the model's
@@ -380,7 +385,7 @@ def function_stack(elf: Path, function: str, su_dirs: list[Path] | None = None) 
         ef = ELFFile(fh)
         symtab = ef.get_section_by_name(".symtab")
         names = {s.name for s in symtab.iter_symbols() if s["st_info"]["type"] == "STT_FUNC"} if symtab else set()
-        hard_float = _hard_float(ef) and image_uses_fp_context(ef)
+        hard_float = _stacks_fp_context(ef)
         leaf = leaf_frames(ef, names)
     return _stack_estimate(dirs, names, hard_float, root=function, leaf=leaf)
 
@@ -431,7 +436,7 @@ def footprint(elf: Path, su_dirs: list[Path] | None = None, *, prefix: str | Non
                     group=_group(sym.name, section_name, prefix),
                     kind="function" if sym_type == "STT_FUNC" else "object",
                 )
-        hard_float = _hard_float(ef) and image_uses_fp_context(ef)
+        hard_float = _stacks_fp_context(ef)
         leaf = leaf_frames(ef, elf_functions)
 
     ordered = tuple(sorted(symbols.values(), key=lambda s: (-s.size, s.name, s.section)))
