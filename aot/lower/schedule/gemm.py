@@ -34,6 +34,7 @@ from aot.kernel.simplify import simplify_expr
 from aot.kernel.intrinsics import call as intrinsic, pack16
 from aot.ops.common import window_axis, window_bounds_conds
 from aot.lower.schedule.gemm_fill import group_pixels_joint, joint_fill_ok
+from aot.lower.schedule.gemm_union import fill_union, union_nest, union_ok, union_pair, union_words
 from aot.lower.schedule.lohi import (LOHI_BLOCK, LOHI_SLOTS, lohi_fits, pack_lohi,  # noqa: F401 (re-exported)
                                      row_column, row_unroll)
 from aot.lower.schedule.requant import Requant
@@ -58,6 +59,7 @@ def _unroll_factor(kdim: int, limit: int) -> int:
 
 
 ElemGet = Callable[[K.Expr, K.Expr, K.Expr, K.Expr], K.Expr]
+Dst = Callable[[K.Expr | int], K.Expr]  # pair j of a run -> its column index
 
 
 def _word(buf: K.Buffer, index: K.Expr) -> K.Expr:
@@ -234,7 +236,11 @@ class _Fill:
         return K.For(ky, g.kh, row)
 
     # -- DSP pairs
-    def _pairs_store(self, slot: int, j0: K.Expr, elem: Callable[[int], K.Expr],
+    def at(self, slot: int, j0: K.Expr) -> Dst:
+        """Column index of pair j of a run whose first pair is pair j0 of slot `slot`."""
+        return lambda j: self.dst_pair(slot, j0 + j)
+
+    def _pairs_store(self, dst: Dst, elem: Callable[[int], K.Expr],
                      word: Callable[[int], K.Expr] | None, pairs: Sequence[tuple[int, int]]) -> list[K.Stmt]:
         out: list[K.Stmt] = []
         col = self.col
@@ -244,23 +250,26 @@ class _Fill:
             if word is not None and b == a + 2 and a % 4 == 0 and j + 1 < len(pairs):
                 v = self.ctx.var("xw")
                 out += [K.Let(v, word(a)),
-                        K.Store(col, self.dst_pair(slot, j0 + j), intrinsic("sxtb16", v)),
-                        K.Store(col, self.dst_pair(slot, j0 + j + 1), intrinsic("sxtb16_ror8", v))]
+                        K.Store(col, dst(j), intrinsic("sxtb16", v)),
+                        K.Store(col, dst(j + 1), intrinsic("sxtb16_ror8", v))]
                 j += 2
                 continue
             ea = elem(a).cast("i32")
             eb = elem(b).cast("i32") if b >= 0 else K.Const(self.g.zp_in)
-            out.append(K.Store(col, self.dst_pair(slot, j0 + j), intrinsic("pack16", ea, eb)))
+            out.append(K.Store(col, dst(j), intrinsic("pack16", ea, eb)))
             j += 1
         return out
 
-    def _run(self, slot: int, j0: K.Expr, base: Callable[[], K.Expr], get: Callable[[K.Expr], K.Expr]) -> K.Stmt:
-        """Copy one contiguous in-bounds run whose element a is get(a) (buffer offset base()+a)."""
+    def _run(self, slot: int, j0: K.Expr, base: Callable[[], K.Expr], get: Callable[[K.Expr], K.Expr],
+             dst: Dst | None = None) -> K.Stmt:
+        """Copy one contiguous in-bounds run whose element a is get(a) (buffer offset base()+a);
+        DSP pairs go to dst(j) (default: pair j0 + j of the slot)."""
         lay, g = self.lay, self.g
         if lay is None:  # int8 column: element by element
             e = self.ctx.var("fe")
             return K.For(e, lay_len(g, None), K.Store(self.col, self.dst_elem(slot, j0 + e), get(e)))
         pairs = lay.pairs
+        dst = dst or self.at(slot, j0)
         word = None
         if lay.words:
             b0 = base()
@@ -278,25 +287,25 @@ class _Fill:
                 v = self.ctx.var("xw")
                 gt = gi * per + t if per > 1 else gi
                 body += [K.Let(v, _word(g.buf, base() + gt * 4)),
-                         K.Store(self.col, self.dst_pair(slot, j0 + gt * 2), intrinsic("sxtb16", v)),
-                         K.Store(self.col, self.dst_pair(slot, j0 + gt * 2 + 1), intrinsic("sxtb16_ror8", v))]
+                         K.Store(self.col, dst(gt * 2), intrinsic("sxtb16", v)),
+                         K.Store(self.col, dst(gt * 2 + 1), intrinsic("sxtb16_ror8", v))]
             loop = K.For(gi, groups // per, K.seq(*body))
-            rest = self._pairs_store(slot, j0 + 2 * groups, lambda a: get(K.Const(a)), None, pairs[2 * groups:])
+            rest = self._pairs_store(lambda j: dst(j + 2 * groups), lambda a: get(K.Const(a)), None, pairs[2 * groups:])
             return K.seq(loop, *rest)
         if len(pairs) > 32 and not lay.words:  # long run read through an accessor
             i = self.ctx.var("fp")
             last = lay.run_len // 2
-            loop = K.For(i, last, K.Store(self.col, self.dst_pair(slot, j0 + i),
+            loop = K.For(i, last, K.Store(self.col, dst(i),
                                           intrinsic("pack16", get(i * 2).cast("i32"), get(i * 2 + 1).cast("i32"))))
-            tail = self._pairs_store(slot, j0 + last, lambda a: get(K.Const(a)), None, pairs[last:])
+            tail = self._pairs_store(lambda j: dst(j + last), lambda a: get(K.Const(a)), None, pairs[last:])
             return K.seq(loop, *tail)
-        return K.seq(*self._pairs_store(slot, j0, lambda a: get(K.Const(a)), word, pairs))
+        return K.seq(*self._pairs_store(dst, lambda a: get(K.Const(a)), word, pairs))
 
-    def _pad_pairs(self, slot: int, j0: K.Expr, count: int) -> K.Stmt:
+    def _pad_pairs(self, dst: Dst, count: int) -> K.Stmt:
         if count <= 8:
-            return K.seq(*[K.Store(self.col, self.dst_pair(slot, j0 + j), self.pad_pair) for j in range(count)])
+            return K.seq(*[K.Store(self.col, dst(j), self.pad_pair) for j in range(count)])
         j = self.ctx.var("fz")
-        return K.For(j, count, K.Store(self.col, self.dst_pair(slot, j0 + j), self.pad_pair))
+        return K.For(j, count, K.Store(self.col, dst(j), self.pad_pair))
 
     def _pad_elems(self, slot: int, e0: K.Expr, count: int) -> K.Stmt:
         e = self.ctx.var("fz")
@@ -352,14 +361,14 @@ class _Fill:
         else:
             j0 = ky * lay.pairs_per_row + kx * len(lay.pairs)
             run = self._run(slot, j0, lambda: g.flat(pix.n, iy, ix, K.Const(0)), lambda a: g.get(pix.n, iy, ix, a))
-            pad = self._pad_pairs(slot, j0, len(lay.pairs))
+            pad = self._pad_pairs(self.at(slot, j0), len(lay.pairs))
         return K.For(kx, g.kw, K.If(K.logical_and(ix >= 0, ix < g.W), run, pad))
 
     def row_pad(self, slot: int, ky: K.Expr) -> K.Stmt:
         g, lay = self.g, self.lay
         if lay is None:
             return self._pad_elems(slot, ky * (g.kw * g.C), g.kw * g.C)
-        return self._pad_pairs(slot, ky * lay.pairs_per_row, lay.pairs_per_row)
+        return self._pad_pairs(self.at(slot, ky * lay.pairs_per_row), lay.pairs_per_row)
 
 
 def lay_len(g: Geometry, lay: ColumnLayout | None) -> int:
@@ -523,8 +532,11 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         # over many channel blocks the row is widened once into a column (row_column)
         direct = direct or (kind in ("lohi", "widened") and slots == 1 and reads_words
                             and not (kind == "lohi" and row_column(full_blocks, len(order))))
-        col = K.Buffer(ctx.fresh("col"), "i32", len(order) * slots)
+        # two stride-1 neighbours share all input columns but one (aot.lower.schedule.gemm_union)
+        union = union_ok(g, lay, slots, direct, kind, pad_pair_at is not None)
+        col = K.Buffer(ctx.fresh("col"), "i32", union_words(g, lay) if union else len(order) * slots)
     else:
+        union = False
         kind = "scalar"
         nb = 4 if speed else 2
         wvals, wdtype, ksteps, per_step = w2d.astype(np.int8), "i8", depth, 1
@@ -589,9 +601,16 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
 
     words: dict[tuple, K.Expr] = {}  # lohi direct: input words loaded in the current block's scope
 
-    def x_values(st: list[K.Stmt], s: int, base: K.Expr | None, kb: K.Expr, j: int) -> list[K.Expr]:
-        """The step's input values of slot s (step index kb + j), as locals appended to st."""
+    def x_values(st: list[K.Stmt], s: int, base: K.Expr | None, kb: K.Expr, j: int,
+                 ub: K.Expr | None = None) -> list[K.Expr]:
+        """The step's input values of slot s (step index kb + j), as locals appended to st
+        (union column: pixel 0's index of this step is ub, or kb is a constant)."""
         vals: list[K.Expr] = []
+        if union:
+            v = ctx.var("xv")
+            at = ub + s if ub is not None else union_pair(g, lay, int(kb.value) + j, s)
+            st.append(K.Let(v, K.Load(col, at)))
+            return [v]
         if kind == "scalar":
             if base is not None:
                 assert g.buf is not None
@@ -633,10 +652,10 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
             pre.append(K.Let(b, K.Load(btab, oc0 + c)))
             pre += [K.Let(accs[s][c], b) for s in range(nsl)]
 
-        def step(kb: K.Expr, wb: K.Expr, j: int) -> list[K.Stmt]:
+        def step(kb: K.Expr, wb: K.Expr, j: int, ub: K.Expr | None = None) -> list[K.Stmt]:
             """Step kb + j: every index is a per-iteration base plus a constant (one pointer each)."""
             st: list[K.Stmt] = []
-            xs = [x_values(st, s, bases[s], kb, j) for s in range(nsl)]
+            xs = [x_values(st, s, bases[s], kb, j, ub) for s in range(nsl)]
             if kind == "lohi":
                 for u in range((size + 1) // 2):
                     wv, c = ctx.var("wv"), 2 * u
@@ -691,7 +710,13 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         main = ksteps // u
         body: list[K.Stmt] = []
         w0 = simplify_expr(w_base(oc0, seg, K.Const(0), size))
-        if main == 1:
+        if union and main > 1:  # tap by tap (see gemm_union.union_nest)
+            def steps(kb: K.Expr, ub: K.Expr, offs: list[int]) -> list[K.Stmt]:
+                wb = ctx.var("wb")
+                return [K.Let(wb, w_base(oc0, seg, kb, size)),
+                        *[x for j, o in enumerate(offs) for x in step(kb, wb, j, ub + o)]]
+            body.append(union_nest(ctx, g, lay, unroll, steps))
+        elif main == 1:
             for j in range(u):
                 body += step(K.Const(0), w0, j)
         elif main > 1:
@@ -699,7 +724,7 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
             kb, wb = ctx.var("kb"), ctx.var("wb")
             it = [K.Let(kb, kk * u), K.Let(wb, w_base(oc0, seg, kk * u, size))]
             body.append(K.For(kk, main, K.seq(*it, *[x for j in range(u) for x in step(kb, wb, j)])))
-        for k in range(main * u, ksteps):
+        for k in range(ksteps if union and main > 1 else main * u, ksteps):
             body += step(K.Const(0), w0, k)
         post: list[K.Stmt] = []
         for c in range(size):
@@ -722,7 +747,16 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         return [K.Store(col, K.Const(pad_pair_at * slots + s if slots > 1 else pad_pair_at), fill.pad_pair)]
 
     def pixel_group(qs: list[K.Expr | int]) -> K.Stmt:
-        if len(qs) == 2 and pad_pair_at is None and joint_fill_ok(g, lay, slots, direct):
+        if union:  # both pixels in one output row (an even width): one union window
+            assert len(qs) == 2
+            stmts, pixs = [], []
+            for q in qs:
+                lets, p = pixel_coords(ctx, g, q)
+                stmts += lets
+                pixs.append(p)
+            stmts.append(fill_union(fill, pixs[0]))
+            bases: list[K.Expr | None] = [None, None]
+        elif len(qs) == 2 and pad_pair_at is None and joint_fill_ok(g, lay, slots, direct):
             stmts, pixs, bases = group_pixels_joint(ctx, g, qs, col, pixel_coords)
         else:
             stmts, pixs, bases = group_pixels(ctx, g, qs, direct, fill, pad_pair)
