@@ -76,3 +76,18 @@ def test_union_column_size() -> None:
     # 3x2x8 union: 3 * 4 * 3 = 36; stride 2: 2 * 9 * 4 = 72; 2x2 VALID over the 4x6 output of the
     # stride-2 layer: 5 wide (odd), 2 * 4 * 4 = 32
     assert cols == [36, 72, 32]
+
+
+@pytest.mark.slow  # QEMU
+@pytest.mark.usefixtures("arm_toolchain")
+@pytest.mark.parametrize("backend", ["c", "llvm"])
+def test_union_in_qemu_is_bit_exact(backend: str) -> None:
+    """A ResNet-style stage (two 3x3 stride-1 convolutions over 16 channels, SAME padding) on the
+    Cortex-M4 board: the device's output equals the numpy reference."""
+    from aot.board.flow import run_on_board
+    model = conv_chain(7, (1, 8, 8, 16), [dict(kind="conv", oc=16, k=(3, 3)),
+                                          dict(kind="conv", oc=16, k=(3, 3), act="none")])
+    inputs = _input(model, 7)
+    outs, extra = run_on_board(model, inputs, "mps2-an386", backend=backend)
+    np.testing.assert_array_equal(next(iter(outs.values())), aot.reference(model, inputs)["y"])
+    assert extra["match_host"] is True
