@@ -27,6 +27,7 @@ from aot.kernel import ir as K
 from aot.lower.schedule.gemm import (MAX_UNROLL, Geometry, Pixel, _Fill, _blocks, _unroll_factor, all_pixel_groups,
                                      emit_gemm, group_pixels)
 from aot.lower.schedule.requant import Requant
+from aot.lower.schedule.row_widened import emit_row_widened
 from aot.lower.schedule.shallow import emit_shallow
 from aot.lower.schedule.target import ScheduleTarget, WeightBudget
 from aot.lower.schedule.widen import _pairs, weight_key, widened_extra_bytes
@@ -45,11 +46,16 @@ def pair64_fits(w2d: np.ndarray, biasf: np.ndarray) -> bool:
 def emit_product(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.ndarray,  # noqa: ANN001
                  rq: Requant, budget: WeightBudget) -> tuple[K.Stmt, WeightBudget]:
     """The product's kernel: the SMLAL pair schedule where it applies, the shallow schedule for
-    one to four input channels on DSP cores (aot.lower.schedule.shallow), emit_gemm otherwise."""
+    one to four input channels on DSP cores (aot.lower.schedule.shallow), one-pixel products with
+    weights pre-widened within the flash budget on DSP cores (aot.lower.schedule.row_widened),
+    emit_gemm otherwise."""
     if tgt.dsp and "mve" not in tgt.features:
         shallow = emit_shallow(ctx, tgt, g, w2d, biasf, rq, budget)
         if shallow is not None:
             return shallow
+        row = emit_row_widened(ctx, tgt, g, w2d, biasf, rq, budget)  # one pixel, within a flash budget
+        if row is not None:
+            return row
     if tgt.smlal_pairs and w2d.shape[0] >= 2 and pair64_fits(w2d, biasf):
         # the pair words take about one more byte per weight: charged as the layer's pre-widening
         # (the same flash policy, aot.lower.schedule.widen, chooses the layers)
