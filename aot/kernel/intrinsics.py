@@ -171,6 +171,27 @@ def requant_mm(y2: int, m: int, h: int, r: int) -> int:
     return _s32(_s32(t >> 32) + (-1 if y2 < 0 else 0)) >> r
 
 
+def requant_mm_nn(y2: int, m: int, h: int, r: int) -> int:
+    """requant_mm without the sign correction: ((h*2^32 + y2*m + 2^31) mod 2^64) >> 32 as int32,
+    >> r (SMMLAR + ASR). Equal to requant_mm for y2 >= 0; for y2 < 0 (m >= 0, r >= 1, the same
+    constants) both are at most the output zero point, so after a clamp whose lower bound is at
+    least that zero point (ReLU-like) the two agree (aot.lower.schedule.requant); 0 <= r <= 31."""
+    if not 0 <= r <= 31:
+        raise ValueError(f"requant_mm_nn shift {r} outside 0..31")
+    t = (((h & 0xFFFFFFFF) << 32) + y2 * m + (1 << 31)) & 0xFFFFFFFFFFFFFFFF
+    return _s32(t >> 32) >> r
+
+
+def requant_mma(y2: int, m: int, h: int, r: int) -> int:
+    """((h*2^32 + y2*m) mod 2^64) >> 32 as int32, >> r: SMMLA (no rounding) + ASR. The requantization
+    of a schedule that scaled each channel's accumulator by its own power of two so that all
+    channels share one shift r (aot.lower.schedule.requant.Requant.use_uniform); 0 <= r <= 31."""
+    if not 0 <= r <= 31:
+        raise ValueError(f"requant_mma shift {r} outside 0..31")
+    t = (((h & 0xFFFFFFFF) << 32) + y2 * m) & 0xFFFFFFFFFFFFFFFF
+    return _s32(t >> 32) >> r
+
+
 def _f32(fn: Callable[[float], float]) -> Callable[[float], float]:
     return lambda x: float(np.float32(fn(float(np.float32(x)))))
 
@@ -208,6 +229,8 @@ INTRINSICS: Mapping[str, IntrinsicDef] = MappingProxyType({
         IntrinsicDef("requant_q31", ("i32", "i32", "i32", "i32", "i32"), "i32", requant_q31,
                      requant_q31.__doc__ or ""),
         IntrinsicDef("requant_mm", ("i32", "i32", "i32", "i32"), "i32", requant_mm, requant_mm.__doc__ or ""),
+        IntrinsicDef("requant_mm_nn", ("i32", "i32", "i32", "i32"), "i32", requant_mm_nn, requant_mm_nn.__doc__ or ""),
+        IntrinsicDef("requant_mma", ("i32", "i32", "i32", "i32"), "i32", requant_mma, requant_mma.__doc__ or ""),
         IntrinsicDef("expf", ("f32",), "f32", _f32(math.exp), "float exp"),
         IntrinsicDef("tanhf", ("f32",), "f32", _f32(math.tanh), "float tanh"),
         IntrinsicDef("sqrtf", ("f32",), "f32", _f32(lambda x: math.sqrt(x) if x >= 0 else math.nan), "float sqrt"),

@@ -173,6 +173,25 @@ def _requant_mm(mod: ir.Module) -> ir.Function:
     return fn
 
 
+def _requant_mm_nn(mod: ir.Module) -> ir.Function:
+    """SMMLAR + ASR (aot.kernel.intrinsics.requant_mm_nn), portable IR."""
+    fn, b = _fn(mod, "requant_mm_nn", I32, [I32] * 4)
+    y2, m, h, r = fn.args
+    n = b.add(b.shl(b.zext(h, I64), ir.Constant(I64, 32)), b.mul(b.sext(y2, I64), b.sext(m, I64)))
+    n = b.add(n, ir.Constant(I64, 1 << 31))
+    b.ret(b.ashr(b.trunc(b.lshr(n, ir.Constant(I64, 32)), I32), r))
+    return fn
+
+
+def _requant_mma(mod: ir.Module) -> ir.Function:
+    """SMMLA + ASR (aot.kernel.intrinsics.requant_mma), portable IR."""
+    fn, b = _fn(mod, "requant_mma", I32, [I32] * 4)
+    y2, m, h, r = fn.args
+    n = b.add(b.shl(b.zext(h, I64), ir.Constant(I64, 32)), b.mul(b.sext(y2, I64), b.sext(m, I64)))
+    b.ret(b.ashr(b.trunc(b.lshr(n, ir.Constant(I64, 32)), I32), r))
+    return fn
+
+
 DSP_INTRINSICS = ("smlad", "smlabb", "smlatt", "smlabt", "smlatb", "sxtb16", "sxtb16_ror8", "sxtab16",
                   "sxtab16_ror8", "pack16", "pair_lo", "pair_hi")
 
@@ -236,6 +255,10 @@ def define_intrinsic(mod: ir.Module, name: str, features: str = "") -> ir.Functi
         return _requant_q31(mod)
     if name == "requant_mm":
         return _requant_mm(mod)
+    if name == "requant_mm_nn":
+        return _requant_mm_nn(mod)
+    if name == "requant_mma":
+        return _requant_mma(mod)
     if name == "ssat8":  # smin/smax: the ARM backend selects SSAT
         fn, b = _fn(mod, name, I32, [I32])
         x = fn.args[0]

@@ -392,7 +392,8 @@ def _intrinsic_cases() -> dict[str, list[tuple[int, ...]]]:
         return rng.choice(edges) if rng.random() < 0.3 else rng.randint(-(1 << 31), (1 << 31) - 1)
 
     shift_arg = {"rdbpot": (1, range(0, 32)), "requantize": (2, range(-31, 32)), "requant_q31": (4, range(0, 32)),
-                 "requantize64": (2, range(-31, 8)), "requant_mm": (3, range(0, 32))}
+                 "requantize64": (2, range(-31, 8)), "requant_mm": (3, range(0, 32)),
+                 "requant_mm_nn": (3, range(0, 32)), "requant_mma": (3, range(0, 32))}
     cases: dict[str, list[tuple[int, ...]]] = {}
     for name, d in INTRINSICS.items():
         if d.dtype != "i32" or any(t[0] in "&*" for t in d.arg_dtypes):  # scalar ones (not the vector routines)

@@ -95,13 +95,13 @@ func model_fused_depthwise_conv2d_0(in: i8[16], out: i8[16]):
                     acc3 = smlatt(xb, wb, acc3)
                     let qh: i32 = model_const_dwrec[rec + 6]
                     let qr: i32 = model_const_dwrec[rec + 7]
-                    out[oy * 8 + ox * 4 + cq * 4] = i8(ssat8(requant_mm(acc0, 1374389504, qh, qr)))
+                    out[oy * 8 + ox * 4 + cq * 4] = i8(ssat8(requant_mm_nn(acc0, 1374389504, qh, qr)))
                     let qh_1: i32 = model_const_dwrec[rec + 8]
                     let qr_1: i32 = model_const_dwrec[rec + 9]
-                    out[oy * 8 + ox * 4 + (cq * 4 + 1)] = i8(ssat8(requant_mm(acc1, 1374389504, qh_1, qr_1)))
+                    out[oy * 8 + ox * 4 + (cq * 4 + 1)] = i8(ssat8(requant_mm_nn(acc1, 1374389504, qh_1, qr_1)))
                     let qh_2: i32 = model_const_dwrec[rec + 10]
                     let qr_2: i32 = model_const_dwrec[rec + 11]
-                    out[oy * 8 + ox * 4 + (cq * 4 + 2)] = i8(ssat8(requant_mm(acc2, 1374389504, qh_2, qr_2)))
+                    out[oy * 8 + ox * 4 + (cq * 4 + 2)] = i8(ssat8(requant_mm_nn(acc2, 1374389504, qh_2, qr_2)))
                     let qh_3: i32 = model_const_dwrec[rec + 12]
                     let qr_3: i32 = model_const_dwrec[rec + 13]
-                    out[oy * 8 + ox * 4 + (cq * 4 + 3)] = i8(ssat8(requant_mm(acc3, 1374389504, qh_3, qr_3)))"""
+                    out[oy * 8 + ox * 4 + (cq * 4 + 3)] = i8(ssat8(requant_mm_nn(acc3, 1374389504, qh_3, qr_3)))"""

@@ -120,10 +120,12 @@ CHAINS = {
                               dict(kind="conv", oc=12, k=(1, 1)), dict(kind="fc", oc=4)]),
     # issue 13: depthwise without padding taps (VALID; SAME with a 1x1 kernel) crashed at opt size
     "dw-no-pad-taps": ((1, 6, 5, 6), [dict(kind="dw", k=(3, 3), pad="valid"), dict(kind="dw", k=(1, 1))]),
-    # the widened line-buffer depthwise (channels in quads): in place (stride 1, SAME), stride 2 with
-    # asymmetric padding, a kernel taller than wide, VALID; big bias and weights (SMMLAR bounds)
+    # the line-buffer depthwise (channels in quads): in place (stride 1, SAME), stride 2 with
+    # asymmetric padding, a kernel taller than wide, VALID (tap pairs); big bias and weights (SMMLAR
+    # bounds); a 1-wide kernel at stride 2 (the widened line buffer)
     "dw-ring": ((1, 9, 6, 8), [dict(kind="dw", k=(3, 3)), dict(kind="dw", k=(3, 2), s=(2, 2), pad=(2, 0, 1, 1)),
-                               dict(kind="dw", k=(4, 3), s=(1, 2), act="none"), dict(kind="dw", k=(2, 2), pad="valid")]),
+                               dict(kind="dw", k=(4, 3), s=(1, 2), act="none"), dict(kind="dw", k=(2, 2), pad="valid"),
+                               dict(kind="dw", k=(3, 1), s=(2, 2))]),
     # the tap-pair depthwise (SMLAD over horizontally adjacent taps): rows wider than one block (11 =
     # 2 blocks of 4 + 3), even and odd kernel widths, asymmetric padding (top 0, kernel taller than the
     # image's top padding), padding rows below the image, VALID
@@ -140,7 +142,7 @@ CHAINS = {
     # the tap-pair depthwise with its line buffer over channel groups (72 channels: 2 groups of 36),
     # one pass per output row (offsets of the line-buffer rows at run time), rows copied by a loop
     # over word pairs (13 wide: 6 all-image words); SAME, then top padding 0 with 2 rows below; then
-    # stride 2: the widened line buffer over channel groups
+    # stride 2 (the two new rows of an output row by a loop)
     "dw-pairs-groups": ((1, 6, 13, 72), [dict(kind="dw", k=(3, 3)),
                                          dict(kind="dw", k=(3, 3), pad=(0, 2, 1, 1), act="relu6"),
                                          dict(kind="dw", k=(3, 3), s=(2, 2))]),
@@ -184,7 +186,8 @@ def test_schedules_choose_by_target() -> None:
     used = {}
     for name, tgt in [("nodsp", ScheduleTarget()), ("dsp", M4), ("ref", ScheduleTarget(opt="reference"))]:
         used[name] = _intrinsics_used(compile_model(model, target_options(tgt)).module)
-    assert {"smlad", "sxtb16", "smlabt", "smlatb", "pair_lo", "sxtab16", "requant_mm"} <= used["dsp"]  # SMMLAR
+    # SMMLAR (ReLU: no sign correction); the depthwise with one shift for all channels (SMMLA)
+    assert {"smlad", "sxtb16", "smlabt", "smlatb", "pair_lo", "sxtab16", "requant_mm_nn", "requant_mma"} <= used["dsp"]
     assert not {"smlad", "sxtb16", "smlabb"} & used["nodsp"] and "requant_q31" in used["nodsp"]
     assert used["ref"] <= {"requantize"}
 
@@ -241,7 +244,7 @@ def test_weight_budget_is_spent_in_call_order() -> None:
 
 # ----------------------------------------------------------------------------- intrinsics
 PAIR_INTRINSICS = ["smlad", "smlabb", "smlatt", "smlabt", "smlatb", "sxtb16", "sxtb16_ror8", "sxtab16", "sxtab16_ror8",
-                   "pack16", "pair_lo", "pair_hi", "ssat8", "requant_q31", "requant_mm"]
+                   "pack16", "pair_lo", "pair_hi", "ssat8", "requant_q31", "requant_mm", "requant_mm_nn", "requant_mma"]
 
 
 def _intrinsic_module(name: str, n: int) -> K.KernelModule:
@@ -272,7 +275,8 @@ def test_pair_intrinsics_python_c_llvm_agree() -> None:
     a, (sm, mu, hh, rr) = ins[:3], ins[3:]
     o = K.Buffer("o", "i32", n * len(PAIR_INTRINSICS))
     i = K.ScalarVar("i")
-    operands = {"ssat8": [sm], "requant_q31": [a[0], mu, a[2], hh, rr], "requant_mm": [a[0], mu, a[2], rr]}
+    operands = {"ssat8": [sm], "requant_q31": [a[0], mu, a[2], hh, rr], "requant_mm": [a[0], mu, a[2], rr],
+                "requant_mm_nn": [a[0], mu, a[2], rr], "requant_mma": [a[0], mu, a[2], rr]}
     stores = []
     for k, name in enumerate(PAIR_INTRINSICS):
         bufs = operands.get(name, a[:len(INTRINSICS[name].arg_dtypes)])
@@ -368,7 +372,7 @@ def test_smlal_pairs_on_cortex_m3_within_the_flash_budget() -> None:
 def test_depthwise_line_buffer_on_dsp_cores() -> None:
     """DSP depthwise with channels in quads reads a widened line buffer (one record table per layer,
     SMMLAR requantization) and still writes a stride-1 SAME layer in place; without DSP it does not.
-    Stride 1 and kernels at least 2 wide take the tap-pair line buffer (SMLAD), the others the quad one."""
+    Kernels at least 2 wide take the tap-pair line buffer (SMLAD) at any stride, 1-wide ones the quad one."""
     from codegen_c.printer import CPrinter
     x_shape, ops = CHAINS["dw-ring"]
     model = conv_chain(5, x_shape, ops)
@@ -377,18 +381,17 @@ def test_depthwise_line_buffer_on_dsp_cores() -> None:
         funcs = [f for f in cm.module.funcs if "depthwise" in f.name]
         texts = [CPrinter().function(f) for f in funcs]
         kinds = [("dwpairs" in t, "dwrec" in t) for t in texts]
-        assert kinds == ([(True, False), (False, True), (False, True), (True, False)] if ring else [(False, False)] * 4)
+        assert kinds == ([(True, False)] * 4 + [(False, True)] if ring else [(False, False)] * 5)
         if ring:
-            assert all("aot_requant_mm(" in t for t in texts) and funcs[0].inplace
+            assert all("aot_requant_m" in t for t in texts) and funcs[0].inplace
             assert all("aot_smlad(" in t and "aot_pair_hi(" in t for t, (p, _) in zip(texts, kinds) if p)
 
 
 def test_depthwise_pairs_in_channel_groups_keep_the_line_buffer_small(monkeypatch: pytest.MonkeyPatch) -> None:
     """Deep depthwise layers whose line buffer of all channels exceeds the schedules' bound take
-    the line-buffer schedules over channel groups (stride 1: the tap pairs, one pass per output
-    row, a loop copying the rows; stride 2: the widened rows) rather than the quad schedule's
-    border classes: under half the kernel IR, line buffers within bounds."""
-    from aot.lower.schedule.depthwise import RING_MAX_BYTES
+    the tap-pair line buffer over channel groups (one pass per output row, a loop copying the rows;
+    at stride 2 a loop over the two new rows) rather than the quad schedule's border classes:
+    under half the kernel IR, line buffers within bounds."""
     from aot.lower.schedule.depthwise_pairs import PAIRS_MAX_BYTES
     from aot.lower.schedule.widen import _nodes
     from codegen_c.printer import CPrinter
@@ -400,8 +403,8 @@ def test_depthwise_pairs_in_channel_groups_keep_the_line_buffer_small(monkeypatc
         return [f for f in cm.module.funcs if "depthwise" in f.name]
     funcs = dw_funcs()
     texts = [CPrinter().function(f) for f in funcs]
-    assert "aot_smlad(" in texts[0] and "dwpairs" in texts[0] and "dwrec" in texts[1]
-    for f, bound in zip(funcs, (PAIRS_MAX_BYTES, RING_MAX_BYTES)):
+    assert all("aot_smlad(" in t and "dwpairs" in t and "dwrec" not in t for t in texts)
+    for f, bound in zip(funcs, (PAIRS_MAX_BYTES, PAIRS_MAX_BYTES)):
         ring = [b for b in _buffers(f.body) if b.name.startswith("rows")]
         assert ring and all(b.nbytes <= bound for b in ring)
     import aot.lower.schedule.depthwise as dw

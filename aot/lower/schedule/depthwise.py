@@ -14,8 +14,9 @@ At speed, when a line buffer of kh widened rows fits RING_MAX_BYTES (one image, 
 channels in quads), emit_ring below widens each input row once instead (offset added, padding
 columns zero) and every tap is two LDRDs and four multiply-accumulates, no border columns; a
 layer whose line buffer of all channels does not fit takes it per group of channels.
-Before that, at speed, stride 1 with kernels at least 2 wide takes the tap-pair line buffer of
-aot.lower.schedule.depthwise_pairs (SMLAD over two horizontally adjacent taps of one channel).
+Before that, at speed, kernels at least 2 wide (any stride, up to 5x5) take the tap-pair line
+buffer of aot.lower.schedule.depthwise_pairs (SMLAD over two horizontally adjacent taps of one
+channel); the widened line buffer is left for 1-wide kernels and what the pairs refuse.
 Other cores: one channel at a time with byte loads; in the interior the input offset is
 folded into the bias (bias + offset * sum of the channel's weights), so a tap is two loads
 and one multiply-accumulate.
@@ -53,6 +54,7 @@ def _mentions(node: object, var: K.ScalarVar) -> bool:
 
 MAX_CLASSES = 25  # border specialisation beyond this: one loop nest with checks
 MAX_UNROLLED_TAPS = 16
+MAX_PAIR_TAPS = 25  # the tap-pair schedule (two taps per SMLAD): 5x5 kernels
 
 
 def _ranges(out_n: int, stride: int, pad: int, k: int, dil: int, size: int) -> list[tuple[int, int, tuple[int, ...]]]:
@@ -78,7 +80,8 @@ def emit_depthwise(ctx, tgt: ScheduleTarget, x, w, bias, out, attrs: Mapping[str
     sh, sw = attrs["strides"]
     dh, dw = attrs.get("dilation", (1, 1))
     pt, _, pl, _ = attrs["padding"]
-    if kh * kw > MAX_UNROLLED_TAPS:
+    big = kh * kw > MAX_UNROLLED_TAPS  # only the tap-pair line buffer unrolls more (up to MAX_PAIR_TAPS)
+    if kh * kw > MAX_PAIR_TAPS:
         return None  # big kernels: the reference loop nest
     off = int(arith.input_offset)
     w3 = np.asarray(w.const).reshape(kh * kw, oc_n).astype(np.int64)  # [tap][oc]
@@ -101,6 +104,9 @@ def emit_depthwise(ctx, tgt: ScheduleTarget, x, w, bias, out, attrs: Mapping[str
             body, inplace_ok = emit_pairs(ctx, x, w3, b, out, attrs, arith, rq, kh, kw, pgeo[0],
                                           unroll_rows=pgeo[2] == cin, group=pgeo[2])
             return body, in_place and inplace_ok
+    if big:
+        return None
+    if dsp and tgt.speed:
         geo = ring_geometry(x, out, attrs, kh, kw)
         if geo is not None:
             body, inplace_ok = emit_ring(ctx, x, w3, b, out, attrs, arith, rq, kh, kw, geo[0],

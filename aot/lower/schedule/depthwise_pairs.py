@@ -1,6 +1,6 @@
 """int8 depthwise convolution on DSP cores: SMLAD over pairs of horizontally adjacent taps.
 
-Applies to depth multiplier 1, one image, stride 1, dilation 1, channels in quads, kernels at
+Applies to depth multiplier 1, one image, any stride, dilation 1, channels in quads, kernels at
 least 2 wide, top padding below the kernel height. A line buffer holds, per channel, kh input
 rows as 16-bit values with the input offset added (padding columns and rows zero), two
 horizontally adjacent pixels per word: word j of a row is the pair (slot 2j, slot 2j + 1), slot
@@ -9,17 +9,24 @@ takes its taps two at a time with SMLAD over the weight pairs E_t = (w[2t], w[2t
 odd one SMLATB for its first tap, then SMLAD over O_t = (w[2t - 1], w[2t]) (the odd width's
 or even width's last tap: SMLABT; see _taps). A 3-wide row of taps is then two
 multiply-accumulates for either parity, two weight words, and each word of the row, loaded
-once (LDRD pairs), serves the neighbouring outputs.
+once (LDRD pairs), serves the neighbouring outputs. At horizontal stride sw output ox starts at
+slot sw ox: an even stride always on a word, so its taps are SMLAD over the E pairs and, for an
+odd width, SMLABB with L = (w[kw - 1], 0) (no O words); an odd stride alternates parities.
 
 Per channel and output row, the accumulators of a block of output pixels (the whole row when
 it is at most MAX_ROW wide, else blocks of BLOCK) start from the channel's bias and share its
 weight words and requantization constants: one record per channel (bias, the varying
-requantization constants, per kernel row E then O), loaded after the accumulation.
+requantization constants, per kernel row E then O or L), loaded after the accumulation. With a
+ReLU-like clamp and per-channel shifts, each channel's weights and bias are scaled by its own
+power of two so that all channels share one shift (Requant.use_uniform: SMMLA, and the shift
+folds into the SSAT), else doubled for SMMLAR (Requant.use_mm).
 The line buffer is channel-major (a channel's kh rows adjacent: immediate offsets), input row r
-in row r % kh, and the output rows run in blocks of kh with the kh passes unrolled, so which
-buffer row holds which kernel row is known at compile time (unroll_rows; else one pass per
-output row with the rows' word offsets computed at run time: about a third of the code, ~5% more
-instructions in the layer). When the line buffer of all channels would exceed PAIRS_MAX_BYTES the
+in row r % kh; output row oy reads input rows sh oy - pt .. + kh - 1 and first brings in the
+newest min(sh, kh) of them. The output rows run in blocks of p = kh / gcd(kh, sh) with the p
+passes unrolled, so which buffer row holds which kernel row is known at compile time
+(unroll_rows; else one pass per output row with the rows' word offsets computed at run time and
+the new rows brought in by a loop: about a third of the code, ~5% more instructions in the
+layer). When the line buffer of all channels would exceed PAIRS_MAX_BYTES the
 channels go in groups, the whole image per group (the deep, low-resolution MobileNet layers).
 A row's all-image words are copied by a loop over word pairs when there are COPY_LOOP_MIN or more.
 
@@ -32,6 +39,7 @@ overwrite the input (returned flag), as in aot.lower.schedule.depthwise.emit_rin
 """
 from __future__ import annotations
 
+from math import gcd
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -47,24 +55,41 @@ MAX_ROW = 6  # rows up to this width are one block
 COPY_LOOP_MIN = 4  # a row of at least this many all-image words is copied by a loop over word pairs
 
 
-def _taps(kw: int) -> tuple[int, int, list[tuple[int, int, str]], list[tuple[int, int, str]]]:
+def _taps(kw: int, stride: int = 1) -> tuple[list[tuple[int, int]], list[tuple[int, int, str]],
+                                           list[tuple[int, int, str]]]:
     """A kernel row kw wide as stored weight words and the multiply-accumulates of each output parity.
 
-    Stored: E_t = (w[2t], w[2t + 1]) for t < nE = kw // 2, then O_t = (w[2t - 1], w[2t]) for
-    t = 1 .. nO = (kw - 1) // 2. Returns (nE, nO, even ops, odd ops), an op being (input word
-    offset from the output's first word, stored word index, intrinsic): an even output covers
-    its taps with SMLAD over the E pairs (an odd width's last tap: SMLABT with the top of the
-    last O), an odd output starts with SMLATB (its first tap is the top of its first word
-    times the bottom of E_0), then SMLAD over the O pairs (an even width's last tap: SMLABT
-    with the top of the last E)."""
+    Stored: E_t = (w[2t], w[2t + 1]) for t < nE = kw // 2, then (an odd horizontal stride: both
+    parities occur) O_t = (w[2t - 1], w[2t]) for t = 1 .. nO = (kw - 1) // 2, or (an even stride:
+    every output starts on a word) for an odd width L = (w[kw - 1], 0). Returns (stored words as
+    (low tap, high tap) with -1 for zero, even ops, odd ops), an op being (input word offset from
+    the output's first word, stored word index, intrinsic): an even output covers its taps with
+    SMLAD over the E pairs (an odd width's last tap: SMLABT with the top of the last O, or SMLABB
+    with L), an odd output starts with SMLATB (its first tap is the top of its first word times
+    the bottom of E_0), then SMLAD over the O pairs (an even width's last tap: SMLABT with the
+    top of the last E)."""
     ne, no = kw // 2, (kw - 1) // 2
+    words = [(2 * t, 2 * t + 1) for t in range(ne)]
     even = [(t, t, "smlad") for t in range(ne)]
+    if stride % 2 == 0:
+        if kw % 2:
+            words.append((kw - 1, -1))
+            even.append((ne, ne, "smlabb"))
+        return words, even, []
+    words += [(2 * t - 1, 2 * t) for t in range(1, no + 1)]
     odd = [(0, 0, "smlatb")] + [(t, ne + t - 1, "smlad") for t in range(1, no + 1)]
     if kw % 2:
         even.append((ne, ne + no - 1, "smlabt"))
     else:
         odd.append((ne, ne - 1, "smlabt"))
-    return ne, no, even, odd
+    return words, even, odd
+
+
+def _block_words(n: int, stride: int, even: list[tuple[int, int, str]], odd: list[tuple[int, int, str]]) -> int:
+    """Input words per kernel row that outputs 0 .. n - 1 of a block (output 0 on word 0) read:
+    output i starts at slot stride * i, word (stride * i) // 2 with that parity."""
+    return max((stride * i) // 2 + 1 + max(o for o, _, _ in (odd if (stride * i) % 2 else even))
+               for i in range(n))
 
 
 def pairs_geometry(x, out, attrs: Mapping[str, Any], kh: int, kw: int) -> tuple[int, int, int] | None:  # noqa: ANN001
@@ -74,15 +99,12 @@ def pairs_geometry(x, out, attrs: Mapping[str, Any], kh: int, kw: int) -> tuple[
     the whole image per group."""
     n_, oh, ow, oc_n = out.shape
     _, h, wd, cin = x.shape
+    sh, sw = (int(v) for v in attrs["strides"])
     if (n_ != 1 or tuple(attrs.get("dilation", (1, 1))) != (1, 1) or cin % 4 or oc_n != cin
-            or tuple(attrs["strides"]) != (1, 1) or kw < 2 or not 0 <= attrs["padding"][0] < kh):
+            or sh < 1 or sw < 1 or kw < 2 or not 0 <= attrs["padding"][0] < kh):
         return None
-    _, _, even, odd = _taps(kw)
-    last_even = (ow - 1) // 2 * 2
-    last_odd = (ow - 2) // 2 * 2 + 1 if ow >= 2 else -1
-    words = last_even // 2 + 1 + max(o for o, _, _ in even)
-    if last_odd >= 0:
-        words = max(words, last_odd // 2 + 1 + max(o for o, _, _ in odd))
+    _, even, odd = _taps(kw, sw)
+    words = _block_words(ow, sw, even, odd)
     fits = [g for g in range(cin, 0, -4) if cin % g == 0 and kh * g * words * 4 <= PAIRS_MAX_BYTES]
     return (words, kh * fits[0] * words * 4, fits[0]) if fits else None
 
@@ -108,24 +130,27 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
         gi = ctx.var("gi")
         return K.For(gi, cin_all // cin, K.seq(K.Let(cg, gi * cin), *rows))
     pt, _, pl, _ = attrs["padding"]
+    sh, sw = (int(v) for v in attrs["strides"])
     off = int(arith.input_offset)
-    ne, no, even_ops, odd_ops = _taps(kw)
+    stored, even_ops, odd_ops = _taps(kw, sw)
+    nk = len(stored)  # stored weight words per kernel row
     bound = np.abs(b) + 256 * np.abs(w3).sum(axis=0)
-    dbl = rq.use_mm(bound)
-    scale = 2 if dbl else 1
+    uniform = rq.use_uniform(bound, w3.min(axis=0), w3.max(axis=0))  # one shift for all channels
+    dbl = uniform is not None or rq.use_mm(bound)
+    scale = uniform if uniform is not None else (2 if dbl else 1)
     nv = len(rq.varying)
     rqd = rq._data if nv else np.zeros((oc_n, 0), np.int64)
 
-    # per channel record: bias, requant constants, per kernel row E_0 .., O_1 ..
+    # per channel record: bias, requant constants, per kernel row its stored words (E_0 .., O_1 .. or L)
     wk = (w3 * scale).reshape(kh, kw, oc_n)
 
     def pair(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         return ((lo & 0xFFFF) | ((hi & 0xFFFF) << 16)).astype(np.uint32).view(np.int32).astype(np.int64)
 
     cols = []
+    zero = np.zeros(oc_n, np.int64)
     for ky in range(kh):
-        cols += [pair(wk[ky, 2 * t], wk[ky, 2 * t + 1]) for t in range(ne)]
-        cols += [pair(wk[ky, 2 * t - 1], wk[ky, 2 * t]) for t in range(1, no + 1)]
+        cols += [pair(wk[ky, a], wk[ky, c] if c >= 0 else zero) for a, c in stored]
     rec = np.concatenate([(b * scale)[:, None], np.asarray(rqd, np.int64).reshape(oc_n, nv),
                           np.stack(cols, axis=1)], axis=1)
     rec_len = rec.shape[1]
@@ -136,7 +161,7 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
     ring = K.Buffer(ctx.fresh("rows"), "i32", cin * cw)
     offpair = K.Const(pack16(off, off))
     zp_word = K.Const(int(np.array([(-off) & 0xFF] * 4, np.uint8).view(np.int32)[0]))
-    in_place = ((oh, ow) == (h, wd) and out.buffer is not None and x.buffer is not None
+    in_place = ((oh, ow) == (h, wd) and (sh, sw) == (1, 1) and out.buffer is not None and x.buffer is not None
                 and out.buffer.dtype == "i8" and out.buffer.size == x.buffer.size)
 
     # words of a channel row: which image columns their two slots hold (None: padding)
@@ -210,22 +235,22 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
 
     def block(oy: K.Expr, c: K.Expr, rb: K.Expr, slots: list[K.Expr], ox0: K.Expr, word0: K.Expr, n: int,
               rq_consts: Callable[[], tuple[list[K.Stmt], ChannelConsts]], bias: K.Expr) -> list[K.Stmt]:
-        """Outputs ox0 .. ox0 + n - 1 (ox0 even, its first word word0) of channel c."""
+        """Outputs ox0 .. ox0 + n - 1 (sw * ox0 even, its first word word0) of channel c."""
         accs = [ctx.var(f"acc{i}") for i in range(n)]
         st: list[K.Stmt] = [K.Let(a, bias) for a in accs]
         for ky in range(kh):
             rp = ctx.var("rp")
             st.append(K.Let(rp, simplify_expr(c * cw + slots[ky] + word0)))
-            wts = [ctx.var("wp") for _ in range(ne + no)]
-            st += [K.Let(v, K.Load(tab, rb + (w0 + ky * (ne + no) + k))) for k, v in enumerate(wts)]
-            nw = max(i // 2 + 1 + max(o for o, _, _ in (odd_ops if i % 2 else even_ops)) for i in range(n))
+            wts = [ctx.var("wp") for _ in range(nk)]
+            st += [K.Let(v, K.Load(tab, rb + (w0 + ky * nk + k))) for k, v in enumerate(wts)]
+            nw = _block_words(n, sw, even_ops, odd_ops)
             xws = [ctx.var("xw") for _ in range(nw)]
             for j, xw in enumerate(xws):  # words loaded in pairs (LDRD) right before their multiply-accumulates
                 if j % 2 == 0:
                     st += [K.Let(v, K.Load(ring, rp + (j + d))) for d, v in enumerate(xws[j:j + 2])]
                 for i, a in enumerate(accs):
-                    for o, k, fn in (odd_ops if i % 2 else even_ops):
-                        if i // 2 + o == j:
+                    for o, k, fn in (odd_ops if (sw * i) % 2 else even_ops):
+                        if (sw * i) // 2 + o == j:
                             st.append(K.Assign(a, intrinsic(fn, xw, wts[k], a)))
         lets, consts = rq_consts()  # loaded after the accumulation: fewer live registers
         st += lets
@@ -252,41 +277,52 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
         else:
             bx = ctx.var("bx")
             full = ow // BLOCK
-            cb.append(K.For(bx, full, K.seq(*block(oy, c, rb, slots, bx * BLOCK, bx * (BLOCK // 2), BLOCK,
+            cb.append(K.For(bx, full, K.seq(*block(oy, c, rb, slots, bx * BLOCK, bx * (BLOCK * sw // 2), BLOCK,
                                                    consts, bias))))
             if ow % BLOCK:
-                cb += block(oy, c, rb, slots, K.Const(full * BLOCK), K.Const(full * BLOCK // 2), ow % BLOCK,
+                cb += block(oy, c, rb, slots, K.Const(full * BLOCK), K.Const(full * BLOCK * sw // 2), ow % BLOCK,
                             consts, bias)
         return K.For(c, cin, K.seq(*cb))
 
     rows: list[K.Stmt] = []
-    # input row r lives in line-buffer row r % kh; the rows output row 0 needs before its newest
-    for r in range(-pt, kh - 1 - pt):
+    # input row r lives in line-buffer row r % kh; output row oy reads rows sh oy - pt + ky and first
+    # brings in the newest of them, ky >= kh - sh (all kh when the stride skips rows); the rows
+    # before output row 0's newest first
+    new = range(max(0, kh - sh), kh)
+    for r in range(-pt, kh - sh - pt):
         soff = K.Const(r % kh * sw_words)
         rows.append(copy_row(K.Const(r), soff) if 0 <= r < h else zero_row(soff))
     if not unroll_rows:  # one pass per output row, the line-buffer rows' offsets computed at run time
         oy = ctx.var("oy")
         offs = [ctx.var("so") for _ in range(kh)]
-        lets = [K.Let(v, simplify_expr(((oy + (kh - pt + ky)) % kh) * sw_words)) for ky, v in enumerate(offs)]
-        r = simplify_expr(oy + (kh - 1 - pt))
-        body = K.seq(*lets, row_in(r, offs[kh - 1], True, oh - 1 + kh - 1 - pt < h), out_row(oy, offs))
-        rows.append(K.For(oy, oh, body))
+        lets = [K.Let(v, simplify_expr(((oy * sh + (kh - pt + ky)) % kh) * sw_words)) for ky, v in enumerate(offs)]
+        if len(new) == 1:
+            ky = new[0]
+            fill = row_in(simplify_expr(oy * sh + (ky - pt)), offs[ky], ky - pt >= 0, (oh - 1) * sh + ky - pt < h)
+            rows.append(K.For(oy, oh, K.seq(*lets, fill, out_row(oy, offs))))
+        else:  # the new rows by a loop (one copy of the fill code), before the offsets of the taps
+            j, sj = ctx.var("nj"), ctx.var("sj")
+            r = simplify_expr(oy * sh + (new[0] - pt) + j)
+            fill = K.For(j, len(new), K.seq(
+                K.Let(sj, simplify_expr(((oy * sh + (kh - pt + new[0]) + j) % kh) * sw_words)),
+                row_in(r, sj, new[0] - pt >= 0, (oh - 1) * sh + new[-1] - pt < h)))
+            rows.append(K.For(oy, oh, K.seq(fill, *lets, out_row(oy, offs))))
         return K.Allocate(ring, K.seq(*stmts, passes(rows))), in_place
-    # output rows in blocks of kh (unrolled: the line-buffer rows of each are known), each first
-    # bringing in its newest input row r = oy - pt + kh - 1 (zeros below the image)
-    blocks = -(-oh // kh)
+    # output rows in blocks of p = kh / gcd(kh, sh) (unrolled: sh p rows on, every line-buffer row
+    # holds the same kernel row again, so those of each pass are known)
+    p = kh // gcd(kh, sh)
+    blocks = -(-oh // p)
     ob = ctx.var("ob")
     per: list[K.Stmt] = []
-    for u in range(kh):
+    for u in range(p):
         oy = ctx.var("oy")
-        newest = u - pt + kh - 1
-        r = simplify_expr(oy + (kh - 1 - pt))
-        hi_ok = (blocks - 1) * kh + newest < h  # the block's last pass still inside the image
-        slots = [K.Const((u - pt + ky) % kh * sw_words) for ky in range(kh)]
-        body = K.seq(row_in(r, K.Const(newest % kh * sw_words), True, hi_ok), out_row(oy, slots))
-        if (blocks - 1) * kh + u >= oh:  # the last block's pass u is past the output
+        last = (oh - 1 - u) // p * p + u  # the pass's last output row
+        fills = [row_in(simplify_expr(oy * sh + (ky - pt)), K.Const((sh * u + ky - pt) % kh * sw_words),
+                        sh * u + ky - pt >= 0, last * sh + ky - pt < h) for ky in new]
+        slots = [K.Const((sh * u + ky - pt) % kh * sw_words) for ky in range(kh)]
+        body = K.seq(*fills, out_row(oy, slots))
+        if (blocks - 1) * p + u >= oh:  # the last block's pass u is past the output
             body = K.If(oy < oh, body)
-        per += [K.Let(oy, ob * kh + u), body]
+        per += [K.Let(oy, ob * p + u), body]
     rows.append(K.For(ob, blocks, K.seq(*per)))
     return K.Allocate(ring, K.seq(*stmts, passes(rows))), in_place
-

@@ -18,7 +18,10 @@ shift) the generic `requantize` intrinsic is used.
 On DSP cores the same constants give requant_mm: SMMLAR of 2*y with h = 2 hi + bit 31 of lo
 (P = 2^30 mod 2^31, so 2P carries SMMLAR's rounding constant), then + (y < 0 ? -1 : 0) and
 >> (rs + 1): two instructions fewer, exact where the accumulators' bounds keep every step in
-int32 (mm_fits; Requant.use_mm checks every channel).
+int32 (mm_fits; Requant.use_mm checks every channel). When the activation's lower bound is at
+least the output zero point (ReLU, ReLU6 and the like) the sign correction goes too (requant_mm_nn:
+SMMLAR, ASR): for y < 0 (m >= 0, r >= 1) y*m + 2^30 + 2^(30+r) < 2^(31+r), so with or without
+the correction the value is at most zp and clamps to the lower bound.
 
 Per-channel values that are equal across channels become immediates; the others live in
 one interleaved table (channel-major) so a channel's constants are adjacent in flash and
@@ -79,7 +82,9 @@ class Requant:
     Modes: "q31" (requant_q31), "generic" (requantize), and on DSP cores "mm" (requant_mm:
     SMMLAR, two instructions fewer per output), which the schedules switch on with use_mm
     when the accumulators' bounds allow; value() then takes 2 * acc (doubled=True when the
-    schedule accumulated it doubled, e.g. with doubled weights)."""
+    schedule accumulated it doubled, e.g. with doubled weights). "mma" (use_uniform, schedules
+    with 16-bit weights): each channel's accumulator scaled by its own power of two, one shift
+    for all channels (requant_mma: SMMLA, ASR by a constant); value() takes the scaled acc."""
 
     def __init__(self, ctx, arith, channels: int) -> None:  # noqa: ANN001
         self.ctx = ctx
@@ -87,6 +92,8 @@ class Requant:
         shift = np.broadcast_to(np.asarray(arith.shift_values, dtype=np.int64), (channels,))
         zp = int(arith.output_offset)
         self.act_min, self.act_max = int(arith.act_min), int(arith.act_max)
+        self._relu = self.act_min >= zp  # negative accumulators all clamp to act_min (requant_mm_nn)
+        self._zp = zp
         q = [q31_constants(int(m), int(s), zp) for m, s in zip(mult, shift)]
         self._mult = mult
         self._q = q
@@ -123,6 +130,54 @@ class Requant:
         self._set_fields({"m": np.asarray(self._mult), "h": hr[:, 0], "r": hr[:, 1], "zp": zp})
         return True
 
+    def use_uniform(self, bounds: np.ndarray, wmin: np.ndarray, wmax: np.ndarray) -> np.ndarray | None:
+        """For schedules whose weights are 16-bit at run time (pre-widened, scaled at compile time):
+        per-channel powers of two s_c to multiply channel c's weights and bias by, after which
+        every channel shares one right shift R > max r_c (mode "mma": SMMLA, then ASR by a
+        constant that folds into the SSAT). With k_c = R - r_c >= 1 and s_c = 2^(k_c + 1),
+        SMMLA(acc s_c, m, h') with h' = 2^(k_c-1) + 2^(R-1) + zp 2^R (zp when folded) is
+        floor((acc m + P_c) 2^(k_c+1) / 2^32), and >> R gives requant_q31's floor((acc m + P_c) /
+        2^(31 + r_c)) exactly (P_c 2^(k_c+1) is a multiple of 2^32: no rounding constant needed).
+        Only for ReLU-like clamps (no sign correction, see requant_mm_nn), when the channels'
+        shifts differ, the scaled weights stay int16 and every step in int32; else None
+        (nothing changed). bounds[c]: |acc| <= bounds[c]; wmin / wmax: channel c's weights."""
+        if self.mode not in ("q31", "mm") or not self._relu:
+            return None
+        q = self._q
+        r = np.array([c[2] + 1 for c in q], dtype=np.int64)  # type: ignore[index]
+        if np.all(r == r[0]):
+            return None  # one shift already: a constant of the mm mode
+        b = np.broadcast_to(np.asarray(bounds, dtype=np.int64), r.shape)
+        zp = int(self._zp)
+        folded = np.array([c[3] == 0 for c in q])  # type: ignore[index]
+        m = np.asarray(self._mult, dtype=np.int64)
+
+        def constants(big_r: int) -> tuple[np.ndarray, np.ndarray] | None:
+            k = big_r - r
+            s = np.left_shift(np.int64(1), k + 1)
+            h = (np.left_shift(np.int64(1), k - 1) + (1 << (big_r - 1))
+                 + np.where(folded, zp, 0) * (np.int64(1) << big_r))
+            if (np.any(np.asarray(wmin) * s < -(1 << 15)) or np.any(np.asarray(wmax) * s >= (1 << 15))
+                    or np.any(b * s >= (1 << 31) - 1)
+                    or np.any(np.abs(h) + ((b * s * m + (1 << 31)) >> 32) + 2 >= (1 << 31))):
+                return None
+            return s, h
+        fits = []  # the shifts that fit: from max r_c + 1 up to a bound (the weights' int16 range)
+        for big_r in range(int(r.max()) + 1, 32):
+            c = constants(big_r)
+            if c is None:
+                break
+            fits.append((big_r, *c))
+        if not fits:
+            return None
+        # the largest multiple of 4 that fits, else the largest: layers whose shifts spread alike
+        # then share R, so their kernels stay one (aot.kernel.share; R is an immediate of the code)
+        big_r, s, h = ([f for f in fits if f[0] % 4 == 0] or fits)[-1]
+        zp_after = np.array([c[3] for c in q], dtype=np.int64)  # type: ignore[index]
+        self.mode = "mma"
+        self._set_fields({"m": m, "h": h, "r": np.full(r.shape, big_r), "zp": zp_after})
+        return s
+
     def channel(self, ctx, oc: K.Expr) -> tuple[list[K.Stmt], ChannelConsts]:  # noqa: ANN001
         """Lets loading channel oc's varying constants (emit them once per channel block)."""
         stmts: list[K.Stmt] = []
@@ -139,9 +194,12 @@ class Requant:
 
     def value(self, cc: ChannelConsts, acc: K.Expr, doubled: bool = False) -> K.Expr:
         v = cc.values
-        if self.mode == "mm":
+        if self.mode == "mma":
+            assert doubled  # the accumulator scaled by use_uniform's s_c
+            out = intrinsic("requant_mma", acc, v["m"], v["h"], v["r"])
+        elif self.mode == "mm":
             y2 = acc if doubled else acc + acc
-            out = intrinsic("requant_mm", y2, v["m"], v["h"], v["r"])
+            out = intrinsic("requant_mm_nn" if self._relu else "requant_mm", y2, v["m"], v["h"], v["r"])
         elif self.mode == "q31":
             assert not doubled
             out = intrinsic("requant_q31", acc, v["m"], v["lo"], v["hi"], v["rs"])
