@@ -38,6 +38,10 @@ CASES = {
     "dw-mult": ((1, 8, 5, 1), dict(kind="dw", k=(3, 3), m=8, s=(2, 1))),
     # a batch of two
     "batch": ((2, 5, 6, 3), dict(kind="conv", oc=4, k=(3, 3), s=(2, 2))),
+    # rows of at least four pixels (emit_shallow_quad): ResNet's 3 -> 16 (eight blocks of two channels),
+    # a row tail of three pixels and a lone last channel, padding on every side
+    "quad-16": ((1, 6, 8, 3), dict(kind="conv", oc=16, k=(3, 3))),
+    "quad-tails": ((2, 5, 7, 2), dict(kind="conv", oc=13, k=(3, 3), pad=(1, 2, 2, 1), act="none")),
 }
 
 
@@ -77,8 +81,9 @@ def test_deep_or_pointwise_layers_keep_the_generic_schedule() -> None:
     deep = conv_chain(1, (1, 6, 6, 8), [dict(kind="conv", oc=8, k=(3, 3))])  # eight input channels
     pw = conv_chain(2, (1, 6, 6, 3), [dict(kind="conv", oc=8, k=(1, 1))])  # one tap
     big = conv_chain(3, (1, 9, 9, 3), [dict(kind="conv", oc=8, k=(5, 5))])  # 38 pairs
-    wide = conv_chain(4, (1, 6, 6, 3), [dict(kind="conv", oc=16, k=(3, 3))])  # two blocks of channels
-    for model in (deep, pw, big, wide):
+    wide = conv_chain(4, (1, 6, 6, 3), [dict(kind="conv", oc=17, k=(3, 3))])  # more than QUAD_MAX_OC channels
+    narrow = conv_chain(5, (1, 6, 3, 3), [dict(kind="conv", oc=16, k=(3, 3))])  # two blocks, rows of three pixels
+    for model in (deep, pw, big, wide, narrow):
         assert not _uses_shallow(compile_model(model, target_options(M4)))
 
 
@@ -114,7 +119,7 @@ def test_bit_exact_with_tflm() -> None:
     from aot.frontend.tflite import load_tflite
     nets = [((9, 10), 3, 8, 3, 2, "SAME"), ((7, 9), 3, 8, 3, 1, "SAME"), ((8, 7), 1, 5, 3, 1, "SAME"),
             ((9, 6), 2, 6, 3, 2, "SAME"), ((7, 5), 4, 8, 2, 1, "SAME"), ((8, 9), 3, 6, 3, 1, "VALID"),
-            ((10, 8), 3, 8, 4, 2, "SAME")]
+            ((10, 8), 3, 8, 4, 2, "SAME"), ((8, 9), 3, 16, 3, 1, "SAME"), ((9, 11), 2, 13, 3, 2, "SAME")]
     blobs = [_first_layer_net(k + 1, *spec) for k, spec in enumerate(nets)]
     xs = [np.random.default_rng(k).integers(-128, 128, (1, *spec[0], spec[1])).astype(np.int8)
           for k, spec in enumerate(nets)]

@@ -31,7 +31,8 @@ def _opts(**kw) -> CompileOptions:  # noqa: ANN003
 
 
 def _widened(module) -> list[bool]:  # noqa: ANN001
-    return ["wpairs" in repr(f) for f in module.funcs if f.name != module.entry]
+    """Per kernel: pre-widened weights (the generic pairs, or the short-reduction records)."""
+    return [any(t in repr(f) for t in ("wpairs", "wshort")) for f in module.funcs if f.name != module.entry]
 
 
 def test_choose_is_greedy_by_score_and_skips_what_does_not_fit() -> None:

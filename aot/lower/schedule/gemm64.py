@@ -29,6 +29,7 @@ from aot.lower.schedule.gemm import (MAX_UNROLL, Geometry, Pixel, _Fill, _blocks
 from aot.lower.schedule.requant import Requant
 from aot.lower.schedule.row_widened import emit_row_widened
 from aot.lower.schedule.shallow import emit_shallow
+from aot.lower.schedule.short import emit_short
 from aot.lower.schedule.target import ScheduleTarget, WeightBudget
 from aot.lower.schedule.widen import _pairs, weight_key, widened_extra_bytes
 
@@ -47,7 +48,8 @@ def emit_product(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: 
                  rq: Requant, budget: WeightBudget) -> tuple[K.Stmt, WeightBudget]:
     """The product's kernel: the SMLAL pair schedule where it applies, the shallow schedule for
     one to four input channels on DSP cores (aot.lower.schedule.shallow), one-pixel products with
-    weights pre-widened within the flash budget on DSP cores (aot.lower.schedule.row_widened),
+    weights pre-widened within the flash budget on DSP cores (aot.lower.schedule.row_widened), the
+    short-reduction schedule for 1x1 products of depth <= 32 there (aot.lower.schedule.short),
     emit_gemm otherwise."""
     if tgt.dsp and "mve" not in tgt.features:
         shallow = emit_shallow(ctx, tgt, g, w2d, biasf, rq, budget)
@@ -56,6 +58,9 @@ def emit_product(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: 
         row = emit_row_widened(ctx, tgt, g, w2d, biasf, rq, budget)  # one pixel, within a flash budget
         if row is not None:
             return row
+        short = emit_short(ctx, tgt, g, w2d, biasf, rq, budget)
+        if short is not None:
+            return short
     if tgt.smlal_pairs and w2d.shape[0] >= 2 and pair64_fits(w2d, biasf):
         # the pair words take about one more byte per weight: charged as the layer's pre-widening
         # (the same flash policy, aot.lower.schedule.widen, chooses the layers)

@@ -117,6 +117,12 @@ class Requant:
         self._data = np.stack([fields[n] for n in self.varying], axis=1).astype(np.int32) if self.varying else None
         self.table: K.Buffer | None = None  # made on first use (an unused table is never emitted)
 
+    def varying_values(self) -> np.ndarray | None:
+        """[channels, len(varying)] int32: the constants that differ between channels, in the
+        order of `varying` (None when every constant is an immediate); for schedules that lay
+        them out in tables of their own (aot.lower.schedule.short)."""
+        return self._data
+
     def use_mm(self, bounds: np.ndarray) -> bool:
         """Switch to requant_mm if every channel's accumulator bound (|acc| <= bounds[c]) allows."""
         if self.mode != "q31":
