@@ -26,11 +26,11 @@ float32 (`x86_sgemm16` / `x86_sgemm8`: 16 lanes for AVX-512, 8 for AVX2): the sa
 over float32 (a pixel's inputs may be runs of rl values rs apart: a window read in place), weights packed by `pack_weights_f32` as [block of L channels][n][L] (zero padded),
 the bias padded to whole blocks. Every output is accumulated in TFLM's order, one rounding per
 operation: acc = 0; acc = acc + x[k] * W[c][k] for k = 0..n-1 (a multiply, then an add: no
-fused multiply-add); v = acc + bias[c]; then v = v > lo ? v : lo when act & 1 and v = v < hi ?
-v : hi when act & 2 (the kernel IR's float max / min). `x86_sdw16` / `x86_sdw8`: a float32
-depthwise convolution of depth multiplier 1 over one image (NHWC, C channels), weights packed
-[kh*kw][C padded to L], taps outside the image skipped, the taps in TFLM's order (filter row,
-then column), then bias and activation as above.
+fused multiply-add); v = acc + bias[c]; then v = v < lo ? lo : v when act & 1 and v = hi < v ?
+hi : v when act & 2 (TFLM's std::max(v, lo), std::min(v, hi): NaN and -0.0 pass).
+`x86_sdw16` / `x86_sdw8`: a float32 depthwise convolution of depth multiplier 1 over one image
+(NHWC, C channels), weights packed [kh*kw][C padded to L], taps outside the image skipped, the
+taps in TFLM's order (filter row, then column), then bias and activation as above.
 
 Every routine takes a last argument `nt`, the number of threads (aot.build(threads=N)): with
 nt > 1 the routine may split its outputs (pixels, channel blocks or output rows) across nt
@@ -121,9 +121,9 @@ def pad_channels_f32(v: np.ndarray, lanes: int) -> np.ndarray:
 
 def _act_f32(v: np.ndarray, act: int, lo: float, hi: float) -> np.ndarray:
     if act & 1:
-        v = np.where(v > np.float32(lo), v, np.float32(lo)).astype(np.float32)
+        v = np.where(v < np.float32(lo), np.float32(lo), v).astype(np.float32)
     if act & 2:
-        v = np.where(v < np.float32(hi), v, np.float32(hi)).astype(np.float32)
+        v = np.where(np.float32(hi) < v, np.float32(hi), v).astype(np.float32)
     return v
 
 

@@ -182,11 +182,14 @@ class Intrinsic(Expr):
 
 
 def minimum(a: ExprLike, b: ExprLike) -> Expr:
+    """a < b ? a : b. On f32 the operand order matters: b when either is NaN or both are equal
+    (-0.0 / +0.0); std::min(v, hi) as TFLM writes it is minimum(hi, v)."""
     a = as_expr(a)
     return Binary("min", a, as_expr(b, a.dtype))
 
 
 def maximum(a: ExprLike, b: ExprLike) -> Expr:
+    """a > b ? a : b (b on NaN or equal, as minimum); std::max(v, lo) is maximum(lo, v)."""
     a = as_expr(a)
     return Binary("max", a, as_expr(b, a.dtype))
 

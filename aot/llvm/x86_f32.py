@@ -34,10 +34,11 @@ def _narrow_tiles(lanes: int) -> tuple[tuple[int, int], ...]:
 
 
 def _act(b: ir.IRBuilder, v: ir.Value, act: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
-    """v > lo ? v : lo when act & 1, then v < hi ? v : hi when act & 2 (the kernel IR's max / min)."""
-    up = b.select(b.fcmp_ordered(">", v, lo), v, lo)
+    """v < lo ? lo : v when act & 1, then hi < v ? hi : v when act & 2 (std::max(v, lo), std::min(v, hi)
+    as TFLM's ActivationFunctionWithMinMax: NaN and -0.0 pass; maxps(lo, v) / minps(hi, v))."""
+    up = b.select(b.fcmp_ordered("<", v, lo), lo, v)
     v = b.select(b.icmp_signed("!=", b.and_(act, _c(1)), _c(0)), up, v)
-    down = b.select(b.fcmp_ordered("<", v, hi), v, hi)
+    down = b.select(b.fcmp_ordered("<", hi, v), hi, v)
     return b.select(b.icmp_signed("!=", b.and_(act, _c(2)), _c(0)), down, v)
 
 

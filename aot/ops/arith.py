@@ -46,6 +46,9 @@ class MacArith:
     ctx: EmitCtx | None = field(default=None, compare=False, repr=False)
     # i64 accumulator only: TFLM's accumulator is int32 (wrap the sum, 32-bit requantize)
     wrap32: bool = False
+    # f32: TFLM's CalculateActivationRange<float> bounds (an infinity becomes -+FLT_MAX, even under
+    # "none"); TFLM's float BATCH_MATMUL applies no activation
+    tflm_range: bool = True
 
     def _tables(self) -> tuple[K.Buffer, K.Buffer]:
         if self.multipliers is not None and self.shifts is not None:
@@ -76,7 +79,7 @@ class MacArith:
     def finish(self, acc: K.Expr, oc: K.Expr) -> K.Expr:
         if self.acc_dtype == "f32":
             v = acc + self.bias([oc]) if self.bias is not None else acc
-            return apply_activation_expr(v, self.act)
+            return apply_activation_expr(v, self.act, tflm_range=self.tflm_range)
         if self.bias is not None:
             acc = acc + self.bias([oc]).cast(self.acc_dtype)
         mults, shifts = self._tables()
@@ -94,7 +97,7 @@ def mac_arith(ctx: EmitCtx, kind: str, x: TensorType, w: TensorType, out: Tensor
               bias: Accessor | None, attrs: Mapping[str, Any]) -> MacArith:
     act = attrs.get("activation", "none")
     if out.dtype == "float32":
-        return MacArith("f32", 0, bias, act)
+        return MacArith("f32", 0, bias, act, tflm_range=kind != "batch_matmul")
     if kind == "batch_matmul":  # both operands activations, one multiplier, no bias or activation
         b = bmm_params(kind, x, w, out)
         return MacArith("i64" if x.dtype == "int16" else "i32", b.input_offset, None, "none", None, None,

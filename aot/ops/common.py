@@ -9,6 +9,7 @@ from aot.errors import ShapeError, UnsupportedError
 from aot.kernel import ir as K
 
 ACTIVATIONS = ("none", "relu", "relu6", "relu_n1_to_1")
+FLT_MAX = float(np.finfo(np.float32).max)
 
 
 def same_padding(in_size: int, k: int, stride: int, dilation: int) -> tuple[int, int]:
@@ -66,17 +67,32 @@ def activation_range_float(act: str) -> tuple[float, float]:
             "relu_n1_to_1": (-1.0, 1.0)}[check_activation(act)]
 
 
-def apply_activation_np(x: np.ndarray, act: str) -> np.ndarray:
+def activation_bounds(act: str, tflm_range: bool = False) -> tuple[float, float]:
+    """activation_range_float; with tflm_range, TFLM's CalculateActivationRange<float> (NONE and
+    RELU bounded by -+FLT_MAX: ActivationFunctionWithMinMax turns an infinity into -+FLT_MAX)."""
     lo, hi = activation_range_float(act)
-    return np.clip(x, lo, hi).astype(np.float32) if act != "none" else x.astype(np.float32)
+    return (max(lo, -FLT_MAX), min(hi, FLT_MAX)) if tflm_range else (lo, hi)
 
 
-def apply_activation_expr(v: K.Expr, act: str) -> K.Expr:
-    lo, hi = activation_range_float(act)
+def apply_activation_np(x: np.ndarray, act: str, tflm_range: bool = False) -> np.ndarray:
+    """std::min(std::max(x, lo), hi) (TFLM's ActivationFunctionWithMinMax): NaN and -0.0 pass through."""
+    lo, hi = activation_bounds(act, tflm_range)
+    x = np.asarray(x, np.float32)
     if np.isfinite(lo):
-        v = K.maximum(v, K.Const(float(lo), "f32"))
+        x = np.where(x < np.float32(lo), np.float32(lo), x)
     if np.isfinite(hi):
-        v = K.minimum(v, K.Const(float(hi), "f32"))
+        x = np.where(np.float32(hi) < x, np.float32(hi), x)
+    return x.astype(np.float32)
+
+
+def apply_activation_expr(v: K.Expr, act: str, tflm_range: bool = False) -> K.Expr:
+    """apply_activation_np in kernel IR: std::max(v, lo) = max(lo, v), std::min(v, hi) = min(hi, v)
+    (the kernel IR's float max(a, b) = a > b ? a : b gives its second operand on NaN)."""
+    lo, hi = activation_bounds(act, tflm_range)
+    if np.isfinite(lo):
+        v = K.maximum(K.Const(float(lo), "f32"), v)
+    if np.isfinite(hi):
+        v = K.minimum(K.Const(float(hi), "f32"), v)
     return v
 
 

@@ -25,22 +25,6 @@ def _f(v: float) -> K.Const:
     return K.Const(float(v), "f32")
 
 
-FLT_MAX = float(np.finfo(np.float32).max)
-
-
-def tflm_clamp_np(y: np.ndarray) -> np.ndarray:
-    """TFLM's float ADD/SUB/MUL/DIV end in ActivationFunctionWithMinMax with at least
-    [lowest, max]: an infinite result becomes -FLT_MAX / FLT_MAX; NaN stays NaN (std::min/max)."""
-    return np.where(y < -FLT_MAX, np.float32(-FLT_MAX), np.where(FLT_MAX < y, np.float32(FLT_MAX), y)).astype(np.float32)
-
-
-def tflm_clamp_expr(v: K.Expr) -> K.Expr:
-    """tflm_clamp_np as kernel IR: std::max(v, lowest) = max(lowest, v) and std::min(., max) =
-    min(max, .) with the kernel IR's max(a, b) = a > b ? a : b: NaN passes through, and v
-    appears once (fused chains do not grow)."""
-    return K.minimum(K.Const(FLT_MAX, "f32"), K.maximum(K.Const(-FLT_MAX, "f32"), v))
-
-
 # ------------------------------------------------------------------ binary arithmetic
 def binary_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
     a, b = ts
@@ -50,14 +34,16 @@ def binary_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
     return TensorType(broadcast_shapes(a.shape, b.shape), a.dtype, attrs.get("out_quant", a.quant))
 
 
-def _binary(name: str, np_fn, k_fn):  # noqa: ANN001, ANN202
+def _binary(name: str, np_fn, k_fn, clamp: bool = True):  # noqa: ANN001, ANN202
+    """clamp: TFLM's float kernel ends in ActivationFunctionWithMinMax (ADD/SUB/MUL/DIV: [lowest, max]
+    at least, an infinity becomes -+FLT_MAX); MAXIMUM/MINIMUM have no activation."""
     def ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
         if out.dtype == "int8":
             return Q.binary_reference(name, xs, ts, attrs, out)
         if out.dtype == "int16":
             return Q16.binary_reference(name, xs, ts, attrs, out)
         y = np_fn(xs[0].astype(np.float32), xs[1].astype(np.float32)).astype(np.float32)
-        return tflm_clamp_np(apply_activation_np(np.broadcast_to(y, out.shape), attrs.get("activation", "none")))
+        return apply_activation_np(np.broadcast_to(y, out.shape), attrs.get("activation", "none"), tflm_range=clamp)
 
     def expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
         out = call.out.type
@@ -69,7 +55,7 @@ def _binary(name: str, np_fn, k_fn):  # noqa: ANN001, ANN202
                                  dsp=fast and tgt.dsp)
         if out.dtype == "int16":
             return Q16.binary_expr(name, a(idx), b(idx), args[0].type, args[1].type, out, call.attrs)
-        return tflm_clamp_expr(apply_activation_expr(k_fn(a(idx), b(idx)), call.attrs.get("activation", "none")))
+        return apply_activation_expr(k_fn(a(idx), b(idx)), call.attrs.get("activation", "none"), tflm_range=clamp)
 
     int16 = ("int16",) if name in Q16.BINARY16 else ()
     REGISTRY.register(OpDef(name, "elementwise", binary_infer, ref, expr=expr, dtypes=("float32", "int8") + int16))
@@ -79,8 +65,9 @@ _binary("add", np.add, lambda a, b: a + b)
 _binary("sub", np.subtract, lambda a, b: a - b)
 _binary("mul", np.multiply, lambda a, b: a * b)
 _binary("div", np.divide, lambda a, b: a / b)
-_binary("maximum", np.maximum, lambda a, b: K.maximum(a, b))
-_binary("minimum", np.minimum, lambda a, b: K.minimum(a, b))
+# TFLM's MaximumOp a > b ? a : b and MinimumOp a < b ? a : b (= the kernel IR's max / min): b on NaN
+_binary("maximum", lambda a, b: np.where(a > b, a, b), lambda a, b: K.maximum(a, b), clamp=False)
+_binary("minimum", lambda a, b: np.where(a < b, a, b), lambda a, b: K.minimum(a, b), clamp=False)
 
 
 # ------------------------------------------------------------------ float unary
@@ -100,6 +87,17 @@ def fixed_output_infer(name: str):  # noqa: ANN201
     return infer
 
 
+def _clamp_np(x: np.ndarray, lo: float, hi: float | None) -> np.ndarray:
+    x = np.where(x < np.float32(lo), np.float32(lo), x)
+    return x if hi is None else np.where(np.float32(hi) < x, np.float32(hi), x)
+
+
+def _clamp_expr(v: K.Expr, lo: float, hi: float | None) -> K.Expr:
+    """_clamp_np in kernel IR (float max(a, b) = a > b ? a : b: the second operand on NaN)."""
+    v = K.maximum(_f(lo), v)
+    return v if hi is None else K.minimum(_f(hi), v)
+
+
 def _sigmoid_np(x: np.ndarray) -> np.ndarray:
     return (1.0 / (1.0 + np.exp(-x.astype(np.float64)))).astype(np.float32)
 
@@ -109,11 +107,11 @@ def _hard_swish_np(x: np.ndarray) -> np.ndarray:
 
 
 UNARY = {
-    "relu": (lambda x, a: np.maximum(x, 0), lambda v, a: K.maximum(v, _f(0.0))),
-    "relu6": (lambda x, a: np.clip(x, 0, 6), lambda v, a: K.minimum(K.maximum(v, _f(0.0)), _f(6.0))),
-    "relu_n1_to_1": (lambda x, a: np.clip(x, -1, 1), lambda v, a: K.minimum(K.maximum(v, _f(-1.0)), _f(1.0))),
-    "clip": (lambda x, a: np.clip(x, a["min"], a["max"]),
-             lambda v, a: K.minimum(K.maximum(v, _f(a["min"])), _f(a["max"]))),
+    # TFLM's x < lo ? lo : x then x > hi ? hi : x (std::min(std::max(x, lo), hi)): NaN and -0.0 kept
+    "relu": (lambda x, a: _clamp_np(x, 0.0, None), lambda v, a: _clamp_expr(v, 0.0, None)),
+    "relu6": (lambda x, a: _clamp_np(x, 0.0, 6.0), lambda v, a: _clamp_expr(v, 0.0, 6.0)),
+    "relu_n1_to_1": (lambda x, a: _clamp_np(x, -1.0, 1.0), lambda v, a: _clamp_expr(v, -1.0, 1.0)),
+    "clip": (lambda x, a: _clamp_np(x, a["min"], a["max"]), lambda v, a: _clamp_expr(v, a["min"], a["max"])),
     "tanh": (lambda x, a: np.tanh(x), lambda v, a: intrinsic("tanhf", v)),
     "sigmoid": (lambda x, a: _sigmoid_np(x),
                 lambda v, a: _f(1.0) / (_f(1.0) + intrinsic("expf", _f(0.0) - v))),
@@ -408,7 +406,7 @@ def softmax_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call
     ex = intrinsic("expf", (x(at(j)) - mx) * _f(beta))
     body: K.Stmt = K.seq(
         K.Let(mx, _f(-F32_MAX)),
-        K.For(j, depth, K.Assign(mx, K.maximum(mx, x(at(j))))),
+        K.For(j, depth, K.Assign(mx, K.maximum(x(at(j)), mx))),  # std::max(mx, x)
         K.Let(total, _f(0.0)),
         K.For(j, depth, K.Assign(total, total + ex)),
         K.For(j, depth, out.store(at(j), ex / total)),

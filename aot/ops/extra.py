@@ -483,7 +483,7 @@ def tconv_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, 
     y = big[:, pt:pt + oh, pl:pl + ow, :]
     if len(xs) > 2:
         y = y + xs[2].astype(np.float32)
-    return apply_activation_np(y, attrs.get("activation", "none"))
+    return apply_activation_np(y, attrs.get("activation", "none"), tflm_range=True)
 
 
 def tconv_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001

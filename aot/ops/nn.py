@@ -84,7 +84,7 @@ def conv2d_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs,
             acc[..., i * og:(i + 1) * og] += patch[..., i * cg:(i + 1) * cg] @ w[i * og:(i + 1) * og, ky, kx, :].T
     if len(xs) > 2:
         acc += xs[2].astype(np.float32)
-    return apply_activation_np(acc, attrs.get("activation", "none"))
+    return apply_activation_np(acc, attrs.get("activation", "none"), tflm_range=True)
 
 
 def _emit_window_mac(ctx: EmitCtx, x: Accessor, out: OutputWriter, attrs: Attrs, kh: int, kw: int,
@@ -206,7 +206,7 @@ def dw_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out
         acc += np.repeat(patch, m, axis=3) * w[0, ky, kx, :]
     if len(xs) > 2:
         acc += xs[2].astype(np.float32)
-    return apply_activation_np(acc, attrs.get("activation", "none"))
+    return apply_activation_np(acc, attrs.get("activation", "none"), tflm_range=True)
 
 
 def dw_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001
@@ -259,7 +259,7 @@ def fc_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out
     y = xs[0].astype(np.float32).reshape(-1, w.shape[1]) @ w.T
     if len(xs) > 2:
         y += xs[2].astype(np.float32)
-    return apply_activation_np(y, attrs.get("activation", "none")).reshape(out.shape)
+    return apply_activation_np(y, attrs.get("activation", "none"), tflm_range=True).reshape(out.shape)
 
 
 def fc_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) -> K.Stmt:  # noqa: ANN001

@@ -95,16 +95,16 @@ def _pool_ref(kind: str):  # noqa: ANN202
         taps = window_taps(x, attrs["pool_size"], attrs["strides"], dilations(attrs), attrs["padding"],
                            out.shape[1:3], -np.inf if kind == "max" else 0.0)
         if kind == "max":
-            acc = np.full(out.shape, -np.inf, dtype=np.float32)
+            acc = np.full(out.shape, -F32_MAX, dtype=np.float32)  # std::max(acc, tap) from lowest: NaN skipped
             for _, _, patch, _ in taps:
-                acc = np.maximum(acc, patch)
+                acc = np.where(acc < patch, patch, acc)
         else:
             acc = np.zeros(out.shape, dtype=np.float32)
             for _, _, patch, _ in taps:
                 acc += patch
             count = _counts(x.shape[1:3], out.shape[1:3], attrs, counted_padding(attrs) or (0, 0, 0, 0))
             acc = acc / count[None, :, :, None]
-        return apply_activation_np(acc, attrs.get("activation", "none"))
+        return apply_activation_np(acc, attrs.get("activation", "none"), tflm_range=True)
     return ref
 
 
@@ -131,7 +131,9 @@ def _pool_emit(kind: str):  # noqa: ANN202
         count: K.ScalarVar | None = None
         if kind == "max":
             init: K.Expr = K.Const(-F32_MAX, "f32") if floating else K.Const(-(1 << 31), "i32")
-            loops = K.For(ky, kh, guard(in_y, K.For(kx, kw, guard(in_x, K.Assign(acc, K.maximum(acc, v))))))
+            # std::max(acc, v) = max(v, acc): a NaN tap is skipped, as in TFLM
+            step = K.maximum(v, acc) if floating else K.maximum(acc, v)
+            loops = K.For(ky, kh, guard(in_y, K.For(kx, kw, guard(in_x, K.Assign(acc, step)))))
         else:
             init = K.Const(0.0, "f32") if floating else K.Const(0, "i32")
             count = ctx.var("count")
@@ -147,7 +149,7 @@ def _pool_emit(kind: str):  # noqa: ANN202
                     guard(cnt_y, K.For(kx, kw, guard(cnt_x, K.Assign(count, count + 1))))))
         if floating:
             res: K.Expr = acc if count is None else acc / count.cast("f32")
-            res = apply_activation_expr(res, attrs.get("activation", "none"))
+            res = apply_activation_expr(res, attrs.get("activation", "none"), tflm_range=True)
         elif out.type.dtype == "int16":
             res = Q16.pool_finish(kind, acc, count, x.type, out.type, attrs)
         else:

@@ -21,7 +21,7 @@ from aot.errors import ShapeError, UnsupportedError
 from aot.ir import TensorType
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
-from aot.ops.common import (activation_range_float, apply_activation_expr, check_activation, guard, window_axis,
+from aot.ops.common import (apply_activation_expr, apply_activation_np, check_activation, guard, window_axis,
                             window_bounds_conds, window_out)
 from aot.ops.emit import Accessor, EmitCtx, OutputWriter
 from aot.ops.logic import as_cond
@@ -83,9 +83,10 @@ def _reduce_ref(name: str):  # noqa: ANN202
         if name in ("reduce_max", "reduce_min"):
             big = name == "reduce_min"
             if t.dtype == "float32":  # from +-FLT_MAX, `in > acc`: NaN and +-inf beyond the start never win
-                start = np.float32(F32_MAX if big else -F32_MAX)
-                rows = np.where(np.isnan(rows), start, rows)
-                y = np.minimum(rows.min(axis=-1), start) if big else np.maximum(rows.max(axis=-1), start)
+                y = np.full(rows.shape[:-1], F32_MAX if big else -F32_MAX, np.float32)
+                for k in range(count):  # in order: of equal values (-0.0, +0.0) the first stays
+                    r = rows[..., k]
+                    y = np.where(r < y if big else r > y, r, y)
             else:
                 y = rows.min(axis=-1) if big else rows.max(axis=-1)
             return y.astype(out.np_dtype).reshape(out.shape)
@@ -248,7 +249,6 @@ def l2_pool_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs
     (kh, kw), (sh, sw) = attrs["pool_size"], attrs["strides"]
     pt, _, pl, _ = attrs["padding"]
     y = np.empty(out.shape, np.float32)
-    lo, hi = activation_range_float(attrs.get("activation", "none"))
     for oy in range(out.shape[1]):
         for ox in range(out.shape[2]):
             acc = np.zeros((x.shape[0], x.shape[3]), np.float32)
@@ -261,7 +261,7 @@ def l2_pool_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs
                         acc = (acc + v * v).astype(np.float32)
                         count += 1
             r = np.sqrt((acc / np.float32(count)).astype(np.float32)).astype(np.float32)
-            y[:, oy, ox, :] = np.clip(r, lo, hi) if attrs.get("activation", "none") != "none" else r
+            y[:, oy, ox, :] = apply_activation_np(r, attrs.get("activation", "none"), tflm_range=True)
     return y
 
 
@@ -281,7 +281,8 @@ def l2_pool_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call
     v = x([n, iy, ix, c])
     tap = K.seq(K.Assign(acc, acc + v * v), K.Assign(count, count + 1))
     loops = K.For(ky, kh, guard(in_y, K.For(kx, kw, guard(in_x, tap))))
-    res = apply_activation_expr(intrinsic("sqrtf", acc / count.cast("f32")), attrs.get("activation", "none"))
+    res = apply_activation_expr(intrinsic("sqrtf", acc / count.cast("f32")), attrs.get("activation", "none"),
+                                tflm_range=True)
     body = K.seq(K.Let(acc, K.Const(0.0, "f32")), K.Let(count, K.Const(0)), loops, out.store([n, oy, ox, c], res))
     return K.For(n, n_, K.For(oy, oh, K.For(ox, ow, K.For(c, c_n, body))))
 

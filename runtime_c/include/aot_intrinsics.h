@@ -25,6 +25,8 @@ static inline int32_t aot_min_i32(int32_t a, int32_t b) { return a < b ? a : b; 
 static inline int32_t aot_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
 static inline int64_t aot_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t aot_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
+/* float: the second operand when either is NaN or both are equal (TFLM's MINIMUM / MAXIMUM, x86
+   minps / maxps); TFLM's std::max(v, lo) is aot_max_f32(lo, v): NaN and -0.0 pass through */
 static inline float aot_min_f32(float a, float b) { return a < b ? a : b; }
 static inline float aot_max_f32(float a, float b) { return a > b ? a : b; }
 

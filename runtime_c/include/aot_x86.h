@@ -132,8 +132,8 @@ static inline int32_t aot_x86_dw_vnni(int8_t *out, const int8_t *x, int8_t *t, c
 
 /* ------------------------------------------------------------------ float32 */
 static inline float aot_x86_act_f32(float v, int32_t act, float lo, float hi) {
-    if (act & 1) v = v > lo ? v : lo;
-    if (act & 2) v = v < hi ? v : hi;
+    if (act & 1) v = v < lo ? lo : v; /* std::max(v, lo): NaN and -0.0 pass, as TFLM */
+    if (act & 2) v = hi < v ? hi : v; /* std::min(v, hi) */
     return v;
 }
 

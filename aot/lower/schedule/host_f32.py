@@ -31,7 +31,7 @@ from aot.kernel.simplify import simplify_expr
 from aot.lower.schedule.gemm import Geometry, _Fill, pixel_coords
 from aot.lower.schedule.host_x86 import in_chunks, inside_range, threads_of, x86_target
 from aot.ops.arith import MacArith
-from aot.ops.common import activation_range_float
+from aot.ops.common import activation_bounds
 from aot.ops.emit import Accessor, OutputWriter, unflatten
 
 COLUMN_FLOATS = 4096  # the float32 columns of a group of pixels (16 KiB)
@@ -63,7 +63,7 @@ def _applies(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWr
 
 
 def _act(arith: MacArith) -> tuple[int, float, float]:
-    lo, hi = activation_range_float(arith.act)
+    lo, hi = activation_bounds(arith.act, arith.tflm_range)  # TFLM: +-inf -> +-FLT_MAX
     flags = (1 if np.isfinite(lo) else 0) | (2 if np.isfinite(hi) else 0)
     return flags, float(lo) if np.isfinite(lo) else 0.0, float(hi) if np.isfinite(hi) else 0.0
 

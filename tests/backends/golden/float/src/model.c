@@ -24,7 +24,7 @@ AOT_KERNEL int32_t model_fused_conv2d_add_0(const float *in, float *out, float *
                     for (int32_t k = 0; k < 18; ++k) {
                         acc = (acc + (im2col[k] * model_const_weights[((oc * 18) + k)]));
                     }
-                    float v = aot_max_f32((acc + model_const_conv2d_arg2[oc]), 0.0f);
+                    float v = aot_min_f32(3.4028234663852886e+38f, aot_max_f32(0.0f, (acc + model_const_conv2d_arg2[oc])));
                     out[(((oy * 15) + (ox * 3)) + oc)] = aot_min_f32(3.4028234663852886e+38f, aot_max_f32((-3.4028234663852886e+38f), (v + model_const_add_arg1[oc])));
                 }
             }
@@ -44,12 +44,12 @@ AOT_KERNEL int32_t model_fused_max_pool2d_1(const float *in_1, float *out_1) {
                         if ((((oy_1 * 2) + ky_1) < 5)) {
                             for (int32_t kx_1 = 0; kx_1 < 2; ++kx_1) {
                                 if ((((ox_1 * 2) + kx_1) < 5)) {
-                                    acc_1 = aot_max_f32(acc_1, in_1[(((((oy_1 * 2) + ky_1) * 15) + (((ox_1 * 2) + kx_1) * 3)) + c)]);
+                                    acc_1 = aot_max_f32(in_1[(((((oy_1 * 2) + ky_1) * 15) + (((ox_1 * 2) + kx_1) * 3)) + c)], acc_1);
                                 }
                             }
                         }
                     }
-                    out_1[(((oy_1 * 9) + (ox_1 * 3)) + c)] = acc_1;
+                    out_1[(((oy_1 * 9) + (ox_1 * 3)) + c)] = aot_min_f32(3.4028234663852886e+38f, aot_max_f32((-3.4028234663852886e+38f), acc_1));
                 }
             }
         }
@@ -62,7 +62,7 @@ AOT_KERNEL int32_t model_fused_softmax_2(const float *in_2, float *out_2) {
     for (int32_t r = 0; r < 1; ++r) {
         float mx = (-3.4028234663852886e+38f);
         for (int32_t j = 0; j < 27; ++j) {
-            mx = aot_max_f32(mx, in_2[j]);
+            mx = aot_max_f32(in_2[j], mx);
         }
         float sum = 0.0f;
         for (int32_t j = 0; j < 27; ++j) {
