@@ -42,7 +42,8 @@ def test_the_deepest_path_holds_one_kernel_frame(tmp_path: Path) -> None:
     frames = _frames(elf.parent)
     assert all(k in frames for k in kernels), "a kernel was inlined: its frame is not its own"
     entry = bb.compiled.module.entry
-    executor = frames.get(entry, 0) + frames.get("model_invoke", 0)  # gcc may inline the one into the other
+    # model_invoke -> model_invoke_with_pools -> the entry: gcc may inline any of them into its caller
+    executor = frames.get(entry, 0) + frames.get("model_invoke", 0) + frames.get("model_invoke_with_pools", 0)
     assert executor <= 40 and frames["main"] <= 48, (executor, frames["main"])
     stack = footprint(elf, [bb.project_dir / "build"]).stack
     assert stack.bounded

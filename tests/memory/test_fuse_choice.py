@@ -1,6 +1,6 @@
 """A residual ADD of two producer groups joins the one reading fewer shared bytes (aot.transform.fuse):
 the projection shortcut, reading the block's input, may then run before the block's last conv and
-the block's input dies earlier (ResNet-8: a smaller pool than joining the shortcut)."""
+the block's input dies earlier (ResNet-8: never a larger pool than joining the shortcut)."""
 from __future__ import annotations
 
 import importlib
@@ -54,7 +54,9 @@ def test_joining_the_shortcut_plans_a_larger_pool(model: aot.Model, monkeypatch:
     chosen = compile_model(model, OPTS)
     monkeypatch.setattr(fuse_mod, "_shared_input_bytes", lambda g, uses: -PREFER_SHARED(g, uses))
     other = compile_model(model, OPTS)
-    assert chosen.plan.activation_bytes < other.plan.activation_bytes
+    # never larger; with the union column of the 3x3 layers (aot.lower.schedule.gemm_union) both
+    # orders now reach ResNet-8's 32x32 stage bound (33,152 B; before it: 33,344 vs 33,920)
+    assert chosen.plan.activation_bytes <= other.plan.activation_bytes
     x = np.random.default_rng(3).integers(-128, 128, model.inputs[0].type.shape).astype(np.int8)
     ref = aot.reference(model, {model.inputs[0].name: x})[model.outputs[0].name]
     for cm in (chosen, other):

@@ -75,7 +75,7 @@ def test_host_policy_keeps_scratch_on_the_stack() -> None:
 
 
 def test_small_scratch_goes_to_the_pool_too() -> None:
-    """No size threshold: a 3x3 conv over 2 channels has a column of under 128 bytes; off the
+    """No size threshold: a 3x3 conv over 2 channels has a column of a few hundred bytes at most; off the
     pool's peak it sits in the pool (the kernel's frame, part of the worst-case stack, stays small)."""
     model = conv_chain(6, (1, 10, 10, 2), [dict(kind="conv", oc=4, k=(3, 3)), dict(kind="conv", oc=32, k=(1, 1)),
                                           dict(kind="conv", oc=8, k=(1, 1))])
@@ -83,7 +83,7 @@ def test_small_scratch_goes_to_the_pool_too() -> None:
     got = _scratch(cm.module)
     first = sorted(k for k in got if "conv2d" in k)[0]
     stack, ws = got[first]
-    assert not stack and ws and max(ws) <= 128, got
-    legacy = compile_model(model, CompileOptions(cpu="cortex-m4", policy="micro", stack_limit=128))
-    assert sorted(_scratch(legacy.module)[first][0]) == sorted(ws)  # the old 128-byte limit kept it on the stack
+    assert not stack and ws and max(ws) <= 256, got
+    legacy = compile_model(model, CompileOptions(cpu="cortex-m4", policy="micro", stack_limit=256))
+    assert sorted(_scratch(legacy.module)[first][0]) == sorted(ws)  # a stack limit above it keeps it on the stack
     assert cm.plan.activation_bytes == legacy.plan.activation_bytes  # and the pool did not grow
