@@ -74,9 +74,9 @@ def activation_bounds(act: str, tflm_range: bool = False) -> tuple[float, float]
     return (max(lo, -FLT_MAX), min(hi, FLT_MAX)) if tflm_range else (lo, hi)
 
 
-def apply_activation_np(x: np.ndarray, act: str, tflm_range: bool = False) -> np.ndarray:
-    """std::min(std::max(x, lo), hi) (TFLM's ActivationFunctionWithMinMax): NaN and -0.0 pass through."""
-    lo, hi = activation_bounds(act, tflm_range)
+def clamp_np(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """std::min(std::max(x, lo), hi) as TFLM computes it (x < lo ? lo : x, then hi < x ? hi : x):
+    NaN and -0.0 pass through; an infinite bound is no clamp."""
     x = np.asarray(x, np.float32)
     if np.isfinite(lo):
         x = np.where(x < np.float32(lo), np.float32(lo), x)
@@ -85,15 +85,24 @@ def apply_activation_np(x: np.ndarray, act: str, tflm_range: bool = False) -> np
     return x.astype(np.float32)
 
 
-def apply_activation_expr(v: K.Expr, act: str, tflm_range: bool = False) -> K.Expr:
-    """apply_activation_np in kernel IR: std::max(v, lo) = max(lo, v), std::min(v, hi) = min(hi, v)
+def clamp_expr(v: K.Expr, lo: float, hi: float) -> K.Expr:
+    """clamp_np in kernel IR: std::max(v, lo) = max(lo, v), std::min(v, hi) = min(hi, v)
     (the kernel IR's float max(a, b) = a > b ? a : b gives its second operand on NaN)."""
-    lo, hi = activation_bounds(act, tflm_range)
     if np.isfinite(lo):
         v = K.maximum(K.Const(float(lo), "f32"), v)
     if np.isfinite(hi):
         v = K.minimum(K.Const(float(hi), "f32"), v)
     return v
+
+
+def apply_activation_np(x: np.ndarray, act: str, tflm_range: bool = False) -> np.ndarray:
+    """TFLM's ActivationFunctionWithMinMax over the activation's bounds (clamp_np)."""
+    return clamp_np(x, *activation_bounds(act, tflm_range))
+
+
+def apply_activation_expr(v: K.Expr, act: str, tflm_range: bool = False) -> K.Expr:
+    """apply_activation_np in kernel IR (clamp_expr)."""
+    return clamp_expr(v, *activation_bounds(act, tflm_range))
 
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:

@@ -14,7 +14,8 @@ from aot.kernel.intrinsics import call as intrinsic
 from aot.ops import libm
 from aot.ops import quantized as Q
 from aot.ops import quantized16 as Q16
-from aot.ops.common import apply_activation_expr, apply_activation_np, broadcast_shapes, check_activation
+from aot.ops.common import (apply_activation_expr, apply_activation_np, broadcast_shapes, check_activation, clamp_expr,
+                             clamp_np)
 from aot.ops.emit import Accessor, EmitCtx, OutputWriter, kdtype, unflatten
 from aot.ops.registry import REGISTRY, Attrs, OpDef
 
@@ -87,17 +88,6 @@ def fixed_output_infer(name: str):  # noqa: ANN201
     return infer
 
 
-def _clamp_np(x: np.ndarray, lo: float, hi: float | None) -> np.ndarray:
-    x = np.where(x < np.float32(lo), np.float32(lo), x)
-    return x if hi is None else np.where(np.float32(hi) < x, np.float32(hi), x)
-
-
-def _clamp_expr(v: K.Expr, lo: float, hi: float | None) -> K.Expr:
-    """_clamp_np in kernel IR (float max(a, b) = a > b ? a : b: the second operand on NaN)."""
-    v = K.maximum(_f(lo), v)
-    return v if hi is None else K.minimum(_f(hi), v)
-
-
 def _sigmoid_np(x: np.ndarray) -> np.ndarray:
     return (1.0 / (1.0 + np.exp(-x.astype(np.float64)))).astype(np.float32)
 
@@ -108,10 +98,10 @@ def _hard_swish_np(x: np.ndarray) -> np.ndarray:
 
 UNARY = {
     # TFLM's x < lo ? lo : x then x > hi ? hi : x (std::min(std::max(x, lo), hi)): NaN and -0.0 kept
-    "relu": (lambda x, a: _clamp_np(x, 0.0, None), lambda v, a: _clamp_expr(v, 0.0, None)),
-    "relu6": (lambda x, a: _clamp_np(x, 0.0, 6.0), lambda v, a: _clamp_expr(v, 0.0, 6.0)),
-    "relu_n1_to_1": (lambda x, a: _clamp_np(x, -1.0, 1.0), lambda v, a: _clamp_expr(v, -1.0, 1.0)),
-    "clip": (lambda x, a: _clamp_np(x, a["min"], a["max"]), lambda v, a: _clamp_expr(v, a["min"], a["max"])),
+    "relu": (lambda x, a: clamp_np(x, 0.0, np.inf), lambda v, a: clamp_expr(v, 0.0, np.inf)),
+    "relu6": (lambda x, a: clamp_np(x, 0.0, 6.0), lambda v, a: clamp_expr(v, 0.0, 6.0)),
+    "relu_n1_to_1": (lambda x, a: clamp_np(x, -1.0, 1.0), lambda v, a: clamp_expr(v, -1.0, 1.0)),
+    "clip": (lambda x, a: clamp_np(x, a["min"], a["max"]), lambda v, a: clamp_expr(v, a["min"], a["max"])),
     "tanh": (lambda x, a: np.tanh(x), lambda v, a: intrinsic("tanhf", v)),
     "sigmoid": (lambda x, a: _sigmoid_np(x),
                 lambda v, a: _f(1.0) / (_f(1.0) + intrinsic("expf", _f(0.0) - v))),

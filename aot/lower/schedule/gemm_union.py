@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from aot.kernel import ir as K
+from aot.kernel.simplify import simplify_expr
 from aot.ops.common import window_bounds_conds
 
 
@@ -41,10 +42,9 @@ def union_index(g: Any, lay: Any, ky: K.Expr | int, kx: K.Expr | int, p: K.Expr 
 
 def union_pair(g: Any, lay: Any, j: int, slot: int) -> K.Expr:  # noqa: ANN401
     """Column index of pair j (weight order) of pixel `slot`, j a compile-time constant."""
-    pp = len(lay.pairs)
-    tap, p = divmod(j, pp)
+    tap, p = divmod(j, len(lay.pairs))
     ky, kx = divmod(tap, g.kw)
-    return K.Const((ky * pp + p) * (g.kw + 1) + kx + slot)
+    return simplify_expr(union_index(g, lay, ky, kx, p) + slot)
 
 
 def fill_union(fill: Any, pix: Any) -> K.Stmt:  # noqa: ANN401
