@@ -7,6 +7,9 @@ import numpy as np
 
 from aot.errors import UnsupportedError
 
+# the largest finite float32: the +-bound of TensorFlow Lite's float clamps and the start of max/min folds
+FLT_MAX = float(np.finfo(np.float32).max)
+
 DTYPES: dict[str, np.dtype] = {
     "int8": np.dtype(np.int8),
     "uint8": np.dtype(np.uint8),

@@ -6,10 +6,10 @@ from typing import Sequence
 import numpy as np
 
 from aot.errors import ShapeError, UnsupportedError
+from aot.ir.types import FLT_MAX  # noqa: F401 (re-exported)
 from aot.kernel import ir as K
 
 ACTIVATIONS = ("none", "relu", "relu6", "relu_n1_to_1")
-FLT_MAX = float(np.finfo(np.float32).max)
 
 
 def same_padding(in_size: int, k: int, stride: int, dilation: int) -> tuple[int, int]:

@@ -14,12 +14,11 @@ from aot.kernel.intrinsics import call as intrinsic
 from aot.ops import libm
 from aot.ops import quantized as Q
 from aot.ops import quantized16 as Q16
-from aot.ops.common import (apply_activation_expr, apply_activation_np, broadcast_shapes, check_activation, clamp_expr,
-                             clamp_np)
+from aot.ops.common import (FLT_MAX, apply_activation_expr, apply_activation_np, broadcast_shapes, check_activation,
+                             clamp_expr, clamp_np)
 from aot.ops.emit import Accessor, EmitCtx, OutputWriter, kdtype, unflatten
 from aot.ops.registry import REGISTRY, Attrs, OpDef
 
-F32_MAX = 3.4028234663852886e38
 
 
 def _f(v: float) -> K.Const:
@@ -395,7 +394,7 @@ def softmax_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call
     beta = float(call.attrs.get("beta", 1.0))
     ex = intrinsic("expf", (x(at(j)) - mx) * _f(beta))
     body: K.Stmt = K.seq(
-        K.Let(mx, _f(-F32_MAX)),
+        K.Let(mx, _f(-FLT_MAX)),
         K.For(j, depth, K.Assign(mx, K.maximum(x(at(j)), mx))),  # std::max(mx, x)
         K.Let(total, _f(0.0)),
         K.For(j, depth, K.Assign(total, total + ex)),

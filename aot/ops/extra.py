@@ -22,7 +22,7 @@ import numpy as np
 from aot.errors import ShapeError, UnsupportedError
 from aot.ir import TensorType
 from aot.kernel import ir as K
-from aot.ops.common import apply_activation_expr, apply_activation_np, check_activation, guard
+from aot.ops.common import FLT_MAX, apply_activation_np, check_activation, guard
 from aot.ops.emit import Accessor, EmitCtx, OutputWriter, flat_index
 from aot.ops.arith import mac_arith
 from aot.ops.mac16 import bmm_q_reference, mac16_reference, tconv8_reference
@@ -31,7 +31,6 @@ from aot.ops.registry import REGISTRY, Attrs, OpDef
 ALL_DTYPES = ("float32", "int8", "uint8", "int16", "int32")
 MOVE_DTYPES = ALL_DTYPES + ("int64", "bool")  # what TFLite's REVERSE_V2, SLICE, BROADCAST_TO also move
 MAC_DTYPES = ("float32", "int8", "int16", "int32", "int64")  # activations; int16/int32/int64 also biases
-F32_MAX = 3.4028234663852886e38
 
 
 def _f(v: float) -> K.Const:
@@ -350,9 +349,9 @@ def reduce_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs,
     if kind == "sum":
         y = np.sum(x, axis=axes, dtype=np.float32)
     elif kind == "max":
-        y = np.max(x, axis=axes) if x.size else np.full(out.shape, -F32_MAX, np.float32)
+        y = np.max(x, axis=axes) if x.size else np.full(out.shape, -FLT_MAX, np.float32)
     elif kind == "min":
-        y = np.min(x, axis=axes) if x.size else np.full(out.shape, F32_MAX, np.float32)
+        y = np.min(x, axis=axes) if x.size else np.full(out.shape, FLT_MAX, np.float32)
     elif kind == "prod":
         y = np.prod(x, axis=axes, dtype=np.float32)
     elif kind == "sum_square":
@@ -375,8 +374,8 @@ def reduce_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call)
     v = x(src)
     init, step = {
         "sum": (_f(0.0), lambda: acc + v),
-        "max": (_f(-F32_MAX), lambda: K.maximum(acc, v)),
-        "min": (_f(F32_MAX), lambda: K.minimum(acc, v)),
+        "max": (_f(-FLT_MAX), lambda: K.maximum(acc, v)),
+        "min": (_f(FLT_MAX), lambda: K.minimum(acc, v)),
         "prod": (_f(1.0), lambda: acc * v),
         "sum_square": (_f(0.0), lambda: acc + v * v),
         "l1": (_f(0.0), lambda: acc + K.Select(v < _f(0.0), _f(0.0) - v, v)),

@@ -19,7 +19,7 @@ import numpy as np
 from aot.errors import ShapeError, UnsupportedError
 from aot.ir import TensorType
 from aot.kernel import ir as K
-from aot.ops.common import (apply_activation_expr, apply_activation_np, check_activation, guard, window_axis,
+from aot.ops.common import (FLT_MAX, apply_activation_expr, apply_activation_np, check_activation, guard, window_axis,
                             window_bounds_conds, window_out)
 from aot.ops.emit import Accessor, EmitCtx, OutputWriter
 from aot.ops import quantized16 as Q16
@@ -28,7 +28,6 @@ from aot.ops.registry import REGISTRY, Attrs, OpDef
 from aot.quant.window import window_taps
 
 QDTYPES = ("float32", "int8", "int16")
-F32_MAX = 3.4028234663852886e38
 
 
 def dilations(attrs: Attrs) -> tuple[int, int]:
@@ -95,7 +94,7 @@ def _pool_ref(kind: str):  # noqa: ANN202
         taps = window_taps(x, attrs["pool_size"], attrs["strides"], dilations(attrs), attrs["padding"],
                            out.shape[1:3], -np.inf if kind == "max" else 0.0)
         if kind == "max":
-            acc = np.full(out.shape, -F32_MAX, dtype=np.float32)  # std::max(acc, tap) from lowest: NaN skipped
+            acc = np.full(out.shape, -FLT_MAX, dtype=np.float32)  # std::max(acc, tap) from lowest: NaN skipped
             for _, _, patch, _ in taps:
                 acc = np.where(acc < patch, patch, acc)
         else:
@@ -130,7 +129,7 @@ def _pool_emit(kind: str):  # noqa: ANN202
         counted = counted_padding(attrs)
         count: K.ScalarVar | None = None
         if kind == "max":
-            init: K.Expr = K.Const(-F32_MAX, "f32") if floating else K.Const(-(1 << 31), "i32")
+            init: K.Expr = K.Const(-FLT_MAX, "f32") if floating else K.Const(-(1 << 31), "i32")
             # std::max(acc, v) = max(v, acc): a NaN tap is skipped, as in TFLM
             step = K.maximum(v, acc) if floating else K.maximum(acc, v)
             loops = K.For(ky, kh, guard(in_y, K.For(kx, kw, guard(in_x, K.Assign(acc, step)))))

@@ -34,6 +34,7 @@ from aot.quant.lstm import (GATES, LstmIntParams, LstmMulParams, LstmWeights, _c
 from aot.quant.params16 import sigmoid_table_uint16
 from aot.quant.svdf import SvdfParams, svdf_float, svdf_integer
 from aot.quant.svdf import _activation_f32 as activation_f32
+from aot.ops.common import FLT_MAX
 
 Attrs = Mapping[str, Any]
 _STATE_RANGE = {"int8": (-128, 127), "int16": (-32768, 32767)}
@@ -234,7 +235,6 @@ REGISTRY.register(OpDef("svdf_output", "kernel", output_infer, output_ref, emit=
 # (aot.quant.lstm.LstmIntParams).  lstm_take: part, time_major, shape (h/c), dtype, out_quant.
 
 LSTM_ARGS = 15
-_FLT_MAX = float(np.finfo(np.float32).max)
 _LSTM_WEIGHT_TYPES = {"float32": ("float32", "float32"), "int8": ("int8", "int32"), "int16": ("int8", "int64")}
 
 
@@ -300,7 +300,7 @@ def _fmin(a: K.Expr, b: K.Expr) -> K.Expr:  # std::min(a, b): b < a ? b : a
 
 def _fclamp(v: K.Expr) -> K.Expr:
     """TFLM's ActivationFunctionWithMinMax to the float range (an infinity becomes FLT_MAX)."""
-    return _fmin(_fmax(v, K.Const(-_FLT_MAX, "f32")), K.Const(_FLT_MAX, "f32"))
+    return _fmin(_fmax(v, K.Const(-FLT_MAX, "f32")), K.Const(FLT_MAX, "f32"))
 
 
 def _clamp16(v: K.Expr) -> K.Expr:

@@ -21,14 +21,13 @@ from aot.errors import ShapeError, UnsupportedError
 from aot.ir import TensorType
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
-from aot.ops.common import (apply_activation_expr, apply_activation_np, check_activation, guard, window_axis,
+from aot.ops.common import (FLT_MAX, apply_activation_expr, apply_activation_np, check_activation, guard, window_axis,
                             window_bounds_conds, window_out)
 from aot.ops.emit import Accessor, EmitCtx, OutputWriter
 from aot.ops.logic import as_cond
 from aot.ops.registry import REGISTRY, Attrs, OpDef
 from aot.quant import reduction as QR
 
-F32_MAX = 3.4028234663852886e38
 REDUCE_DTYPES = {"reduce_sum": ("float32", "int8", "int16"), "reduce_max": ("float32", "int8"),
                  "reduce_min": ("float32", "int8"), "reduce_all": ("bool",)}
 
@@ -83,7 +82,7 @@ def _reduce_ref(name: str):  # noqa: ANN202
         if name in ("reduce_max", "reduce_min"):
             big = name == "reduce_min"
             if t.dtype == "float32":  # from +-FLT_MAX, `in > acc`: NaN and +-inf beyond the start never win
-                y = np.full(rows.shape[:-1], F32_MAX if big else -F32_MAX, np.float32)
+                y = np.full(rows.shape[:-1], FLT_MAX if big else -FLT_MAX, np.float32)
                 for k in range(count):  # in order: of equal values (-0.0, +0.0) the first stays
                     r = rows[..., k]
                     y = np.where(r < y if big else r > y, r, y)
@@ -129,7 +128,7 @@ def _reduce_emit(name: str):  # noqa: ANN202
         else:
             big = name == "reduce_min"
             if floating:
-                init = K.Const(F32_MAX if big else -F32_MAX, "f32")
+                init = K.Const(FLT_MAX if big else -FLT_MAX, "f32")
             else:
                 info = np.iinfo(dtype)
                 init = K.Const(int(info.max if big else info.min))

@@ -17,10 +17,10 @@ from aot.ops import libm
 from aot.ops.emit import Accessor, EmitCtx, OutputWriter, rows_accessor, unflatten
 from aot.ops.registry import REGISTRY, Attrs, OpDef
 from aot.quant import tfl_math as M
+from aot.ops.common import FLT_MAX
 
 INT32_MAX = (1 << 31) - 1
 INT32_MIN = -(1 << 31)
-F32_LOWEST = -3.4028234663852886e38
 
 
 def _f(v: float) -> K.Const:
@@ -156,7 +156,7 @@ def _log_softmax_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: 
     if out.dtype == "int8":
         return M.log_softmax_q(xs[0], _log_softmax_params(ts[0], out))
     x = xs[0].astype(np.float32)
-    mx = np.full(x.shape[:-1], np.float32(F32_LOWEST), np.float32)
+    mx = np.full(x.shape[:-1], np.float32(-FLT_MAX), np.float32)
     for c in range(x.shape[-1]):
         mx = np.where(mx < x[..., c], x[..., c], mx)
     total = np.zeros(x.shape[:-1], np.float32)
@@ -174,7 +174,7 @@ def _log_softmax_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter,
         return _log_softmax_int8(ctx, rows_x, rows, depth, at, r, c, out, _log_softmax_params(x.type, out.type))
     mx, total, ls = ctx.var("mx", "f32"), ctx.var("sum", "f32"), ctx.var("log_sum", "f32")
     v = rows_x([r, c])
-    body = K.seq(K.Let(mx, _f(F32_LOWEST)), K.For(c, depth, K.Assign(mx, K.Select(mx < v, v, mx))),
+    body = K.seq(K.Let(mx, _f(-FLT_MAX)), K.For(c, depth, K.Assign(mx, K.Select(mx < v, v, mx))),
                  K.Let(total, _f(0.0)), K.For(c, depth, K.Assign(total, total + intrinsic("expf", v - mx))),
                  K.Let(ls, intrinsic("logf", total)),
                  K.For(c, depth, out.store(at(c), (v - mx) - ls)))

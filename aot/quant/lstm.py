@@ -41,6 +41,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from aot.errors import ShapeError, UnsupportedError
+from aot.ir.types import FLT_MAX
 from aot.quant import fixedpoint as fp
 from aot.quant.params16 import Logistic16Params, Tanh16Params, checked_log2
 from aot.quant.reference16 import logistic16, tanh16
@@ -378,7 +379,6 @@ def lstm_integer(x, weights: LstmWeights, params: LstmIntParams, output_state, c
 
 # --------------------------------------------------------------------------- float path
 
-_FLT_MAX = np.float32(np.finfo(np.float32).max)
 
 
 def _fc_f32(x: np.ndarray, w: np.ndarray, bias: Optional[np.ndarray]) -> np.ndarray:
@@ -388,7 +388,7 @@ def _fc_f32(x: np.ndarray, w: np.ndarray, bias: Optional[np.ndarray]) -> np.ndar
     for d in range(x.shape[1]):
         total = (total + x[:, d:d + 1] * w[None, :, d]).astype(np.float32)
     b = np.zeros(w.shape[0], dtype=np.float32) if bias is None else bias.astype(np.float32)
-    return np.minimum(np.maximum(total + b, -_FLT_MAX), _FLT_MAX).astype(np.float32)
+    return np.minimum(np.maximum(total + b, -FLT_MAX), FLT_MAX).astype(np.float32)
 
 
 def _gate_f32(x, h, w: LstmWeights, g: int, act: str) -> np.ndarray:
@@ -412,7 +412,7 @@ def lstm_float(x, weights: LstmWeights, output_state, cell_state, cell_clip: flo
     h = _state(output_state, batch, size, "output state").astype(np.float32)
     c = _state(cell_state, batch, size, "cell state").astype(np.float32)
     clip = np.float32(cell_clip)
-    lo, hi = -_FLT_MAX, _FLT_MAX
+    lo, hi = -FLT_MAX, FLT_MAX
     out = np.empty((steps, batch, size), dtype=np.float32)
     for t in range(steps):
         f = _gate_f32(xs[t], h, weights, _F, "sigmoid")
