@@ -19,6 +19,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                    help="line the layers up with TFLite Micro's per-operator counts (rows of this model and board)")
     s.add_argument("--kernels", default="tflm-cmsis-nn", help="the anchors' kernels column to compare with")
     s.add_argument("--opt", choices=["speed", "size", "reference"])
+    s.add_argument("--flash-budget", type=int, metavar="BYTES",
+                   help="flash for pre-widened weights, as for `aot run` (profile the build a budget gives)")
     s.add_argument("--backend", choices=["c", "llvm"], default="c",
                    help="the library backend (llvm: the kernels noinline, instrumented by LLVM)")
     s.add_argument("--seed", type=int, default=0, help="seed of the random input")

@@ -358,7 +358,9 @@ def format_profile(prof: Profile) -> str:
 
 def profile_main(args: Any) -> int:
     """The `aot profile` command."""
-    options = {"opt": args.opt} if args.opt else {}
+    options: dict[str, Any] = {"opt": args.opt} if args.opt else {}
+    if getattr(args, "flash_budget", None) is not None:
+        options["flash_budget"] = args.flash_budget
     if getattr(args, "backend", "c") != "c":
         options["backend"] = args.backend
     prof = profile_model(args.model, args.board, seed=args.seed, plain=not args.no_plain, **options)

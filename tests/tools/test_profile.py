@@ -98,3 +98,23 @@ def test_profile_in_qemu_accounts_for_every_instruction(backend: str) -> None:
     assert prof.macs == model_macs(model) and all(layer.instructions > 0 for layer in prof.layers)
     assert prof.plain_instructions is not None
     assert abs(prof.total_instructions - prof.plain_instructions) < 0.15 * prof.plain_instructions
+
+
+def test_profile_command_passes_its_build_options(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
+    """`aot profile --opt/--flash-budget/--backend` profile the build those options give (as `aot run`)."""
+    import aot.tools.profile as prof_mod
+    from aot.cli.app import main
+    seen: dict = {}
+
+    def fake(model, board, seed=0, plain=True, **options):  # noqa: ANN001, ANN003, ANN202
+        seen.update(options, model=model, board=board)
+        return Profile("m", board, [Layer("k0", "conv2d", 1000, 10)], 10, 1010, 0, None, 40.0, 10)
+    monkeypatch.setattr(prof_mod, "profile_model", fake)
+    assert main(["profile", "m.tflite", "--board", "mps2-an386", "--flash-budget", "1000000", "--opt", "size",
+                 "--backend", "llvm"]) == 0
+    assert seen == {"model": "m.tflite", "board": "mps2-an386", "flash_budget": 1000000, "opt": "size",
+                    "backend": "llvm"}
+    assert "k0" in capsys.readouterr().out
+    seen.clear()
+    assert main(["profile", "m.tflite", "--board", "mps2-an386"]) == 0
+    assert seen == {"model": "m.tflite", "board": "mps2-an386"}
