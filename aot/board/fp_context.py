@@ -13,6 +13,8 @@ from __future__ import annotations
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
+from aot.board.thumb_frames import is_wide, thumb_instructions
+
 
 def _is_coprocessor(hw1: int) -> bool:
     return hw1 & 0xEC00 == 0xEC00
@@ -20,16 +22,7 @@ def _is_coprocessor(hw1: int) -> bool:
 
 def thumb_uses_coprocessor(code: bytes) -> bool:
     """A coprocessor-space instruction in the Thumb code `code` (decoded from its first halfword)."""
-    i, n = 0, len(code) - len(code) % 2
-    while i < n:
-        hw = int.from_bytes(code[i:i + 2], "little")
-        if hw >> 11 in (0b11101, 0b11110, 0b11111):
-            if _is_coprocessor(hw):
-                return True
-            i += 4
-        else:
-            i += 2
-    return False
+    return any(is_wide(hw) and _is_coprocessor(hw) for hw, _ in thumb_instructions(code))
 
 
 def arm_attributes(elf: ELFFile) -> list[tuple[object, object]]:

@@ -5,7 +5,28 @@ A function that calls another (BL/BLX) or moves SP any other way is not a leaf w
 frame: None."""
 from __future__ import annotations
 
+from typing import Iterator
+
 from elftools.elf.elffile import ELFFile
+
+
+def is_wide(hw: int) -> bool:
+    """`hw` is the first halfword of a 32-bit Thumb-2 instruction (top five bits 11101, 11110, 11111)."""
+    return hw >> 11 in (0b11101, 0b11110, 0b11111)
+
+
+def thumb_instructions(code: bytes) -> Iterator[tuple[int, int | None]]:
+    """The instructions of Thumb code as (first halfword, second halfword or None for 16-bit ones);
+    a 32-bit instruction cut off by the end comes as (first halfword, None)."""
+    i, n = 0, len(code) - len(code) % 2
+    while i < n:
+        hw = int.from_bytes(code[i:i + 2], "little")
+        if is_wide(hw) and i + 4 <= n:
+            yield hw, int.from_bytes(code[i + 2:i + 4], "little")
+            i += 4
+        else:
+            yield hw, None
+            i += 2
 
 
 def _expand_imm(imm12: int) -> int:
@@ -22,13 +43,8 @@ def thumb_leaf_frame(code: bytes) -> int | None:
     """Bytes of stack the Thumb function `code` can take at most, or None (not a leaf, or SP
     changed by something else than a constant decrement)."""
     total = 0
-    i = 0
-    n = len(code) - len(code) % 2
-    while i < n:
-        hw = int.from_bytes(code[i:i + 2], "little")
-        if hw >> 11 in (0b11101, 0b11110, 0b11111) and i + 4 <= n:  # 32-bit
-            hw2 = int.from_bytes(code[i + 2:i + 4], "little")
-            i += 4
+    for hw, hw2 in thumb_instructions(code):
+        if hw2 is not None:  # 32-bit
             if hw >> 11 == 0b11110 and hw2 & 0xD000 in (0xD000, 0xC000):
                 return None  # BL / BLX: calls something
             if hw == 0xE92D:  # STMDB SP!, {...}
@@ -44,7 +60,6 @@ def thumb_leaf_frame(code: bytes) -> int | None:
             elif hw & 0xFE00 == 0xEA00 and (hw2 >> 8) & 0xF == 0xD:
                 return None  # a data-processing (register) result into SP: MOV.W / ADD.W / SUB.W SP, ...
             continue
-        i += 2
         if hw & 0xFE00 == 0xB400:  # PUSH {...}
             total += 4 * (bin(hw & 0xFF).count("1") + ((hw >> 8) & 1))
         elif hw & 0xFF80 == 0xB080:  # SUB SP, #imm7*4
