@@ -208,7 +208,11 @@ def _written_buffers(s: K.Stmt) -> set[int]:
 def format_array(data: np.ndarray, dtype: str, per_line: int = 16) -> str:
     flat = np.asarray(data).reshape(-1)
     if dtype == "f32":
-        items = [c_const(float(v), "f32") for v in flat.astype(np.float32)]
+        vals = flat.astype(np.float32).astype(np.float64)  # exact; c_const's text, element by element
+        if np.isfinite(vals).all():  # repr of a finite float always has a "." or an "e"
+            items = [f"{v!r}f" if v >= 0 else f"({v!r}f)" for v in vals.tolist()]
+        else:
+            items = [c_const(v, "f32") for v in vals.tolist()]
     else:
         items = [str(int(v)) for v in flat.tolist()]
         if dtype == "i32":
