@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import aot  # noqa: E402
+from aot.kernel import ir as K  # noqa: E402
 from aot.kernel.intrinsics import INTRINSICS, requantize  # noqa: E402
 from aot.kernel.verify import verify_kernel_module  # noqa: E402
 from aot.lower.schedule.requant import Requant, q31_constants  # noqa: E402
@@ -47,7 +48,27 @@ CHAINS = {
     # 72 channels over a wide image: the line buffer in channel groups, one pass per output row
     "s2-groups": ((1, 12, 26, 72), [dict(kind="dw", k=(3, 3), s=(2, 2)),
                                     dict(kind="dw", k=(3, 3), s=(2, 2), pad="valid")]),
+    # deep, low-resolution layers in channel groups holding every row of the image (full_height):
+    # stride 1 SAME over 160 channels (groups of 8), stride 2 VALID (groups of 32), stride 2 SAME
+    # over an even size (a padding row below), then 40 and 24 channels (all in one line buffer)
+    "full-height": ((1, 7, 7, 160), [dict(kind="dw", k=(3, 3), act="relu6"),
+                                     dict(kind="dw", k=(3, 3), s=(2, 2), pad="valid", act="none"),
+                                     dict(kind="conv", oc=64, k=(1, 1)),
+                                     dict(kind="dw", k=(3, 3), act="relu6"),
+                                     dict(kind="conv", oc=40, k=(1, 1)), dict(kind="dw", k=(3, 3), s=(2, 2)),
+                                     dict(kind="conv", oc=24, k=(1, 1)), dict(kind="dw", k=(3, 3))]),
 }
+
+
+def test_full_height_line_buffer_within_the_ring_it_replaces() -> None:
+    """full_height: every padded row the output reads, (oh - 1) sh + kh, for the most channels (a
+    multiple of 4 dividing cin) whose rows fit the bytes of the ring it replaces; None if not even 4."""
+    from aot.lower.schedule.depthwise_pairs import full_height
+    assert full_height(160, 3, 1, 7, 4, 3 * 80 * 4 * 4) == (20, 9)  # 9 rows x 20 x 4 words x 4 B <= 3840
+    assert full_height(128, 3, 1, 6, 4, 3 * 64 * 4 * 4) == (16, 8)  # MobileNet's 6x6x128 layers
+    assert full_height(160, 3, 2, 3, 4, 3 * 80 * 4 * 4) == (32, 7)
+    assert full_height(16, 3, 1, 6, 4, 10_000) == (0, 8)  # all channels
+    assert full_height(32, 3, 1, 24, 13, 3 * 16 * 13 * 4) is None  # 26 rows of 4 channels: over
 
 
 def _dw_texts(cm) -> list[str]:  # noqa: ANN001
@@ -65,7 +86,15 @@ def test_pairs_at_any_stride_bit_exact(chain: str) -> None:
     cm = compile_model(model, target_options(M4, flash_budget=0, policy="micro", stack_limit=256))
     verify_kernel_module(cm.module, planned=True)
     texts = _dw_texts(cm)
-    assert len(texts) == len(ops) and all("dwpairs" in t and "dwrec" not in t for t in texts), chain
+    n_dw = sum(op["kind"] == "dw" for op in ops)
+    assert len(texts) == n_dw and all("dwpairs" in t and "dwrec" not in t for t in texts), chain
+    if chain == "full-height":  # the first two in channel groups, every row held: no ring slot computed
+        assert all("for (int32_t gi" in t and "% 3)" not in t for t in texts[:2])
+        rings = [p.nbytes for f in cm.module.funcs if "depthwise" in f.name for p in f.params
+                 if isinstance(p, K.Buffer) and p.name.startswith("rows")]
+        # 7x7x160 stride 1 (5 words a row): the ring of 3 rows x 40 channels (2400 B) becomes 9 rows x 8;
+        # stride 2 VALID (4 words): 3 rows x 80 channels (3840 B) becomes 7 rows x 32
+        assert rings[:2] == [9 * 8 * 5 * 4, 7 * 32 * 4 * 4] and rings[0] <= 2400 and rings[1] <= 3840, rings
     for backend in ("interp", "c", "llvm"):
         got = run_kernel_module(cm.module, [inputs["x"]], backend)[0].reshape(ref.shape)
         np.testing.assert_array_equal(got, ref, err_msg=f"{chain} / {backend}")
@@ -155,14 +184,12 @@ def test_requant_mm_nn_agrees_after_a_relu_clamp() -> None:
         rq = _relu_rq(rng, 3, zp, act_min, -np.array([4, 5, 6]))
         assert rq.use_mm(np.full(3, 1000))
         from aot.lower.schedule.requant import ChannelConsts
-        from aot.kernel import ir as K
         e = rq.value(ChannelConsts({k: K.Const(1) for k in ("m", "h", "r", "zp")}), K.Const(5))
         assert {"requant_mm", "requant_mm_nn"} & _intrinsic_names(e) == {want}
 
 
 def _intrinsic_names(e: object) -> set[str]:
     from dataclasses import fields, is_dataclass
-    from aot.kernel import ir as K
     out: set[str] = set()
     if isinstance(e, K.Intrinsic):
         out.add(e.name)
@@ -208,14 +235,16 @@ def test_pairs_bit_exact_with_tflm() -> None:
         np.testing.assert_array_equal(got.reshape(-1), np.asarray(expected[0]).reshape(-1), err_msg=name)
 
 
-# a MobileNet-style chain: stride-2 conv, then depthwise (stride 1 and 2, SAME, channel groups) and
-# pointwise layers with ReLU6
+# a MobileNet-style chain: stride-2 conv, then depthwise (stride 1 and 2, SAME, channel groups holding
+# every row of the image) and pointwise layers with ReLU6
 MNET = ((1, 24, 24, 3), [dict(kind="conv", oc=8, k=(3, 3), s=(2, 2), act="relu6"),
                          dict(kind="dw", k=(3, 3), act="relu6"), dict(kind="conv", oc=16, k=(1, 1), act="relu6"),
                          dict(kind="dw", k=(3, 3), s=(2, 2), act="relu6"),
                          dict(kind="conv", oc=64, k=(1, 1), act="relu6"),
                          dict(kind="dw", k=(3, 3), s=(2, 2), act="relu6"),
                          dict(kind="conv", oc=16, k=(1, 1), act="relu6"), dict(kind="dw", k=(5, 5), s=(2, 2)),
+                         dict(kind="conv", oc=160, k=(1, 1), act="relu6"),
+                         dict(kind="dw", k=(3, 3), act="relu6"),  # 160 channels: full_height, groups of 40
                          dict(kind="fc", oc=4, act="none")])
 
 
