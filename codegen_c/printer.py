@@ -69,6 +69,9 @@ class CPrinter:
             K.ReturnOnError: lambda s, d: [self._ind(d) + "if (rc != 0) return rc;"],
             K.ReturnError: self._return_error,
             K.Evaluate: lambda s, d: [self._ind(d) + self.expr(s.value) + ";"],
+            # a macro (runtime_c/include/aot_intrinsics.h): the targets, then the arguments
+            K.MultiAssign: lambda s, d: [self._ind(d) + f"aot_{s.value.name}("
+                                         f"{', '.join([v.name for v in s.targets] + self._intrinsic_args(s.value))});"],
         }
         self._platform_live: list[str] = []
 

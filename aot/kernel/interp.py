@@ -119,11 +119,13 @@ class Interpreter:
         c, a, b = self.expr(e.cond, fr), self.expr(e.a, fr), self.expr(e.b, fr)
         return a if c else b
 
-    def e_Intrinsic(self, e: K.Intrinsic, fr: _Frame):  # noqa: ANN201
+    def _intrinsic_args(self, e: K.Intrinsic, fr: _Frame) -> list:
         # a reference argument ("&...", "*..." written): the Load's buffer (numpy, written in place) and index
-        args = [(fr.buffers[id(a.buffer)], self.expr(a.index, fr)) if t[0] in "&*" else self.expr(a, fr)
+        return [(fr.buffers[id(a.buffer)], self.expr(a.index, fr)) if t[0] in "&*" else self.expr(a, fr)
                 for a, t in zip(e.args, INTRINSICS[e.name].arg_dtypes)]
-        return cast_value(INTRINSICS[e.name].py(*args), e.dtype)
+
+    def e_Intrinsic(self, e: K.Intrinsic, fr: _Frame):  # noqa: ANN201
+        return cast_value(INTRINSICS[e.name].py(*self._intrinsic_args(e, fr)), e.dtype)
 
     # ------------------------------------------------------------------ statements
     def stmt(self, s: K.Stmt, fr: _Frame) -> int:
@@ -158,6 +160,14 @@ class Interpreter:
         return 0
 
     s_Assign = s_Let  # type: ignore[assignment]
+
+    def s_MultiAssign(self, s: K.MultiAssign, fr: _Frame) -> int:
+        values = INTRINSICS[s.value.name].py(*self._intrinsic_args(s.value, fr))
+        if len(values) != len(s.targets):
+            raise ValueError(f"{s.value.name} gave {len(values)} results for {len(s.targets)} targets")
+        for v, x in zip(s.targets, values):
+            fr.scalars[id(v)] = cast_value(x, v.dtype)
+        return 0
 
     def s_Evaluate(self, s: K.Evaluate, fr: _Frame) -> int:
         self.expr(s.value, fr)

@@ -14,8 +14,9 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from aot.kernel.ir import Expr, Intrinsic, as_expr
+from aot.kernel.ir import Expr, Intrinsic, MultiAssign, ScalarVar, as_expr
 from aot.kernel.intrinsics_mve import MVE_INTRINSICS
+from aot.kernel.intrinsics_multi import MULTI_INTRINSICS
 from aot.kernel.intrinsics_x86 import X86_INTRINSICS
 from aot.quant import fixedpoint as fp
 
@@ -201,8 +202,9 @@ class IntrinsicDef:
     name: str
     arg_dtypes: tuple[str, ...]
     dtype: str
-    py: Callable[..., int | float]
+    py: Callable[..., "int | float | tuple[int, ...]"]
     doc: str
+    results: int = 1  # more than one: a tuple of that many values, only as a K.MultiAssign's value
 
 
 INTRINSICS: Mapping[str, IntrinsicDef] = MappingProxyType({
@@ -261,7 +263,8 @@ INTRINSICS: Mapping[str, IntrinsicDef] = MappingProxyType({
                      "through aot_guard_report; returns AOT_ERR_GUARD"),
     )
 } | {n: IntrinsicDef(n, args, dt, fn, fn.__doc__ or "") for n, args, dt, fn in MVE_INTRINSICS}
-  | {n: IntrinsicDef(n, args, dt, fn, fn.__doc__ or "") for n, args, dt, fn in X86_INTRINSICS})
+  | {n: IntrinsicDef(n, args, dt, fn, fn.__doc__ or "") for n, args, dt, fn in X86_INTRINSICS}
+  | {n: IntrinsicDef(n, args, "i32", fn, fn.__doc__ or "", results) for n, args, results, fn in MULTI_INTRINSICS})
 
 
 def call(name: str, *args: "object") -> Expr:
@@ -269,4 +272,15 @@ def call(name: str, *args: "object") -> Expr:
     d = INTRINSICS[name]
     if len(args) != len(d.arg_dtypes):
         raise TypeError(f"intrinsic {name} takes {len(d.arg_dtypes)} arguments, given {len(args)}")
-    return Intrinsic(name, tuple(as_expr(a, t) for a, t in zip(args, d.arg_dtypes)), d.dtype)  # type: ignore[arg-type]
+    return Intrinsic(name, tuple(as_expr(a, t.lstrip("&*#")) for a, t in zip(args, d.arg_dtypes)),  # type: ignore[arg-type]
+                     d.dtype)
+
+
+def multi(targets: "tuple[ScalarVar, ...] | list[ScalarVar]", name: str, *args: "object") -> MultiAssign:
+    """targets := name(args): an intrinsic with several results (aot.kernel.intrinsics_multi)."""
+    d = INTRINSICS[name]
+    if d.results != len(targets):
+        raise TypeError(f"intrinsic {name} has {d.results} results, given {len(targets)} targets")
+    value = call(name, *args)
+    assert isinstance(value, Intrinsic)
+    return MultiAssign(tuple(targets), value)

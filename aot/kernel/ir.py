@@ -242,6 +242,15 @@ class Assign(Stmt):
 
 
 @dataclass(frozen=True, eq=False)
+class MultiAssign(Stmt):
+    """targets := value, an intrinsic with several results (IntrinsicDef.results, one per target,
+    each of the intrinsic's dtype; aot.kernel.intrinsics_multi): every argument is evaluated before
+    any target is assigned. The targets are declared scalars (as Assign's)."""
+    targets: tuple[ScalarVar, ...]
+    value: Intrinsic
+
+
+@dataclass(frozen=True, eq=False)
 class Evaluate(Stmt):
     """An intrinsic run for its effect: a vector routine over buffers. A reference argument (an
     intrinsic argument dtype "&i8" read, "*i8" written) is a Load whose address is passed."""

@@ -84,6 +84,7 @@ class KernelPrinter:
             K.Store: lambda s, d: [self._ind(d) + f"{s.buffer.name}[{self.expr(s.index)}] = {self.expr(s.value)}"],
             K.Let: lambda s, d: [self._ind(d) + f"let {s.var.name}: {s.var.dtype} = {self.expr(s.value)}"],
             K.Assign: lambda s, d: [self._ind(d) + f"{s.var.name} = {self.expr(s.value)}"],
+            K.MultiAssign: lambda s, d: [self._ind(d) + f"{', '.join(v.name for v in s.targets)} = {self.expr(s.value)}"],
             K.If: self._if,
             K.Allocate: self._allocate,
             K.CallKernel: lambda s, d: [self._ind(d) + f"call {s.callee}({', '.join(self._arg(a) for a in s.args)})"],

@@ -163,6 +163,8 @@ def _stmt(s: K.Stmt, env: Env, folds: _Folds) -> K.Stmt:
         return K.Evaluate(ex(s.value))
     if isinstance(s, K.Assign):
         return K.Assign(s.var, ex(s.value))
+    if isinstance(s, K.MultiAssign):
+        return K.MultiAssign(s.targets, K.Intrinsic(s.value.name, tuple(ex(a) for a in s.value.args), s.value.dtype))
     if isinstance(s, K.If):
         c = ex(s.cond)
         t = _truth(c, env)

@@ -9,7 +9,9 @@ Rules (the error message starts with "rule N"):
   5. Every CallKernel names a function of the module, with as many arguments as parameters,
      each of the parameter's dtype and at least its size (no dangling function reference).
   6. Intrinsics exist, with their arity and argument dtypes; a reference argument ("&...",
-     "*..." written) is a Load; an Evaluate writes through a "*" argument, never into a constant.
+     "*..." written) is a Load, an immediate one ("#...") a Const; an Evaluate writes through a "*"
+     argument, never into a constant; an intrinsic with several results is only the value of a
+     MultiAssign with as many declared targets, each of its dtype.
   7. Allocations: no 'unplanned' allocation survives lower_allocations (checked when
      planned=True), and a 'workspace' Allocate node never reaches a printer.
   8. When planned: the entry passes no unplanned buffer, and every pool view lies inside its pool.
@@ -37,7 +39,7 @@ class _Checker:
     def where(self) -> str:
         return f"function {self.fn.name}"
 
-    def expr(self, e: K.Expr, scope: set[int]) -> None:
+    def expr(self, e: K.Expr, scope: set[int], multi: bool = False) -> None:
         if isinstance(e, K.Const):
             return
         if isinstance(e, K.ScalarVar):
@@ -88,12 +90,16 @@ class _Checker:
             d = INTRINSICS.get(e.name)
             if d is None:
                 raise _fail(6, self.where(), f"unknown intrinsic {e.name}")
-            if len(e.args) != len(d.arg_dtypes) or any(a.dtype != t.lstrip("&*") for a, t in zip(e.args, d.arg_dtypes)):
+            if len(e.args) != len(d.arg_dtypes) or any(a.dtype != t.lstrip("&*#") for a, t in zip(e.args, d.arg_dtypes)):
                 raise _fail(6, self.where(), f"intrinsic {e.name} takes {d.arg_dtypes}, "
                                              f"given {tuple(a.dtype for a in e.args)}")
+            if d.results != 1 and not multi:
+                raise _fail(6, self.where(), f"intrinsic {e.name} has {d.results} results: only a MultiAssign's value")
             for a, t in zip(e.args, d.arg_dtypes):
                 if t[0] in "&*" and not isinstance(a, K.Load):
                     raise _fail(6, self.where(), f"intrinsic {e.name}: a reference argument must be a Load")
+                if t[0] == "#" and not isinstance(a, K.Const):
+                    raise _fail(6, self.where(), f"intrinsic {e.name}: an immediate argument must be a Const")
                 self.expr(a, scope)
             return
         raise _fail(3, self.where(), f"unknown expression node {type(e).__name__}")
@@ -127,6 +133,19 @@ class _Checker:
                 raise _fail(2, self.where(), f"assignment to undeclared scalar {s.var.name}")
             if s.value.dtype != s.var.dtype:
                 raise _fail(3, self.where(), f"{s.var.name} is {s.var.dtype}, value is {s.value.dtype}")
+            return
+        if isinstance(s, K.MultiAssign):
+            if not isinstance(s.value, K.Intrinsic) or s.value.name not in INTRINSICS:
+                raise _fail(6, self.where(), "a MultiAssign's value is an intrinsic")
+            self.expr(s.value, scope, multi=True)
+            if INTRINSICS[s.value.name].results != len(s.targets):
+                raise _fail(6, self.where(), f"intrinsic {s.value.name} has {INTRINSICS[s.value.name].results} "
+                                             f"results, assigned to {len(s.targets)} scalars")
+            for v in s.targets:
+                if id(v) not in scope:
+                    raise _fail(2, self.where(), f"assignment to undeclared scalar {v.name}")
+                if v.dtype != s.value.dtype:
+                    raise _fail(3, self.where(), f"{v.name} is {v.dtype}, value is {s.value.dtype}")
             return
         if isinstance(s, K.If):
             self.expr(s.cond, scope)

@@ -17,6 +17,7 @@ from aot.artifact.abi import entry_abi, pool_param
 from aot.errors import UnsupportedError
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import INTRINSICS
+from aot.kernel.multi_expand import expand_all
 from aot.llvm.entry import print_entry_points
 from aot.llvm.intrinsics import define_intrinsic
 from aot.llvm.volatile import make_volatile
@@ -135,6 +136,7 @@ class FunctionEmitter:
             K.Seq: self.s_seq, K.For: self.s_for, K.Store: self.s_store, K.Let: self.s_let, K.Assign: self.s_assign,
             K.If: self.s_if, K.Allocate: self.s_allocate, K.CallKernel: self.s_call, K.ReturnOnError: self.s_return_on_error,
             K.Evaluate: lambda s: self.expr(s.value), K.ReturnError: self.s_return_error,
+            K.MultiAssign: lambda s: self.stmt(expand_all(s)),
         }
 
     # ------------------------------------------------------------------ helpers
@@ -487,7 +489,7 @@ class ModulePrinter:
                 self.pool_params = {p.name: b for p, b in zip(km.pools, pool_bufs)}
                 f = K.PrimFunc(f.name, f.params + tuple(pool_bufs), f.body, f.doc)
             em = FunctionEmitter(self, fn, f)
-            em.stmt(f.body)
+            em.stmt(expand_all(f.body))  # no inline asm here (aot.kernel.multi_expand)
             em.finish()
         print_entry_points(self.mod, entry_abi(km), self.functions, self.size_t)
         return self.mod

@@ -200,7 +200,7 @@ def epilogue_inplace(body: K.Stmt, params: Sequence[K.Buffer], out: K.Buffer) ->
                 if id(s.buffer) in pids:
                     bad.add(id(s.buffer))
                 expr(s.value, None, False)
-        elif isinstance(s, (K.Let, K.Assign, K.Evaluate)):
+        elif isinstance(s, (K.Let, K.Assign, K.Evaluate, K.MultiAssign)):
             expr(s.value, None, False)
         elif not isinstance(s, K.ReturnOnError):
             out_touched[0] = True  # anything else: be conservative

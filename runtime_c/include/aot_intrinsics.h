@@ -271,6 +271,80 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
     return AOT_ERR_GUARD;
 }
 
+/* Intrinsics with several results (aot/kernel/intrinsics_multi.py), as statement macros: the
+   targets, then the arguments; an "&" argument is a pointer, the "#" one after it a constant word
+   offset. On DSP cores (Thumb-2) with optimisation one inline-asm statement, whose register allocation gcc
+   cannot spoil (its scheduler otherwise hoists loads until the 14 registers spill); at -O0 gcc has
+   too few registers for its 16 operands, and elsewhere the same arithmetic in portable C. */
+#if defined(__GNUC__) && defined(__OPTIMIZE__) && defined(__thumb2__) && defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+/* one lohi 2-pixel x 4-channel step: LDRD, LDRD, 8 SMLAD, 2 SXTB16. Thumb-2 only: there LDRD
+   takes any two registers (ARM state needs an even/odd pair). (Accumulators in r0-r7 and the rest
+   in r8-r12/lr, "l"/"h", saved two MOVs per loop iteration but cost more around the loop:
+   MobileNet +6,500 instructions.) */
+#define aot_smlad_lohi_2x4(o0, o1, o2, o3, o4, o5, o6, o7, i0, i1, i2, i3, i4, i5, i6, i7, cp, cw, wp, ww) \
+    do { \
+        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
+        __asm__("ldrd %[x0], %[x1], [%[c], %[co]]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], %[wo]]\n\t" \
+                "smlad %[a1], %[x0], %[w0], %[a1]\n\t" \
+                "smlad %[b1], %[x1], %[w0], %[b1]\n\t" \
+                "sxtb16 %[w0], %[w0]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+                "smlad %[b0], %[x1], %[w0], %[b0]\n\t" \
+                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
+                "smlad %[b3], %[x1], %[w1], %[b3]\n\t" \
+                "sxtb16 %[w1], %[w1]\n\t" \
+                "smlad %[a2], %[x0], %[w1], %[a2]\n\t" \
+                "smlad %[b2], %[x1], %[w1], %[b2]" \
+                : [a0] "=r"(o0), [a1] "=r"(o1), [a2] "=r"(o2), [a3] "=r"(o3), \
+                  [b0] "=r"(o4), [b1] "=r"(o5), [b2] "=r"(o6), [b3] "=r"(o7), \
+                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
+                : "0"(i0), "1"(i1), "2"(i2), "3"(i3), "4"(i4), "5"(i5), "6"(i6), "7"(i7), \
+                  [c] "r"(cp), [w] "r"(wp), [co] "i"(4 * (cw)), [wo] "i"(4 * (ww)) \
+                : "memory"); \
+    } while (0)
+/* the same for one pixel: LDR, LDRD, 4 SMLAD, 2 SXTB16 */
+#define aot_smlad_lohi_1x4(o0, o1, o2, o3, i0, i1, i2, i3, cp, cw, wp, ww) \
+    do { \
+        int32_t aot_x0_, aot_w0_, aot_w1_; \
+        __asm__("ldr %[x0], [%[c], %[co]]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], %[wo]]\n\t" \
+                "smlad %[a1], %[x0], %[w0], %[a1]\n\t" \
+                "sxtb16 %[w0], %[w0]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
+                "sxtb16 %[w1], %[w1]\n\t" \
+                "smlad %[a2], %[x0], %[w1], %[a2]" \
+                : [a0] "=r"(o0), [a1] "=r"(o1), [a2] "=r"(o2), [a3] "=r"(o3), \
+                  [x0] "=&r"(aot_x0_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
+                : "0"(i0), "1"(i1), "2"(i2), "3"(i3), \
+                  [c] "r"(cp), [w] "r"(wp), [co] "i"(4 * (cw)), [wo] "i"(4 * (ww)) \
+                : "memory"); \
+    } while (0)
+#else
+#define aot_smlad_lohi_1x4(o0, o1, o2, o3, i0, i1, i2, i3, cp, cw, wp, ww) \
+    do { \
+        const int32_t *aot_c_ = (cp) + (cw), *aot_w_ = (wp) + (ww); \
+        int32_t aot_x0_ = aot_c_[0], aot_w0_ = aot_w_[0], aot_w1_ = aot_w_[1]; \
+        int32_t aot_l0_ = aot_sxtb16(aot_w0_), aot_l1_ = aot_sxtb16(aot_w1_); \
+        int32_t aot_r0_ = aot_smlad(aot_x0_, aot_l0_, (i0)), aot_r1_ = aot_smlad(aot_x0_, aot_w0_, (i1)); \
+        int32_t aot_r2_ = aot_smlad(aot_x0_, aot_l1_, (i2)), aot_r3_ = aot_smlad(aot_x0_, aot_w1_, (i3)); \
+        (o0) = aot_r0_; (o1) = aot_r1_; (o2) = aot_r2_; (o3) = aot_r3_; \
+    } while (0)
+#define aot_smlad_lohi_2x4(o0, o1, o2, o3, o4, o5, o6, o7, i0, i1, i2, i3, i4, i5, i6, i7, cp, cw, wp, ww) \
+    do { \
+        const int32_t *aot_c_ = (cp) + (cw), *aot_w_ = (wp) + (ww); \
+        int32_t aot_x0_ = aot_c_[0], aot_x1_ = aot_c_[1], aot_w0_ = aot_w_[0], aot_w1_ = aot_w_[1]; \
+        int32_t aot_l0_ = aot_sxtb16(aot_w0_), aot_l1_ = aot_sxtb16(aot_w1_); \
+        int32_t aot_r0_ = aot_smlad(aot_x0_, aot_l0_, (i0)), aot_r1_ = aot_smlad(aot_x0_, aot_w0_, (i1)); \
+        int32_t aot_r2_ = aot_smlad(aot_x0_, aot_l1_, (i2)), aot_r3_ = aot_smlad(aot_x0_, aot_w1_, (i3)); \
+        int32_t aot_r4_ = aot_smlad(aot_x1_, aot_l0_, (i4)), aot_r5_ = aot_smlad(aot_x1_, aot_w0_, (i5)); \
+        int32_t aot_r6_ = aot_smlad(aot_x1_, aot_l1_, (i6)), aot_r7_ = aot_smlad(aot_x1_, aot_w1_, (i7)); \
+        (o0) = aot_r0_; (o1) = aot_r1_; (o2) = aot_r2_; (o3) = aot_r3_; \
+        (o4) = aot_r4_; (o5) = aot_r5_; (o6) = aot_r6_; (o7) = aot_r7_; \
+    } while (0)
+#endif
+
 /* Helium (MVE) vector routines of the Cortex-M55 schedules */
 #include "aot_helium.h"
 

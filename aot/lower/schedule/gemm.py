@@ -35,8 +35,8 @@ from aot.kernel.intrinsics import call as intrinsic, pack16
 from aot.ops.common import window_axis, window_bounds_conds
 from aot.lower.schedule.gemm_fill import group_pixels_joint, joint_fill_ok
 from aot.lower.schedule.gemm_union import fill_union, union_nest, union_ok, union_pair, union_words
-from aot.lower.schedule.lohi import (LOHI_BLOCK, LOHI_SLOTS, lohi_fits, pack_lohi,  # noqa: F401 (re-exported)
-                                     row_column, row_unroll)
+from aot.lower.schedule.lohi import (LOHI_BLOCK, LOHI_SLOTS, flat_store, lohi_fits,  # noqa: F401 (re-exported)
+                                     lohi_record, lohi_step, pack_lohi, record_channel, row_column, row_unroll)
 from aot.lower.schedule.requant import Requant
 from aot.lower.schedule.target import ScheduleTarget, WeightBudget
 from aot.lower.schedule.widen import weight_key, widened_extra_bytes
@@ -553,6 +553,17 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         if kind != "lohi":
             return size
         return ((size + 1) // 2 + 1) // 2 if wide64 else (size + 1) // 2
+    # accumulators that hold 2 * acc for requant_mm: pre-widened weights (and the bias) stored doubled
+    dbl = kind == "widened" and rq.mode == "mm"
+    bvals = biasf.astype(np.int64) * (2 if dbl else 1)
+    if kind == "lohi":  # a pair's combined accumulator starts at low + 256 * high bias
+        for c in range(0, oc_n - 1, 2):
+            bvals[c + 1] = biasf[c] + 256 * int(biasf[c + 1])
+    # two-pixel lohi: one record per block, bias | weights | requantization constants (lohi_record)
+    rec, nv, rqv = kind == "lohi" and not wide64, len(rq.varying), rq.varying_values()
+
+    def seglen(size: int) -> int:
+        return units(size) * ksteps + (size * (1 + nv) if rec else 0)
     # Weight layout. natural: the op's own int8 weights [oc][k] (the same constant, no extra flash;
     # packed8 reads them four at a time, which is its pair order whenever every run of the column
     # is a multiple of four long); interleaved: [block][step][channel], a table of its own.
@@ -572,13 +583,15 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
                 segs.append((rows[0::2] | (rows[1::2] << 32)).T.reshape(-1))
             else:
                 segs.append(wvals[units(oc0):units(oc0) + units(size)].T.reshape(-1))  # [step][unit]
+                if rec:
+                    segs[-1] = lohi_record(bvals[oc0:oc0 + size], segs[-1], rqv[oc0:oc0 + size] if nv else None)
         if wide64:
             wdtype = "i64"
         wtab = ctx.const(np.concatenate(segs), wdtype, {"widened": "wpairs", "lohi": "wlohi"}.get(kind, "wpack8"))
         wrow, wper = 0, 0
 
     def w_base(oc0: K.Expr, seg: K.Expr, kb: K.Expr, size: int) -> K.Expr:
-        return oc0 * wrow + kb * wper if natural else seg + kb * units(size)
+        return oc0 * wrow + kb * wper if natural else (seg + size if rec else seg) + kb * units(size)
 
     def w_load(wb: K.Expr, c: int, j: int, size: int) -> K.Expr:
         if not natural:
@@ -586,12 +599,6 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         if kind == "packed8":
             return _word(wtab, wb + (c * wrow + j * wper))
         return K.Load(wtab, wb + (c * wrow + j))
-    # accumulators that hold 2 * acc for requant_mm: pre-widened weights (and the bias) stored doubled
-    dbl = kind == "widened" and rq.mode == "mm"
-    bvals = biasf.astype(np.int64) * (2 if dbl else 1)
-    if kind == "lohi":  # a pair's combined accumulator starts at low + 256 * high bias
-        for c in range(0, oc_n - 1, 2):
-            bvals[c + 1] = biasf[c] + 256 * int(biasf[c + 1])
     btab = ctx.const(bvals.astype(np.int32), "i32", "biasf")
     fill = _Fill(ctx, g, lay, col, slots, speed)
     # sixteen reduction steps per iteration (measured on Cortex-M4: 16 beat 8 at two pixels too;
@@ -643,18 +650,25 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
             vals.append(v)
         return vals
 
-    def block(nsl: int, size: int, oc0: K.Expr, seg: K.Expr, pixs: list[Pixel], bases: list[K.Expr | None]) -> K.Stmt:
+    def block(nsl: int, size: int, oc0: K.Expr, seg: K.Expr, pixs: list[Pixel], bases: list[K.Expr | None],
+              obase: K.Expr | None = None) -> K.Stmt:  # obase: pixel 0's flat output offset (flat_store)
         accs = [[ctx.var(f"acc{s}_{c}") for c in range(size)] for s in range(nsl)]
         words.clear()
         pre: list[K.Stmt] = []
         for c in range(size):
             b = ctx.var("bias")
-            pre.append(K.Let(b, K.Load(btab, oc0 + c)))
+            pre.append(K.Let(b, K.Load(wtab, seg + c) if rec else K.Load(btab, oc0 + c)))
             pre += [K.Let(accs[s][c], b) for s in range(nsl)]
 
         def step(kb: K.Expr, wb: K.Expr, j: int, ub: K.Expr | None = None) -> list[K.Stmt]:
             """Step kb + j: every index is a per-iteration base plus a constant (one pointer each)."""
             st: list[K.Stmt] = []
+            if kind == "lohi" and size == 4 and not (direct or wide64):  # one inline-asm step (lohi_step)
+                xi = [(ub + s if ub is not None else union_pair(g, lay, int(kb.value) + j, s)) if union
+                      else kb * 2 + (2 * j + s) for s in range(nsl)]
+                one = lohi_step(accs, col, xi, wtab, *[w_load(wb, u, j, size).index for u in range(2)])
+                if one is not None:
+                    return [one]
             xs = [x_values(st, s, bases[s], kb, j, ub) for s in range(nsl)]
             if kind == "lohi":
                 for u in range((size + 1) // 2):
@@ -728,7 +742,8 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
             body += step(K.Const(0), w0, k)
         post: list[K.Stmt] = []
         for c in range(size):
-            lets, cc = rq.channel(ctx, oc0 + c)
+            lets, cc = (record_channel(ctx, rq, wtab, seg + (size + units(size) * ksteps + c * nv)) if rec
+                        else rq.channel(ctx, oc0 + c))
             post += lets
             hi = kind == "lohi" and c % 2 == 1
             for s in range(nsl):
@@ -738,7 +753,9 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
                 if hi:  # ((low + 256 high) - low) / 256, exact: lohi_fits bounds both (2 * acc: >> 7)
                     doubled = rq.mode == "mm"
                     acc = (accs[s][c] - accs[s][c - 1]) >> (7 if doubled else 8)
-                post.append(g.store(p.n, p.oy, p.ox, oc0 + c, rq.value(cc, acc, doubled=doubled)))
+                v = rq.value(cc, acc, doubled=doubled)
+                post.append(g.store(p.n, p.oy, p.ox, oc0 + c, v) if obase is None else
+                            g.store(_c(0), _c(0), _c(0), simplify_expr(obase + (oc0 + (c + s * oc_n))), v))
         return K.seq(*pre, *body, *post)
 
     def pad_pair(s: int) -> list[K.Stmt]:
@@ -761,14 +778,19 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         else:
             stmts, pixs, bases = group_pixels(ctx, g, qs, direct, fill, pad_pair)
         nsl = len(qs)
+        obase = None
+        if rec and flat:  # consecutive flat pixels: one output pointer, every store at a constant offset
+            obase = ctx.var("ob0")
+            stmts.append(K.Let(obase, simplify_expr(K.as_expr(qs[0]) * oc_n)))
         if full:
             ob = ctx.var("ob")
-            stmts.append(K.For(ob, full, block(nsl, nb, ob * nb, ob * (units(nb) * ksteps), pixs, bases)))
-        seg = full * units(nb) * ksteps
+            stmts.append(K.For(ob, full, block(nsl, nb, ob * nb, ob * seglen(nb), pixs, bases, obase)))
+        seg = full * seglen(nb)
         for oc0, size in tails:
-            stmts.append(block(nsl, size, K.Const(oc0), K.Const(seg), pixs, bases))
-            seg += units(size) * ksteps
+            stmts.append(block(nsl, size, K.Const(oc0), K.Const(seg), pixs, bases, obase))
+            seg += seglen(size)
         return K.seq(*stmts)
 
+    flat = rec and flat_store(g)
     body = all_pixel_groups(ctx, P, slots, pixel_group)
     return (body if direct else K.Allocate(col, body)), budget

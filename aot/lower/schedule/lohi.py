@@ -5,9 +5,16 @@ the choices of the one-pixel (fully connected row) form: its unroll and whether 
 widened once into a column."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
+
+from aot.kernel import ir as K
+from aot.kernel.intrinsics import multi
+from aot.kernel.intrinsics_multi import MAX_WORD_OFFSET
+from aot.kernel.printer import format_expr
+from aot.kernel.simplify import simplify_expr
+from aot.lower.schedule.requant import ChannelConsts, Requant
 
 # lohi: pixels per group when there are that many, and channels per block by pixels per group
 # (8 accumulators, as the widened schedule; one pixel: weight words loaded two at a time)
@@ -84,3 +91,78 @@ def lohi_fits(w2d: np.ndarray, biasf: np.ndarray, order: Sequence[tuple[int, int
         if bound >= _ACC_LIMIT:
             return False
     return True
+
+
+def _base_offset(e: K.Expr) -> tuple[K.Expr, int]:
+    """An index as (base, constant word offset): base + c, c (base 0) or base (+ 0)."""
+    e = simplify_expr(e)
+    if isinstance(e, K.Const):
+        return K.Const(0), int(e.value)
+    if isinstance(e, K.Binary) and e.op == "+" and isinstance(e.b, K.Const):
+        return e.a, int(e.b.value)
+    return e, 0
+
+
+def _pair_ref(buf: K.Buffer, first: K.Expr, second: K.Expr) -> tuple[K.Load, int] | None:
+    """(reference, word offset) of two adjacent words buf[first], buf[second] = buf[first + 1] that
+    one LDRD with an immediate offset reads; None otherwise."""
+    (b0, o0), (b1, o1) = _base_offset(first), _base_offset(second)
+    if format_expr(b0) != format_expr(b1) or o1 != o0 + 1 or abs(o0) > MAX_WORD_OFFSET:
+        return None
+    return K.Load(buf, b0), o0
+
+
+def lohi_step(accs: list[list[K.ScalarVar]], col: K.Buffer, xs: list[K.Expr],
+              wtab: K.Buffer, w0: K.Expr, w1: K.Expr) -> K.Stmt | None:
+    """One reduction step of the lohi 4-channel block of one or two pixels as one statement
+    (aot.kernel.intrinsics_multi.smlad_lohi_2x4 / _1x4: an inline-asm step on DSP cores, 12
+    instructions where gcc's and LLVM's own scheduling of the same products spilled or could not
+    pair the weight loads; 8 for one pixel): the column words of the pixels at col[xs[s]], the
+    weight words of the channel pairs at wtab[w0], wtab[w1]. None when the words are not adjacent
+    at an offset LDRD reaches (the caller prints the step as single products)."""
+    c = _pair_ref(col, xs[0], xs[1]) if len(xs) == 2 else _pair_ref(col, xs[0], simplify_expr(xs[0] + 1))
+    w = _pair_ref(wtab, w0, w1)
+    if c is None or w is None or col.dtype != "i32" or wtab.dtype != "i32" or len(xs) not in (1, 2):
+        return None
+    outs = [accs[s][ch] for s in range(len(xs)) for ch in range(4)]
+    return multi(outs, f"smlad_lohi_{len(xs)}x4", *outs, c[0], K.Const(c[1]), w[0], K.Const(w[1]))
+
+
+def lohi_record(bias: np.ndarray, words: np.ndarray, rq_rows: np.ndarray | None) -> np.ndarray:
+    """One channel block's record of the two-pixel lohi product (int32): the block's biases, its
+    weight words [step][unit], its channels' varying requantization constants [channel][field].
+    Bias, weights and requantization constants then advance with one pointer per block (three
+    pointers and their spills in the block loop otherwise)."""
+    parts = [bias.astype(np.int64), words.astype(np.int64)]
+    if rq_rows is not None:
+        parts.append(rq_rows.reshape(-1).astype(np.int64))
+    return np.concatenate(parts)
+
+
+def record_channel(ctx, rq: Requant, tab: K.Buffer, at: K.Expr) -> tuple[list[K.Stmt], ChannelConsts]:  # noqa: ANN001
+    """Lets loading one channel's varying requantization constants from tab[at], tab[at + 1], ..."""
+    vals: dict[str, K.Expr] = {n: K.Const(v) for n, v in rq.consts.items()}
+    stmts: list[K.Stmt] = []
+    for f, name in enumerate(rq.varying):
+        v = ctx.var(f"q{name}")
+        stmts.append(K.Let(v, K.Load(tab, simplify_expr(at + f))))
+        vals[name] = v
+    return stmts, ChannelConsts(vals)
+
+
+def _reads_memory(e: K.Expr) -> bool:
+    if isinstance(e, (K.Load, K.LoadWord)):
+        return True
+    if isinstance(e, K.Intrinsic):
+        return any(_reads_memory(a) for a in e.args)
+    return any(_reads_memory(getattr(e, f)) for f in ("a", "b", "cond", "value")
+               if isinstance(getattr(e, f, None), K.Expr))
+
+
+def flat_store(g: Any) -> bool:  # noqa: ANN401 (a gemm.Geometry)
+    """Whether the output element at flat row-major offset f can be written as g.store(0, 0, 0, f, v):
+    the store's index is then f itself and its value reads no other tensor (no fused epilogue
+    that indexes one by coordinates)."""
+    f, v = K.ScalarVar("_probe_f"), K.ScalarVar("_probe_v")
+    st = g.store(K.Const(0), K.Const(0), K.Const(0), f, v)
+    return isinstance(st, K.Store) and st.index is f and not _reads_memory(st.value)

@@ -38,6 +38,7 @@ from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.kernel.simplify import simplify_expr
 from aot.lower.schedule.gemm import Geometry, _pack_pairs, run_pairs
+from aot.lower.schedule.lohi import flat_store
 from aot.lower.schedule.requant import ChannelConsts, Requant
 from aot.lower.schedule.target import ScheduleTarget, WeightBudget
 from aot.lower.schedule.widen import weight_key, widened_extra_bytes
@@ -55,24 +56,6 @@ def short_ok(tgt: ScheduleTarget, g: Geometry, oc_n: int) -> bool:
     if g.kh != 1 or g.kw != 1 or any(g.pads) or not 1 <= g.C <= MAX_DEPTH:
         return False
     return oc_n >= 2 and g.OW >= PIX
-
-
-def _reads_memory(e: K.Expr) -> bool:
-    if isinstance(e, (K.Load, K.LoadWord)):
-        return True
-    if isinstance(e, K.Intrinsic):
-        return any(_reads_memory(a) for a in e.args)
-    return any(_reads_memory(getattr(e, f)) for f in ("a", "b", "cond", "value")
-               if isinstance(getattr(e, f, None), K.Expr))
-
-
-def flat_store(g: Geometry) -> bool:
-    """Whether the output element at flat row-major offset f can be written as g.store(0, 0, 0, f, v):
-    the store's index is then f itself and its value reads no other tensor (no fused epilogue
-    that indexes one by coordinates)."""
-    f, v = K.ScalarVar("_probe_f"), K.ScalarVar("_probe_v")
-    st = g.store(K.Const(0), K.Const(0), K.Const(0), f, v)
-    return isinstance(st, K.Store) and st.index is f and not _reads_memory(st.value)
 
 
 def block_records(wpairs: np.ndarray, bias: np.ndarray, rq_data: np.ndarray | None) -> np.ndarray:

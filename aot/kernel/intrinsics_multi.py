@@ -1,0 +1,80 @@
+"""Intrinsics with several results: one step of a register-blocked inner loop whose register
+allocation a backend fixes itself (an inline-asm statement on Cortex-M DSP cores), and its exact
+semantics here.
+
+Such an intrinsic runs only as the value of a K.MultiAssign statement, which assigns its results,
+in order, to declared scalars. Argument kinds as for every intrinsic: "&i32" is a reference (the
+kernel IR passes a Load; the backends pass its address, the interpreter (array, index)); "#i32" an
+immediate: a compile-time constant (a K.Const), here a word offset added to the reference before
+which it stands (a backend folds it into the load's immediate offset).
+C: runtime_c/include/aot_intrinsics.h (a macro: inline asm under __ARM_FEATURE_DSP && __OPTIMIZE__
+&& __GNUC__, the same arithmetic in portable C elsewhere); LLVM: aot/llvm/multi.py.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+Ref = tuple[np.ndarray, int]
+
+# the words an immediate offset may reach: LDRD's imm8 * 4 (+-1020 bytes)
+MAX_WORD_OFFSET = 255
+
+
+def _s32(v: int) -> int:
+    return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def _s16(v: int) -> int:
+    return ((v + (1 << 15)) & 0xFFFF) - (1 << 15)
+
+
+def _s8(v: int) -> int:
+    return ((v + (1 << 7)) & 0xFF) - (1 << 7)
+
+
+def _smlad(a: int, b: int, acc: int) -> int:
+    return _s32(acc + _s16(a) * _s16(b) + _s16(a >> 16) * _s16(b >> 16))
+
+
+def _sxtb16(x: int) -> int:
+    return _s32((_s8(x) & 0xFFFF) | ((_s8(x >> 16) & 0xFFFF) << 16))
+
+
+def _word(r: Ref, off: int, k: int) -> int:
+    arr, i = r
+    j = i + off + k
+    if not 0 <= j < arr.size:
+        raise IndexError(f"multi-intrinsic load [{j}] out of bounds (size {arr.size})")
+    return int(arr[j])
+
+
+def smlad_lohi_2x4(a0: int, a1: int, a2: int, a3: int, b0: int, b1: int, b2: int, b3: int,
+                   c: Ref, co: int, w: Ref, wo: int) -> tuple[int, ...]:
+    """One reduction step of the lohi 2-pixel x 4-channel block (aot.lower.schedule.gemm): the
+    column words x0 = c[co], x1 = c[co + 1] (pixels a and b) and the weight words w0 = w[wo],
+    w1 = w[wo + 1] (channel pairs (0, 1) and (2, 3), aot.lower.schedule.lohi.pack_lohi);
+    a1 += x0.w0, b1 += x1.w0, a0 += x0.sxtb16(w0), b0 += x1.sxtb16(w0), and the same for w1 into
+    a3, b3, a2, b2 (`.`: SMLAD, wrapping to 32 bits). Returns (a0, a1, a2, a3, b0, b1, b2, b3).
+    Cortex-M DSP: LDRD, LDRD, 8 SMLAD, 2 SXTB16 (12 instructions for 16 multiply-accumulates)."""
+    x0, x1 = _word(c, co, 0), _word(c, co, 1)
+    w0, w1 = _word(w, wo, 0), _word(w, wo, 1)
+    l0, l1 = _sxtb16(w0), _sxtb16(w1)
+    return (_smlad(x0, l0, a0), _smlad(x0, w0, a1), _smlad(x0, l1, a2), _smlad(x0, w1, a3),
+            _smlad(x1, l0, b0), _smlad(x1, w0, b1), _smlad(x1, l1, b2), _smlad(x1, w1, b3))
+
+
+def smlad_lohi_1x4(a0: int, a1: int, a2: int, a3: int, c: Ref, co: int, w: Ref, wo: int) -> tuple[int, ...]:
+    """smlad_lohi_2x4 for one pixel (a lone last pixel of the two-pixel product): x0 = c[co];
+    a1 += x0.w0, a0 += x0.sxtb16(w0), a3 += x0.w1, a2 += x0.sxtb16(w1). Returns (a0, a1, a2, a3).
+    Cortex-M DSP: LDR, LDRD, 4 SMLAD, 2 SXTB16 (8 instructions for 8 multiply-accumulates)."""
+    x0, w0, w1 = _word(c, co, 0), _word(w, wo, 0), _word(w, wo, 1)
+    return (_smlad(x0, _sxtb16(w0), a0), _smlad(x0, w0, a1), _smlad(x0, _sxtb16(w1), a2), _smlad(x0, w1, a3))
+
+
+# (name, argument dtypes, number of i32 results, semantics)
+MULTI_INTRINSICS: tuple[tuple[str, tuple[str, ...], int, Callable[..., tuple[int, ...]]], ...] = (
+    ("smlad_lohi_2x4", ("i32",) * 8 + ("&i32", "#i32", "&i32", "#i32"), 8, smlad_lohi_2x4),
+    ("smlad_lohi_1x4", ("i32",) * 4 + ("&i32", "#i32", "&i32", "#i32"), 4, smlad_lohi_1x4),
+)

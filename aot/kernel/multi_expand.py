@@ -1,0 +1,114 @@
+"""Multi-result intrinsics (aot.kernel.intrinsics_multi) rewritten as plain kernel IR: the loads,
+Lets and single-result intrinsics a schedule would print for the same step.
+
+For a backend without the inline-asm form: the LLVM backend, whose llvmlite build has no Arm asm
+parser (libllvmlite.so exports only the native LLVMPY_InitializeNativeAsmParser), so that its
+object streamer aborts on any inline asm for an Arm triple ("LLVM ERROR: Inline asm not supported
+by this streamer because we don't have an asm parser for this target", from emit_object and
+emit_assembly alike); it prints the expanded statements, as it printed them before MultiAssign.
+"""
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from typing import Callable
+
+from aot.kernel import ir as K
+from aot.kernel.intrinsics import call
+from aot.kernel.simplify import simplify_expr
+
+
+def _at(ref: K.Expr, off: K.Expr, k: int) -> K.Load:
+    assert isinstance(ref, K.Load) and isinstance(off, K.Const)
+    return K.Load(ref.buffer, simplify_expr(ref.index + (int(off.value) + k)))
+
+
+def _lohi(s: K.MultiAssign, var: Callable[[str], K.ScalarVar], res: list[K.Expr]) -> list[K.Stmt]:
+    """smlad_lohi_2x4 / _1x4: pixel p's four accumulators are results 4p .. 4p + 3."""
+    n = len(s.targets) // 4  # pixels
+    c, co, w, wo = s.value.args[4 * n:]
+    xs = [var("mx") for _ in range(n)]
+    w0, w1, l0, l1 = (var(h) for h in ("mw", "mw", "ml", "ml"))
+    out: list[K.Stmt] = [K.Let(x, _at(c, co, p)) for p, x in enumerate(xs)]
+    # per channel pair (word wv, its low pair lv): high += x.wv, then low += x.lv, pixel by pixel
+    for q, (wv, lv) in enumerate(((w0, l0), (w1, l1))):
+        out.append(K.Let(wv, _at(w, wo, q)))
+        lo, hi = 2 * q, 2 * q + 1
+        out += _settle(s, res, {4 * p + hi: call("smlad", x, wv, res[4 * p + hi]) for p, x in enumerate(xs)}, var)
+        out.append(K.Let(lv, call("sxtb16", wv)))
+        out += _settle(s, res, {4 * p + lo: call("smlad", x, lv, res[4 * p + lo]) for p, x in enumerate(xs)}, var)
+    return out
+
+
+def _settle(s: K.MultiAssign, res: list[K.Expr], values: dict[int, K.Expr],
+            var: Callable[[str], K.ScalarVar]) -> list[K.Stmt]:
+    """Results as statements: assigned to its target when the target is the argument it replaces
+    (an accumulator updated in place), else held in a fresh local (res[i]) until the end."""
+    out: list[K.Stmt] = []
+    for i, e in values.items():
+        if _in_place(s):
+            out.append(K.Assign(s.targets[i], e))
+        else:
+            v = var("mr")
+            out.append(K.Let(v, e))
+            res[i] = v
+    return out
+
+
+def _vars(e: object) -> set[int]:
+    if isinstance(e, K.ScalarVar):
+        return {id(e)}
+    out: set[int] = set()
+    if isinstance(e, K.Expr):
+        for f in fields(e):  # type: ignore[arg-type]
+            v = getattr(e, f.name)
+            for x in (v if isinstance(v, tuple) else (v,)):
+                out |= _vars(x)
+    return out
+
+
+def _in_place(s: K.MultiAssign) -> bool:
+    """Every target is the argument of its result (distinct accumulators updated in place) and no
+    other argument reads a target: results may then be assigned as they are computed."""
+    n = len(s.targets)
+    ids = {id(t) for t in s.targets}
+    return (len(ids) == n and all(t is a for t, a in zip(s.targets, s.value.args))
+            and not any(ids & _vars(a) for a in s.value.args[n:]))
+
+
+EXPANSIONS = {"smlad_lohi_2x4": _lohi, "smlad_lohi_1x4": _lohi}
+
+
+def expand_multi(s: K.MultiAssign, var: Callable[[str], K.ScalarVar]) -> K.Stmt:
+    """One MultiAssign as plain statements (`var(hint)` makes a fresh i32 local): every argument is
+    read before a target that is not updated in place is assigned."""
+    res: list[K.Expr] = list(s.value.args[:len(s.targets)])  # each result's current value
+    body = EXPANSIONS[s.value.name](s, var, res)
+    body += [K.Assign(t, v) for t, v in zip(s.targets, res) if v is not t]
+    return K.Seq(tuple(body))
+
+
+def expand_all(s: K.Stmt) -> K.Stmt:
+    """`s` with every MultiAssign expanded (unchanged subtrees keep their identity)."""
+    counter = [0]
+
+    def var(hint: str) -> K.ScalarVar:
+        counter[0] += 1
+        return K.ScalarVar(f"{hint}_{counter[0]}", "i32")
+
+    def walk(x: K.Stmt) -> K.Stmt:
+        if isinstance(x, K.MultiAssign):
+            return expand_multi(x, var)
+        changed = {}
+        for f in fields(x):  # type: ignore[arg-type]
+            v = getattr(x, f.name)
+            if isinstance(v, K.Stmt):
+                w = walk(v)
+            elif isinstance(v, tuple) and v and all(isinstance(i, K.Stmt) for i in v):
+                w = tuple(walk(i) for i in v)
+                w = v if all(a is b for a, b in zip(v, w)) else w
+            else:
+                continue
+            if w is not v:
+                changed[f.name] = w
+        return replace(x, **changed) if changed else x  # type: ignore[type-var]
+    return walk(s)

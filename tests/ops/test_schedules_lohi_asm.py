@@ -1,0 +1,238 @@
+"""The lohi 2-pixel (and lone-pixel) x 4-channel step as one multi-result intrinsic (K.MultiAssign
+of smlad_lohi_2x4 / _1x4, aot.kernel.intrinsics_multi): its semantics against the single products it
+replaces, the verifier's rules for it, its expansion into plain IR (the LLVM backend's form), and
+int8 convolutions using it bit-exact with the numpy reference on the kernel interpreter, host C
+(the portable macro), the LLVM JIT and, slow, Cortex-M4 C/LLVM in QEMU; the generated C compiles
+for Cortex-M4 at -O0 (portable macro) and -O2 (inline asm) under -Wall -Wextra -Werror."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import aot  # noqa: E402
+from aot.errors import VerifyError  # noqa: E402
+from aot.kernel import ir as K  # noqa: E402
+from aot.kernel.interp import run_interpreted  # noqa: E402
+from aot.kernel.intrinsics import INTRINSICS, call, multi, smlad, sxtb16  # noqa: E402
+from aot.kernel.multi_expand import expand_all  # noqa: E402
+from aot.kernel.verify import verify_kernel_module  # noqa: E402
+from aot.pipeline.driver import CompileOptions, compile_model  # noqa: E402
+from aot.runners.kernel_module import run_kernel_module  # noqa: E402
+from test_schedules import _input, conv_chain  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CHAINS = {
+    # 1x1 over 64 and 128 channels (32 / 64 reduction steps: loops of 16 asm steps), an odd pixel
+    # count (a tail pixel alone) and channel tails (7 = 4 + 2 + 1, 6 = 4 + 2)
+    "pw64-pw128": ((1, 3, 3, 64), [dict(kind="conv", oc=128, k=(1, 1)),
+                                   dict(kind="conv", oc=7, k=(1, 1), act="none")]),
+    # 3x3 stride 1 (the union column) and stride 2 (the interleaved one), 20 channels, batch 2
+    "3x3-batch": ((2, 6, 6, 20), [dict(kind="conv", oc=12, k=(3, 3)),
+                                  dict(kind="conv", oc=6, k=(3, 3), s=(2, 2), act="none")]),
+    # one reduction step short of a word (a padded pair), an odd depth
+    "odd-depth": ((1, 4, 5, 10), [dict(kind="conv", oc=9, k=(1, 1)),
+                                  dict(kind="conv", oc=5, k=(3, 3), pad="valid", act="none")]),
+}
+
+
+def _nodes(node: object):  # noqa: ANN202
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, (K.Expr, K.Stmt)):
+            for f in fields(n):  # type: ignore[arg-type]
+                v = getattr(n, f.name)
+                stack.extend(v if isinstance(v, tuple) else (v,))
+
+
+def _multi_steps(cm, name: str | None = None) -> int:  # noqa: ANN001
+    return sum(isinstance(n, K.MultiAssign) and n.value.name == (name or n.value.name)
+               for f in cm.module.funcs for n in _nodes(f.body))
+
+
+def _compile(chain: str, seed: int = 5):  # noqa: ANN202
+    x_shape, ops = CHAINS[chain]
+    model = conv_chain(seed, x_shape, ops)
+    # flash budget 0: int8 (lohi) weights, never pre-widened
+    return model, compile_model(model, CompileOptions(cpu="cortex-m4", policy="micro", flash_budget=0))
+
+
+# ----------------------------------------------------------------------------- the intrinsic
+def test_semantics_equal_the_single_products() -> None:
+    rng = np.random.default_rng(1)
+    d = INTRINSICS["smlad_lohi_2x4"]
+    assert d.results == 8 and d.arg_dtypes[8:] == ("&i32", "#i32", "&i32", "#i32")
+    for _ in range(200):
+        col = rng.integers(-2 ** 31, 2 ** 31, 6, dtype=np.int64).astype(np.int32)
+        w = rng.integers(-2 ** 31, 2 ** 31, 5, dtype=np.int64).astype(np.int32)
+        acc = [int(v) for v in rng.integers(-2 ** 31, 2 ** 31, 8, dtype=np.int64)]
+        co, wo = int(rng.integers(0, 5)), int(rng.integers(0, 4))
+        got = d.py(*acc, (col, 1), co - 1, (w, 0), wo)
+        x0, x1, w0, w1 = int(col[co]), int(col[co + 1]), int(w[wo]), int(w[wo + 1])
+        want = (smlad(x0, sxtb16(w0), acc[0]), smlad(x0, w0, acc[1]), smlad(x0, sxtb16(w1), acc[2]),
+                smlad(x0, w1, acc[3]), smlad(x1, sxtb16(w0), acc[4]), smlad(x1, w0, acc[5]),
+                smlad(x1, sxtb16(w1), acc[6]), smlad(x1, w1, acc[7]))
+        assert got == want
+        one = INTRINSICS["smlad_lohi_1x4"].py(*acc[:4], (col, 1), co - 1, (w, 0), wo)
+        assert one == want[:4]
+
+
+def _kernel(body_of) -> tuple[K.KernelModule, K.Buffer]:  # noqa: ANN001
+    """A module whose one kernel reads col (i32[6]) and w (i32[4]) and writes out (i32[8])."""
+    col, w, out = K.Buffer("col", "i32", 6), K.Buffer("w", "i32", 4), K.Buffer("out", "i32", 8)
+    fn = K.PrimFunc("k", (col, w, out), body_of(col, w, out))
+    entry = K.PrimFunc("t_main", (col, w, out), K.seq(K.CallKernel("k", (col, w, out)), K.ReturnOnError()))
+    return K.KernelModule("t", (fn, entry), (), (K.Pool("sram", 16),), "t_main", (col, w), (out,)), out
+
+
+def _accs(n: int = 8) -> list[K.ScalarVar]:
+    return [K.ScalarVar(f"a{i}") for i in range(n)]
+
+
+def _step_body(targets_of, imm: K.Expr = K.Const(1), name: str = "smlad_lohi_2x4"):  # noqa: ANN001, ANN202
+    def body(col: K.Buffer, w: K.Buffer, out: K.Buffer) -> K.Stmt:
+        acc = _accs(INTRINSICS[name].results)
+        lets = [K.Let(v, K.Const(1000 * i - 3000)) for i, v in enumerate(acc)]
+        targets = targets_of(acc)
+        step = K.MultiAssign(tuple(targets), call(name, *acc, K.Load(col, K.Const(2)), imm,
+                                                  K.Load(w, K.Const(0)), K.Const(2)))  # type: ignore[arg-type]
+        return K.seq(*lets, step, *[K.Store(out, K.Const(i), v) for i, v in enumerate(targets)])
+    return body
+
+
+def _data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(4)
+    col = rng.integers(-2 ** 31, 2 ** 31, 6, dtype=np.int64).astype(np.int32)
+    w = rng.integers(-2 ** 31, 2 ** 31, 4, dtype=np.int64).astype(np.int32)
+    return col, w
+
+
+@pytest.mark.parametrize("name", ["smlad_lohi_2x4", "smlad_lohi_1x4"])
+@pytest.mark.parametrize("targets", ["in-place", "rotated"])
+def test_interp_expansion_c_and_llvm_agree(targets: str, name: str) -> None:
+    """In place (the schedule's form) and with every target another accumulator (all arguments
+    are read first): the interpreter, the expanded plain IR, host C and the LLVM JIT agree."""
+    rot = (lambda a: a) if targets == "in-place" else (lambda a: a[1:] + a[:1])
+    module, _ = _kernel(_step_body(rot, name=name))
+    verify_kernel_module(module)
+    col, w = _data()
+    want = run_interpreted(module, [col, w])[0]
+    n = INTRINSICS[name].results
+    spec = INTRINSICS[name].py(*[1000 * i - 3000 for i in range(n)], (col, 2), 1, (w, 0), 2)
+    assert [int(v) for v in want[:n]] == list(spec)  # out[i]: target i, result i
+    expanded = K.KernelModule(module.prefix, tuple(K.PrimFunc(f.name, f.params, expand_all(f.body))
+                                                   for f in module.funcs), (), module.pools, "t_main", module.inputs,
+                              module.outputs)
+    assert not any(isinstance(n, K.MultiAssign) for f in expanded.funcs for n in _nodes(f.body))
+    verify_kernel_module(expanded)
+    np.testing.assert_array_equal(run_interpreted(expanded, [col, w])[0], want)
+    for backend in ("c", "llvm"):
+        np.testing.assert_array_equal(run_kernel_module(module, [col, w], backend)[0], want, err_msg=backend)
+
+
+def test_verifier_rules() -> None:
+    bad_imm, _ = _kernel(_step_body(lambda a: a, imm=K.Const(0) + K.Const(1)))
+    with pytest.raises(VerifyError, match="immediate"):
+        verify_kernel_module(bad_imm)
+    too_few, _ = _kernel(_step_body(lambda a: a[:7]))
+    with pytest.raises(VerifyError, match="8 results"):
+        verify_kernel_module(too_few)
+
+    def as_expr(col: K.Buffer, w: K.Buffer, out: K.Buffer) -> K.Stmt:
+        acc = _accs()
+        v = call("smlad_lohi_2x4", *acc, K.Load(col, K.Const(0)), 0, K.Load(w, K.Const(0)), 0)
+        return K.seq(*[K.Let(a, K.Const(0)) for a in acc], K.Store(out, K.Const(0), v))
+    expr_use, _ = _kernel(as_expr)
+    with pytest.raises(VerifyError, match="only a MultiAssign"):
+        verify_kernel_module(expr_use)
+
+    def undeclared(col: K.Buffer, w: K.Buffer, out: K.Buffer) -> K.Stmt:
+        acc = _accs()
+        return multi(acc, "smlad_lohi_2x4", *acc, K.Load(col, K.Const(0)), 0, K.Load(w, K.Const(0)), 0)
+    with pytest.raises(VerifyError, match="rule 2"):
+        verify_kernel_module(_kernel(undeclared)[0])
+    with pytest.raises(TypeError, match="8 results"):
+        multi(_accs(7), "smlad_lohi_2x4", *_accs(), K.Load(K.Buffer("c", "i32", 2), K.Const(0)), 0,
+              K.Load(K.Buffer("w", "i32", 2), K.Const(0)), 0)
+
+
+# ----------------------------------------------------------------------------- in the schedule
+def test_schedule_uses_one_step_per_reduction_pair() -> None:
+    """Every 4-channel lohi block of two pixels or of the lone last pixel: 64 input channels are 32
+    steps (two loops of 16); the channel tails (2, 1 channels) keep the single products; no flash
+    budget (pre-widened weights) or no DSP means no lohi step."""
+    _, cm = _compile("pw64-pw128")
+    # 128 channels from 64: the blocks' loop body of 16 steps; 7 from 128: one block's 16-step body;
+    # the same again for the ninth pixel
+    assert (_multi_steps(cm, "smlad_lohi_2x4"), _multi_steps(cm, "smlad_lohi_1x4")) == (32, 32)
+    x_shape, ops = CHAINS["pw64-pw128"]
+    widened = compile_model(conv_chain(5, x_shape, ops), CompileOptions(cpu="cortex-m4", policy="micro"))
+    assert _multi_steps(widened) == 0
+    m0 = compile_model(conv_chain(5, x_shape, ops), CompileOptions(cpu="cortex-m0plus", policy="micro"))
+    assert _multi_steps(m0) == 0
+
+
+@pytest.mark.parametrize("chain", list(CHAINS))
+def test_bit_exact_on_interp_and_host_c(chain: str) -> None:
+    model, cm = _compile(chain)
+    assert _multi_steps(cm) > 0
+    inputs = _input(model, 3)
+    ref = aot.reference(model, inputs)["y"]
+    for backend in ("interp", "c"):
+        got = run_kernel_module(cm.module, [inputs["x"]], backend)[0].reshape(ref.shape)
+        np.testing.assert_array_equal(got, ref, err_msg=f"{chain} / {backend}")
+
+
+@pytest.mark.slow  # an LLVM JIT per case
+@pytest.mark.parametrize("chain", list(CHAINS))
+def test_bit_exact_on_llvm(chain: str) -> None:
+    model, cm = _compile(chain)
+    inputs = _input(model, 3)
+    ref = aot.reference(model, inputs)["y"]
+    got = run_kernel_module(cm.module, [inputs["x"]], "llvm")[0].reshape(ref.shape)
+    np.testing.assert_array_equal(got, ref, err_msg=chain)
+
+
+@pytest.mark.usefixtures("arm_toolchain")
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_c_compiles_for_cortex_m4(tmp_path: Path, opt: str) -> None:
+    """-O2: the inline asm (LDRD with an immediate offset feeding the SMLADs); -O0 (too few
+    registers for its operands): the portable macro; both warning-free."""
+    from aot.api import library_files
+    _, cm = _compile("pw64-pw128")
+    for rel, text in library_files(cm).items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    src = next(p for p in (tmp_path / "src").glob("*.c") if "constants" not in p.name)
+    obj = tmp_path / "m.o"
+    subprocess.run(["arm-none-eabi-gcc", opt, "-std=c99", "-mcpu=cortex-m4", "-mthumb", "-Wall", "-Wextra", "-Werror",
+                    f"-I{tmp_path / 'include'}", f"-I{tmp_path / 'src'}", f"-I{ROOT / 'runtime_c' / 'include'}",
+                    "-c", str(src), "-o", str(obj)], check=True, capture_output=True, text=True)
+    dis = subprocess.run([shutil.which("arm-none-eabi-objdump") or "arm-none-eabi-objdump", "-d", str(obj)],
+                         check=True, capture_output=True, text=True).stdout
+    asm_steps = dis.count("ldrd") >= 2 * 32 and "smlad" in dis
+    assert asm_steps == (opt == "-O2"), opt
+
+
+@pytest.mark.slow  # QEMU
+@pytest.mark.usefixtures("arm_toolchain")
+@pytest.mark.parametrize("backend", ["c", "llvm"])
+def test_bit_exact_in_qemu(backend: str) -> None:
+    from aot.board.flow import run_on_board
+    model = conv_chain(8, (1, 4, 4, 64), [dict(kind="conv", oc=64, k=(1, 1)),
+                                          dict(kind="conv", oc=6, k=(3, 3), act="none")])
+    inputs = _input(model, 8)
+    outs, extra = run_on_board(model, inputs, "mps2-an386", backend=backend, flash_budget=0)
+    np.testing.assert_array_equal(outs["y"], aot.reference(model, inputs)["y"])
+    assert extra["match_host"] is True
