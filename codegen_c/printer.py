@@ -55,7 +55,7 @@ class CPrinter:
             K.Logic: lambda e: f"({self.expr(e.a)} {'&&' if e.op == 'and' else '||'} {self.expr(e.b)})",
             K.Cast: lambda e: f"(({C_TYPES[e.dtype]})({self.expr(e.value)}))",
             K.Select: lambda e: f"({self.expr(e.cond)} ? {self.expr(e.a)} : {self.expr(e.b)})",
-            K.Intrinsic: lambda e: f"aot_{e.name}({', '.join(self._intrinsic_args(e))})",
+            K.Intrinsic: lambda e: f"aot_{self._intrinsic_name(e)}({', '.join(self._intrinsic_args(e))})",
         }
         self.stmt_table: dict[type, Callable[[K.Stmt, int], list[str]]] = {
             K.Seq: lambda s, d: [line for b in s.body for line in self.stmt(b, d)],
@@ -74,6 +74,7 @@ class CPrinter:
                                          f"{', '.join([v.name for v in s.targets] + self._intrinsic_args(s.value))});"],
         }
         self._platform_live: list[str] = []
+        self._stack_arrays: set[int] = set()  # buffers printed as local arrays
 
     # -------------------------------------------------------------- dispatch
     def expr(self, e: K.Expr) -> str:
@@ -120,6 +121,7 @@ class CPrinter:
         t = C_TYPES[b.dtype]
         i = self._ind(d)
         if s.kind == "stack":
+            self._stack_arrays.add(id(b))
             return [i + "{", i + f"    {t} {b.name}[{b.size}];"] + self.stmt(s.body, d + 1) + [i + "}"]
         if s.kind == "platform":
             free_outer = "".join(f" (void)aot_platform_free({n});" for n in reversed(self._platform_live))
@@ -143,6 +145,12 @@ class CPrinter:
         if isinstance(a, K.PoolView):
             return f"({C_TYPES[a.dtype]} *)({pool_param(a.pool)} + {a.offset})"
         return a.name
+
+    def _intrinsic_name(self, e: K.Intrinsic) -> str:
+        """load64 from a local array: its LDRD-in-asm form (aot.kernel.intrinsics.load64)."""
+        if e.name == "load64" and id(e.args[0].buffer) in self._stack_arrays:  # type: ignore[attr-defined]
+            return "load64_stack"
+        return e.name
 
     def _intrinsic_args(self, e: K.Intrinsic) -> list[str]:
         """Arguments as C; a reference argument (dtype "&..." or "*...") passes the address of its Load."""

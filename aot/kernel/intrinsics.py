@@ -193,6 +193,17 @@ def requant_mma(y2: int, m: int, h: int, r: int) -> int:
     return _s32(t >> 32) >> r
 
 
+def load64(ref: tuple) -> int:
+    """The int64 at a reference (buffer, index): one LDRD in C with gcc on Thumb-2 (the value passes an
+    empty asm that needs a register pair, so gcc does not split it into two 32-bit loads placed
+    apart). From a local array the C printer calls aot_load64_stack, whose LDRD is a volatile asm:
+    gcc then neither keeps the array in registers nor hoists the load out of its loop (where it
+    spilled the values: a copy of the whole array per outer iteration). aot.lower.schedule.short's
+    column of two pixels' pairs."""
+    arr, i = ref
+    return int(arr[i])
+
+
 def _f32(fn: Callable[[float], float]) -> Callable[[float], float]:
     return lambda x: float(np.float32(fn(float(np.float32(x)))))
 
@@ -233,6 +244,7 @@ INTRINSICS: Mapping[str, IntrinsicDef] = MappingProxyType({
         IntrinsicDef("requant_mm", ("i32", "i32", "i32", "i32"), "i32", requant_mm, requant_mm.__doc__ or ""),
         IntrinsicDef("requant_mm_nn", ("i32", "i32", "i32", "i32"), "i32", requant_mm_nn, requant_mm_nn.__doc__ or ""),
         IntrinsicDef("requant_mma", ("i32", "i32", "i32", "i32"), "i32", requant_mma, requant_mma.__doc__ or ""),
+        IntrinsicDef("load64", ("&i64",), "i64", load64, load64.__doc__ or ""),
         IntrinsicDef("expf", ("f32",), "f32", _f32(math.exp), "float exp"),
         IntrinsicDef("tanhf", ("f32",), "f32", _f32(math.tanh), "float tanh"),
         IntrinsicDef("sqrtf", ("f32",), "f32", _f32(lambda x: math.sqrt(x) if x >= 0 else math.nan), "float sqrt"),

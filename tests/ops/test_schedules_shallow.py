@@ -42,6 +42,12 @@ CASES = {
     # a row tail of three pixels and a lone last channel, padding on every side
     "quad-16": ((1, 6, 8, 3), dict(kind="conv", oc=16, k=(3, 3))),
     "quad-tails": ((2, 5, 7, 2), dict(kind="conv", oc=13, k=(3, 3), pad=(1, 2, 2, 1), act="none")),
+    # depthwise over one channel through the two-pixel quad column: person_detect's first layer in small
+    # (multiplier 8, stride 2, SAME, ReLU6), multipliers 3 and 1, stride 1, VALID, row tails of 1-3 pixels
+    "dw1-m8-s2": ((1, 10, 14, 1), dict(kind="dw", k=(3, 3), m=8, s=(2, 2), act="relu6")),
+    "dw1-m3-s1": ((1, 6, 9, 1), dict(kind="dw", k=(3, 3), m=3, act="relu6")),
+    "dw1-m1-valid": ((1, 7, 10, 1), dict(kind="dw", k=(3, 3), m=1, pad="valid", act="none")),
+    "dw1-m8-s2-valid": ((2, 9, 13, 1), dict(kind="dw", k=(3, 3), m=8, s=(2, 2), pad="valid")),
 }
 
 
@@ -144,3 +150,51 @@ def test_bit_exact_in_qemu_on_cortex_m4() -> None:
     np.testing.assert_array_equal(outs["y"], ref)
     assert extra["match_host"] is True
 
+
+
+# single DEPTHWISE_CONV_2D models over one input channel (per-channel weights, random scales and zero
+# points): (x shape, w shape, out shape, options)
+DW1_TFLM = {
+    "m8-s2-same-relu6": ((1, 12, 14, 1), (1, 3, 3, 8), (1, 6, 7, 8),
+                         {"padding": "SAME", "stride_w": 2, "stride_h": 2, "depth_multiplier": 8,
+                          "fused_activation_function": "RELU6"}),
+    "m3-s1-same": ((1, 7, 9, 1), (1, 3, 3, 3), (1, 7, 9, 3),
+                   {"padding": "SAME", "stride_w": 1, "stride_h": 1, "depth_multiplier": 3}),
+    "m1-s2-valid-relu6": ((1, 11, 13, 1), (1, 3, 3, 1), (1, 5, 6, 1),
+                          {"padding": "VALID", "stride_w": 2, "stride_h": 2, "depth_multiplier": 1,
+                           "fused_activation_function": "RELU6"}),
+    "m8-s1-valid": ((1, 8, 10, 1), (1, 3, 3, 8), (1, 6, 8, 8),
+                    {"padding": "VALID", "stride_w": 1, "stride_h": 1, "depth_multiplier": 8}),
+}
+
+
+@pytest.mark.slow  # one TFLM batch, a host C build per model
+def test_depthwise_one_channel_bit_exact_with_tflm() -> None:
+    """Depthwise convolutions of one input channel (any multiplier) take the shallow quad schedule
+    (output channel m = the multiplier's m-th filter) and match TFLite Micro's depthwise rounding."""
+    from test_schedules_host import _tflm_case
+    from tflm_util import run_tflm_batch
+
+    from aot.frontend.tflite import load_tflite
+    cases = [_tflm_case("DEPTHWISE_CONV_2D", *spec, seed=90 + k) for k, spec in enumerate(DW1_TFLM.values())]
+    want = run_tflm_batch(cases)
+    for name, (data, xs), expected in zip(DW1_TFLM, cases, want):
+        model = load_tflite(data, name.replace("-", "_"))
+        cm = compile_model(model, target_options(M4))
+        assert _uses_shallow(cm), name
+        got = run_kernel_module(cm.module, [xs[0]], "c")[0]
+        np.testing.assert_array_equal(got.reshape(-1), np.asarray(expected[0]).reshape(-1), err_msg=name)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("arm_toolchain")
+def test_depthwise_one_channel_and_pointwise_in_qemu() -> None:
+    """person_detect's first two convolutions in small on a Cortex-M4: depthwise 1 -> 8 (stride 2,
+    ReLU6), pointwise 8 -> 16 (the short schedule), bit-exact with the reference and the host build."""
+    from aot.board.flow import run_on_board
+    model = conv_chain(12, (1, 12, 18, 1), [CASES["dw1-m8-s2"][1], dict(kind="conv", oc=16, k=(1, 1), act="relu6")])
+    inputs = _input(model, 3)
+    ref = aot.reference(model, inputs)["y"]
+    outs, extra = run_on_board(model, inputs, "mps2-an386", backend="c")
+    np.testing.assert_array_equal(outs["y"], ref)
+    assert extra["match_host"] is True

@@ -38,6 +38,11 @@ CASES = {
     "d5-left-shift": ((1, 2, 4, 5), [_pw(3, out_scale=1e-5, act="none")]),  # the generic requantization
     "d16-chain": ((2, 4, 4, 16), [_pw(12), _pw(16), _pw(2)]),  # chained, in place where it may be
     "fc-rows": ((9, 13), [dict(kind="fc", oc=6)]),
+    # MobileNet's / person_detect's 8 -> 16: rows of 4 + 3 and 4 + 1 pixels (two-pixel column entries
+    # with a lone last pixel), an odd channel count, stride 2
+    "d8-16-tail3": ((1, 3, 7, 8), [_pw(16, act="relu6")]),
+    "d8-15-tail1": ((2, 2, 5, 8), [_pw(15, act="relu6")]),
+    "d8-16-s2": ((1, 6, 12, 8), [_pw(16, s=(2, 2), act="relu6")]),
     "d32-mnet": ((1, 3, 6, 32), [_pw(32, act="relu6")]),  # MobileNet's 24x24x32 -> 32: sixteen pairs
     "d30-s2": ((1, 5, 10, 30), [_pw(11, s=(2, 2))]),  # seven words and a byte pair; stride 2; tail of one
   # a fully connected layer over nine rows (the 1x1 of (1, 1, 9, 13))
@@ -99,6 +104,24 @@ def test_chosen_on_dsp_cores_with_a_budget_only(case: str) -> None:
         assert not _uses_short(compile_model(model, target_options(TARGETS[name]))), name
     m55 = target_for_cpu("cortex-m55")
     assert not _uses_short(compile_model(model, target_options(m55, flash_budget=None)))
+
+
+def _kernel_c(cm) -> str:  # noqa: ANN001
+    from codegen_c.printer import CPrinter
+    return "\n".join(CPrinter().function(f) for f in cm.module.funcs if f.name != cm.module.entry)
+
+
+def test_one_shift_for_all_channels_and_two_pixel_loads() -> None:
+    """Per-channel shifts become one (requant_mma: the shift an immediate of the SSAT) where the scaled
+    weights stay int16; the column entries (two pixels each) are read with load64: its LDRD-in-asm form
+    from a column on the stack, the plain one from a column in the pool (a kernel parameter)."""
+    model = _model("d8-mnet")
+    on_stack = compile_model(model, target_options(M4, policy="host"))
+    text = _kernel_c(on_stack)
+    assert "aot_requant_mma(" in text and "aot_requant_mm_nn(" not in text
+    assert "aot_load64_stack(&col" in text and "aot_load64(&col" not in text
+    in_pool = _kernel_c(compile_model(model, target_options(M4, policy="micro", stack_limit=0)))
+    assert "aot_load64(&col" in in_pool and "aot_load64_stack(" not in in_pool
 
 
 def test_other_layers_keep_their_schedules() -> None:

@@ -26,7 +26,12 @@ Output rows of at least four pixels take emit_shallow_quad instead (up to QUAD_M
 same pairs, made once per pixel into a column of four pixels, and blocks of two channels over it
 (aot.lower.schedule.short.quad_product), so each weight is loaded once for four pixels (measured on
 Cortex-M4: MobileNetV1-0.25's 3 -> 8 layer 731,800 -> 584,520 instructions, ResNet-8's 3 -> 16
-606,880 -> 493,040).
+606,880 -> 493,040). Pixels go two at a time there (one int64 column entry holds both pixels' pair,
+aot.lower.schedule.short); byte pairs are one PKHBT (pair_lo; gcc made pack16 UXTH + ORR).
+Depthwise convolutions of one input channel come here too (aot.lower.schedule.kernels: a
+convolution with the depth multiplier as output channels): person_detect's 1 -> 8 (3x3 stride 2)
+339,160 -> 274,080 instructions, MobileNet's 3 -> 8 584,520 -> 556,080 (with the uniform shift of
+quad_product).
 Weights take the flash of the generic schedule's pre-widened form (the same WeightBudget share:
 one int32 word per channel and pair); without a budget for the layer the generic schedule runs.
 """
@@ -41,7 +46,7 @@ from aot.kernel.intrinsics import call as intrinsic
 from aot.kernel.simplify import simplify_expr
 from aot.lower.schedule.gemm import Geometry, Pixel, _blocks, _Fill, _pack_pairs
 from aot.lower.schedule.requant import Requant
-from aot.lower.schedule.short import PIX, quad_product
+from aot.lower.schedule.short import PIX, col_entry, col_index, quad_product
 from aot.lower.schedule.target import ScheduleTarget, WeightBudget
 from aot.lower.schedule.widen import weight_key, widened_extra_bytes
 
@@ -52,6 +57,10 @@ BLOCK = 8  # output channels per block: eight accumulators
 # instructions, but ResNet-8's 3 -> 16 (stride 1, two blocks) 606,880 -> 661,240 (the pairs are made again
 # per block, and eight accumulators spill): there the generic two-pixel column wins
 MAX_OC = BLOCK
+# emit_shallow_quad: up to this many pairs the pixel pairs of a group are unrolled, so the column has
+# constant indices and gcc keeps it in registers / fixed stack slots (with a loop it copied the whole
+# column to other stack slots once per group: person_detect's 1 -> 8 layer 290,200 -> 279,040 instructions)
+UNROLL_PAIRS = 8
 QUAD_MAX_OC = 16  # rows of at least PIX pixels (emit_shallow_quad): the pairs are made once for every block
 
 
@@ -102,29 +111,38 @@ def shallow_ok(tgt: ScheduleTarget, g: Geometry, oc_n: int) -> bool:
     return len(shallow_pairs(g.kh, g.kw * g.C)) <= MAX_PAIRS
 
 
-def pair_values(ctx, src: K.Buffer, base: K.Expr, rstride: int,  # noqa: ANN001
-                which: list[PairSrc]) -> tuple[list[K.Stmt], list[K.Expr]]:
-    """The pairs of a window read from src (kernel row ky at base + ky * rstride): the word
-    loads as Lets, and each pair's value (an expression of them, or of byte loads)."""
-    st: list[K.Stmt] = []
+def pair_steps(ctx, src: K.Buffer, base: K.Expr, rstride: int,  # noqa: ANN001
+               which: list[PairSrc]) -> list[tuple[list[K.Stmt], K.Expr]]:
+    """The pairs of a window read from src (kernel row ky at base + ky * rstride), one step per
+    pair: the word loads it is the first to need (Lets), and its value (an expression of them,
+    or of byte loads)."""
     wordv: dict[tuple[int, int], K.Expr] = {}
-    vals: list[K.Expr] = []
+    out: list[tuple[list[K.Stmt], K.Expr]] = []
     for p in which:
+        st: list[K.Stmt] = []
         if p.kind == "word":
             key = (p.ky, p.t)
             if key not in wordv:
                 w = ctx.var("xw")
                 st.append(K.Let(w, K.LoadWord(src, simplify_expr(base + (p.ky * rstride + p.t)))))
                 wordv[key] = w
-            vals.append(intrinsic("sxtb16_ror8" if p.hi else "sxtb16", wordv[key]))
+            out.append((st, intrinsic("sxtb16_ror8" if p.hi else "sxtb16", wordv[key])))
             continue
         lo = K.Load(src, simplify_expr(base + (p.ky * rstride + p.t))).cast("i32")
         if p.ky2 >= 0:
             hi = K.Load(src, simplify_expr(base + (p.ky2 * rstride + p.t2))).cast("i32")
-            vals.append(intrinsic("pack16", lo, hi))
+            out.append((st, intrinsic("pair_lo", lo, hi)))  # one PKHBT (gcc makes pack16 UXTH, ORR)
         else:
-            vals.append(lo)  # the high lane meets a weight of 0
-    return st, vals
+            out.append((st, lo))  # the high lane meets a weight of 0
+    return out
+
+
+def pair_values(ctx, src: K.Buffer, base: K.Expr, rstride: int,  # noqa: ANN001
+                which: list[PairSrc]) -> tuple[list[K.Stmt], list[K.Expr]]:
+    """The pairs of a window read from src (kernel row ky at base + ky * rstride): the word
+    loads as Lets, and each pair's value (an expression of them, or of byte loads)."""
+    steps = pair_steps(ctx, src, base, rstride, which)
+    return [x for st, _ in steps for x in st], [v for _, v in steps]
 
 
 def emit_shallow(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.ndarray,  # noqa: ANN001
@@ -268,39 +286,95 @@ def emit_shallow_quad(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, rq: 
                       pairs: list[PairSrc]) -> K.Stmt:
     """Rows of at least PIX output pixels: the pixels' pairs made into a column of PIX pixels, the
     product in blocks of two channels over it (aot.lower.schedule.short.quad_product: the weights of
-    a block are loaded once for four pixels). A pixel whose window crosses the border makes its
-    pairs from the patch, as in the one-pixel form."""
+    a block are loaded once for four pixels). Pixels go two at a time (one int64 column entry holds
+    both pixels' pair j): two pixels whose windows lie inside the input make their pairs in place,
+    interleaved; otherwise both windows are first copied into a two-pixel patch (padding written
+    as the input zero point) and the pairs made from it."""
     buf = g.buf
     assert buf is not None
     run = g.kw * g.C
     row_step = g.dh * g.W * g.C
     ylo, yhi, xlo, xhi = g.pads
     padded = ylo or yhi or xlo or xhi
-    patch = K.Buffer(ctx.fresh("patch"), "i8", g.depth) if padded else None
+    patch = K.Buffer(ctx.fresh("patch"), "i8", 2 * g.depth) if padded else None
+
+    def entries(col: K.Buffer, s: K.Expr, src: K.Buffer, bases: list[K.Expr], rstride: int,
+                first: int = 0) -> list[K.Stmt]:
+        """Pair j >= first of the pixels whose windows start at bases (one or two) in src (kernel rows
+        rstride apart) into col[col_index(j, s)], unrolled."""
+        per = [pair_steps(ctx, src, b, rstride, pairs[first:]) for b in bases]
+        st: list[K.Stmt] = []
+        for j in range(len(pairs) - first):
+            vals = []
+            for steps in per:
+                lets, v = steps[j]
+                st += lets
+                vals.append(v)
+            st.append(K.Store(col, col_index(first + j, s), col_entry(vals[0], vals[1] if len(vals) > 1 else None)))
+        return st
+
+    # kernel rows of at least two words and more than one block of channels (the pairs are made once
+    # for several blocks, so a slower column costs less): the word pairs in a loop over the kernel
+    # rows, the leftover bytes (paired across rows) after it; the kernel's code stays small (ResNet-8's
+    # 3 -> 16: no more flash than the one-pixel column it replaces)
+    nwp = 2 * (run // 4)  # word pairs per kernel row, the first kh * nwp pairs (shallow_pairs)
+    row_loop = g.kh > 1 and nwp >= 4 and w2d.shape[0] > BLOCK
+
+    def entries_rows(col: K.Buffer, s: K.Expr, src: K.Buffer, bases: list[K.Expr], rstride: int) -> list[K.Stmt]:
+        """As entries, the word pairs in a loop over the kernel rows."""
+        ky = ctx.var("ky")
+        body: list[K.Stmt] = []
+        for w in range(nwp // 2):
+            vals = []
+            for b in bases:
+                x = ctx.var("xw")
+                body.append(K.Let(x, K.LoadWord(src, simplify_expr(b + ky * rstride + 4 * w))))
+                vals.append(x)
+            for i, fn in enumerate(("sxtb16", "sxtb16_ror8")):
+                vs = [intrinsic(fn, x) for x in vals]
+                body.append(K.Store(col, col_index(ky * nwp + (2 * w + i), s),
+                                    col_entry(vs[0], vs[1] if len(vs) > 1 else None)))
+        return [K.For(ky, g.kh, K.seq(*body)), *entries(col, s, src, bases, rstride, g.kh * nwp)]
 
     def fill(col: K.Buffer, nn: K.Expr, oy: K.Expr, ox0: K.Expr, nsl: int) -> list[K.Stmt]:
-        piy, s, pix, base = ctx.var("piy"), ctx.var("fs"), ctx.var("pix"), ctx.var("xb")
-        conds: list[K.Expr] = []  # the window inside the input (only the checks that can fail)
-        if ylo:
-            conds.append(piy >= 0)
-        if yhi:
-            conds.append(piy + (g.kh - 1) * g.dh < g.H)
-        if xlo:
-            conds.append(pix >= 0)
-        if xhi:
-            conds.append(pix + (g.kw - 1) < g.W)
-        made, vals = pair_values(ctx, buf, base, row_step, pairs)
-        body: K.Stmt = K.seq(*made, *[K.Store(col, simplify_expr(s + j * PIX), v) for j, v in enumerate(vals)])
-        if conds:
-            assert patch is not None
-            ox = simplify_expr(ox0 + s)
-            pfill = _Fill(ctx, g, None, patch, 1, True).fill(Pixel(nn, oy, ox, piy, pix), 0)
-            made_p, vals_p = pair_values(ctx, patch, K.Const(0), run, pairs)
-            border = K.seq(pfill, *made_p, *[K.Store(col, simplify_expr(s + j * PIX), v) for j, v in enumerate(vals_p)])
-            body = K.If(K.logical_and(*conds), body, border)
-        per = K.seq(K.Let(pix, simplify_expr((ox0 + s) * g.sw - g.pl)),
-                    K.Let(base, simplify_expr(g.flat(nn, piy, pix, K.Const(0)))), body)
-        return [K.Let(piy, simplify_expr(oy * g.sh - g.pt)), K.For(s, nsl, per)]
+        piy = ctx.var("piy")
+
+        def two(s: K.Expr, cnt: int) -> K.Stmt:
+            """Pixels ox0 + s .. ox0 + s + cnt - 1 (cnt 1 or 2)."""
+            pix, base = ctx.var("pix"), ctx.var("xb")
+            conds: list[K.Expr] = []  # both windows inside the input (only the checks that can fail)
+            if ylo:
+                conds.append(piy >= 0)
+            if yhi:
+                conds.append(piy + (g.kh - 1) * g.dh < g.H)
+            if xlo:
+                conds.append(pix >= 0)
+            if xhi:
+                conds.append(pix + ((cnt - 1) * g.sw + g.kw - 1) < g.W)
+            bases = [base] + ([simplify_expr(base + g.sw * g.C)] if cnt > 1 else [])
+            made = entries_rows if row_loop else entries
+            body: K.Stmt = K.seq(*made(col, s, buf, bases, row_step))
+            if conds:
+                assert patch is not None
+                pf = _Fill(ctx, g, None, patch, 2, True)
+                ox = simplify_expr(ox0 + s)
+                t = ctx.var("ft")  # one copy loop for both windows (slot t of the patch)
+                copy = K.For(t, cnt, pf.fill(Pixel(nn, oy, simplify_expr(ox + t), piy,
+                                                   simplify_expr(pix + t * g.sw)), t))  # type: ignore[arg-type]
+                border = K.seq(copy, *made(col, s, patch, [K.Const(k * g.depth) for k in range(cnt)], run))
+                body = K.If(K.logical_and(*conds), body, border)
+            return K.seq(K.Let(pix, simplify_expr((ox0 + s) * g.sw - g.pl)),
+                         K.Let(base, simplify_expr(g.flat(nn, piy, pix, K.Const(0)))), body)
+
+        st: list[K.Stmt] = [K.Let(piy, simplify_expr(oy * g.sh - g.pt))]
+        if nsl >= 2 and len(pairs) <= UNROLL_PAIRS:
+            st += [two(K.Const(s), 2) for s in range(0, nsl - 1, 2)]
+        elif nsl >= 2:
+            sp = ctx.var("fs")
+            st.append(K.For(sp, nsl // 2, two(sp * 2, 2)))
+        if nsl % 2:
+            st.append(two(K.Const(nsl - 1), 1))
+        return st
 
     body = quad_product(ctx, g, w2d, biasf, rq, [(p.a, p.b) for p in pairs], fill, "wshallowq")
     return K.Allocate(patch, body) if patch is not None else body

@@ -9,14 +9,19 @@ aot.lower.schedule.shallow):
 - pixels come four at a time from loops over (n, oy, ox) (no division), a row's last OW % 4
   pixels as a group of their own; the input of a pixel is C contiguous bytes (1x1, no padding;
   any stride), widened once per group into a column of 16-bit pairs (word loads and SXTB16 /
-  SXTB16 ROR 8 for each four channels, byte loads for the rest), col[j * PIX + s];
+  SXTB16 ROR 8 for each four channels, byte loads for the rest); pixels s and s + 1 (s even)
+  share one int64 entry per pair (col_index, col_entry): one STRD when made, one LDRD when read
+  (intrinsic load64: gcc otherwise splits the entry into two loads placed apart, and a column on
+  the stack was kept in scalars and copied to other stack slots once per group);
 - output channels two at a time: eight accumulators (four pixels x two channels), started at
-  the folded bias; per column pair one LDRD of the two channels' pre-widened weights and the four
-  pixels' pairs (two at a time, adjacent: LDRDs where the column is not split into scalars)
-  feed eight SMLADs; the whole reduction is straight code;
+  the folded bias; per column pair one LDRD of the two channels' pre-widened weights and two of
+  the four pixels' pairs feed eight SMLADs; the whole reduction is straight code;
 - each block's constants are one record of a single table: the two biases, the weights, the
   requantization constants that vary by channel (aot.lower.schedule.requant), so the block
   loop walks one pointer, and the constants of a channel are loaded once for its four pixels;
+- per-channel shifts become one shift for all channels where the weights scaled by a power of two
+  per channel stay int16 (Requant.use_uniform: SMMLA, the shift an immediate of the SSAT, one
+  instruction and one constant load fewer per output), else SMMLAR with doubled weights;
 - without a fused epilogue that reads another tensor, the stores of a block are at constant
   offsets from one pointer (flat_store).
 
@@ -24,9 +29,11 @@ Weights take the flash of the generic schedule's pre-widened form (the same Weig
 one int32 word per channel and pair); without a budget for the layer the generic schedule runs.
 Measured on Cortex-M4 (QEMU instructions, MobileNetV1-0.25 96x96, ReLU6): 48x48x8 -> 16 668,200 ->
 485,520, 24x24x16 -> 32 407,240 -> 324,440, 24x24x32 -> 32 619,800 -> 541,080, 12x12x32 -> 64
-303,320 -> 264,360. Beyond 32 channels the generic schedule stays: with 64 (sixteen-step straight
-blocks twice as long) MobileNet's 64-deep layers gain ~10% but its network code grows by ~3.8 KB,
-past the 32 KiB of issue 16.
+303,320 -> 264,360; with the uniform shift and the two-pixel entries (issue 16, session 8) 48x48x8 ->
+16 467,760 -> 375,040, 24x24x16 -> 32 322,080 -> 292,240, 24x24x32 -> 32 536,480 -> 504,360,
+12x12x32 -> 64 262,040 -> 247,120. Beyond 32 channels the generic schedule stays: with 64 (sixteen-step
+straight blocks twice as long) MobileNet's 64-deep layers gain ~10% but its network code grows by
+~3.8 KB, past the 32 KiB of issue 16.
 """
 from __future__ import annotations
 
@@ -76,6 +83,18 @@ def block_records(wpairs: np.ndarray, bias: np.ndarray, rq_data: np.ndarray | No
 
 
 Fill = Callable[[K.Buffer, K.Expr, K.Expr, K.Expr, int], list[K.Stmt]]
+HALF = PIX // 2  # column entries per pair: two pixels' pairs in one int64 (one STRD / LDRD)
+
+
+def col_index(j: int | K.Expr, s: int | K.Expr) -> K.Expr:
+    """The column entry of pair j of pixels s and s + 1 (s even)."""
+    return simplify_expr(K.as_expr(j) * HALF + K.as_expr(s) / 2)
+
+
+def col_entry(lo: K.Expr, hi: K.Expr | None) -> K.Expr:
+    """Two pixels' pairs (the even pixel's in the low word) as one int64 column entry."""
+    low = lo.cast("i64") & K.Const(0xFFFFFFFF, "i64")
+    return low if hi is None else low | (hi.cast("i64") << K.Const(32, "i64"))
 
 
 def quad_product(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, rq: Requant,  # noqa: ANN001
@@ -83,17 +102,22 @@ def quad_product(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, rq: Requa
     """The product over groups of PIX output pixels of a row (a last group of OW % PIX), blocks of
     BLOCK channels. pairs: the natural-order element indices of each column pair (-1: a filler
     whose weight is 0); fill(col, n, oy, ox0, nsl): the statements writing pair j of the group's
-    pixel s (output pixel (n, oy, ox0 + s)) to col[j * PIX + s]."""
+    pixels s and s + 1 (s even; output pixels (n, oy, ox0 + s) ..) to the int64 col[col_index(j, s)]
+    as col_entry(pair of s, pair of s + 1 or None past nsl)."""
     oc_n = w2d.shape[0]
     n = len(pairs)
-    rq.use_mm(np.abs(biasf.astype(np.int64)) + 128 * np.abs(w2d.astype(np.int64)).sum(axis=1))
-    dbl = rq.mode == "mm"  # weights and bias doubled: the accumulator holds 2 * acc for requant_mm
-    scale = 2 if dbl else 1
-    wpairs = _pack_pairs(w2d.astype(np.int64) * scale, pairs)
+    wq = w2d.astype(np.int64)
+    bound = np.abs(biasf.astype(np.int64)) + 128 * np.abs(wq).sum(axis=1)
+    # one shift for all channels (requant_mma: the shift an immediate of the SSAT) where the scaled
+    # weights stay int16, else SMMLAR with doubled weights (requant_mm)
+    uniform = rq.use_uniform(bound, wq.min(axis=1), wq.max(axis=1))
+    dbl = uniform is not None or rq.use_mm(bound)
+    scale = uniform.astype(np.int64) if uniform is not None else np.full(oc_n, 2 if dbl else 1, np.int64)
+    wpairs = _pack_pairs(wq * scale[:, None], pairs)
     # a record table of its own (the requantization table of Requant.channel stays unused)
     nv = len(rq.varying)
     tab = ctx.const(block_records(wpairs, biasf.astype(np.int64) * scale, rq.varying_values()), "i32", name)
-    col = K.Buffer(ctx.fresh("col"), "i32", n * PIX)
+    col = K.Buffer(ctx.fresh("col"), "i64", n * HALF)
     flat = flat_store(g)
 
     def block(nn: K.Expr, oy: K.Expr, ox0: K.Expr, nsl: int, oc0: K.Expr, rec: K.Expr, size: int,
@@ -115,11 +139,13 @@ def quad_product(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, rq: Requa
                 wv = ctx.var("wv")
                 st.append(K.Let(wv, K.Load(tab, at(size + j * size + c))))
                 ws.append(wv)
-            for s0 in range(0, nsl, 2):  # two adjacent column loads, then their products (one LDRD)
+            for s0 in range(0, nsl, 2):  # two pixels' pairs in one load (LDRD), then their products
+                xx = ctx.var("xx", "i64")
+                st.append(K.Let(xx, intrinsic("load64", K.Load(col, col_index(j, s0)))))  # one LDRD
                 xs = []
                 for s in range(s0, min(s0 + 2, nsl)):
                     x = ctx.var("xv")
-                    st.append(K.Let(x, K.Load(col, K.Const(j * PIX + s))))
+                    st.append(K.Let(x, (xx if s == s0 else xx >> K.Const(32, "i64")).cast("i32")))
                     xs.append((s, x))
                 st += [K.Assign(accs[s][c], intrinsic("smlad", x, ws[c], accs[s][c]))
                        for s, x in xs for c in range(size)]
@@ -188,25 +214,29 @@ def emit_short(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np
 
     def fill(col: K.Buffer, nn: K.Expr, oy: K.Expr, ox0: K.Expr, nsl: int) -> list[K.Stmt]:
         """A pixel's C input bytes: words (SXTB16 / SXTB16 ROR 8) and byte pairs, at constant
-        column indices (the C compiler keeps each in a register or a stack slot of its own)."""
+        column indices, two pixels per int64 entry."""
         xb = ctx.var("xb")
         st: list[K.Stmt] = [K.Let(xb, simplify_expr(g.flat(nn, oy * g.sh - g.pt, ox0 * g.sw - g.pl, K.Const(0))))]
-        for s in range(nsl):
+
+        def values(s: int, j: int) -> list[K.Expr]:
+            """Pixel s's pair j (and j + 1 when both come from one word)."""
+            a, b = pairs[j]
             base = simplify_expr(xb + s * (g.sw * g.C))
+            if b == a + 2 and a % 4 == 0:  # a word: pairs j (SXTB16) and j + 1 (SXTB16 ROR 8)
+                w = ctx.var("xw")
+                st.append(K.Let(w, K.LoadWord(buf, simplify_expr(base + a))))
+                return [intrinsic("sxtb16", w), intrinsic("sxtb16_ror8", w)]
+            lo = K.Load(buf, simplify_expr(base + a)).cast("i32")
+            hi = K.Load(buf, simplify_expr(base + b)).cast("i32") if b >= 0 else K.Const(g.zp_in)
+            return [intrinsic("pack16", lo, hi)]
+
+        for s in range(0, nsl, 2):  # two pixels' pairs interleaved: each entry stored as soon as made
             j = 0
             while j < len(pairs):
-                a, b = pairs[j]
-                if b == a + 2 and a % 4 == 0:  # a word: pairs j (SXTB16) and j + 1 (SXTB16 ROR 8)
-                    w = ctx.var("xw")
-                    st += [K.Let(w, K.LoadWord(buf, simplify_expr(base + a))),
-                           K.Store(col, K.Const(j * PIX + s), intrinsic("sxtb16", w)),
-                           K.Store(col, K.Const((j + 1) * PIX + s), intrinsic("sxtb16_ror8", w))]
-                    j += 2
-                    continue
-                lo = K.Load(buf, simplify_expr(base + a)).cast("i32")
-                hi = K.Load(buf, simplify_expr(base + b)).cast("i32") if b >= 0 else K.Const(g.zp_in)
-                st.append(K.Store(col, K.Const(j * PIX + s), intrinsic("pack16", lo, hi)))
-                j += 1
+                lo = values(s, j)
+                hi = values(s + 1, j) if s + 1 < nsl else [None] * len(lo)
+                st += [K.Store(col, col_index(j + i, s), col_entry(v, h)) for i, (v, h) in enumerate(zip(lo, hi))]
+                j += len(lo)
         return st
 
     return quad_product(ctx, g, w2d, biasf, rq, pairs, fill, "wshort"), left
