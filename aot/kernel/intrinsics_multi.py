@@ -7,6 +7,7 @@ in order, to declared scalars. Argument kinds as for every intrinsic: "&i32" is 
 kernel IR passes a Load; the backends pass its address, the interpreter (array, index)); "#i32" an
 immediate: a compile-time constant (a K.Const), here a word offset added to the reference before
 which it stands (a backend folds it into the load's immediate offset).
+Here: the lohi GEMM step (smlad_lohi_*) and the 3x3 window of a depthwise block (dw3x3_s*_*).
 C: runtime_c/include/aot_intrinsics.h (a macro: inline asm under __ARM_FEATURE_DSP && __OPTIMIZE__
 && __GNUC__, the same arithmetic in portable C elsewhere); LLVM: aot/llvm/multi.py.
 """
@@ -73,8 +74,61 @@ def smlad_lohi_1x4(a0: int, a1: int, a2: int, a3: int, c: Ref, co: int, w: Ref, 
     return (_smlad(x0, _sxtb16(w0), a0), _smlad(x0, w0, a1), _smlad(x0, _sxtb16(w1), a2), _smlad(x0, w1, a3))
 
 
+def _smlaxy(a: int, b: int, acc: int, ta: int, tb: int) -> int:
+    return _s32(acc + _s16(a >> (16 * ta)) * _s16(b >> (16 * tb)))
+
+
+# one 3-tap kernel row of a depthwise block (aot.lower.schedule.depthwise_pairs): per output the
+# (input word, weight word, op) of its two multiply-accumulates; input words hold two 16-bit
+# pixels, output i starts at pixel slot stride * i. Stride 1 weights: E = (w0, w1), O = (w1, w2);
+# an even output SMLAD x[j].E, SMLABT x[j + 1].O (w2), an odd one SMLATB x[j].E (w0), SMLAD x[j + 1].O.
+# Stride 2 weights: E = (w0, w1), L = (w2, 0); SMLAD x[i].E, SMLABB x[i + 1].L.
+DW3_OPS = {"smlad": (None, None), "smlabt": (0, 1), "smlatb": (1, 0), "smlabb": (0, 0)}
+DW3_SHAPES = ((1, 3), (1, 4), (1, 6), (2, 3), (2, 4), (2, 6))  # (stride, outputs) with a C macro
+
+
+def dw3_ops(stride: int, n: int) -> list[tuple[int, int, int, str]]:
+    """(output, input word, weight word, op) of a 3-tap row of n outputs at `stride`, in input word order."""
+    ops = []
+    for i in range(n):
+        j, odd = divmod(stride * i, 2)
+        if stride % 2 == 0:
+            ops += [(i, j, 0, "smlad"), (i, j + 1, 1, "smlabb")]
+        elif odd:
+            ops += [(i, j, 0, "smlatb"), (i, j + 1, 1, "smlad")]
+        else:
+            ops += [(i, j, 0, "smlad"), (i, j + 1, 1, "smlabt")]
+    return sorted(ops, key=lambda o: (o[1], o[0]))
+
+
+def dw3_words(stride: int, n: int) -> int:
+    """Input words a 3-tap row of n outputs at `stride` reads."""
+    return max(j for _, j, _, _ in dw3_ops(stride, n)) + 1
+
+
+def _dw3x3(stride: int, n: int) -> Callable[..., tuple[int, ...]]:
+    def window(*refs: object) -> tuple[int, ...]:
+        w, wo = refs[6:]
+        accs = [_word(w, 0, 0)] * n  # type: ignore[arg-type]
+        for ky in range(3):
+            x, xo = refs[2 * ky:2 * ky + 2]
+            ws = [_word(w, wo, 2 * ky + k) for k in range(2)]  # type: ignore[arg-type]
+            for i, j, k, op in dw3_ops(stride, n):
+                xj = _word(x, xo, j)  # type: ignore[arg-type]
+                ta, tb = DW3_OPS[op]
+                accs[i] = _smlad(xj, ws[k], accs[i]) if ta is None else _smlaxy(xj, ws[k], accs[i], ta, tb)
+        return tuple(accs)
+    window.__doc__ = (f"A 3x3 window of a depthwise block of {n} outputs at stride {stride} "
+                      "(aot.lower.schedule.depthwise_pairs): every accumulator starts from w[0] (the bias); "
+                      "kernel row ky reads the input words x_ky[xo_ky + j] (two 16-bit pixels each) and the "
+                      "weight words w[wo + 2 ky], w[wo + 2 ky + 1] (see dw3_ops). Cortex-M DSP, per row: "
+                      "LDRD/LDR of the input words two at a time, LDRD of the weights, "
+                      f"{2 * n} multiply-accumulates (and one LDR of the bias).")
+    return window
+
+
 # (name, argument dtypes, number of i32 results, semantics)
 MULTI_INTRINSICS: tuple[tuple[str, tuple[str, ...], int, Callable[..., tuple[int, ...]]], ...] = (
     ("smlad_lohi_2x4", ("i32",) * 8 + ("&i32", "#i32", "&i32", "#i32"), 8, smlad_lohi_2x4),
     ("smlad_lohi_1x4", ("i32",) * 4 + ("&i32", "#i32", "&i32", "#i32"), 4, smlad_lohi_1x4),
-)
+) + tuple((f"dw3x3_s{s}_{n}", ("&i32", "#i32") * 4, n, _dw3x3(s, n)) for s, n in DW3_SHAPES)

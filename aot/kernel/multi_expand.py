@@ -14,6 +14,7 @@ from typing import Callable
 
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call
+from aot.kernel.intrinsics_multi import DW3_SHAPES, dw3_ops, dw3_words
 from aot.kernel.simplify import simplify_expr
 
 
@@ -75,7 +76,36 @@ def _in_place(s: K.MultiAssign) -> bool:
             and not any(ids & _vars(a) for a in s.value.args[n:]))
 
 
-EXPANSIONS = {"smlad_lohi_2x4": _lohi, "smlad_lohi_1x4": _lohi}
+def _dw3x3(s: K.MultiAssign, var: Callable[[str], K.ScalarVar], res: list[K.Expr]) -> list[K.Stmt]:
+    """dw3x3_s{stride}_{n}: per kernel row its two weight words, then its input words two at a time,
+    each followed by its multiply-accumulates (the order of aot.lower.schedule.depthwise_pairs'
+    single products); every accumulator starts from the weight reference's own word (the bias)."""
+    stride, n = (int(v) for v in s.value.name.split("_s")[1].split("_"))
+    refs = s.value.args
+    w, wo = refs[6:]
+    b = var("mb")
+    res[:] = [b] * n
+    out: list[K.Stmt] = [K.Let(b, _at(w, K.Const(0), 0))]
+    ops, nw = dw3_ops(stride, n), dw3_words(stride, n)
+    for ky in range(3):
+        x, xo = refs[2 * ky:2 * ky + 2]
+        ws = [var("mw"), var("mw")]
+        out += [K.Let(v, _at(w, wo, 2 * ky + k)) for k, v in enumerate(ws)]
+        xs: dict[int, K.ScalarVar] = {}
+        for j in range(nw):
+            if j % 2 == 0:
+                for d in range(min(2, nw - j)):
+                    xs[j + d] = var("mx")
+                    out.append(K.Let(xs[j + d], _at(x, xo, j + d)))
+            for i, jj, k, op in ops:
+                if jj == j:
+                    v = var("mr")
+                    out.append(K.Let(v, call(op, xs[j], ws[k], res[i])))
+                    res[i] = v
+    return out
+
+
+EXPANSIONS = {"smlad_lohi_2x4": _lohi, "smlad_lohi_1x4": _lohi} | {f"dw3x3_s{st}_{n}": _dw3x3 for st, n in DW3_SHAPES}
 
 
 def expand_multi(s: K.MultiAssign, var: Callable[[str], K.ScalarVar]) -> K.Stmt:

@@ -343,6 +343,288 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
                   [c] "r"(cp), [w] "r"(wp), [co] "i"(4 * (cw)), [wo] "i"(4 * (ww)) \
                 : "memory"); \
     } while (0)
+/* a 3x3 window of a depthwise block of n outputs (aot.kernel.intrinsics_multi.dw3_ops), accumulators from
+   the word at wp (the bias): per kernel row the input words two at a time (LDRD; a last odd one LDR), its two weight
+   words (LDRD), 2 n multiply-accumulates */
+#define aot_dw3x3_s1_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    do { \
+        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
+        __asm__("ldr %[a2], [%[w]]\n\t" \
+                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+0]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+0]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a2]\n\t" \
+                "smlatb %[a1], %[x0], %[w0], %[a2]\n\t" \
+                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
+                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
+                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
+                "ldr %[x0], [%[p0], #4*%c[ro0]+8]\n\t" \
+                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
+                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+0]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+8]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+                "smlatb %[a1], %[x0], %[w0], %[a1]\n\t" \
+                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
+                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
+                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
+                "ldr %[x0], [%[p1], #4*%c[ro1]+8]\n\t" \
+                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
+                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+0]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+16]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+                "smlatb %[a1], %[x0], %[w0], %[a1]\n\t" \
+                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
+                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
+                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
+                "ldr %[x0], [%[p2], #4*%c[ro2]+8]\n\t" \
+                "smlabt %[a2], %[x0], %[w1], %[a2]" \
+                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), \
+                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
+                : [p0] "r"(x0p), [p1] "r"(x1p), [p2] "r"(x2p), [w] "r"(wp), \
+                  [ro0] "i"(x0w), [ro1] "i"(x1w), [ro2] "i"(x2w), [wo] "i"(ww) \
+                : "memory"); \
+    } while (0)
+#define aot_dw3x3_s1_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    do { \
+        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
+        __asm__("ldr %[a3], [%[w]]\n\t" \
+                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+0]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+0]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a3]\n\t" \
+                "smlatb %[a1], %[x0], %[w0], %[a3]\n\t" \
+                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
+                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
+                "smlad %[a2], %[x1], %[w0], %[a3]\n\t" \
+                "smlatb %[a3], %[x1], %[w0], %[a3]\n\t" \
+                "ldr %[x0], [%[p0], #4*%c[ro0]+8]\n\t" \
+                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
+                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
+                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+0]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+8]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+                "smlatb %[a1], %[x0], %[w0], %[a1]\n\t" \
+                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
+                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
+                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
+                "smlatb %[a3], %[x1], %[w0], %[a3]\n\t" \
+                "ldr %[x0], [%[p1], #4*%c[ro1]+8]\n\t" \
+                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
+                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
+                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+0]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+16]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+                "smlatb %[a1], %[x0], %[w0], %[a1]\n\t" \
+                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
+                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
+                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
+                "smlatb %[a3], %[x1], %[w0], %[a3]\n\t" \
+                "ldr %[x0], [%[p2], #4*%c[ro2]+8]\n\t" \
+                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
+                "smlad %[a3], %[x0], %[w1], %[a3]" \
+                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), [a3] "=&r"(o3), \
+                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
+                : [p0] "r"(x0p), [p1] "r"(x1p), [p2] "r"(x2p), [w] "r"(wp), \
+                  [ro0] "i"(x0w), [ro1] "i"(x1w), [ro2] "i"(x2w), [wo] "i"(ww) \
+                : "memory"); \
+    } while (0)
+#define aot_dw3x3_s1_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    do { \
+        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
+        __asm__("ldr %[a5], [%[w]]\n\t" \
+                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+0]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+0]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a5]\n\t" \
+                "smlatb %[a1], %[x0], %[w0], %[a5]\n\t" \
+                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
+                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
+                "smlad %[a2], %[x1], %[w0], %[a5]\n\t" \
+                "smlatb %[a3], %[x1], %[w0], %[a5]\n\t" \
+                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+8]\n\t" \
+                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
+                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
+                "smlad %[a4], %[x0], %[w0], %[a5]\n\t" \
+                "smlatb %[a5], %[x0], %[w0], %[a5]\n\t" \
+                "smlabt %[a4], %[x1], %[w1], %[a4]\n\t" \
+                "smlad %[a5], %[x1], %[w1], %[a5]\n\t" \
+                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+0]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+8]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+                "smlatb %[a1], %[x0], %[w0], %[a1]\n\t" \
+                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
+                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
+                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
+                "smlatb %[a3], %[x1], %[w0], %[a3]\n\t" \
+                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+8]\n\t" \
+                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
+                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
+                "smlad %[a4], %[x0], %[w0], %[a4]\n\t" \
+                "smlatb %[a5], %[x0], %[w0], %[a5]\n\t" \
+                "smlabt %[a4], %[x1], %[w1], %[a4]\n\t" \
+                "smlad %[a5], %[x1], %[w1], %[a5]\n\t" \
+                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+0]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+16]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+                "smlatb %[a1], %[x0], %[w0], %[a1]\n\t" \
+                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
+                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
+                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
+                "smlatb %[a3], %[x1], %[w0], %[a3]\n\t" \
+                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+8]\n\t" \
+                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
+                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
+                "smlad %[a4], %[x0], %[w0], %[a4]\n\t" \
+                "smlatb %[a5], %[x0], %[w0], %[a5]\n\t" \
+                "smlabt %[a4], %[x1], %[w1], %[a4]\n\t" \
+                "smlad %[a5], %[x1], %[w1], %[a5]" \
+                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), [a3] "=&r"(o3), [a4] "=&r"(o4), [a5] "=&r"(o5), \
+                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
+                : [p0] "r"(x0p), [p1] "r"(x1p), [p2] "r"(x2p), [w] "r"(wp), \
+                  [ro0] "i"(x0w), [ro1] "i"(x1w), [ro2] "i"(x2w), [wo] "i"(ww) \
+                : "memory"); \
+    } while (0)
+#define aot_dw3x3_s2_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    do { \
+        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
+        __asm__("ldr %[a2], [%[w]]\n\t" \
+                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+0]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+0]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a2]\n\t" \
+                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
+                "smlad %[a1], %[x1], %[w0], %[a2]\n\t" \
+                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+8]\n\t" \
+                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
+                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
+                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
+                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+0]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+8]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
+                "smlad %[a1], %[x1], %[w0], %[a1]\n\t" \
+                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+8]\n\t" \
+                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
+                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
+                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
+                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+0]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+16]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
+                "smlad %[a1], %[x1], %[w0], %[a1]\n\t" \
+                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+8]\n\t" \
+                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
+                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
+                "smlabb %[a2], %[x1], %[w1], %[a2]" \
+                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), \
+                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
+                : [p0] "r"(x0p), [p1] "r"(x1p), [p2] "r"(x2p), [w] "r"(wp), \
+                  [ro0] "i"(x0w), [ro1] "i"(x1w), [ro2] "i"(x2w), [wo] "i"(ww) \
+                : "memory"); \
+    } while (0)
+#define aot_dw3x3_s2_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    do { \
+        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
+        __asm__("ldr %[a3], [%[w]]\n\t" \
+                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+0]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+0]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a3]\n\t" \
+                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
+                "smlad %[a1], %[x1], %[w0], %[a3]\n\t" \
+                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+8]\n\t" \
+                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
+                "smlad %[a2], %[x0], %[w0], %[a3]\n\t" \
+                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
+                "smlad %[a3], %[x1], %[w0], %[a3]\n\t" \
+                "ldr %[x0], [%[p0], #4*%c[ro0]+16]\n\t" \
+                "smlabb %[a3], %[x0], %[w1], %[a3]\n\t" \
+                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+0]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+8]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
+                "smlad %[a1], %[x1], %[w0], %[a1]\n\t" \
+                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+8]\n\t" \
+                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
+                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
+                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
+                "smlad %[a3], %[x1], %[w0], %[a3]\n\t" \
+                "ldr %[x0], [%[p1], #4*%c[ro1]+16]\n\t" \
+                "smlabb %[a3], %[x0], %[w1], %[a3]\n\t" \
+                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+0]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+16]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
+                "smlad %[a1], %[x1], %[w0], %[a1]\n\t" \
+                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+8]\n\t" \
+                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
+                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
+                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
+                "smlad %[a3], %[x1], %[w0], %[a3]\n\t" \
+                "ldr %[x0], [%[p2], #4*%c[ro2]+16]\n\t" \
+                "smlabb %[a3], %[x0], %[w1], %[a3]" \
+                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), [a3] "=&r"(o3), \
+                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
+                : [p0] "r"(x0p), [p1] "r"(x1p), [p2] "r"(x2p), [w] "r"(wp), \
+                  [ro0] "i"(x0w), [ro1] "i"(x1w), [ro2] "i"(x2w), [wo] "i"(ww) \
+                : "memory"); \
+    } while (0)
+#define aot_dw3x3_s2_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    do { \
+        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
+        __asm__("ldr %[a5], [%[w]]\n\t" \
+                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+0]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+0]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a5]\n\t" \
+                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
+                "smlad %[a1], %[x1], %[w0], %[a5]\n\t" \
+                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+8]\n\t" \
+                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
+                "smlad %[a2], %[x0], %[w0], %[a5]\n\t" \
+                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
+                "smlad %[a3], %[x1], %[w0], %[a5]\n\t" \
+                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+16]\n\t" \
+                "smlabb %[a3], %[x0], %[w1], %[a3]\n\t" \
+                "smlad %[a4], %[x0], %[w0], %[a5]\n\t" \
+                "smlabb %[a4], %[x1], %[w1], %[a4]\n\t" \
+                "smlad %[a5], %[x1], %[w0], %[a5]\n\t" \
+                "ldr %[x0], [%[p0], #4*%c[ro0]+24]\n\t" \
+                "smlabb %[a5], %[x0], %[w1], %[a5]\n\t" \
+                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+0]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+8]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
+                "smlad %[a1], %[x1], %[w0], %[a1]\n\t" \
+                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+8]\n\t" \
+                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
+                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
+                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
+                "smlad %[a3], %[x1], %[w0], %[a3]\n\t" \
+                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+16]\n\t" \
+                "smlabb %[a3], %[x0], %[w1], %[a3]\n\t" \
+                "smlad %[a4], %[x0], %[w0], %[a4]\n\t" \
+                "smlabb %[a4], %[x1], %[w1], %[a4]\n\t" \
+                "smlad %[a5], %[x1], %[w0], %[a5]\n\t" \
+                "ldr %[x0], [%[p1], #4*%c[ro1]+24]\n\t" \
+                "smlabb %[a5], %[x0], %[w1], %[a5]\n\t" \
+                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+0]\n\t" \
+                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+16]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
+                "smlad %[a1], %[x1], %[w0], %[a1]\n\t" \
+                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+8]\n\t" \
+                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
+                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
+                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
+                "smlad %[a3], %[x1], %[w0], %[a3]\n\t" \
+                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+16]\n\t" \
+                "smlabb %[a3], %[x0], %[w1], %[a3]\n\t" \
+                "smlad %[a4], %[x0], %[w0], %[a4]\n\t" \
+                "smlabb %[a4], %[x1], %[w1], %[a4]\n\t" \
+                "smlad %[a5], %[x1], %[w0], %[a5]\n\t" \
+                "ldr %[x0], [%[p2], #4*%c[ro2]+24]\n\t" \
+                "smlabb %[a5], %[x0], %[w1], %[a5]" \
+                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), [a3] "=&r"(o3), [a4] "=&r"(o4), [a5] "=&r"(o5), \
+                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
+                : [p0] "r"(x0p), [p1] "r"(x1p), [p2] "r"(x2p), [w] "r"(wp), \
+                  [ro0] "i"(x0w), [ro1] "i"(x1w), [ro2] "i"(x2w), [wo] "i"(ww) \
+                : "memory"); \
+    } while (0)
 #else
 #define aot_smlad_lohi_1x4(o0, o1, o2, o3, i0, i1, i2, i3, cp, cw, wp, ww) \
     do { \
@@ -364,6 +646,106 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
         int32_t aot_r6_ = aot_smlad(aot_x1_, aot_l1_, (i6)), aot_r7_ = aot_smlad(aot_x1_, aot_w1_, (i7)); \
         (o0) = aot_r0_; (o1) = aot_r1_; (o2) = aot_r2_; (o3) = aot_r3_; \
         (o4) = aot_r4_; (o5) = aot_r5_; (o6) = aot_r6_; (o7) = aot_r7_; \
+    } while (0)
+#define aot_dw3x3_s1_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    do { \
+        const int32_t *aot_x_[3] = {(x0p) + (x0w), (x1p) + (x1w), (x2p) + (x2w)}, *aot_w_ = (wp) + (ww); \
+        int32_t aot_a0_ = (wp)[0], aot_a1_ = (wp)[0], aot_a2_ = (wp)[0]; \
+        for (int aot_k_ = 0; aot_k_ < 3; ++aot_k_) { \
+            aot_a0_ = aot_smlad(aot_x_[aot_k_][0], aot_w_[2 * aot_k_ + 0], aot_a0_); \
+            aot_a1_ = aot_smlatb(aot_x_[aot_k_][0], aot_w_[2 * aot_k_ + 0], aot_a1_); \
+            aot_a0_ = aot_smlabt(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 1], aot_a0_); \
+            aot_a1_ = aot_smlad(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 1], aot_a1_); \
+            aot_a2_ = aot_smlad(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 0], aot_a2_); \
+            aot_a2_ = aot_smlabt(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 1], aot_a2_); \
+        } \
+        (o0) = aot_a0_; (o1) = aot_a1_; (o2) = aot_a2_; \
+    } while (0)
+#define aot_dw3x3_s1_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    do { \
+        const int32_t *aot_x_[3] = {(x0p) + (x0w), (x1p) + (x1w), (x2p) + (x2w)}, *aot_w_ = (wp) + (ww); \
+        int32_t aot_a0_ = (wp)[0], aot_a1_ = (wp)[0], aot_a2_ = (wp)[0], aot_a3_ = (wp)[0]; \
+        for (int aot_k_ = 0; aot_k_ < 3; ++aot_k_) { \
+            aot_a0_ = aot_smlad(aot_x_[aot_k_][0], aot_w_[2 * aot_k_ + 0], aot_a0_); \
+            aot_a1_ = aot_smlatb(aot_x_[aot_k_][0], aot_w_[2 * aot_k_ + 0], aot_a1_); \
+            aot_a0_ = aot_smlabt(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 1], aot_a0_); \
+            aot_a1_ = aot_smlad(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 1], aot_a1_); \
+            aot_a2_ = aot_smlad(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 0], aot_a2_); \
+            aot_a3_ = aot_smlatb(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 0], aot_a3_); \
+            aot_a2_ = aot_smlabt(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 1], aot_a2_); \
+            aot_a3_ = aot_smlad(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 1], aot_a3_); \
+        } \
+        (o0) = aot_a0_; (o1) = aot_a1_; (o2) = aot_a2_; (o3) = aot_a3_; \
+    } while (0)
+#define aot_dw3x3_s1_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    do { \
+        const int32_t *aot_x_[3] = {(x0p) + (x0w), (x1p) + (x1w), (x2p) + (x2w)}, *aot_w_ = (wp) + (ww); \
+        int32_t aot_a0_ = (wp)[0], aot_a1_ = (wp)[0], aot_a2_ = (wp)[0], aot_a3_ = (wp)[0], aot_a4_ = (wp)[0], aot_a5_ = (wp)[0]; \
+        for (int aot_k_ = 0; aot_k_ < 3; ++aot_k_) { \
+            aot_a0_ = aot_smlad(aot_x_[aot_k_][0], aot_w_[2 * aot_k_ + 0], aot_a0_); \
+            aot_a1_ = aot_smlatb(aot_x_[aot_k_][0], aot_w_[2 * aot_k_ + 0], aot_a1_); \
+            aot_a0_ = aot_smlabt(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 1], aot_a0_); \
+            aot_a1_ = aot_smlad(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 1], aot_a1_); \
+            aot_a2_ = aot_smlad(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 0], aot_a2_); \
+            aot_a3_ = aot_smlatb(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 0], aot_a3_); \
+            aot_a2_ = aot_smlabt(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 1], aot_a2_); \
+            aot_a3_ = aot_smlad(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 1], aot_a3_); \
+            aot_a4_ = aot_smlad(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 0], aot_a4_); \
+            aot_a5_ = aot_smlatb(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 0], aot_a5_); \
+            aot_a4_ = aot_smlabt(aot_x_[aot_k_][3], aot_w_[2 * aot_k_ + 1], aot_a4_); \
+            aot_a5_ = aot_smlad(aot_x_[aot_k_][3], aot_w_[2 * aot_k_ + 1], aot_a5_); \
+        } \
+        (o0) = aot_a0_; (o1) = aot_a1_; (o2) = aot_a2_; (o3) = aot_a3_; (o4) = aot_a4_; (o5) = aot_a5_; \
+    } while (0)
+#define aot_dw3x3_s2_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    do { \
+        const int32_t *aot_x_[3] = {(x0p) + (x0w), (x1p) + (x1w), (x2p) + (x2w)}, *aot_w_ = (wp) + (ww); \
+        int32_t aot_a0_ = (wp)[0], aot_a1_ = (wp)[0], aot_a2_ = (wp)[0]; \
+        for (int aot_k_ = 0; aot_k_ < 3; ++aot_k_) { \
+            aot_a0_ = aot_smlad(aot_x_[aot_k_][0], aot_w_[2 * aot_k_ + 0], aot_a0_); \
+            aot_a0_ = aot_smlabb(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 1], aot_a0_); \
+            aot_a1_ = aot_smlad(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 0], aot_a1_); \
+            aot_a1_ = aot_smlabb(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 1], aot_a1_); \
+            aot_a2_ = aot_smlad(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 0], aot_a2_); \
+            aot_a2_ = aot_smlabb(aot_x_[aot_k_][3], aot_w_[2 * aot_k_ + 1], aot_a2_); \
+        } \
+        (o0) = aot_a0_; (o1) = aot_a1_; (o2) = aot_a2_; \
+    } while (0)
+#define aot_dw3x3_s2_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    do { \
+        const int32_t *aot_x_[3] = {(x0p) + (x0w), (x1p) + (x1w), (x2p) + (x2w)}, *aot_w_ = (wp) + (ww); \
+        int32_t aot_a0_ = (wp)[0], aot_a1_ = (wp)[0], aot_a2_ = (wp)[0], aot_a3_ = (wp)[0]; \
+        for (int aot_k_ = 0; aot_k_ < 3; ++aot_k_) { \
+            aot_a0_ = aot_smlad(aot_x_[aot_k_][0], aot_w_[2 * aot_k_ + 0], aot_a0_); \
+            aot_a0_ = aot_smlabb(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 1], aot_a0_); \
+            aot_a1_ = aot_smlad(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 0], aot_a1_); \
+            aot_a1_ = aot_smlabb(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 1], aot_a1_); \
+            aot_a2_ = aot_smlad(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 0], aot_a2_); \
+            aot_a2_ = aot_smlabb(aot_x_[aot_k_][3], aot_w_[2 * aot_k_ + 1], aot_a2_); \
+            aot_a3_ = aot_smlad(aot_x_[aot_k_][3], aot_w_[2 * aot_k_ + 0], aot_a3_); \
+            aot_a3_ = aot_smlabb(aot_x_[aot_k_][4], aot_w_[2 * aot_k_ + 1], aot_a3_); \
+        } \
+        (o0) = aot_a0_; (o1) = aot_a1_; (o2) = aot_a2_; (o3) = aot_a3_; \
+    } while (0)
+#define aot_dw3x3_s2_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    do { \
+        const int32_t *aot_x_[3] = {(x0p) + (x0w), (x1p) + (x1w), (x2p) + (x2w)}, *aot_w_ = (wp) + (ww); \
+        int32_t aot_a0_ = (wp)[0], aot_a1_ = (wp)[0], aot_a2_ = (wp)[0], aot_a3_ = (wp)[0], aot_a4_ = (wp)[0], aot_a5_ = (wp)[0]; \
+        for (int aot_k_ = 0; aot_k_ < 3; ++aot_k_) { \
+            aot_a0_ = aot_smlad(aot_x_[aot_k_][0], aot_w_[2 * aot_k_ + 0], aot_a0_); \
+            aot_a0_ = aot_smlabb(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 1], aot_a0_); \
+            aot_a1_ = aot_smlad(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 0], aot_a1_); \
+            aot_a1_ = aot_smlabb(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 1], aot_a1_); \
+            aot_a2_ = aot_smlad(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 0], aot_a2_); \
+            aot_a2_ = aot_smlabb(aot_x_[aot_k_][3], aot_w_[2 * aot_k_ + 1], aot_a2_); \
+            aot_a3_ = aot_smlad(aot_x_[aot_k_][3], aot_w_[2 * aot_k_ + 0], aot_a3_); \
+            aot_a3_ = aot_smlabb(aot_x_[aot_k_][4], aot_w_[2 * aot_k_ + 1], aot_a3_); \
+            aot_a4_ = aot_smlad(aot_x_[aot_k_][4], aot_w_[2 * aot_k_ + 0], aot_a4_); \
+            aot_a4_ = aot_smlabb(aot_x_[aot_k_][5], aot_w_[2 * aot_k_ + 1], aot_a4_); \
+            aot_a5_ = aot_smlad(aot_x_[aot_k_][5], aot_w_[2 * aot_k_ + 0], aot_a5_); \
+            aot_a5_ = aot_smlabb(aot_x_[aot_k_][6], aot_w_[2 * aot_k_ + 1], aot_a5_); \
+        } \
+        (o0) = aot_a0_; (o1) = aot_a1_; (o2) = aot_a2_; (o3) = aot_a3_; (o4) = aot_a4_; (o5) = aot_a5_; \
     } while (0)
 #endif
 

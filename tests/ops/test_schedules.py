@@ -187,7 +187,9 @@ def test_schedules_choose_by_target() -> None:
     for name, tgt in [("nodsp", ScheduleTarget()), ("dsp", M4), ("ref", ScheduleTarget(opt="reference"))]:
         used[name] = _intrinsics_used(compile_model(model, target_options(tgt)).module)
     # SMMLAR (ReLU: no sign correction); the depthwise with one shift for all channels (SMMLA)
-    assert {"smlad", "sxtb16", "smlabt", "smlatb", "pair_lo", "sxtab16", "requant_mm_nn", "requant_mma"} <= used["dsp"]
+    # (3x3 depthwise windows: one step of SMLAD / SMLATB / SMLABT, aot.kernel.intrinsics_multi dw3x3_*)
+    assert {"smlad", "sxtb16", "pair_lo", "sxtab16", "requant_mm_nn", "requant_mma"} <= used["dsp"]
+    assert {"smlabt", "smlatb"} <= used["dsp"] or any(n.startswith("dw3x3_s1_") for n in used["dsp"])
     assert not {"smlad", "sxtb16", "smlabb"} & used["nodsp"] and "requant_q31" in used["nodsp"]
     assert used["ref"] <= {"requantize"}
 
@@ -384,7 +386,8 @@ def test_depthwise_line_buffer_on_dsp_cores() -> None:
         assert kinds == ([(True, False)] * 4 + [(False, True)] if ring else [(False, False)] * 5)
         if ring:
             assert all("aot_requant_m" in t for t in texts) and funcs[0].inplace
-            assert all("aot_smlad(" in t and "aot_pair_hi(" in t for t, (p, _) in zip(texts, kinds) if p)
+            assert all(("aot_smlad(" in t or "aot_dw3x3_" in t) and "aot_pair_hi(" in t
+                       for t, (p, _) in zip(texts, kinds) if p)
 
 
 def test_depthwise_pairs_in_channel_groups_keep_the_line_buffer_small(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -110,6 +110,12 @@ def test_stride_two_reads_even_slots_only() -> None:
     assert _taps(4, 2)[0] == [(0, 1), (2, 3)] and _taps(3, 1)[0] == [(0, 1), (1, 2)] and _taps(3, 3)[2]
     model = conv_chain(8, (1, 10, 12, 8), [dict(kind="dw", k=(3, 3), s=(2, 2))])
     text = _dw_texts(compile_model(model, target_options(M4, flash_budget=0)))[0]
+    # (3x3 windows: one step, aot.kernel.intrinsics_multi dw3x3_s2_6, of the same products)
+    from aot.kernel.intrinsics_multi import dw3_ops
+    assert "aot_dw3x3_s2_6(" in text and {op for *_, op in dw3_ops(2, 6)} == {"smlad", "smlabb"}
+    assert "aot_smlatb(" not in text and "aot_smlabt(" not in text
+    model = conv_chain(8, (1, 10, 12, 8), [dict(kind="dw", k=(3, 5), s=(2, 2))])  # not a 3x3 window
+    text = _dw_texts(compile_model(model, target_options(M4, flash_budget=0)))[0]
     assert "aot_smlad(" in text and "aot_smlabb(" in text and "aot_smlatb(" not in text and "aot_smlabt(" not in text
 
 

@@ -14,7 +14,8 @@ slot sw ox: an even stride always on a word, so its taps are SMLAD over the E pa
 odd width, SMLABB with L = (w[kw - 1], 0) (no O words); an odd stride alternates parities.
 
 Per channel and output row, the accumulators of a block of output pixels (the whole row when
-it is at most MAX_ROW wide, else blocks of BLOCK) start from the channel's bias and share its
+it is at most MAX_ROW wide, else blocks of BLOCK, WINDOW_BLOCK for 3x3 kernels: their window is one
+inline-asm step on DSP cores, _window_step) start from the channel's bias and share its
 weight words and requantization constants: one record per channel (bias, the varying
 requantization constants, per kernel row E then O or L), loaded after the accumulation. With a
 ReLU-like clamp and per-channel shifts, each channel's weights and bias are scaled by its own
@@ -47,12 +48,14 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from aot.kernel import ir as K
-from aot.kernel.intrinsics import call as intrinsic, pack16
+from aot.kernel.intrinsics import call as intrinsic, multi, pack16
+from aot.kernel.intrinsics_multi import DW3_SHAPES, MAX_WORD_OFFSET, dw3_words
 from aot.kernel.simplify import simplify_expr
 from aot.lower.schedule.requant import ChannelConsts, Requant
 
 PAIRS_MAX_BYTES = 4096  # the line buffer's RAM
 BLOCK = 4  # output pixels per block when a row is wider than MAX_ROW (even: blocks start on a word)
+WINDOW_BLOCK = 6  # the same for 3x3 windows as one step (_window_step; with 4: MobileNet +53k instructions)
 MAX_ROW = 6  # rows up to this width are one block
 COPY_LOOP_MIN = 4  # a row of at least this many all-image words is copied by a loop over word pairs
 
@@ -92,6 +95,30 @@ def _block_words(n: int, stride: int, even: list[tuple[int, int, str]], odd: lis
     output i starts at slot stride * i, word (stride * i) // 2 with that parity."""
     return max((stride * i) // 2 + 1 + max(o for o, _, _ in (odd if (stride * i) % 2 else even))
                for i in range(n))
+
+
+def _window_step(accs: list[K.ScalarVar], ring: K.Buffer, rows: list[tuple[K.Expr, K.Expr]],
+                 tab: K.Buffer, rb: K.Expr, w0: int, sw: int) -> K.Stmt | None:
+    """The 3x3 window of a block as one statement (aot.kernel.intrinsics_multi dw3x3_s{sw}_{n}: an
+    inline-asm step on DSP cores, whose loads gcc can neither hoist out of the block loop nor spill):
+    the accumulators from the bias tab[rb] (loaded in the step: one register less across the
+    block loop), kernel row ky's input words at ring[base + off] for rows[ky] =
+    (base, off), two at a time, its weight words at tab[rb + w0 + 2 ky] (LDRD); None when there is
+    no such step for the block (the caller prints single products). A row offset that is not a
+    constant goes into its reference."""
+    n = len(accs)
+    if (sw, n) not in DW3_SHAPES:
+        return None
+    refs: list[K.Expr] = []
+    for base, off in rows:
+        if not isinstance(off, K.Const):
+            base, off = base + off, K.Const(0)
+        if int(off.value) + dw3_words(sw, n) - 1 > MAX_WORD_OFFSET:
+            return None
+        refs += [K.Load(ring, simplify_expr(base)), off]
+    if w0 + 5 > MAX_WORD_OFFSET:
+        return None
+    return multi(accs, f"dw3x3_s{sw}_{n}", *refs, K.Load(tab, rb), K.Const(w0))
 
 
 def pairs_geometry(x, out, attrs: Mapping[str, Any], kh: int, kw: int) -> tuple[int, int, int] | None:  # noqa: ANN001
@@ -259,12 +286,18 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
         """Outputs ox0 .. ox0 + n - 1 (sw * ox0 even, its first word word0) of channel c (full
         height: kernel row ky at slots[0] plus ky rows, one pointer with immediate offsets)."""
         accs = [ctx.var(f"acc{i}") for i in range(n)]
-        st: list[K.Stmt] = [K.Let(a, bias) for a in accs]
         base = None
         if layout is not None:
             base = ctx.var("rp")
+        rows = [(simplify_expr(c * cw + word0), slots[ky]) if base is None else (base, K.Const(ky * sw_words))
+                for ky in range(kh)]
+        window = _window_step(accs, ring, rows, tab, rb, w0, sw) if (kh, kw) == (3, 3) else None
+        st: list[K.Stmt] = [K.Let(a, bias if window is None else K.Const(0)) for a in accs]
+        if layout is not None:
             st.append(K.Let(base, simplify_expr(c * cw + slots[0] + word0)))
-        for ky in range(kh):
+        if window is not None:
+            st.append(window)
+        for ky in range(kh if window is None else 0):
             rp = ctx.var("rp")
             st.append(K.Let(rp, simplify_expr(c * cw + slots[ky] + word0) if base is None
                             else simplify_expr(base + ky * sw_words)))
@@ -285,6 +318,9 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
             st.append(out.store([K.Const(0), oy, ox0 + i, chan(c)], rq.value(consts, a, doubled=dbl)))
         return st
 
+    # 3x3 windows as one step each (_window_step) take blocks of WINDOW_BLOCK outputs
+    blk = WINDOW_BLOCK if (kh, kw) == (3, 3) and (sw, WINDOW_BLOCK) in DW3_SHAPES else BLOCK
+
     def out_row(oy: K.Expr, slots: list[K.Expr]) -> K.Stmt:
         """Output row oy, its kernel row ky read from the line-buffer row at word offset slots[ky]."""
         c, rb, bias = ctx.var("c"), ctx.var("rec"), ctx.var("bias")
@@ -303,11 +339,11 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
             cb += block(oy, c, rb, slots, K.Const(0), K.Const(0), ow, consts, bias)
         else:
             bx = ctx.var("bx")
-            full = ow // BLOCK
-            cb.append(K.For(bx, full, K.seq(*block(oy, c, rb, slots, bx * BLOCK, bx * (BLOCK * sw // 2), BLOCK,
+            full = ow // blk
+            cb.append(K.For(bx, full, K.seq(*block(oy, c, rb, slots, bx * blk, bx * (blk * sw // 2), blk,
                                                    consts, bias))))
-            if ow % BLOCK:
-                cb += block(oy, c, rb, slots, K.Const(full * BLOCK), K.Const(full * BLOCK * sw // 2), ow % BLOCK,
+            if ow % blk:
+                cb += block(oy, c, rb, slots, K.Const(full * blk), K.Const(full * blk * sw // 2), ow % blk,
                             consts, bias)
         return K.For(c, cin, K.seq(*cb))
 
