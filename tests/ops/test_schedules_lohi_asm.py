@@ -236,3 +236,78 @@ def test_bit_exact_in_qemu(backend: str) -> None:
     outs, extra = run_on_board(model, inputs, "mps2-an386", backend=backend, flash_budget=0)
     np.testing.assert_array_equal(outs["y"], aot.reference(model, inputs)["y"])
     assert extra["match_host"] is True
+
+
+# ----------------------------------------------------------------------------- pre-widened, one shift
+# The pre-widened (flash budget) form of the same products: with a ReLU-like clamp and per-channel
+# shifts, each channel's weights and bias are scaled by a power of two at compile time so that one
+# shift serves all channels (Requant.use_uniform: requant_mma, the shift an immediate of the SSAT);
+# MobileNet's 64 -> 64 layer at 12x12 in small, and 3x3 layers (the union column of stride 1 keeps
+# SMMLAR: with SMMLA gcc spilled in ResNet-8's 16 -> 16 loop).
+WIDENED = {
+    "pw64-relu6": ((1, 3, 5, 64), [dict(kind="conv", oc=64, k=(1, 1), act="relu6"),
+                                   dict(kind="conv", oc=7, k=(1, 1), act="none")]),
+    "3x3-relu-tails": ((2, 5, 6, 12), [dict(kind="conv", oc=14, k=(3, 3)),
+                                       dict(kind="conv", oc=9, k=(3, 3), s=(2, 2), act="relu6")]),
+}
+
+
+def _widened(chain: str, seed: int = 11):  # noqa: ANN202
+    x_shape, ops = WIDENED[chain]
+    model = conv_chain(seed, x_shape, ops)
+    return model, compile_model(model, CompileOptions(cpu="cortex-m4", policy="micro", flash_budget=None))
+
+
+def _kernels_c(cm) -> list[str]:  # noqa: ANN001
+    from codegen_c.printer import CPrinter
+    return [CPrinter().function(f) for f in cm.module.funcs if f.name != cm.module.entry]
+
+
+def test_widened_products_share_one_shift() -> None:
+    """The ReLU layers' pre-widened kernels requantize with requant_mma (no per-channel shift), the
+    one without a clamp keeps requant_mm; no lohi step (the weights are pairs)."""
+    model, cm = _widened("pw64-relu6")
+    assert any(c.buffer.name.endswith("wpairs") for c in cm.module.consts) and _multi_steps(cm) == 0
+    first, last = _kernels_c(cm)
+    assert "aot_requant_mma(" in first and "aot_requant_mm_nn(" not in first
+    assert "aot_requant_mma(" not in last
+    # 3x3 stride 1 (the union column of two neighbours) keeps SMMLAR; stride 2 takes the one shift
+    union, strided = _kernels_c(_widened("3x3-relu-tails")[1])
+    assert "aot_requant_mm_nn(" in union and "aot_requant_mma(" not in union
+    assert "aot_requant_mma(" in strided and "aot_requant_mm_nn(" not in strided
+
+
+@pytest.mark.parametrize("chain", list(WIDENED))
+def test_widened_bit_exact_on_interp_and_host_c(chain: str) -> None:
+    model, cm = _widened(chain)
+    for seed in (3, 4):
+        inputs = _input(model, seed)
+        if seed == 4:  # extremes: every product at its bound
+            inputs = {k: np.full_like(v, -128) for k, v in inputs.items()}
+        ref = aot.reference(model, inputs)["y"]
+        for backend in ("interp", "c"):
+            got = run_kernel_module(cm.module, [inputs["x"]], backend)[0].reshape(ref.shape)
+            np.testing.assert_array_equal(got, ref, err_msg=f"{chain} / {backend} / {seed}")
+
+
+@pytest.mark.slow  # an LLVM JIT per case
+@pytest.mark.parametrize("chain", list(WIDENED))
+def test_widened_bit_exact_on_llvm(chain: str) -> None:
+    model, cm = _widened(chain)
+    inputs = _input(model, 3)
+    ref = aot.reference(model, inputs)["y"]
+    got = run_kernel_module(cm.module, [inputs["x"]], "llvm")[0].reshape(ref.shape)
+    np.testing.assert_array_equal(got, ref, err_msg=chain)
+
+
+@pytest.mark.slow  # QEMU
+@pytest.mark.usefixtures("arm_toolchain")
+def test_widened_bit_exact_in_qemu() -> None:
+    """The board's default flash policy pre-widens these layers (one shift, SMMLA in inline asm)."""
+    from aot.board.flow import run_on_board
+    model = conv_chain(9, (1, 4, 6, 64), [dict(kind="conv", oc=64, k=(1, 1), act="relu6"),
+                                          dict(kind="conv", oc=6, k=(3, 3), act="none")])
+    inputs = _input(model, 9)
+    outs, extra = run_on_board(model, inputs, "mps2-an386", backend="c")
+    np.testing.assert_array_equal(outs["y"], aot.reference(model, inputs)["y"])
+    assert extra["match_host"] is True

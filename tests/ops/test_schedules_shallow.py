@@ -48,6 +48,12 @@ CASES = {
     "dw1-m3-s1": ((1, 6, 9, 1), dict(kind="dw", k=(3, 3), m=3, act="relu6")),
     "dw1-m1-valid": ((1, 7, 10, 1), dict(kind="dw", k=(3, 3), m=1, pad="valid", act="none")),
     "dw1-m8-s2-valid": ((2, 9, 13, 1), dict(kind="dw", k=(3, 3), m=8, s=(2, 2), pad="valid")),
+    # border pixel pairs through their joint window (kernel rows of stride + width columns): MobileNet's
+    # 3 -> 8 in small (SAME stride 2 on an even size: padding at the right and bottom only), stride 1
+    # with padding on every side, a dilated kernel, and a stride wider than the kernel (two windows)
+    "mnet-s2-border": ((1, 10, 16, 3), dict(kind="conv", oc=8, k=(3, 3), s=(2, 2), act="relu6")),
+    "quad-pad-all-d2": ((1, 9, 10, 2), dict(kind="conv", oc=6, k=(3, 3), d=(2, 1), pad=(2, 1, 1, 2))),
+    "quad-s3-k2": ((1, 7, 14, 2), dict(kind="conv", oc=6, k=(2, 2), s=(3, 3), pad=(0, 1, 1, 1))),
 }
 
 

@@ -190,6 +190,9 @@ TFLM_NETS = [
     ((1, 6, 9, 4), [("pw", 7, 1, "relu"), ("pw", 12, 1, "none"), ("pw", 5, 2, "relu")]),
     ((2, 5, 4, 12), [("pw", 9, 1, "relu"), ("pw", 16, 1, "relu6")]),
     ((1, 7, 5, 6), [("res", 10), ("pw", 3, 1, "none")]),
+    # 64 -> 64 after a short 8 -> 64: the generic product with pre-widened weights and one shift
+    # for all channels (MobileNet's layer at 12x12, aot.lower.schedule.gemm + Requant.use_uniform)
+    ((1, 4, 5, 8), [("pw", 64, 1, "relu6"), ("pw", 64, 1, "relu6"), ("pw", 6, 1, "relu")]),
 ]
 
 
@@ -212,10 +215,12 @@ def test_bit_exact_with_tflm() -> None:
 @pytest.mark.slow
 @pytest.mark.usefixtures("arm_toolchain")
 def test_bit_exact_in_qemu_on_cortex_m4() -> None:
-    """A MobileNet-style model: 3x3 stride-2 first layer, depthwise, pointwise 8 -> 16 and 16 -> 32."""
+    """A MobileNet-style model: 3x3 stride-2 first layer, depthwise, pointwise 8 -> 16 and 16 -> 32, 32 -> 40,
+    and 40 -> 12 (the generic product, pre-widened, one shift)."""
     from aot.board.flow import run_on_board
     ops = [dict(kind="conv", oc=8, k=(3, 3), s=(2, 2)), dict(kind="dw", k=(3, 3)), _pw(16, act="relu6"),
-           dict(kind="dw", k=(3, 3), s=(2, 2)), _pw(32, act="relu6"), _pw(7, act="none")]
+           dict(kind="dw", k=(3, 3), s=(2, 2)), _pw(32, act="relu6"), _pw(40, act="relu6"),
+           _pw(12, act="relu6"), _pw(7, act="none")]
     model = conv_chain(19, (1, 16, 16, 3), ops)
     inputs = _input(model, 2)
     ref = aot.reference(model, inputs)["y"]

@@ -487,6 +487,7 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
     unpadded_1x1 = g.kh == 1 and g.kw == 1 and not (ylo or yhi or xlo or xhi) and g.buf is not None
 
     lay: ColumnLayout | None = None
+    wscale: np.ndarray | None = None  # pre-widened weights: each channel's scale (and its bias's)
     pad_pair_at: int | None = None
     straight_ok = False
     if dsp:
@@ -518,12 +519,9 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
             nb = LOHI_BLOCK[slots]
         if not speed:
             nb = 2
-        if kind == "widened":
-            wsc = w2d.astype(np.int64) * (2 if rq.mode == "mm" else 1)
-            wvals, wdtype, ksteps, per_step = _pack_pairs(wsc, order), "i32", len(order), 1
-        elif kind == "lohi":
+        if kind == "lohi":
             wvals, wdtype, ksteps, per_step = pack_lohi(w2d, order), "i32", len(order), 1
-        else:
+        elif kind == "packed8":  # (widened: below)
             wvals, wdtype, ksteps, per_step = _pack_bytes(w2d, order), "i32", len(order) // 2, 2
         full_blocks = oc_n // nb + (1 if oc_n % nb else 0)
         direct = (kind == "packed8" and unpadded_1x1 and lay.words and g.C % 4 == 0
@@ -534,6 +532,12 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
                             and not (kind == "lohi" and row_column(full_blocks, len(order))))
         # two stride-1 neighbours share all input columns but one (aot.lower.schedule.gemm_union)
         union = union_ok(g, lay, slots, direct, kind, pad_pair_at is not None)
+        if kind == "widened":  # one shift where the scaled weights stay int16 (SMMLA; the union column: SMMLAR)
+            wq64 = w2d.astype(np.int64)
+            uniform = None if union else rq.use_uniform(np.abs(biasf.astype(np.int64)) + 128 * np.abs(wq64).sum(
+                axis=1), wq64.min(axis=1), wq64.max(axis=1))
+            wscale = uniform if uniform is not None else np.full(oc_n, 2 if rq.mode == "mm" else 1, np.int64)
+            wvals, wdtype, ksteps, per_step = _pack_pairs(wq64 * wscale[:, None], order), "i32", len(order), 1
         col = K.Buffer(ctx.fresh("col"), "i32", union_words(g, lay) if union else len(order) * slots)
     else:
         union = False
@@ -554,8 +558,8 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
             return size
         return ((size + 1) // 2 + 1) // 2 if wide64 else (size + 1) // 2
     # accumulators that hold 2 * acc for requant_mm: pre-widened weights (and the bias) stored doubled
-    dbl = kind == "widened" and rq.mode == "mm"
-    bvals = biasf.astype(np.int64) * (2 if dbl else 1)
+    dbl = kind == "widened" and rq.mode in ("mm", "mma")
+    bvals = biasf.astype(np.int64) * (wscale if kind == "widened" else 1)
     if kind == "lohi":  # a pair's combined accumulator starts at low + 256 * high bias
         for c in range(0, oc_n - 1, 2):
             bvals[c + 1] = biasf[c] + 256 * int(biasf[c + 1])
