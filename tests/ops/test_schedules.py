@@ -515,6 +515,28 @@ def test_lohi_words_give_low_pair_and_combined_lanes() -> None:
     assert not lohi_fits(w, np.full(3, 2 ** 31 - 1000), order)  # the accumulator could leave int32
 
 
+def test_dsp_avg_pool_small_windows_are_straight_blocks() -> None:
+    """Windows of up to UNROLL_TAPS taps (a 3x3 global pool at the end of a MobileNet) run without
+    a row loop; larger ones keep it; both bit-exact (SAME padding keeps the generic lowering)."""
+    from codegen_c.printer import CPrinter
+    from aot.lower.schedule.pool_dsp import UNROLL_TAPS
+    for (kh, kw), straight in (((3, 3), True), ((4, 4), True), ((5, 4), False)):
+        assert (kh * kw <= UNROLL_TAPS) is straight
+        g = aot.GraphBuilder("pool")
+        x = g.input("x", (1, 2 * kh, kw + 1, 12), "int8", _q(0.05, -3))
+        g.output(g.avg_pool2d(x, (kh, kw), strides=(kh, 1)), "y")
+        model = g.finish()
+        data = np.random.default_rng(kh * kw).integers(-128, 128, (1, 2 * kh, kw + 1, 12)).astype(np.int8)
+        ref = aot.reference(model, {"x": data})["y"]
+        cm = compile_model(model, target_options(M4, policy="micro"))
+        text = "\n".join(CPrinter().function(f) for f in cm.module.funcs)
+        assert "aot_sxtab16(" in text
+        assert ("for (int32_t ky" not in text) is straight, (kh, kw)
+        for backend in ("interp", "c", "llvm"):
+            got = run_kernel_module(cm.module, [data], backend)[0].reshape(ref.shape)
+            np.testing.assert_array_equal(got, ref, err_msg=f"{kh}x{kw} / {backend}")
+
+
 @pytest.mark.parametrize("value", [-128, 127, None])
 def test_dsp_avg_pool_lanes_exact_at_256_taps(value: int | None) -> None:
     """The DSP average pool sums four channels per word in 16-bit lanes: exact up to 256 taps

@@ -5,7 +5,8 @@ count kh*kw) and channel counts that are a multiple of four, each word of four i
 added into two accumulators of 16-bit lanes with SXTAB16 / SXTAB16 ROR 8 (channels 0 and 2, 1
 and 3): three instructions per four inputs instead of four per input. A lane holds at most
 128 * kh * kw in magnitude, so up to 256 taps the lane sums are exact; the rounding division
-and clamp are TFLM's (aot.ops.quantized.pool_finish). None (the op's generic lowering) elsewhere.
+and clamp are TFLM's (aot.ops.quantized.pool_finish). Windows of up to UNROLL_TAPS taps (a 3x3 global
+pool) are one straight block. None (the op's generic lowering) elsewhere.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from aot.ops.quantized import pool_finish
 
 MAX_TAPS = 256  # |lane| <= 128 * taps <= 32768: -32768 fits, and 127 * taps <= 32512
 UNROLL_KX = 8  # window columns unrolled per row (a loop beyond)
+UNROLL_TAPS = 16  # windows up to this many taps run as one straight block (no row loop)
 
 
 def dsp_avg_pool(ctx, x: Accessor, out: OutputWriter, attrs: Mapping) -> K.Stmt | None:  # noqa: ANN001
@@ -64,7 +66,8 @@ def dsp_avg_pool(ctx, x: Accessor, out: OutputWriter, attrs: Mapping) -> K.Stmt 
         lanes = [a02.cast("i16").cast("i32"), a13.cast("i16").cast("i32"), a02 >> 16, a13 >> 16]
         stores = [out.store([n, oy, ox, cg * 4 + j], pool_finish("avg", v, count, x.type, out.type, attrs))
                   for j, v in enumerate(lanes)]
-        return K.seq(K.Let(a02, K.Const(0)), K.Let(a13, K.Const(0)), loop(kh, "ky", row), *stores)
+        rows = K.seq(*[row(K.Const(ky)) for ky in range(kh)]) if kh * kw <= UNROLL_TAPS else loop(kh, "ky", row)
+        return K.seq(K.Let(a02, K.Const(0)), K.Let(a13, K.Const(0)), rows, *stores)
 
     return loop(n_, "n", lambda n: loop(oh, "oy", lambda oy: loop(
         ow, "ox", lambda ox: loop(c_n // 4, "cg", lambda cg: group(n, oy, ox, cg)))))
