@@ -18,6 +18,7 @@ from aot.kernel.ir import Expr, Intrinsic, MultiAssign, ScalarVar, as_expr
 from aot.kernel.intrinsics_mve import MVE_INTRINSICS
 from aot.kernel.intrinsics_multi import MULTI_INTRINSICS
 from aot.kernel.intrinsics_x86 import X86_INTRINSICS
+from aot.kernel.lanes import s8 as _s8, s16 as _s16, s32 as _s32
 from aot.quant import fixedpoint as fp
 
 INT32_MIN = fp.INT32_MIN
@@ -58,18 +59,6 @@ def clz32(x: int) -> int:
 # A "pair" is an i32 holding two signed 16-bit lanes: bits 0-15 (bottom) and 16-31 (top).
 # These are the ARMv7E-M DSP instructions (ACLE __smlad, __sxtb16, ...); every backend has an
 # exact portable fallback. All results wrap to 32 bits (the Q flag of the hardware is ignored).
-
-def _s32(v: int) -> int:
-    return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-
-
-def _s16(v: int) -> int:
-    return ((v + (1 << 15)) & 0xFFFF) - (1 << 15)
-
-
-def _s8(v: int) -> int:
-    return ((v + (1 << 7)) & 0xFF) - (1 << 7)
-
 
 def _bot(x: int) -> int:
     return _s16(x)

@@ -17,22 +17,12 @@ from typing import Callable
 
 import numpy as np
 
+from aot.kernel.lanes import s8 as _s8, s16 as _s16, s32 as _s32
+
 Ref = tuple[np.ndarray, int]
 
 # the words an immediate offset may reach: LDRD's imm8 * 4 (+-1020 bytes)
 MAX_WORD_OFFSET = 255
-
-
-def _s32(v: int) -> int:
-    return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-
-
-def _s16(v: int) -> int:
-    return ((v + (1 << 15)) & 0xFFFF) - (1 << 15)
-
-
-def _s8(v: int) -> int:
-    return ((v + (1 << 7)) & 0xFF) - (1 << 7)
 
 
 def _smlad(a: int, b: int, acc: int) -> int:
