@@ -12,7 +12,7 @@ import numpy as np
 import aot
 from aot.ir import Quant
 from aot.kernel import ir as K
-from aot.kernel.interp import Interpreter
+from aot.kernel.interp import Interpreter, cast_value
 from aot.kernel.intrinsics import INTRINSICS
 from aot.pipeline.alias import Aliases
 from aot.pipeline.driver import CompileOptions, CompiledModel, compile_model
@@ -132,6 +132,17 @@ class Clobbered(AssertionError):
     pass
 
 
+class _Reads:
+    """An array that records the indices read from it (a multi-intrinsic's reference argument)."""
+
+    def __init__(self, arr: np.ndarray) -> None:
+        self.arr, self.size, self.read = arr, arr.size, []
+
+    def __getitem__(self, j: int):  # noqa: ANN204
+        self.read.append(int(j))
+        return self.arr[j]
+
+
 class ShadowInterpreter(Interpreter):
     """Runs a planned module and checks every load of a pool byte against the buffer that wrote it
     last: the storage of one tensor (a concatenation's slices are its output's storage) may only be
@@ -199,10 +210,33 @@ class ShadowInterpreter(Interpreter):
         return super().e_LoadWord(e, fr)
 
     def e_Intrinsic(self, e: K.Intrinsic, fr):  # noqa: ANN001, ANN201
-        for a, t in zip(e.args, INTRINSICS[e.name].arg_dtypes):
+        kinds = INTRINSICS[e.name].arg_dtypes
+        for a, t in zip(e.args, kinds):
             if t[0] in "&*" and isinstance(a, K.Load) and id(a.buffer) in self.cur:
+                if len(kinds) == 1 and t[0] == "&":  # a load of one element (load64): its bytes
+                    self._check(a.buffer, self.expr(a.index, fr) * K.K_ITEMSIZE[t[1:]] // K.K_ITEMSIZE[a.buffer.dtype],
+                                K.K_ITEMSIZE[t[1:]], fr)
+                    continue
                 raise NotImplementedError("routines over buffers (Helium) are not traced")
         return super().e_Intrinsic(e, fr)
+
+    def s_MultiAssign(self, s: K.MultiAssign, fr) -> int:  # noqa: ANN001
+        """A multi-result intrinsic reads words of its reference arguments: every word it reads
+        from a planned buffer is checked (the specification runs on arrays that record reads)."""
+        args = self._intrinsic_args(s.value, fr)
+        seen: list[tuple[K.Buffer, _Reads]] = []
+        for k, (a, t) in enumerate(zip(s.value.args, INTRINSICS[s.value.name].arg_dtypes)):
+            if t[0] == "&" and isinstance(a, K.Load) and id(a.buffer) in self.cur:
+                rec = _Reads(args[k][0])
+                seen.append((a.buffer, rec))
+                args[k] = (rec, args[k][1])
+        values = INTRINSICS[s.value.name].py(*args)
+        for buf, rec in seen:
+            for j in rec.read:
+                self._check(buf, j, K.K_ITEMSIZE[buf.dtype], fr)
+        for v, x in zip(s.targets, values):
+            fr.scalars[id(v)] = cast_value(x, v.dtype)
+        return 0
 
     def s_Store(self, s: K.Store, fr) -> int:  # noqa: ANN001
         rc = super().s_Store(s, fr)
