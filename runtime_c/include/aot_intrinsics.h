@@ -647,105 +647,69 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
         (o0) = aot_r0_; (o1) = aot_r1_; (o2) = aot_r2_; (o3) = aot_r3_; \
         (o4) = aot_r4_; (o5) = aot_r5_; (o6) = aot_r6_; (o7) = aot_r7_; \
     } while (0)
+/* The portable 3x3 depthwise window of n outputs (aot.kernel.intrinsics_multi dw3x3_s{stride}_{n}):
+   row k's input words at x[k], its weight pair words at w[2k], w[2k + 1] (taps 0,1 and 2), every
+   accumulator starting at the bias. Stride 1: output 2m reads words m, m + 1 aligned, output 2m + 1
+   straddles them (top of m with tap 0, then tap 1 and tap 2 from m + 1); stride 2: output i reads
+   words i (taps 0,1) and i + 1 (tap 2). Sums wrap to 32 bits, so their order does not matter. */
+static inline void aot_dw3x3_window(int stride, int n, const int32_t *x0, const int32_t *x1, const int32_t *x2,
+                                    const int32_t *w, int32_t bias, int32_t *acc) {
+    const int32_t *x[3] = {x0, x1, x2};
+    int i, k;
+    for (i = 0; i < n; ++i) {
+        acc[i] = bias;
+    }
+    for (k = 0; k < 3; ++k) {
+        const int32_t *r = x[k];
+        int32_t w0 = w[2 * k], w1 = w[2 * k + 1];
+        for (i = 0; i < n; ++i) {
+            if (stride == 2) {
+                acc[i] = aot_smlabb(r[i + 1], w1, aot_smlad(r[i], w0, acc[i]));
+            } else if (i % 2 == 0) {
+                acc[i] = aot_smlabt(r[i / 2 + 1], w1, aot_smlad(r[i / 2], w0, acc[i]));
+            } else {
+                acc[i] = aot_smlad(r[i / 2 + 1], w1, aot_smlatb(r[i / 2], w0, acc[i]));
+            }
+        }
+    }
+}
+#define AOT_DW3X3_WINDOW(stride, n, acc, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    aot_dw3x3_window((stride), (n), (x0p) + (x0w), (x1p) + (x1w), (x2p) + (x2w), (wp) + (ww), (wp)[0], (acc))
 #define aot_dw3x3_s1_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     do { \
-        const int32_t *aot_x_[3] = {(x0p) + (x0w), (x1p) + (x1w), (x2p) + (x2w)}, *aot_w_ = (wp) + (ww); \
-        int32_t aot_a0_ = (wp)[0], aot_a1_ = (wp)[0], aot_a2_ = (wp)[0]; \
-        for (int aot_k_ = 0; aot_k_ < 3; ++aot_k_) { \
-            aot_a0_ = aot_smlad(aot_x_[aot_k_][0], aot_w_[2 * aot_k_ + 0], aot_a0_); \
-            aot_a1_ = aot_smlatb(aot_x_[aot_k_][0], aot_w_[2 * aot_k_ + 0], aot_a1_); \
-            aot_a0_ = aot_smlabt(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 1], aot_a0_); \
-            aot_a1_ = aot_smlad(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 1], aot_a1_); \
-            aot_a2_ = aot_smlad(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 0], aot_a2_); \
-            aot_a2_ = aot_smlabt(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 1], aot_a2_); \
-        } \
-        (o0) = aot_a0_; (o1) = aot_a1_; (o2) = aot_a2_; \
+        int32_t aot_a_[3]; \
+        AOT_DW3X3_WINDOW(1, 3, aot_a_, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww); \
+        (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]; \
     } while (0)
 #define aot_dw3x3_s1_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     do { \
-        const int32_t *aot_x_[3] = {(x0p) + (x0w), (x1p) + (x1w), (x2p) + (x2w)}, *aot_w_ = (wp) + (ww); \
-        int32_t aot_a0_ = (wp)[0], aot_a1_ = (wp)[0], aot_a2_ = (wp)[0], aot_a3_ = (wp)[0]; \
-        for (int aot_k_ = 0; aot_k_ < 3; ++aot_k_) { \
-            aot_a0_ = aot_smlad(aot_x_[aot_k_][0], aot_w_[2 * aot_k_ + 0], aot_a0_); \
-            aot_a1_ = aot_smlatb(aot_x_[aot_k_][0], aot_w_[2 * aot_k_ + 0], aot_a1_); \
-            aot_a0_ = aot_smlabt(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 1], aot_a0_); \
-            aot_a1_ = aot_smlad(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 1], aot_a1_); \
-            aot_a2_ = aot_smlad(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 0], aot_a2_); \
-            aot_a3_ = aot_smlatb(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 0], aot_a3_); \
-            aot_a2_ = aot_smlabt(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 1], aot_a2_); \
-            aot_a3_ = aot_smlad(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 1], aot_a3_); \
-        } \
-        (o0) = aot_a0_; (o1) = aot_a1_; (o2) = aot_a2_; (o3) = aot_a3_; \
+        int32_t aot_a_[4]; \
+        AOT_DW3X3_WINDOW(1, 4, aot_a_, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww); \
+        (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]; (o3) = aot_a_[3]; \
     } while (0)
 #define aot_dw3x3_s1_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     do { \
-        const int32_t *aot_x_[3] = {(x0p) + (x0w), (x1p) + (x1w), (x2p) + (x2w)}, *aot_w_ = (wp) + (ww); \
-        int32_t aot_a0_ = (wp)[0], aot_a1_ = (wp)[0], aot_a2_ = (wp)[0], aot_a3_ = (wp)[0], aot_a4_ = (wp)[0], aot_a5_ = (wp)[0]; \
-        for (int aot_k_ = 0; aot_k_ < 3; ++aot_k_) { \
-            aot_a0_ = aot_smlad(aot_x_[aot_k_][0], aot_w_[2 * aot_k_ + 0], aot_a0_); \
-            aot_a1_ = aot_smlatb(aot_x_[aot_k_][0], aot_w_[2 * aot_k_ + 0], aot_a1_); \
-            aot_a0_ = aot_smlabt(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 1], aot_a0_); \
-            aot_a1_ = aot_smlad(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 1], aot_a1_); \
-            aot_a2_ = aot_smlad(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 0], aot_a2_); \
-            aot_a3_ = aot_smlatb(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 0], aot_a3_); \
-            aot_a2_ = aot_smlabt(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 1], aot_a2_); \
-            aot_a3_ = aot_smlad(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 1], aot_a3_); \
-            aot_a4_ = aot_smlad(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 0], aot_a4_); \
-            aot_a5_ = aot_smlatb(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 0], aot_a5_); \
-            aot_a4_ = aot_smlabt(aot_x_[aot_k_][3], aot_w_[2 * aot_k_ + 1], aot_a4_); \
-            aot_a5_ = aot_smlad(aot_x_[aot_k_][3], aot_w_[2 * aot_k_ + 1], aot_a5_); \
-        } \
-        (o0) = aot_a0_; (o1) = aot_a1_; (o2) = aot_a2_; (o3) = aot_a3_; (o4) = aot_a4_; (o5) = aot_a5_; \
+        int32_t aot_a_[6]; \
+        AOT_DW3X3_WINDOW(1, 6, aot_a_, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww); \
+        (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]; (o3) = aot_a_[3]; (o4) = aot_a_[4]; (o5) = aot_a_[5]; \
     } while (0)
 #define aot_dw3x3_s2_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     do { \
-        const int32_t *aot_x_[3] = {(x0p) + (x0w), (x1p) + (x1w), (x2p) + (x2w)}, *aot_w_ = (wp) + (ww); \
-        int32_t aot_a0_ = (wp)[0], aot_a1_ = (wp)[0], aot_a2_ = (wp)[0]; \
-        for (int aot_k_ = 0; aot_k_ < 3; ++aot_k_) { \
-            aot_a0_ = aot_smlad(aot_x_[aot_k_][0], aot_w_[2 * aot_k_ + 0], aot_a0_); \
-            aot_a0_ = aot_smlabb(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 1], aot_a0_); \
-            aot_a1_ = aot_smlad(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 0], aot_a1_); \
-            aot_a1_ = aot_smlabb(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 1], aot_a1_); \
-            aot_a2_ = aot_smlad(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 0], aot_a2_); \
-            aot_a2_ = aot_smlabb(aot_x_[aot_k_][3], aot_w_[2 * aot_k_ + 1], aot_a2_); \
-        } \
-        (o0) = aot_a0_; (o1) = aot_a1_; (o2) = aot_a2_; \
+        int32_t aot_a_[3]; \
+        AOT_DW3X3_WINDOW(2, 3, aot_a_, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww); \
+        (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]; \
     } while (0)
 #define aot_dw3x3_s2_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     do { \
-        const int32_t *aot_x_[3] = {(x0p) + (x0w), (x1p) + (x1w), (x2p) + (x2w)}, *aot_w_ = (wp) + (ww); \
-        int32_t aot_a0_ = (wp)[0], aot_a1_ = (wp)[0], aot_a2_ = (wp)[0], aot_a3_ = (wp)[0]; \
-        for (int aot_k_ = 0; aot_k_ < 3; ++aot_k_) { \
-            aot_a0_ = aot_smlad(aot_x_[aot_k_][0], aot_w_[2 * aot_k_ + 0], aot_a0_); \
-            aot_a0_ = aot_smlabb(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 1], aot_a0_); \
-            aot_a1_ = aot_smlad(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 0], aot_a1_); \
-            aot_a1_ = aot_smlabb(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 1], aot_a1_); \
-            aot_a2_ = aot_smlad(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 0], aot_a2_); \
-            aot_a2_ = aot_smlabb(aot_x_[aot_k_][3], aot_w_[2 * aot_k_ + 1], aot_a2_); \
-            aot_a3_ = aot_smlad(aot_x_[aot_k_][3], aot_w_[2 * aot_k_ + 0], aot_a3_); \
-            aot_a3_ = aot_smlabb(aot_x_[aot_k_][4], aot_w_[2 * aot_k_ + 1], aot_a3_); \
-        } \
-        (o0) = aot_a0_; (o1) = aot_a1_; (o2) = aot_a2_; (o3) = aot_a3_; \
+        int32_t aot_a_[4]; \
+        AOT_DW3X3_WINDOW(2, 4, aot_a_, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww); \
+        (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]; (o3) = aot_a_[3]; \
     } while (0)
 #define aot_dw3x3_s2_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     do { \
-        const int32_t *aot_x_[3] = {(x0p) + (x0w), (x1p) + (x1w), (x2p) + (x2w)}, *aot_w_ = (wp) + (ww); \
-        int32_t aot_a0_ = (wp)[0], aot_a1_ = (wp)[0], aot_a2_ = (wp)[0], aot_a3_ = (wp)[0], aot_a4_ = (wp)[0], aot_a5_ = (wp)[0]; \
-        for (int aot_k_ = 0; aot_k_ < 3; ++aot_k_) { \
-            aot_a0_ = aot_smlad(aot_x_[aot_k_][0], aot_w_[2 * aot_k_ + 0], aot_a0_); \
-            aot_a0_ = aot_smlabb(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 1], aot_a0_); \
-            aot_a1_ = aot_smlad(aot_x_[aot_k_][1], aot_w_[2 * aot_k_ + 0], aot_a1_); \
-            aot_a1_ = aot_smlabb(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 1], aot_a1_); \
-            aot_a2_ = aot_smlad(aot_x_[aot_k_][2], aot_w_[2 * aot_k_ + 0], aot_a2_); \
-            aot_a2_ = aot_smlabb(aot_x_[aot_k_][3], aot_w_[2 * aot_k_ + 1], aot_a2_); \
-            aot_a3_ = aot_smlad(aot_x_[aot_k_][3], aot_w_[2 * aot_k_ + 0], aot_a3_); \
-            aot_a3_ = aot_smlabb(aot_x_[aot_k_][4], aot_w_[2 * aot_k_ + 1], aot_a3_); \
-            aot_a4_ = aot_smlad(aot_x_[aot_k_][4], aot_w_[2 * aot_k_ + 0], aot_a4_); \
-            aot_a4_ = aot_smlabb(aot_x_[aot_k_][5], aot_w_[2 * aot_k_ + 1], aot_a4_); \
-            aot_a5_ = aot_smlad(aot_x_[aot_k_][5], aot_w_[2 * aot_k_ + 0], aot_a5_); \
-            aot_a5_ = aot_smlabb(aot_x_[aot_k_][6], aot_w_[2 * aot_k_ + 1], aot_a5_); \
-        } \
-        (o0) = aot_a0_; (o1) = aot_a1_; (o2) = aot_a2_; (o3) = aot_a3_; (o4) = aot_a4_; (o5) = aot_a5_; \
+        int32_t aot_a_[6]; \
+        AOT_DW3X3_WINDOW(2, 6, aot_a_, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww); \
+        (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]; (o3) = aot_a_[3]; (o4) = aot_a_[4]; (o5) = aot_a_[5]; \
     } while (0)
 #endif
 
