@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -25,11 +24,11 @@ from aot.kernel import ir as K  # noqa: E402
 from aot.kernel.interp import run_interpreted  # noqa: E402
 from aot.kernel.intrinsics import INTRINSICS, call, smlabb, smlabt, smlad, smlatb  # noqa: E402
 from aot.kernel.intrinsics_multi import DW3_SHAPES, dw3_words  # noqa: E402
-from aot.kernel.multi_expand import expand_all  # noqa: E402
 from aot.kernel.verify import verify_kernel_module  # noqa: E402
 from aot.lower.schedule.depthwise_pairs import _taps  # noqa: E402
 from aot.pipeline.driver import compile_model  # noqa: E402
 from aot.runners.kernel_module import run_kernel_module  # noqa: E402
+from multi_check import check_expansion_and_backends, nodes  # noqa: E402
 from test_schedules import M4, _input, conv_chain, target_options  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,19 +54,10 @@ CHAINS = {
 }
 
 
-def _nodes(node: object):  # noqa: ANN202
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        if isinstance(n, (K.Expr, K.Stmt)):
-            for f in fields(n):  # type: ignore[arg-type]
-                v = getattr(n, f.name)
-                stack.extend(v if isinstance(v, tuple) else (v,))
 
 
 def _windows(cm) -> list[str]:  # noqa: ANN001
-    return [n.value.name for f in cm.module.funcs for n in _nodes(f.body) if isinstance(n, K.MultiAssign)]
+    return [n.value.name for f in cm.module.funcs for n in nodes(f.body) if isinstance(n, K.MultiAssign)]
 
 
 def _compile(chain: str):  # noqa: ANN202
@@ -134,14 +124,7 @@ def test_interp_expansion_c_and_llvm_agree(stride: int, n: int) -> None:
     want = run_interpreted(module, [x, w])[0]
     rows = np.stack([x[1 + ky * nw:1 + (ky + 1) * nw] for ky in range(3)])
     assert [int(v) for v in want] == _schedule_products(stride, n, rows, w[:7])
-    expanded = K.KernelModule(module.prefix, tuple(K.PrimFunc(f.name, f.params, expand_all(f.body))
-                                                   for f in module.funcs), (), module.pools, "t_main", module.inputs,
-                              module.outputs)
-    assert not any(isinstance(v, K.MultiAssign) for f in expanded.funcs for v in _nodes(f.body))
-    verify_kernel_module(expanded)
-    np.testing.assert_array_equal(run_interpreted(expanded, [x, w])[0], want)
-    for backend in ("c", "llvm"):
-        np.testing.assert_array_equal(run_kernel_module(module, [x, w], backend)[0], want, err_msg=backend)
+    check_expansion_and_backends(module, [x, w], want)
 
 
 # ----------------------------------------------------------------------------- the schedule

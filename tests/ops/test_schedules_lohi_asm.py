@@ -9,7 +9,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -22,10 +21,10 @@ from aot.errors import VerifyError  # noqa: E402
 from aot.kernel import ir as K  # noqa: E402
 from aot.kernel.interp import run_interpreted  # noqa: E402
 from aot.kernel.intrinsics import INTRINSICS, call, multi, smlad, sxtb16  # noqa: E402
-from aot.kernel.multi_expand import expand_all  # noqa: E402
 from aot.kernel.verify import verify_kernel_module  # noqa: E402
 from aot.pipeline.driver import CompileOptions, compile_model  # noqa: E402
 from aot.runners.kernel_module import run_kernel_module  # noqa: E402
+from multi_check import check_expansion_and_backends, nodes  # noqa: E402
 from test_schedules import _input, conv_chain  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,20 +43,11 @@ CHAINS = {
 }
 
 
-def _nodes(node: object):  # noqa: ANN202
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        if isinstance(n, (K.Expr, K.Stmt)):
-            for f in fields(n):  # type: ignore[arg-type]
-                v = getattr(n, f.name)
-                stack.extend(v if isinstance(v, tuple) else (v,))
 
 
 def _multi_steps(cm, name: str | None = None) -> int:  # noqa: ANN001
     return sum(isinstance(n, K.MultiAssign) and n.value.name == (name or n.value.name)
-               for f in cm.module.funcs for n in _nodes(f.body))
+               for f in cm.module.funcs for n in nodes(f.body))
 
 
 def _compile(chain: str, seed: int = 5):  # noqa: ANN202
@@ -130,14 +120,7 @@ def test_interp_expansion_c_and_llvm_agree(targets: str, name: str) -> None:
     n = INTRINSICS[name].results
     spec = INTRINSICS[name].py(*[1000 * i - 3000 for i in range(n)], (col, 2), 1, (w, 0), 2)
     assert [int(v) for v in want[:n]] == list(spec)  # out[i]: target i, result i
-    expanded = K.KernelModule(module.prefix, tuple(K.PrimFunc(f.name, f.params, expand_all(f.body))
-                                                   for f in module.funcs), (), module.pools, "t_main", module.inputs,
-                              module.outputs)
-    assert not any(isinstance(n, K.MultiAssign) for f in expanded.funcs for n in _nodes(f.body))
-    verify_kernel_module(expanded)
-    np.testing.assert_array_equal(run_interpreted(expanded, [col, w])[0], want)
-    for backend in ("c", "llvm"):
-        np.testing.assert_array_equal(run_kernel_module(module, [col, w], backend)[0], want, err_msg=backend)
+    check_expansion_and_backends(module, [col, w], want)
 
 
 def test_verifier_rules() -> None:
