@@ -15,7 +15,7 @@ from typing import Callable
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call
 from aot.kernel.intrinsics_multi import DW3_SHAPES, dw3_ops, dw3_words
-from aot.kernel.simplify import simplify_expr
+from aot.kernel.simplify import _nodes, simplify_expr
 
 
 def _at(ref: K.Expr, off: K.Expr, k: int) -> K.Load:
@@ -55,16 +55,8 @@ def _settle(s: K.MultiAssign, res: list[K.Expr], values: dict[int, K.Expr],
     return out
 
 
-def _vars(e: object) -> set[int]:
-    if isinstance(e, K.ScalarVar):
-        return {id(e)}
-    out: set[int] = set()
-    if isinstance(e, K.Expr):
-        for f in fields(e):  # type: ignore[arg-type]
-            v = getattr(e, f.name)
-            for x in (v if isinstance(v, tuple) else (v,)):
-                out |= _vars(x)
-    return out
+def _vars(e: K.Expr) -> set[int]:
+    return {id(n) for n in _nodes(e) if isinstance(n, K.ScalarVar)}
 
 
 def _in_place(s: K.MultiAssign) -> bool:

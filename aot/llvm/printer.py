@@ -136,7 +136,6 @@ class FunctionEmitter:
             K.Seq: self.s_seq, K.For: self.s_for, K.Store: self.s_store, K.Let: self.s_let, K.Assign: self.s_assign,
             K.If: self.s_if, K.Allocate: self.s_allocate, K.CallKernel: self.s_call, K.ReturnOnError: self.s_return_on_error,
             K.Evaluate: lambda s: self.expr(s.value), K.ReturnError: self.s_return_error,
-            K.MultiAssign: lambda s: self.stmt(expand_all(s)),
         }
 
     # ------------------------------------------------------------------ helpers
