@@ -9,7 +9,7 @@ from aot.artifact.abi import entry_abi, pool_param
 from aot.artifact.header import VERSION, TensorInfo, render_header, template_env
 from aot.kernel import ir as K
 from codegen_c.entry import print_entry_points
-from codegen_c.printer import CPrinter, c_type, format_array
+from codegen_c.printer import RAW_TABLE_BYTES, CPrinter, c_type, format_array, format_raw
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -20,6 +20,18 @@ def _void_unused(text: str, f: K.PrimFunc) -> str:
     head, sep, body = text.partition(") {\n")
     unused = [b.name for b in f.params if not re.search(rf"\b{re.escape(b.name)}\b", body)]
     return head + sep + "".join(f"    (void){n};\n" for n in unused) + body if unused and sep else text
+
+
+def _const_entry(c: K.ConstBuffer) -> dict[str, object]:
+    """A constant table for the templates: a list of numbers, or (RAW_TABLE_BYTES and more) its raw
+    bytes as one string literal in a union with the typed array, the name a macro for the array."""
+    entry: dict[str, object] = {"name": c.buffer.name, "ctype": c_type(c.buffer.dtype), "size": c.buffer.size,
+                                "bytes": c.buffer.nbytes}
+    if c.buffer.nbytes >= RAW_TABLE_BYTES:
+        entry["raw"] = format_raw(c.data, c.buffer.dtype)  # type: ignore[arg-type]
+    else:
+        entry["data"] = format_array(c.data, c.buffer.dtype)  # type: ignore[arg-type]
+    return entry
 
 
 def render_sources(module: K.KernelModule, model_name: str, const_alignment: int = 16) -> dict[str, str]:
@@ -38,9 +50,7 @@ def render_sources(module: K.KernelModule, model_name: str, const_alignment: int
     unused += "".join(f"    (void){b.name};\n" for b in entry_fn.params)  # a model input no op reads
     entry = entry.replace(") {\n", ") {\n" + unused, 1)
     common = {"prefix": p, "PREFIX": p.upper(), "version": VERSION, "model_name": model_name}
-    consts = [{"name": c.buffer.name, "ctype": c_type(c.buffer.dtype), "size": c.buffer.size,
-               "bytes": c.buffer.nbytes, "data": format_array(c.data, c.buffer.dtype)}  # type: ignore[arg-type]
-              for c in module.consts]
+    consts = [_const_entry(c) for c in module.consts]
     states = "".join(f"/* state: {c.buffer.nbytes} bytes, kept between runs ({p}_reset restores this value) */\n"
                      f"static {c_type(c.buffer.dtype)} {c.buffer.name}[{c.buffer.size}] "
                      f"__attribute__((aligned({const_alignment}))) = {{\n    {format_array(c.data, c.buffer.dtype)}\n}};\n\n"

@@ -216,6 +216,42 @@ def _written_buffers(s: K.Stmt) -> set[int]:
     return out
 
 
+RAW_TABLE_BYTES = 256 * 1024  # constant tables at least this big are emitted as raw bytes (format_raw)
+LITTLE_ENDIAN = {"i8": "<i1", "u8": "<u1", "i16": "<i2", "i32": "<i4", "i64": "<i8", "f32": "<f4", "bool": "<i4"}
+
+
+def _escape_table() -> tuple[np.ndarray, np.ndarray]:
+    """Per byte value: its spelling inside a C string literal (up to four characters) and which of
+    the four are used. Printable ASCII stands for itself except the quote, the backslash and '?'
+    (trigraphs); every other byte is a three-digit octal escape, which a following digit cannot extend."""
+    codes = np.zeros((256, 4), np.uint8)
+    used = np.zeros((256, 4), bool)
+    for v in range(256):
+        text = chr(v) if 0x20 <= v < 0x7F and chr(v) not in '"\\?' else f"\\{v:03o}"
+        codes[v, :len(text)] = np.frombuffer(text.encode("ascii"), np.uint8)
+        used[v, :len(text)] = True
+    return codes, used
+
+
+def format_raw(data: np.ndarray, dtype: str, per_line: int = 64) -> str:
+    """The table's little-endian bytes as lines of one C string literal (adjacent literals join).
+    A compiler reads this far faster than a list of numbers: gcc -O2 on 2M floats, 0.7 s against
+    8-13 s (host builds of ONNX image models with tens of MB of float weights)."""
+    raw = np.ascontiguousarray(np.asarray(data).reshape(-1).astype(LITTLE_ENDIAN[dtype])).view(np.uint8)
+    rows = -(-raw.size // per_line)
+    padded = np.zeros(rows * per_line, np.uint8)
+    padded[:raw.size] = raw
+    codes, used = _escape_table()
+    body = codes[padded].reshape(rows, per_line * 4)
+    keep = used[padded].reshape(rows, per_line * 4)
+    keep.reshape(-1)[raw.size * 4:] = False  # the padding of the last line
+    quote, end = np.frombuffer(b'    "', np.uint8), np.frombuffer(b'"\n', np.uint8)
+    lines = np.concatenate([np.broadcast_to(quote, (rows, quote.size)), body,
+                            np.broadcast_to(end, (rows, end.size))], axis=1)
+    mask = np.concatenate([np.ones((rows, quote.size), bool), keep, np.ones((rows, end.size), bool)], axis=1)
+    return lines[mask].tobytes().decode("ascii").rstrip("\n")
+
+
 def format_array(data: np.ndarray, dtype: str, per_line: int = 16) -> str:
     flat = np.asarray(data).reshape(-1)
     if dtype == "f32":
