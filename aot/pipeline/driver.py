@@ -104,10 +104,14 @@ def graph_pipeline() -> list[Pass]:
     ]
 
 
+AUTO_TRIES = 4  # builds of a flash_budget "auto" choice before it falls back to int8
+
+
 def _lower_for_target(model: Model, o: CompileOptions) -> K.KernelModule:
     """The target core and the flash budget for re-laid-out weights come from the options; the
     lowering gets both as arguments. flash_budget "auto" on a DSP core at speed: lower int8,
-    estimate the flash headroom, and lower again with the layers chosen to spend it."""
+    estimate the flash headroom, and lower again with the layers chosen to spend it
+    (aot.lower.schedule.widen), kept when the built module's own flash estimate holds the bound."""
     target = make_target(o.cpu, o.cpu_features, o.opt, o.flash_bytes)
     schedules = as_schedules(o.schedules)
     auto = o.flash_budget == "auto"
@@ -121,14 +125,24 @@ def _lower_for_target(model: Model, o: CompileOptions) -> K.KernelModule:
     int8 = build_kernel_module(model, o.prefix, target, WeightBudget.for_target(target, 0), schedules)
     if not (target.speed and (target.dsp or target.smlal_pairs)):
         return int8
-    headroom = widen.flash_headroom(model, prune_constants(share_kernels(int8)), o.source_bytes)
+    bound = widen.flash_bound(model, o.source_bytes)
+    room = bound - widen.flash_estimate(prune_constants(share_kernels(int8)))
     cands = widen.candidates(model)  # one walk (and one hash per weight matrix) for both choices
-    keys, _ = widen.choose(cands, max(0, headroom))
     straight = straight_block_keys(model, cands)
-    if not keys:
-        return int8
-    budget = replace(WeightBudget.for_target(target, headroom), allow=keys, straight=straight)
-    return build_kernel_module(model, o.prefix, target, budget, schedules)
+    # the widened kernels' code differs from the int8 ones' (a layer widened alone among layers of
+    # one shape needs a kernel of its own): the built module's own estimate must fit the bound too,
+    # else the choice gives back the excess and is built again
+    for _ in range(AUTO_TRIES):
+        keys, spent = widen.choose(cands, max(0, room))
+        if not keys:
+            return int8
+        budget = replace(WeightBudget.for_target(target, room), allow=keys, straight=straight)
+        built = build_kernel_module(model, o.prefix, target, budget, schedules)
+        over = widen.flash_estimate(prune_constants(share_kernels(built))) - bound
+        if over <= 0:
+            return built
+        room = spent - over
+    return int8
 
 
 def compile_model(model: Model, options: CompileOptions | None = None) -> CompiledModel:

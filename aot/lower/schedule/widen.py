@@ -1,18 +1,56 @@
 """The default flash policy on DSP cores: spend the flash headroom on pre-widened int8 weights.
 
-The issue's flash rule is: firmware flash <= the model file's size + 32 KiB. An int8 build
-(weights stay int8, aot.lower.schedule.gemm "lohi") is estimated conservatively at compile time
-(its constants plus CODE_BASE + CODE_PER_NODE bytes per kernel IR node, an over-estimate of the
-measured code of the shared models on Cortex-M4/M7); what is left of the limit is the headroom.
-The layers whose pre-widened weights save the most instructions per byte get it, greedily:
-the saving of a layer is proportional to its multiply-accumulates, its flash cost to its
-weights, so the score is the number of output pixels that reuse each weight. One-pixel layers
-(fully connected rows) stay int8 by default: every weight is read once, so pre-widening doubles
-their weights' flash for ~15% fewer instructions (aot.lower.schedule.row_widened: ad_int8 on
-Cortex-M4 268,560 -> 228,480 for 263 KB more flash); an explicit --flash-budget widens them.
-A layer is named by weight_key(w2d), the digest of
-its weight matrix as emit_gemm sees it, so the choice reaches the schedules through the
-WeightBudget's `allow` set without any layer names.
+The issue's flash rule is: firmware flash <= the model file's size + 32 KiB (flash_bound). An int8
+build (weights stay int8, aot.lower.schedule.gemm "lohi") is estimated at compile time as its
+constants plus code_estimate; what is left below the bound is the headroom. The driver
+(aot.pipeline.driver) chooses the layers to pre-widen within it, builds them, and checks the built
+module's own estimate against the bound (widened kernels differ in code from the int8 ones, and a
+layer widened alone among layers of one shape needs a kernel of its own), giving back the excess
+and choosing again when it does not fit.
+
+Saving per byte (the score): a layer's lohi form costs ~0.75 instructions per MAC plus ~9 per
+output of epilogue, its pre-widened form ~0.69 plus ~5; the flash it costs is depth bytes per
+output channel. The saving is modelled as pixels x oc x (SAVE_PER_MAC x depth + SAVE_PER_OUTPUT)
+instructions, fitted by least squares to the measured lohi - widened instructions of 28 layers
+(`aot profile M --board mps2-an386 --flash-budget 0` vs `--flash-budget 10000000`: person_detect,
+MobileNetV1-0.25, ResNet-8, kws_int8; the first layers' special schedules left out), so the score
+is pixels x (SAVE_PER_MAC + SAVE_PER_OUTPUT / depth). Examples (person_detect, saved / extra bytes,
+measured vs modelled): 6x6 64->128 33,240 / 8,192 (4.06 vs 5.1 per byte), 6x6 128->128 51,080 /
+16,384 (3.12 vs 3.3), 12x12 64->64 77,840 / 4,096 (19.0 vs 20.3), 3x3 256->256 46,800 / 65,536
+(0.71 vs 0.60). Up to EXACT_CANDIDATES layers the choice is an exact 0/1 knapsack on the modelled
+saving, beyond that greedy by score.
+One-pixel layers (fully connected rows) stay int8 by default: every weight is read once, so
+pre-widening doubles their weights' flash for ~15% fewer instructions (aot.lower.schedule.row_widened:
+ad_int8 on Cortex-M4 268,560 -> 228,480 for 263 KB more flash); an explicit --flash-budget widens them.
+
+Code estimate: CODE_BASE + CODE_PER_KERNEL per function + CODE_PER_NODE per kernel IR node + the
+recurrent states' initial values, over the module as the driver has it (share_kernels,
+prune_constants). Fitted (a linear program: least margin on the models below that have candidates,
+at least max(200 B, 2%) on every one) to the firmware's flash minus its weights on mps2-an386
+(`python3 -m aot bench M --board mps2-an386 --json`: code_bytes + runtime_bytes), int8 build
+(--flash-budget 0) and default build (auto; its widened kernels are counted as built):
+    model                    functions  nodes int8/auto   actual int8/auto   estimate int8/auto
+    person_detect            23/24  34,871/41,819   27,868/30,924   28,631/32,032
+    MobileNetV1-0.25 (zoo)   23/24  35,543/42,824   28,116/31,364   28,926/32,474
+    ResNet-8 (zoo)           13     23,377/24,621   19,108/19,504   20,133/20,681
+    kws_int8                 7      13,977/16,331   12,444/13,276   13,933/14,969
+    ad_int8                  11     33,900          23,436          24,076
+    micro_speech_quantized   4      3,276/3,325      5,068/5,132     8,193/8,215
+    keyword_scrambled_8bit   24     6,967           15,252 (5,120 of states)   21,817
+    hello_world_int8 / _float  4    1,582 / 108      3,352 / 2,648   7,448 / 6,799
+    trained_lstm_int8        9      5,191            7,332           10,816
+    audio_preprocessor_int8  16     3,252            6,338           12,470
+    micro_speech_lstm        9      1,878            5,344            9,538
+    dtln_noise_suppression   12     6,126            8,984           12,967
+    seanet conv4/8/12/16     2      593/961/957/957  5,900/4,876/4,300/6,220  6,324/6,486/6,485/6,485
+    seanet conv9/10/13       2      1,329/1,333/1,329  5,132/4,556/5,132  6,648/6,650/6,648
+(tflm-models: models/, examples/{hello_world,mnist_lstm,micro_speech,dtln}/,
+third_party/xtensa/examples/micro_speech_lstm, integration_tests/seanet/conv; "functions" counts
+the inlined ones too; keyword_scrambled (float) 10,068 vs 26,924; the margin: 265 B (seanet conv16)
+to 6.6 KB, 0.6-1.7 KB (2.7-12%) on the models with candidates)
+(the previous CODE_BASE 6 KiB + 0.85 B/node over-estimated person_detect's int8 code by 7.9 KB).
+A layer is named by weight_key(w2d), the digest of its weight matrix as emit_gemm sees it, so the
+choice reaches the schedules through the WeightBudget's `allow` set without any layer names.
 """
 from __future__ import annotations
 
@@ -27,8 +65,14 @@ from aot.ir.graph import Call, Constant, Model
 from aot.kernel import ir as K
 from aot.kernel.multi_expand import expand_all
 
-CODE_BASE = 6 * 1024  # firmware runtime, startup, console: measured 3-5.6 KiB
-CODE_PER_NODE = 0.85  # bytes of Thumb-2 per kernel IR node (unrolled loops counted per copy): measured 0.75-0.84
+# code_estimate (calibration in the module docstring)
+CODE_BASE = 5376  # firmware runtime, startup, console: measured 2.2-4.9 KiB beyond the kernels
+CODE_PER_KERNEL = 344  # per function: prologue, epilogue, loop set-up
+CODE_PER_NODE = 0.44  # per kernel IR node (unrolled loops counted per copy)
+# instructions pre-widening saves per output (fitted: see the module docstring)
+SAVE_PER_MAC = 0.042  # per multiply-accumulate (x depth)
+SAVE_PER_OUTPUT = 6.35  # per output value (epilogue)
+EXACT_CANDIDATES = 16  # up to this many candidates the choice is an exact knapsack
 FLASH_SLACK = 32 * 1024  # the issue's limit: model file + 32 KiB
 
 
@@ -54,6 +98,12 @@ class Candidate:
     oc: int = 0
     pixels: int = 0
     shape: tuple = ()
+
+
+def saving_per_byte(pixels: int, pairs: int) -> float:
+    """Estimated instructions pre-widening saves per extra flash byte: pixels x oc x (SAVE_PER_MAC
+    x depth + SAVE_PER_OUTPUT) instructions over oc x depth bytes (depth = 2 x pairs)."""
+    return pixels * (SAVE_PER_MAC + SAVE_PER_OUTPUT / (2 * pairs))
 
 
 def _pairs(kh: int, kw: int, c: int, dw: int) -> int:
@@ -92,7 +142,8 @@ def _candidate(call: Call) -> Candidate | None:
         return None
     shape = (op, tuple(x.type.shape), tuple(out_shape), tuple(wd.shape),
              tuple(sorted((k, repr(v)) for k, v in call.attrs.items() if "quant" not in k)))
-    return Candidate(weight_key(w2d), widened_extra_bytes(oc, pairs), float(pixels), pairs, oc, pixels, shape)
+    return Candidate(weight_key(w2d), widened_extra_bytes(oc, pairs), saving_per_byte(pixels, pairs),
+                     pairs, oc, pixels, shape)
 
 
 def candidates(model: Model) -> list[Candidate]:
@@ -107,7 +158,12 @@ def candidates(model: Model) -> list[Candidate]:
 
 
 def choose(cands: list[Candidate], budget: int) -> tuple[frozenset[str], int]:
-    """Greedy by score (then the bigger saving first): the keys chosen and the bytes they take."""
+    """The keys chosen and the bytes they take: the most estimated instructions saved
+    (score x extra_bytes) within the budget. Up to EXACT_CANDIDATES candidates an exact 0/1
+    knapsack (the Pareto frontier of (bytes, saving) over subsets); beyond, greedy by score
+    (then the bigger saving first), skipping what does not fit."""
+    if len(cands) <= EXACT_CANDIDATES:
+        return _knapsack(cands, budget)
     chosen: list[str] = []
     left = budget
     for c in sorted(cands, key=lambda c: (-c.score, -c.extra_bytes)):
@@ -115,6 +171,24 @@ def choose(cands: list[Candidate], budget: int) -> tuple[frozenset[str], int]:
             chosen.append(c.key)
             left -= c.extra_bytes
     return frozenset(chosen), budget - left
+
+
+def _knapsack(cands: list[Candidate], budget: int) -> tuple[frozenset[str], int]:
+    # frontier: bytes -> (saving, keys), only states no other state beats with fewer bytes
+    front: dict[int, tuple[float, frozenset[str]]] = {0: (0.0, frozenset())}
+    for c in sorted(cands, key=lambda c: (-c.score, -c.extra_bytes)):  # ties: the model's order
+        grown = dict(front)
+        for used, (saving, keys) in front.items():
+            b = used + c.extra_bytes
+            if b <= budget and (b not in grown or grown[b][0] < saving + c.score * c.extra_bytes):
+                grown[b] = (saving + c.score * c.extra_bytes, keys | {c.key})
+        front, best = {}, -1.0
+        for b in sorted(grown):
+            if grown[b][0] > best:
+                front[b] = grown[b]
+                best = grown[b][0]
+    used = max(front, key=lambda b: (front[b][0], -b))
+    return front[used][1], used
 
 
 def _nodes(n: object) -> int:
@@ -129,15 +203,29 @@ def _nodes(n: object) -> int:
     return total
 
 
+def module_nodes(module: K.KernelModule) -> dict[str, int]:
+    """Kernel IR nodes of each function (a multi-result intrinsic counted as the plain statements
+    it stands for, whose code it is no bigger than)."""
+    return {f.name: _nodes(expand_all(f.body)) for f in module.funcs}
+
+
 def code_estimate(module: K.KernelModule) -> int:
-    """Conservative flash of the firmware's code for a kernel module (a multi-result intrinsic
-    counted as the plain statements it stands for, whose code it is no bigger than)."""
-    return int(CODE_BASE + CODE_PER_NODE * sum(_nodes(expand_all(f.body)) for f in module.funcs))
+    """Over-estimate of the firmware's flash beyond the constant tables (code, runtime, initial
+    values of recurrent states) for a kernel module as the driver has it after share_kernels and
+    prune_constants (see the calibration above)."""
+    nodes = module_nodes(module)
+    states = sum(c.buffer.nbytes for c in module.states)
+    return int(CODE_BASE + CODE_PER_KERNEL * len(nodes) + CODE_PER_NODE * sum(nodes.values())) + states
 
 
-def flash_headroom(model: Model, int8_module: K.KernelModule, source_bytes: int | None) -> int:
-    """(model file + 32 KiB) - the int8 build's estimated flash (constants of the pruned module +
-    code_estimate). Without the file's size its lower bound, the model's constant bytes, is used."""
+def flash_estimate(module: K.KernelModule) -> int:
+    """The module's constants plus code_estimate: what the firmware's flash is taken to be."""
+    return sum(c.buffer.nbytes for c in module.consts) + code_estimate(module)
+
+
+def flash_bound(model: Model, source_bytes: int | None) -> int:
+    """The flash rule: model file + 32 KiB. Without the file's size its lower bound, the model's
+    constant bytes, stands for it."""
     if source_bytes is None:
         seen: dict[int, int] = {}
         for fn in model.functions.values():
@@ -146,5 +234,9 @@ def flash_headroom(model: Model, int8_module: K.KernelModule, source_bytes: int 
                     if isinstance(a, Constant):
                         seen[id(a)] = a.data.nbytes
         source_bytes = sum(seen.values())
-    consts = sum(c.buffer.nbytes for c in int8_module.consts)
-    return source_bytes + FLASH_SLACK - consts - code_estimate(int8_module)
+    return source_bytes + FLASH_SLACK
+
+
+def flash_headroom(model: Model, int8_module: K.KernelModule, source_bytes: int | None) -> int:
+    """flash_bound - the int8 build's flash_estimate: what pre-widened weights may take."""
+    return flash_bound(model, source_bytes) - flash_estimate(int8_module)
