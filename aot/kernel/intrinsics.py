@@ -193,6 +193,15 @@ def load64(ref: tuple) -> int:
     return int(arr[i])
 
 
+def load64_fresh(ref: tuple) -> int:
+    """load64 whose LDRD is a volatile asm wherever the array lives (C: aot_load64_fresh, the form
+    aot_load64_stack has for local arrays): gcc can neither forward a value stored there before
+    nor keep it live across a loop (aot.lower.schedule.short: the first column entry of a block,
+    which gcc otherwise carried through the block loop in a spilled stack slot)."""
+    arr, i = ref
+    return int(arr[i])
+
+
 def _f32(fn: Callable[[float], float]) -> Callable[[float], float]:
     return lambda x: float(np.float32(fn(float(np.float32(x)))))
 
@@ -234,6 +243,7 @@ INTRINSICS: Mapping[str, IntrinsicDef] = MappingProxyType({
         IntrinsicDef("requant_mm_nn", ("i32", "i32", "i32", "i32"), "i32", requant_mm_nn, requant_mm_nn.__doc__ or ""),
         IntrinsicDef("requant_mma", ("i32", "i32", "i32", "i32"), "i32", requant_mma, requant_mma.__doc__ or ""),
         IntrinsicDef("load64", ("&i64",), "i64", load64, load64.__doc__ or ""),
+        IntrinsicDef("load64_fresh", ("&i64",), "i64", load64_fresh, load64_fresh.__doc__ or ""),
         IntrinsicDef("expf", ("f32",), "f32", _f32(math.exp), "float exp"),
         IntrinsicDef("tanhf", ("f32",), "f32", _f32(math.tanh), "float tanh"),
         IntrinsicDef("sqrtf", ("f32",), "f32", _f32(lambda x: math.sqrt(x) if x >= 0 else math.nan), "float sqrt"),

@@ -259,7 +259,7 @@ def define_intrinsic(mod: ir.Module, name: str, features: str = "") -> ir.Functi
         return _requant_mm_nn(mod)
     if name == "requant_mma":
         return _requant_mma(mod)
-    if name == "load64":  # a plain i64 load (the C backend's LDRD in an asm for gcc)
+    if name in ("load64", "load64_fresh"):  # a plain i64 load (the C backend's LDRD in an asm for gcc)
         fn, b = _fn(mod, name, I64, [ir.PointerType()])
         b.ret(b.load(fn.args[0], typ=I64))
         return fn

@@ -262,6 +262,17 @@ static inline int64_t aot_load64_stack(const int64_t *p) {
 static inline int64_t aot_load64(const int64_t *p) { return *p; }
 static inline int64_t aot_load64_stack(const int64_t *p) { return *p; }
 #endif
+/* aot_load64_stack's volatile LDRD for any array (aot.kernel.intrinsics.load64_fresh): gcc neither
+   forwards a value stored there before nor carries it through a loop in a spilled stack slot */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__thumb2__)
+static inline int64_t aot_load64_fresh(const int64_t *p) {
+    int64_t v;
+    __asm__ volatile("ldrd %Q0, %R0, %1" : "=r"(v) : "Uv"(*p));
+    return v;
+}
+#else
+static inline int64_t aot_load64_fresh(const int64_t *p) { return *p; }
+#endif
 
 static inline float aot_expf(float x) { return expf(x); }
 static inline float aot_tanhf(float x) { return tanhf(x); }

@@ -32,7 +32,12 @@ Depthwise convolutions of one input channel come here too (aot.lower.schedule.ke
 convolution with the depth multiplier as output channels): person_detect's 1 -> 8 (3x3 stride 2)
 339,160 -> 274,080 instructions, MobileNet's 3 -> 8 584,520 -> 556,080 (with the uniform shift of
 quad_product); border pixel pairs through their joint window (emit_shallow_quad) 274,080 -> 268,240 and
-556,080 -> 540,160, ResNet-8 11,769,960 -> 11,741,960 in all.
+556,080 -> 540,160, ResNet-8 11,769,960 -> 11,741,960 in all. One channel and kernel rows of three taps
+at stride 1 or 2 (lanes3_ok): two pixels' pairs from words of their joint window (lanes3_entries: per
+kernel row the outer taps are SXTB16 lanes, the middle taps of two rows one PKHBT / PKHTB; the weights
+in that order, lanes3_pairs) instead of byte loads and a PKHBT per pair: person_detect's 1 -> 8 fill 28
+-> 23 instructions per two pixels; with the block's first column entry read by load64_fresh
+(aot.lower.schedule.short) 268,240 -> 248,560 instructions.
 Weights take the flash of the generic schedule's pre-widened form (the same WeightBudget share:
 one int32 word per channel and pair); without a budget for the layer the generic schedule runs.
 """
@@ -100,6 +105,71 @@ def shallow_pairs(kh: int, run: int) -> list[PairSrc]:
         ky2, t2 = left[i + 1] if i + 1 < len(left) else (-1, -1)
         out.append(PairSrc("bytes", ky, t, False, ky2, t2, ky * run + t, ky2 * run + t2 if ky2 >= 0 else -1))
     return out
+
+
+def lanes3_ok(g: Geometry) -> bool:
+    """Whether emit_shallow_quad makes two pixels' pairs from words (lanes3_pairs): one input
+    channel, kernel rows of three taps, stride 1 or 2."""
+    return g.C == 1 and g.kw == 3 and g.sw in (1, 2)
+
+
+def lanes3_pairs(kh: int) -> list[PairSrc]:
+    """The pairs of a one-channel window of kh rows of three taps in the order lanes3_entries makes
+    them from words: per kernel row the outer taps (0, 2) (one SXTB16 lane pair), then the middle
+    taps paired across rows (0, 1), (2, 3) .., a last odd one with a weight of 0. As byte pairs, so
+    pair_steps makes them for a lone pixel or a window copied by the generic fill."""
+    out = [PairSrc("bytes", ky, 0, False, ky, 2, 3 * ky, 3 * ky + 2) for ky in range(kh)]
+    for ky in range(0, kh, 2):
+        k2 = ky + 1 if ky + 1 < kh else -1
+        out.append(PairSrc("bytes", ky, 1, False, k2, 1 if k2 >= 0 else -1, 3 * ky + 1, 3 * k2 + 1 if k2 >= 0 else -1))
+    return out
+
+
+def lanes3_entries(ctx, g: Geometry, col: K.Buffer, s: K.Expr, src: K.Buffer,  # noqa: ANN001
+                   base: K.Expr, rstride: int) -> list[K.Stmt]:
+    """The lanes3_pairs of two pixels (windows at base and base + sw in src, kernel rows rstride
+    apart) into col, from words that stay inside the joint window (bytes base .. base + sw + 2 of a
+    row). Stride 1: the word w at x gives (x, x + 2) (SXTB16: the first pixel's outer taps) and
+    (x + 1, x + 3) (SXTB16 ROR 8: the second's); the middle taps x + 1 and x + 2 are the bottom lane of
+    the latter and the top lane of the former. Stride 2: the words at x and x + 1 give (x, x + 2),
+    (x + 2, x + 4) (the outer taps) and (x + 1, x + 3) (both middle taps). Middle taps of two rows are
+    one PKHBT (first pixel) and one PKHTB (second pixel)."""
+    kh = g.kh
+    outer: list[tuple[K.Expr, K.Expr]] = []
+    mids: list[tuple[K.Expr, K.Expr]] = []  # per row: (value whose bottom lane, value whose top lane)
+    st: list[K.Stmt] = []
+    for ky in range(kh):
+        row = simplify_expr(base + ky * rstride)
+        w0 = ctx.var("xw")
+        st.append(K.Let(w0, K.LoadWord(src, row)))
+        a = ctx.var("xp")
+        st.append(K.Let(a, intrinsic("sxtb16", w0)))
+        if g.sw == 1:
+            b = ctx.var("xp")
+            st.append(K.Let(b, intrinsic("sxtb16_ror8", w0)))
+            outer.append((a, b))
+            mids.append((b, a))
+        else:
+            w1 = ctx.var("xw")
+            st.append(K.Let(w1, K.LoadWord(src, simplify_expr(row + 1))))
+            b, m = ctx.var("xp"), ctx.var("xp")
+            st += [K.Let(b, intrinsic("sxtb16_ror8", w1)), K.Let(m, intrinsic("sxtb16", w1))]
+            outer.append((a, b))
+            mids.append((m, m))
+    j = 0
+    for ky in range(kh):
+        st.append(K.Store(col, col_index(j, s), col_entry(*outer[ky])))
+        j += 1
+    for ky in range(0, kh, 2):
+        lo, hi = mids[ky]
+        if ky + 1 < kh:
+            lo2, hi2 = mids[ky + 1]
+            first, second = intrinsic("pair_lo", lo, lo2), intrinsic("pair_hi", hi, hi2)
+        else:  # the top lanes meet a weight of 0
+            first, second = lo, intrinsic("pair_hi", hi, hi)
+        st.append(K.Store(col, col_index(j, s), col_entry(first, second)))
+        j += 1
+    return st
 
 
 def shallow_ok(tgt: ScheduleTarget, g: Geometry, oc_n: int) -> bool:
@@ -297,12 +367,16 @@ def emit_shallow_quad(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, rq: 
     assert buf is not None
     run = g.kw * g.C
     row_step = g.dh * g.W * g.C
+    lanes3 = lanes3_ok(g)
+    if lanes3:  # as many pairs, another order (the weights follow)
+        pairs = lanes3_pairs(g.kh)
     ylo, yhi, xlo, xhi = g.pads
     padded = ylo or yhi or xlo or xhi
     # a border pair of pixels: their joint window (kernel rows of `span` columns; padding as the input
     # zero point) copied into `patch`, no bigger than two windows when the stride is at most the kernel's width
     span = g.sw + g.kw
     joint = span <= 2 * g.kw
+    assert joint or not lanes3  # lanes3_entries reads a joint window (stride <= 2 < kernel width 3)
     patch = K.Buffer(ctx.fresh("patch"), "i8", g.kh * span * g.C if joint else 2 * g.depth) if padded else None
 
     def window(nn: K.Expr, piy: K.Expr, pix: K.Expr) -> K.Stmt:
@@ -369,6 +443,10 @@ def emit_shallow_quad(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, rq: 
                                     col_entry(vs[0], vs[1] if len(vs) > 1 else None)))
         return [K.For(ky, g.kh, K.seq(*body)), *entries(col, s, src, bases, rstride, g.kh * nwp)]
 
+    def lanes3_two(col: K.Buffer, s: K.Expr, src: K.Buffer, bases: list[K.Expr], rstride: int) -> list[K.Stmt]:
+        """As entries for two pixels of a lanes3 layer (bases[1] == bases[0] + sw: a joint window)."""
+        return lanes3_entries(ctx, g, col, s, src, bases[0], rstride)
+
     def fill(col: K.Buffer, nn: K.Expr, oy: K.Expr, ox0: K.Expr, nsl: int) -> list[K.Stmt]:
         piy = ctx.var("piy")
 
@@ -385,7 +463,7 @@ def emit_shallow_quad(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, rq: 
             if xhi:
                 conds.append(pix + ((cnt - 1) * g.sw + g.kw - 1) < g.W)
             bases = [base] + ([simplify_expr(base + g.sw * g.C)] if cnt > 1 else [])
-            made = entries_rows if row_loop else entries
+            made = lanes3_two if lanes3 and cnt == 2 else entries_rows if row_loop else entries
             body: K.Stmt = K.seq(*made(col, s, buf, bases, row_step))
             if conds:
                 assert patch is not None

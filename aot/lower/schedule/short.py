@@ -141,7 +141,10 @@ def quad_product(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, rq: Requa
                 ws.append(wv)
             for s0 in range(0, nsl, 2):  # two pixels' pairs in one load (LDRD), then their products
                 xx = ctx.var("xx", "i64")
-                st.append(K.Let(xx, intrinsic("load64", K.Load(col, col_index(j, s0)))))  # one LDRD
+                # one LDRD; the block's first volatile (gcc forwarded the fill's value of it into the
+                # block loop and carried it there in a spilled stack slot: person_detect's first layer)
+                ld = "load64_fresh" if j == 0 and s0 == 0 else "load64"
+                st.append(K.Let(xx, intrinsic(ld, K.Load(col, col_index(j, s0)))))
                 xs = []
                 for s in range(s0, min(s0 + 2, nsl)):
                     x = ctx.var("xv")
