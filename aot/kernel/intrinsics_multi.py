@@ -7,7 +7,8 @@ in order, to declared scalars. Argument kinds as for every intrinsic: "&i32" is 
 kernel IR passes a Load; the backends pass its address, the interpreter (array, index)); "#i32" an
 immediate: a compile-time constant (a K.Const), here a word offset added to the reference before
 which it stands (a backend folds it into the load's immediate offset).
-Here: the lohi GEMM step (smlad_lohi_*) and the 3x3 window of a depthwise block (dw3x3_s*_*).
+Here: the lohi GEMM step (smlad_lohi_*) and the 3x3 window of a depthwise block (dw3x3_s*_*; dw3x3q_s*_*:
+the window and its outputs' requantization).
 C: runtime_c/include/aot_intrinsics.h (a macro: inline asm under __ARM_FEATURE_DSP && __OPTIMIZE__
 && __GNUC__, the same arithmetic in portable C elsewhere); LLVM: aot/llvm/multi.py.
 """
@@ -117,8 +118,32 @@ def _dw3x3(stride: int, n: int) -> Callable[..., tuple[int, ...]]:
     return window
 
 
+def _requant_mma_ssat8(acc: int, m: int, h: int, r: int) -> int:
+    """ssat8(requant_mma(acc, m, h, r)) (aot.kernel.intrinsics): SMMLA (no rounding), ASR r, clamp to int8."""
+    t = _s32(((((h & 0xFFFFFFFF) << 32) + acc * m) & 0xFFFFFFFFFFFFFFFF) >> 32) >> r
+    return min(127, max(-128, t))
+
+
+def _dw3x3q(stride: int, n: int) -> Callable[..., tuple[int, ...]]:
+    win = _dw3x3(stride, n)
+
+    def window(*refs: object) -> tuple[int, ...]:
+        *wrefs, qo, r = refs
+        if not 1 <= int(r) <= 31:  # type: ignore[call-overload]
+            raise ValueError(f"dw3x3q shift {r} outside 1..31")
+        w = wrefs[6]
+        m, h = _word(w, qo, 0), _word(w, qo, 1)  # type: ignore[arg-type]
+        return tuple(_requant_mma_ssat8(a, m, h, int(r)) for a in win(*wrefs))  # type: ignore[call-overload]
+    window.__doc__ = (f"dw3x3_s{stride}_{n}, then each output requantized: ssat8(requant_mma(acc, m, h, r)) with "
+                      "m = w[qo], h = w[qo + 1] (the channel record's words) and the shift r (1 .. 31) an immediate "
+                      "(aot.kernel.intrinsics requant_mma, ssat8). Cortex-M DSP: the window's instructions, LDRD of "
+                      f"m, h, {n} SMMLA and {n} SSAT (ASR r).")
+    return window
+
+
 # (name, argument dtypes, number of i32 results, semantics)
 MULTI_INTRINSICS: tuple[tuple[str, tuple[str, ...], int, Callable[..., tuple[int, ...]]], ...] = (
     ("smlad_lohi_2x4", ("i32",) * 8 + ("&i32", "#i32", "&i32", "#i32"), 8, smlad_lohi_2x4),
     ("smlad_lohi_1x4", ("i32",) * 4 + ("&i32", "#i32", "&i32", "#i32"), 4, smlad_lohi_1x4),
-) + tuple((f"dw3x3_s{s}_{n}", ("&i32", "#i32") * 4, n, _dw3x3(s, n)) for s, n in DW3_SHAPES)
+) + tuple((f"dw3x3_s{s}_{n}", ("&i32", "#i32") * 4, n, _dw3x3(s, n)) for s, n in DW3_SHAPES) + tuple(
+    (f"dw3x3q_s{s}_{n}", ("&i32", "#i32") * 4 + ("#i32", "#i32"), n, _dw3x3q(s, n)) for s, n in DW3_SHAPES)

@@ -97,7 +97,22 @@ def _dw3x3(s: K.MultiAssign, var: Callable[[str], K.ScalarVar], res: list[K.Expr
     return out
 
 
-EXPANSIONS = {"smlad_lohi_2x4": _lohi, "smlad_lohi_1x4": _lohi} | {f"dw3x3_s{st}_{n}": _dw3x3 for st, n in DW3_SHAPES}
+def _dw3x3q(s: K.MultiAssign, var: Callable[[str], K.ScalarVar], res: list[K.Expr]) -> list[K.Stmt]:
+    """dw3x3q_s{stride}_{n}: the window (_dw3x3), then its requantization constants m, h (the weight
+    reference's words qo, qo + 1) and per output ssat8(requant_mma(acc, m, h, r))."""
+    *refs, qo, r = s.value.args
+    out = _dw3x3(K.MultiAssign(s.targets, K.Intrinsic(s.value.name, tuple(refs), s.value.dtype)), var, res)
+    m, h = var("mm"), var("mh")
+    out += [K.Let(m, _at(refs[6], qo, 0)), K.Let(h, _at(refs[6], qo, 1))]
+    for i in range(len(res)):
+        v = var("mr")
+        out.append(K.Let(v, call("ssat8", call("requant_mma", res[i], m, h, r))))
+        res[i] = v
+    return out
+
+
+EXPANSIONS = ({"smlad_lohi_2x4": _lohi, "smlad_lohi_1x4": _lohi} | {f"dw3x3_s{st}_{n}": _dw3x3 for st, n in DW3_SHAPES}
+              | {f"dw3x3q_s{st}_{n}": _dw3x3q for st, n in DW3_SHAPES})
 
 
 def expand_multi(s: K.MultiAssign, var: Callable[[str], K.ScalarVar]) -> K.Stmt:

@@ -15,7 +15,8 @@ odd width, SMLABB with L = (w[kw - 1], 0) (no O words); an odd stride alternates
 
 Per channel and output row, the accumulators of a block of output pixels (the whole row when
 it is at most MAX_ROW wide, else blocks of BLOCK, WINDOW_BLOCK for 3x3 kernels: their window is one
-inline-asm step on DSP cores, _window_step) start from the channel's bias and share its
+inline-asm step on DSP cores, _window_step, which with one shift for all channels and the full int8
+clamp also requantizes, _fused_requant) start from the channel's bias and share its
 weight words and requantization constants: one record per channel (bias, the varying
 requantization constants, per kernel row E then O or L), loaded after the accumulation. With a
 ReLU-like clamp and per-channel shifts, each channel's weights and bias are scaled by its own
@@ -27,7 +28,9 @@ newest min(sh, kh) of them. The output rows run in blocks of p = kh / gcd(kh, sh
 passes unrolled, so which buffer row holds which kernel row is known at compile time
 (unroll_rows; else one pass per output row with the rows' word offsets computed at run time and
 the new rows brought in by a loop: about a third of the code, ~5% more instructions in the
-layer). When the line buffer of all channels would exceed PAIRS_MAX_BYTES the
+layer; for a 3x3 stride-1 kernel a mirrored ring of 2 kh rows, input row r also in row r % kh + kh,
+so that a window's rows are adjacent: one pointer, immediate offsets, see full_height). When the
+line buffer of all channels would exceed PAIRS_MAX_BYTES the
 channels go in groups, the whole image per group (the deep, low-resolution MobileNet layers);
 such a layer holds every padded row of the image instead of a ring when that fits the ring's bytes
 with fewer channels per group (full_height: the window's rows adjacent, one pointer).
@@ -52,6 +55,7 @@ from aot.kernel.intrinsics import call as intrinsic, multi, pack16
 from aot.kernel.intrinsics_multi import DW3_SHAPES, MAX_WORD_OFFSET, dw3_words
 from aot.kernel.simplify import simplify_expr
 from aot.lower.schedule.requant import ChannelConsts, Requant
+from aot.ops.emit import flat_index
 
 PAIRS_MAX_BYTES = 4096  # the line buffer's RAM
 BLOCK = 4  # output pixels per block when a row is wider than MAX_ROW (even: blocks start on a word)
@@ -98,14 +102,17 @@ def _block_words(n: int, stride: int, even: list[tuple[int, int, str]], odd: lis
 
 
 def _window_step(accs: list[K.ScalarVar], ring: K.Buffer, rows: list[tuple[K.Expr, K.Expr]],
-                 tab: K.Buffer, rb: K.Expr, w0: int, sw: int) -> K.Stmt | None:
+                 tab: K.Buffer, rb: K.Expr, w0: int, sw: int,
+                 rq_step: tuple[int, int] | None = None) -> K.Stmt | None:
     """The 3x3 window of a block as one statement (aot.kernel.intrinsics_multi dw3x3_s{sw}_{n}: an
     inline-asm step on DSP cores, whose loads gcc can neither hoist out of the block loop nor spill):
     the accumulators from the bias tab[rb] (loaded in the step: one register less across the
     block loop), kernel row ky's input words at ring[base + off] for rows[ky] =
     (base, off), two at a time, its weight words at tab[rb + w0 + 2 ky] (LDRD); None when there is
     no such step for the block (the caller prints single products). A row offset that is not a
-    constant goes into its reference."""
+    constant goes into its reference. rq_step = (qo, r) (_fused_requant): the step also requantizes
+    (dw3x3q_s{sw}_{n}: ssat8(requant_mma(acc, tab[rb + qo], tab[rb + qo + 1], r))), the accumulators
+    then receiving the int8 outputs."""
     n = len(accs)
     if (sw, n) not in DW3_SHAPES:
         return None
@@ -118,7 +125,24 @@ def _window_step(accs: list[K.ScalarVar], ring: K.Buffer, rows: list[tuple[K.Exp
         refs += [K.Load(ring, simplify_expr(base)), off]
     if w0 + 5 > MAX_WORD_OFFSET:
         return None
+    if rq_step is not None:
+        return multi(accs, f"dw3x3q_s{sw}_{n}", *refs, K.Load(tab, rb), K.Const(w0), *map(K.Const, rq_step))
     return multi(accs, f"dw3x3_s{sw}_{n}", *refs, K.Load(tab, rb), K.Const(w0))
+
+
+def _fused_requant(rq: Requant, doubled: bool) -> tuple[int, int] | None:
+    """(1, r) when rq.value of the doubled accumulator is ssat8(requant_mma(acc, m, h, r))
+    with m, h the record's words 1, 2 (the varying constants, after the bias) and one shift r in
+    1 .. 31 (an SSAT's ASR): the window step then requantizes (dw3x3q); else None. (The same for
+    requant_mm_nn with a per-channel shift measured no better: gcc's code was as short.)"""
+    if (not doubled or rq.mode != "mma" or (rq.act_min, rq.act_max) != (-128, 127) or rq.varying != ["m", "h"]
+            or rq.consts.get("zp", None) != 0 or not 1 <= rq.consts.get("r", 0) <= 31):
+        return None
+    v = {"m": K.ScalarVar("m", "i32"), "h": K.ScalarVar("h", "i32"), "r": K.Const(rq.consts["r"]), "zp": K.Const(0)}
+    e = rq.value(ChannelConsts(v), K.ScalarVar("acc", "i32"), doubled=True)
+    ok = (isinstance(e, K.Intrinsic) and e.name == "ssat8" and isinstance(e.args[0], K.Intrinsic)
+          and e.args[0].name == "requant_mma")
+    return (1, rq.consts["r"]) if ok else None
 
 
 def pairs_geometry(x, out, attrs: Mapping[str, Any], kh: int, kw: int) -> tuple[int, int, int] | None:  # noqa: ANN001
@@ -144,9 +168,11 @@ def full_height(cin: int, kh: int, sh: int, oh: int, words: int, budget: int) ->
     the most channels, a multiple of 4 dividing cin, that fit), or None. Its windows are then
     adjacent rows: one pointer per channel with the kernel rows at immediate offsets where a
     ring's rows move (measured on MobileNetV1-0.25's 6x6x128 layers: 14.3 instructions per output
-    instead of 15.8). Bands of rows moved up when they run out (for larger images) and a mirrored
-    ring (rows stored twice) measured no better: the extra stores or copies cost what the
-    addressing saves."""
+    instead of 15.8). Bands of rows moved up when they run out (for larger images) measured no
+    better: the copies cost what the addressing saves. Else a 3x3 stride-1 layer takes a mirrored
+    ring (emit_pairs: every row stored twice, kh rows apart, in the same bytes with half the
+    channels per group): person_detect's 24x24x32 layer 78 -> 70 instructions per window of 6, its
+    stride-2 layers (two new rows per output row, half the windows) lost as much."""
     rows = (oh - 1) * sh + kh
     g = next((g for g in range(cin, 0, -4) if cin % g == 0 and rows * g * words * 4 <= budget), None)
     return None if g is None else (0 if g == cin else g, rows)
@@ -165,6 +191,12 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
                                                 kh * (group or cin_all) * sw_words * 4)
     if layout is not None:  # consecutive padded rows in order: one pass per output row
         group, nslots = layout
+    mirror = False  # a ring of 2 kh rows, row r in rows r % kh and r % kh + kh: a window's rows adjacent
+    if not unroll_rows and layout is None and (kh, kw) == (3, 3) and int(attrs["strides"][0]) == 1:
+        budget = kh * (group or cin_all) * sw_words * 4  # the bytes of the ring it replaces
+        g2 = next((g for g in range(cin_all, 0, -4) if cin_all % g == 0 and 2 * kh * g * sw_words * 4 <= budget), None)
+        if g2 is not None:
+            mirror, group, nslots = True, (0 if g2 == cin_all else g2), 2 * kh
     cin = group or cin_all  # the channels of one pass; channel cg + c of the image
     cg = ctx.var("cg") if cin < cin_all else K.Const(0)
 
@@ -258,9 +290,10 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
                         v = ctx.var("pw")
                         body.append(K.Let(v, intrinsic(fn, offpair, src)))
                         vals[i, j] = v
-                for (i, j), v in sorted(vals.items()):
-                    at = s + soff + (i * cw + j)
-                    body.append(K.Store(ring, simplify_expr(at if jb is None else at + jb), v))
+                for m in range(2 if mirror else 1):  # the mirrored ring's second copy kh rows on
+                    for (i, j), v in sorted(vals.items()):  # a channel's two words in a row (STRD)
+                        at = s + soff + (i * cw + j + m * kh * sw_words)
+                        body.append(K.Store(ring, simplify_expr(at if jb is None else at + jb), v))
             return body
         body = words(unrolled, None)
         if n_pairs:  # words j0 + 2k, j0 + 2k + 1: columns 2 (j0 + 2k) - pl ..
@@ -273,7 +306,8 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
     def zero_row(soff: K.Expr) -> K.Stmt:
         """The line-buffer row at word offset soff of every channel all zero (a padding row)."""
         c = ctx.var("zc")
-        return K.For(c, cin, K.seq(*[K.Store(ring, simplify_expr(c * cw + soff + j), K.Const(0)) for j in image_words]))
+        return K.For(c, cin, K.seq(*[K.Store(ring, simplify_expr(c * cw + soff + j + m * kh * sw_words), K.Const(0))
+                                     for m in range(2 if mirror else 1) for j in image_words]))
 
     def row_in(r: K.Expr, soff: K.Expr, lo_ok: bool, hi_ok: bool) -> K.Stmt:
         if lo_ok and hi_ok:
@@ -287,13 +321,13 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
         height: kernel row ky at slots[0] plus ky rows, one pointer with immediate offsets)."""
         accs = [ctx.var(f"acc{i}") for i in range(n)]
         base = None
-        if layout is not None:
+        if layout is not None or mirror:  # the window's rows adjacent: one pointer
             base = ctx.var("rp")
         rows = [(simplify_expr(c * cw + word0), slots[ky]) if base is None else (base, K.Const(ky * sw_words))
                 for ky in range(kh)]
-        window = _window_step(accs, ring, rows, tab, rb, w0, sw) if (kh, kw) == (3, 3) else None
+        window = _window_step(accs, ring, rows, tab, rb, w0, sw, fused) if (kh, kw) == (3, 3) else None
         st: list[K.Stmt] = [K.Let(a, bias if window is None else K.Const(0)) for a in accs]
-        if layout is not None:
+        if base is not None:
             st.append(K.Let(base, simplify_expr(c * cw + slots[0] + word0)))
         if window is not None:
             st.append(window)
@@ -312,12 +346,20 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
                     for o, k, fn in (odd_ops if (sw * i) % 2 else even_ops):
                         if (sw * i) // 2 + o == j:
                             st.append(K.Assign(a, intrinsic(fn, xw, wts[k], a)))
-        lets, consts = rq_consts()  # loaded after the accumulation: fewer live registers
-        st += lets
-        for i, a in enumerate(accs):
-            st.append(out.store([K.Const(0), oy, ox0 + i, chan(c)], rq.value(consts, a, doubled=dbl)))
-        return st
+        if window is not None and fused is not None:  # the step's results are the int8 outputs
+            values: list[K.Expr] = list(accs)
+        else:
+            lets, consts = rq_consts()  # loaded after the accumulation: fewer live registers
+            st += lets
+            values = [rq.value(consts, a, doubled=dbl) for a in accs]
+        pre, v = out.epilogue(accs[0], [K.Const(0), oy, ox0, chan(c)])
+        if pre or v is not accs[0]:  # a fused consumer: through the writer
+            return st + [out.store([K.Const(0), oy, ox0 + i, chan(c)], e) for i, e in enumerate(values)]
+        ob = ctx.var("ob")  # the stores at one base: constant offsets (immediates) for gcc
+        st.append(K.Let(ob, flat_index(out.final_type.shape, [K.Const(0), oy, ox0, chan(c)])))
+        return st + [K.Store(out.buffer, ob + i * oc_n, e.cast(out.buffer.dtype)) for i, e in enumerate(values)]
 
+    fused = _fused_requant(rq, dbl) if nv else None  # the window step's outputs requantized in the step
     # 3x3 windows as one step each (_window_step) take blocks of WINDOW_BLOCK outputs
     blk = WINDOW_BLOCK if (kh, kw) == (3, 3) and (sw, WINDOW_BLOCK) in DW3_SHAPES else BLOCK
 
