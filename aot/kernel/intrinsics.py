@@ -202,6 +202,18 @@ def load64_fresh(ref: tuple) -> int:
     return int(arr[i])
 
 
+def store_pair(ref: tuple, a: int, b: int) -> int:
+    """Writes a and b to the two adjacent words at a reference (buffer, index): one STRD in C with
+    gcc on Thumb-2 (an asm whose memory operand is the 8 bytes, base register and immediate offset),
+    where gcc stored the two values of a column fill with two STRs (aot.lower.schedule.gemm_fill).
+    Returns 0 (an Evaluate's value)."""
+    arr, i = ref
+    if not (0 <= i and i + 1 < arr.size):
+        raise IndexError(f"store_pair [{i}, {i + 1}] out of bounds (size {arr.size})")
+    arr[i], arr[i + 1] = a, b
+    return 0
+
+
 def _f32(fn: Callable[[float], float]) -> Callable[[float], float]:
     return lambda x: float(np.float32(fn(float(np.float32(x)))))
 
@@ -272,6 +284,7 @@ INTRINSICS: Mapping[str, IntrinsicDef] = MappingProxyType({
         IntrinsicDef("guard_fail", ("&u8", "&u8"), "i32", lambda buffer, kernel: AOT_ERR_GUARD,
                      "guarded builds: report the overwritten buffer and the kernel (NUL-terminated names) "
                      "through aot_guard_report; returns AOT_ERR_GUARD"),
+        IntrinsicDef("store_pair", ("*i32", "i32", "i32"), "i32", store_pair, store_pair.__doc__ or ""),
     )
 } | {n: IntrinsicDef(n, args, dt, fn, fn.__doc__ or "") for n, args, dt, fn in MVE_INTRINSICS}
   | {n: IntrinsicDef(n, args, dt, fn, fn.__doc__ or "") for n, args, dt, fn in X86_INTRINSICS}

@@ -7,8 +7,8 @@ in order, to declared scalars. Argument kinds as for every intrinsic: "&i32" is 
 kernel IR passes a Load; the backends pass its address, the interpreter (array, index)); "#i32" an
 immediate: a compile-time constant (a K.Const), here a word offset added to the reference before
 which it stands (a backend folds it into the load's immediate offset).
-Here: the lohi GEMM step (smlad_lohi_*) and the 3x3 window of a depthwise block (dw3x3_s*_*; dw3x3q_s*_*:
-the window and its outputs' requantization).
+Here: the lohi GEMM step (smlad_lohi_*), a whole two-pixel lohi block (lohi_2x4_x16) and the 3x3
+window of a depthwise block (dw3x3_s*_*; dw3x3q_s*_*: the window and its outputs' requantization).
 C: runtime_c/include/aot_intrinsics.h (a macro: inline asm under __ARM_FEATURE_DSP && __OPTIMIZE__
 && __GNUC__, the same arithmetic in portable C elsewhere); LLVM: aot/llvm/multi.py.
 """
@@ -63,6 +63,28 @@ def smlad_lohi_1x4(a0: int, a1: int, a2: int, a3: int, c: Ref, co: int, w: Ref, 
     Cortex-M DSP: LDR, LDRD, 4 SMLAD, 2 SXTB16 (8 instructions for 8 multiply-accumulates)."""
     x0, w0, w1 = _word(c, co, 0), _word(w, wo, 0), _word(w, wo, 1)
     return (_smlad(x0, _sxtb16(w0), a0), _smlad(x0, w0, a1), _smlad(x0, _sxtb16(w1), a2), _smlad(x0, w1, a3))
+
+
+LOHI_LOOP_STEPS = 16  # steps per iteration of lohi_2x4_x16 (its C macro's unrolled asm loop)
+
+
+def lohi_2x4_x16(c: Ref, co: int, w: Ref, wo: int, n: int) -> tuple[int, ...]:
+    """A whole two-pixel lohi 4-channel block's reduction (aot.lower.schedule.lohi.lohi_loop): both
+    pixels' four accumulators start at the biases w[wo], .., w[wo + 3], then 16 n steps of
+    smlad_lohi_2x4, step t reading the column words c[co + 2t], c[co + 2t + 1] and the weight words
+    w[wo + 4 + 2t], w[wo + 5 + 2t] (the block's record: biases, then weights). Returns
+    (a0, a1, a2, a3, b0, b1, b2, b3). Cortex-M DSP: one inline-asm loop of n iterations of 16 steps
+    after four LDRDs of the biases; the first loads of an iteration advance both pointers (LDRD
+    post-indexed) and its end is three instructions (LDR of the end pointer from the stack, CMP, BNE:
+    the 14 registers of the steps leave none for it), where a C loop around the single steps spent
+    seven and the biases took two loads and four moves."""
+    if n < 1:
+        raise ValueError(f"lohi_2x4_x16 needs at least one iteration, got {n}")
+    bias = tuple(_word(w, wo, k) for k in range(4))
+    accs = bias + bias
+    for t in range(LOHI_LOOP_STEPS * n):
+        accs = smlad_lohi_2x4(*accs, c, co + 2 * t, w, wo + 4 + 2 * t)
+    return accs
 
 
 def _smlaxy(a: int, b: int, acc: int, ta: int, tb: int) -> int:
@@ -146,4 +168,6 @@ MULTI_INTRINSICS: tuple[tuple[str, tuple[str, ...], int, Callable[..., tuple[int
     ("smlad_lohi_2x4", ("i32",) * 8 + ("&i32", "#i32", "&i32", "#i32"), 8, smlad_lohi_2x4),
     ("smlad_lohi_1x4", ("i32",) * 4 + ("&i32", "#i32", "&i32", "#i32"), 4, smlad_lohi_1x4),
 ) + tuple((f"dw3x3_s{s}_{n}", ("&i32", "#i32") * 4, n, _dw3x3(s, n)) for s, n in DW3_SHAPES) + tuple(
-    (f"dw3x3q_s{s}_{n}", ("&i32", "#i32") * 4 + ("#i32", "#i32"), n, _dw3x3q(s, n)) for s, n in DW3_SHAPES)
+    (f"dw3x3q_s{s}_{n}", ("&i32", "#i32") * 4 + ("#i32", "#i32"), n, _dw3x3q(s, n)) for s, n in DW3_SHAPES) + (
+    ("lohi_2x4_x16", ("&i32", "#i32", "&i32", "#i32", "#i32"), 8, lohi_2x4_x16),
+)

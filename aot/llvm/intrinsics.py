@@ -263,6 +263,13 @@ def define_intrinsic(mod: ir.Module, name: str, features: str = "") -> ir.Functi
         fn, b = _fn(mod, name, I64, [ir.PointerType()])
         b.ret(b.load(fn.args[0], typ=I64))
         return fn
+    if name == "store_pair":  # two i32 stores (the C backend's STRD in an asm for gcc)
+        fn, b = _fn(mod, name, I32, [ir.PointerType(), I32, I32])
+        p = fn.args[0]
+        b.store(fn.args[1], p)
+        b.store(fn.args[2], b.gep(p, [ir.Constant(I32, 1)], source_etype=I32))
+        b.ret(ir.Constant(I32, 0))
+        return fn
     if name == "ssat8":  # smin/smax: the ARM backend selects SSAT
         fn, b = _fn(mod, name, I32, [I32])
         x = fn.args[0]

@@ -488,7 +488,7 @@ class ModulePrinter:
                 self.pool_params = {p.name: b for p, b in zip(km.pools, pool_bufs)}
                 f = K.PrimFunc(f.name, f.params + tuple(pool_bufs), f.body, f.doc)
             em = FunctionEmitter(self, fn, f)
-            em.stmt(expand_all(f.body))  # no inline asm here (aot.kernel.multi_expand)
+            em.stmt(expand_all(f.body, stores=True))  # no inline asm here (aot.kernel.multi_expand)
             em.finish()
         print_entry_points(self.mod, entry_abi(km), self.functions, self.size_t)
         return self.mod

@@ -1094,4 +1094,98 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
 /* x86-64 host routines of the host schedules */
 #include "aot_x86.h"
 
+/* A two-pixel lohi 4-channel block's reduction (aot.kernel.intrinsics_multi.lohi_2x4_x16): both pixels'
+   accumulators from the biases wp[ww], .., wp[ww + 3], then 16 n steps of aot_smlad_lohi_2x4, step t
+   reading the column words cp[cw + 2t], cp[cw + 2t + 1] and the weight words wp[ww + 4 + 2t],
+   wp[ww + 5 + 2t]; n >= 1. On DSP cores one inline-asm loop of 16 steps per iteration after four LDRDs
+   of the biases: the first step's LDRDs advance both pointers (post-indexed), the others read at
+   negative offsets, and the loop ends with LDR of the end pointer (from the stack: the steps use all
+   14 registers), CMP, BNE (a C loop around the single steps spent seven instructions: register moves,
+   a reload and two pointer increments). */
+#if defined(__GNUC__) && defined(__OPTIMIZE__) && defined(__thumb2__) && defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+#define AOT_LOHI_MACS_ \
+    "smlad %[a1], %[x0], %[w0], %[a1]\n\t" \
+    "smlad %[b1], %[x1], %[w0], %[b1]\n\t" \
+    "sxtb16 %[w0], %[w0]\n\t" \
+    "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+    "smlad %[b0], %[x1], %[w0], %[b0]\n\t" \
+    "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
+    "smlad %[b3], %[x1], %[w1], %[b3]\n\t" \
+    "sxtb16 %[w1], %[w1]\n\t" \
+    "smlad %[a2], %[x0], %[w1], %[a2]\n\t" \
+    "smlad %[b2], %[x1], %[w1], %[b2]\n\t"
+#define AOT_LOHI_STEP_(off) \
+    "ldrd %[x0], %[x1], [%[c], #" off "]\n\t" \
+    "ldrd %[w0], %[w1], [%[w], #" off "]\n\t" \
+    AOT_LOHI_MACS_
+#define aot_lohi_2x4_x16(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n) \
+    do { \
+        const int32_t *aot_c_ = (cp) + (cw), *aot_w_ = (wp) + (ww); \
+        const int32_t *aot_e_ = aot_c_ + 32 * (n); \
+        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
+        __asm__("ldrd %[a2], %[a3], [%[w], #8]\n\t" \
+                "ldrd %[b0], %[b1], [%[w]]\n\t" \
+                "ldrd %[b2], %[b3], [%[w], #8]\n\t" \
+                "ldrd %[a0], %[a1], [%[w]], #16\n\t" \
+                "1:\n\t" \
+                "ldrd %[x0], %[x1], [%[c]], #128\n\t" \
+                "ldrd %[w0], %[w1], [%[w]], #128\n\t" \
+                AOT_LOHI_MACS_ \
+                AOT_LOHI_STEP_("-120") \
+                AOT_LOHI_STEP_("-112") \
+                AOT_LOHI_STEP_("-104") \
+                AOT_LOHI_STEP_("-96") \
+                AOT_LOHI_STEP_("-88") \
+                AOT_LOHI_STEP_("-80") \
+                AOT_LOHI_STEP_("-72") \
+                AOT_LOHI_STEP_("-64") \
+                AOT_LOHI_STEP_("-56") \
+                AOT_LOHI_STEP_("-48") \
+                AOT_LOHI_STEP_("-40") \
+                AOT_LOHI_STEP_("-32") \
+                AOT_LOHI_STEP_("-24") \
+                AOT_LOHI_STEP_("-16") \
+                AOT_LOHI_STEP_("-8") \
+                "ldr %[x0], %[e]\n\t" \
+                "cmp %[c], %[x0]\n\t" \
+                "bne 1b" \
+                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), [a3] "=&r"(o3), \
+                  [b0] "=&r"(o4), [b1] "=&r"(o5), [b2] "=&r"(o6), [b3] "=&r"(o7), \
+                  [c] "+r"(aot_c_), [w] "+r"(aot_w_), \
+                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
+                : [e] "m"(aot_e_) \
+                : "memory", "cc"); \
+    } while (0)
+#else
+#define aot_lohi_2x4_x16(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n) \
+    do { \
+        const int32_t *aot_lw_ = (wp) + (ww); \
+        int32_t aot_lt_; \
+        (o0) = aot_lw_[0]; (o1) = aot_lw_[1]; (o2) = aot_lw_[2]; (o3) = aot_lw_[3]; \
+        (o4) = aot_lw_[0]; (o5) = aot_lw_[1]; (o6) = aot_lw_[2]; (o7) = aot_lw_[3]; \
+        for (aot_lt_ = 0; aot_lt_ < 16 * (n); ++aot_lt_) { \
+            aot_smlad_lohi_2x4(o0, o1, o2, o3, o4, o5, o6, o7, o0, o1, o2, o3, o4, o5, o6, o7, \
+                               (cp) + (cw), 2 * aot_lt_, aot_lw_ + 4, 2 * aot_lt_); \
+        } \
+    } while (0)
+#endif
+
+/* a and b to the two adjacent words at p (aot.kernel.intrinsics.store_pair): with gcc on Thumb-2 one
+   STRD (an asm whose memory operand is the 8 bytes, "Uv": base register and offset within +-1020, a
+   multiple of 4; the may_alias type keeps later int32 reads of them ordered after it), where gcc
+   stored a column fill's values with two STRs */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__thumb2__)
+typedef int64_t __attribute__((may_alias)) aot_i64_alias_t;
+static inline int32_t aot_store_pair(int32_t *p, int32_t a, int32_t b) {
+    __asm__("strd %1, %2, %0" : "=Uv"(*(aot_i64_alias_t *)p) : "r"(a), "r"(b));
+    return 0;
+}
+#else
+static inline int32_t aot_store_pair(int32_t *p, int32_t a, int32_t b) {
+    p[0] = a;
+    p[1] = b;
+    return 0;
+}
+#endif
+
 #endif /* AOT_INTRINSICS_H */

@@ -155,9 +155,13 @@ def test_schedule_uses_one_step_per_reduction_pair() -> None:
     steps (two loops of 16); the channel tails (2, 1 channels) keep the single products; no flash
     budget (pre-widened weights) or no DSP means no lohi step."""
     _, cm = _compile("pw64-pw128")
-    # 128 channels from 64: the blocks' loop body of 16 steps; 7 from 128: one block's 16-step body;
-    # the same again for the ninth pixel
-    assert (_multi_steps(cm, "smlad_lohi_2x4"), _multi_steps(cm, "smlad_lohi_1x4")) == (32, 32)
+    # two pixels: each layer's 4-channel blocks one asm loop of 16 steps per iteration (32 and 64 steps:
+    # 2 and 4 iterations); the ninth pixel alone: 16 single steps per layer
+    assert (_multi_steps(cm, "smlad_lohi_2x4"), _multi_steps(cm, "smlad_lohi_1x4"),
+            _multi_steps(cm, "lohi_2x4_x16")) == (0, 32, 2)
+    loops = [n.value.args[-1].value for f in cm.module.funcs for n in nodes(f.body)
+             if isinstance(n, K.MultiAssign) and n.value.name == "lohi_2x4_x16"]
+    assert sorted(loops) == [2, 4]
     x_shape, ops = CHAINS["pw64-pw128"]
     widened = compile_model(conv_chain(5, x_shape, ops), CompileOptions(cpu="cortex-m4", policy="micro"))
     assert _multi_steps(widened) == 0

@@ -34,9 +34,12 @@ from aot.kernel.simplify import simplify_expr
 from aot.kernel.intrinsics import call as intrinsic, pack16
 from aot.ops.common import window_axis, window_bounds_conds
 from aot.lower.schedule.gemm_fill import group_pixels_joint, joint_fill_ok
+from aot.lower.schedule.gemm_layout import (ColumnLayout, column_layout, pair_order,  # noqa: F401 (re-exported)
+                                            run_pairs)
 from aot.lower.schedule.gemm_union import fill_union, union_nest, union_ok, union_pair, union_words
 from aot.lower.schedule.lohi import (LOHI_BLOCK, LOHI_SLOTS, flat_store, lohi_fits,  # noqa: F401 (re-exported)
-                                     lohi_record, lohi_step, pack_lohi, record_channel, row_column, row_unroll)
+                                     lohi_loop, lohi_record, lohi_scaled, lohi_step, pack_lohi, record_channel,
+                                     row_column, row_unroll, scaled_acc)
 from aot.lower.schedule.requant import Requant
 from aot.lower.schedule.target import ScheduleTarget, WeightBudget
 from aot.lower.schedule.widen import weight_key, widened_extra_bytes
@@ -152,53 +155,6 @@ def pixel_coords(ctx, g: Geometry, q: K.Expr | int) -> tuple[list[K.Stmt], Pixel
     iy0 = let("piy", oy * g.sh - g.pt) if (g.sh != 1 or g.pt) else oy
     ix0 = let("pix", ox * g.sw - g.pl) if (g.sw != 1 or g.pl) else ox
     return stmts, Pixel(n, oy, ox, iy0, ix0)
-
-
-# ----------------------------------------------------------------------------- column layout
-def run_pairs(length: int, words: bool) -> list[tuple[int, int]]:
-    """Pairs of element offsets of one contiguous run (-1: a filler with weight 0). With word
-    loads each group of four bytes gives the pairs (0, 2) and (1, 3) (SXTB16 and SXTB16 ROR 8)."""
-    out: list[tuple[int, int]] = []
-    g = length // 4 if words else 0
-    for i in range(g):
-        out += [(4 * i, 4 * i + 2), (4 * i + 1, 4 * i + 3)]
-    rest = list(range(4 * g, length))
-    while rest:
-        a = rest.pop(0)
-        b = rest.pop(0) if rest else -1
-        out.append((a, b))
-    return out
-
-
-@dataclass(frozen=True)
-class ColumnLayout:
-    row_mode: bool  # one run per kernel row (dw == 1, small odd cin) or one run per tap
-    run_len: int
-    runs_per_row: int
-    pairs: tuple[tuple[int, int], ...]  # of one run
-    words: bool
-
-    @property
-    def pairs_per_row(self) -> int:
-        return self.runs_per_row * len(self.pairs)
-
-
-def column_layout(g: Geometry) -> ColumnLayout:
-    words = g.buf is not None and g.buf.dtype == "i8"
-    row_mode = g.dw == 1 and g.C % 4 != 0 and g.kw > 1 and g.kw * g.C <= 64
-    if row_mode:
-        return ColumnLayout(True, g.kw * g.C, 1, tuple(run_pairs(g.kw * g.C, words)), words)
-    return ColumnLayout(False, g.C, g.kw, tuple(run_pairs(g.C, words)), words)
-
-
-def pair_order(g: Geometry, lay: ColumnLayout) -> list[tuple[int, int]]:
-    """Natural-order element indices (or -1) of every column pair."""
-    out = []
-    for ky in range(g.kh):
-        for r in range(lay.runs_per_row):
-            start = ky * g.kw * g.C + r * lay.run_len
-            out += [(start + a, start + b if b >= 0 else -1) for a, b in lay.pairs]
-    return out
 
 
 # ----------------------------------------------------------------------------- column fill
@@ -487,6 +443,7 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
     unpadded_1x1 = g.kh == 1 and g.kw == 1 and not (ylo or yhi or xlo or xhi) and g.buf is not None
 
     lay: ColumnLayout | None = None
+    hi_shift: str | None = None  # lohi with per-channel scaled accumulators (lohi_scaled)
     wscale: np.ndarray | None = None  # pre-widened weights: each channel's scale (and its bias's)
     pad_pair_at: int | None = None
     straight_ok = False
@@ -521,6 +478,9 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
             nb = 2
         if kind == "lohi":
             wvals, wdtype, ksteps, per_step = pack_lohi(w2d, order), "i32", len(order), 1
+            if slots > 1:  # two pixels only (one pixel, ad_int8's fully connected layers: more instructions)
+                hi_shift = lohi_scaled(rq, np.abs(biasf.astype(np.int64))
+                                       + 128 * np.abs(w2d.astype(np.int64)).sum(axis=1))
         elif kind == "packed8":  # (widened: below)
             wvals, wdtype, ksteps, per_step = _pack_bytes(w2d, order), "i32", len(order) // 2, 2
         full_blocks = oc_n // nb + (1 if oc_n % nb else 0)
@@ -728,7 +688,12 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         main = ksteps // u
         body: list[K.Stmt] = []
         w0 = simplify_expr(w_base(oc0, seg, K.Const(0), size))
-        if union and main > 1:  # tap by tap (see gemm_union.union_nest)
+        loop = (lohi_loop(accs, col, wtab, seg, ksteps) if rec and size == 4 and nsl == 2 and speed and wide
+                and not (direct or union) else None)
+        if loop is not None:  # the whole reduction, biases included, as one asm loop (lohi_loop)
+            pre = [K.Let(a, K.Const(0)) for row in accs for a in row]
+            body.append(loop)
+        elif union and main > 1:  # tap by tap (see gemm_union.union_nest)
             def steps(kb: K.Expr, ub: K.Expr, offs: list[int]) -> list[K.Stmt]:
                 wb = ctx.var("wb")
                 return [K.Let(wb, w_base(oc0, seg, kb, size)),
@@ -754,7 +719,9 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
                 p = pixs[s]
                 acc: K.Expr = accs[s][c]
                 doubled = dbl
-                if hi:  # ((low + 256 high) - low) / 256, exact: lohi_fits bounds both (2 * acc: >> 7)
+                if kind == "lohi" and hi_shift is not None:  # each channel scaled by 2^e_c (lohi_scaled)
+                    doubled, acc = True, scaled_acc(acc, accs[s][c - 1] if hi else None, hi_shift, cc.values["e"])
+                elif hi:  # ((low + 256 high) - low) / 256, exact: lohi_fits bounds both (2 * acc: >> 7)
                     doubled = rq.mode == "mm"
                     acc = (accs[s][c] - accs[s][c - 1]) >> (7 if doubled else 8)
                 v = rq.value(cc, acc, doubled=doubled)
@@ -778,7 +745,7 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
             stmts.append(fill_union(fill, pixs[0]))
             bases: list[K.Expr | None] = [None, None]
         elif len(qs) == 2 and pad_pair_at is None and joint_fill_ok(g, lay, slots, direct):
-            stmts, pixs, bases = group_pixels_joint(ctx, g, qs, col, pixel_coords)
+            stmts, pixs, bases = group_pixels_joint(ctx, g, qs, col, pixel_coords, kind == "lohi")
         else:
             stmts, pixs, bases = group_pixels(ctx, g, qs, direct, fill, pad_pair)
         nsl = len(qs)

@@ -2,7 +2,8 @@
 per channel pair (L, H) and column pair, whose SXTB16 is L's pair and whose 16-bit lanes are
 L + 256 H, so one word feeds two SMLADs and H is recovered exactly after the reduction; and
 the choices of the one-pixel (fully connected row) form: its unroll and whether the row is
-widened once into a column."""
+widened once into a column. At two pixels: the block's whole reduction as one loop intrinsic
+(lohi_loop) and per-channel shifts folded into one shift for all channels (lohi_scaled)."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -11,7 +12,7 @@ import numpy as np
 
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import multi
-from aot.kernel.intrinsics_multi import MAX_WORD_OFFSET
+from aot.kernel.intrinsics_multi import LOHI_LOOP_STEPS, MAX_WORD_OFFSET
 from aot.kernel.printer import format_expr
 from aot.kernel.simplify import simplify_expr
 from aot.lower.schedule.requant import ChannelConsts, Requant
@@ -166,3 +167,49 @@ def flat_store(g: Any) -> bool:  # noqa: ANN401 (a gemm.Geometry)
     f, v = K.ScalarVar("_probe_f"), K.ScalarVar("_probe_v")
     st = g.store(K.Const(0), K.Const(0), K.Const(0), f, v)
     return isinstance(st, K.Store) and st.index is f and not _reads_memory(st.value)
+
+
+def lohi_scaled(rq: Requant, bounds: np.ndarray) -> str | None:
+    """Per-channel shifts without a shift per output (Requant.shared_shifts: mode "mma", SMMLA and
+    one right shift R for every channel, an immediate that folds into the SSAT): the low channel
+    of a pair is requantized from acc << e_c (one LSL by register, where the "mm" mode spent LSL #1
+    and an ASR by register per output), the high one from its exact difference
+    D = (low + 256 high) - low = 256 acc as D >> (8 - e_c) ("asr": every e_c <= 8) or D << (e_c - 8)
+    ("lsl": every e_c >= 8), both exact. The channel's field "e" holds that shift (e_c for an even
+    channel, the difference's for an odd one). R: the largest multiple of 4 that fits (layers whose
+    shifts spread alike then share R and their kernels), else the largest. Returns the direction,
+    or None (nothing changed: no R fits either way)."""
+    choices = rq.shared_shifts(bounds)
+    for hi in ("asr", "lsl"):
+        ok = [c for c in choices if (np.all(c[1] <= 8) if hi == "asr" else np.all(c[1] >= 8))]
+        if not ok:
+            continue
+        big_r, e, h = ([c for c in ok if c[0] % 4 == 0] or ok)[-1]
+        odd = np.arange(len(e)) % 2 == 1
+        shift = np.where(odd, (8 - e) if hi == "asr" else (e - 8), e)
+        rq.adopt_shared(big_r, h, {"e": shift})
+        return hi
+    return None
+
+
+def scaled_acc(acc: K.Expr, low: K.Expr | None, hi_shift: str, e: K.Expr) -> K.Expr:
+    """A lohi channel's accumulator scaled by 2^e_c (lohi_scaled): a low channel's acc << e; a
+    high channel's (acc - low) shifted by e in direction hi_shift (its exact 256 times)."""
+    if low is None:
+        return acc << e
+    return (acc - low) >> e if hi_shift == "asr" else (acc - low) << e
+
+
+def lohi_loop(accs: list[list[K.ScalarVar]], col: K.Buffer, wtab: K.Buffer, seg: K.Expr, ksteps: int) -> K.Stmt | None:
+    """The whole reduction of a two-pixel lohi 4-channel block as one statement
+    (aot.kernel.intrinsics_multi.lohi_2x4_x16: on DSP cores one inline-asm loop of 16 steps per
+    iteration after the biases' loads, whose end costs three instructions where gcc's loop around the
+    single steps spent seven), the column from col[0], the block's record (lohi_record: biases, then
+    weights) from wtab[seg]: for reductions of a multiple of 16 steps, at least two iterations (one
+    is a straight block of single steps anyway). None otherwise."""
+    if (ksteps % LOHI_LOOP_STEPS or ksteps < 2 * LOHI_LOOP_STEPS or len(accs) != 2
+            or col.dtype != "i32" or wtab.dtype != "i32"):
+        return None
+    outs = [accs[s][ch] for s in range(2) for ch in range(4)]
+    return multi(outs, "lohi_2x4_x16", K.Load(col, K.Const(0)), K.Const(0), K.Load(wtab, seg), K.Const(0),
+                 K.Const(ksteps // LOHI_LOOP_STEPS))

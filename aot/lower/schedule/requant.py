@@ -184,6 +184,42 @@ class Requant:
         self._set_fields({"m": m, "h": h, "r": np.full(r.shape, big_r), "zp": zp_after})
         return s
 
+    def shared_shifts(self, bounds: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """For schedules that scale each channel's accumulator at run time (aot.lower.schedule.lohi
+        .lohi_scaled): every shared right shift R of the "mma" algebra of use_uniform (weights
+        unchanged) as (R, e, h): channel c's accumulator times 2^e_c (e_c = R - r_c + 1 >= 2) and
+        its SMMLA constant h_c; R from max r_c + 1 up while |acc| 2^e_c and the SMMLA stay in int32
+        (|acc_c| <= bounds[c]). Empty when not a ReLU-like clamp (no sign correction) or the mode is
+        neither "q31" nor "mm". Changes nothing (adopt_shared does)."""
+        if self.mode not in ("q31", "mm") or not self._relu:
+            return []
+        q = self._q
+        r = np.array([c[2] + 1 for c in q], dtype=np.int64)  # type: ignore[index]
+        b = np.broadcast_to(np.asarray(bounds, dtype=np.int64), r.shape)
+        folded = np.array([c[3] == 0 for c in q])  # type: ignore[index]
+        m = np.asarray(self._mult, dtype=np.int64)
+        out = []
+        for big_r in range(int(r.max()) + 1, 32):
+            e = big_r - r + 1
+            s = np.left_shift(np.int64(1), e)
+            h = (np.left_shift(np.int64(1), e - 2) + (1 << (big_r - 1))
+                 + np.where(folded, self._zp, 0) * (np.int64(1) << big_r))
+            if (np.any(b * s >= (1 << 31) - 1) or np.any(np.abs(h) >= (1 << 31))
+                    or np.any(np.abs(h) + ((b * s * m + (1 << 31)) >> 32) + 2 >= (1 << 31))):
+                break
+            out.append((big_r, e, h))
+        return out
+
+    def adopt_shared(self, big_r: int, h: np.ndarray, extra: dict[str, np.ndarray]) -> None:
+        """Switch to mode "mma" with one of shared_shifts' (R, h); `extra`: per-channel fields the
+        schedule reads with the others (e.g. each channel's scaling shift)."""
+        q = self._q
+        zp_after = np.array([c[3] for c in q], dtype=np.int64)  # type: ignore[index]
+        m = np.asarray(self._mult, dtype=np.int64)
+        self.mode = "mma"
+        self._set_fields({"m": m, "h": np.asarray(h, np.int64), "r": np.full(m.shape, big_r), "zp": zp_after,
+                          **{k: np.asarray(v, np.int64) for k, v in extra.items()}})
+
     def channel(self, ctx, oc: K.Expr) -> tuple[list[K.Stmt], ChannelConsts]:  # noqa: ANN001
         """Lets loading channel oc's varying constants (emit them once per channel block)."""
         stmts: list[K.Stmt] = []
