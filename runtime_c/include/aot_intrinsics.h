@@ -356,600 +356,159 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
     } while (0)
 /* a 3x3 window of a depthwise block of n outputs (aot.kernel.intrinsics_multi.dw3_ops), accumulators from
    the word at wp (the bias): per kernel row the input words two at a time (LDRD; a last odd one LDR), its two weight
-   words (LDRD), 2 n multiply-accumulates */
-#define aot_dw3x3_s1_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
-    do { \
-        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
-        __asm__("ldr %[a2], [%[w]]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+0]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a2]\n\t" \
-                "smlatb %[a1], %[x0], %[w0], %[a2]\n\t" \
-                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
-                "ldr %[x0], [%[p0], #4*%c[ro0]+8]\n\t" \
-                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+8]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlatb %[a1], %[x0], %[w0], %[a1]\n\t" \
-                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
-                "ldr %[x0], [%[p1], #4*%c[ro1]+8]\n\t" \
-                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+16]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlatb %[a1], %[x0], %[w0], %[a1]\n\t" \
-                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
-                "ldr %[x0], [%[p2], #4*%c[ro2]+8]\n\t" \
-                "smlabt %[a2], %[x0], %[w1], %[a2]" \
-                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), \
-                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
-                : [p0] "r"(x0p), [p1] "r"(x1p), [p2] "r"(x2p), [w] "r"(wp), \
-                  [ro0] "i"(x0w), [ro1] "i"(x1w), [ro2] "i"(x2w), [wo] "i"(ww) \
-                : "memory"); \
-    } while (0)
-#define aot_dw3x3_s1_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
-    do { \
-        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
-        __asm__("ldr %[a3], [%[w]]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+0]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a3]\n\t" \
-                "smlatb %[a1], %[x0], %[w0], %[a3]\n\t" \
-                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x1], %[w0], %[a3]\n\t" \
-                "smlatb %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldr %[x0], [%[p0], #4*%c[ro0]+8]\n\t" \
-                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+8]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlatb %[a1], %[x0], %[w0], %[a1]\n\t" \
-                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
-                "smlatb %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldr %[x0], [%[p1], #4*%c[ro1]+8]\n\t" \
-                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+16]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlatb %[a1], %[x0], %[w0], %[a1]\n\t" \
-                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
-                "smlatb %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldr %[x0], [%[p2], #4*%c[ro2]+8]\n\t" \
-                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x0], %[w1], %[a3]" \
-                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), [a3] "=&r"(o3), \
-                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
-                : [p0] "r"(x0p), [p1] "r"(x1p), [p2] "r"(x2p), [w] "r"(wp), \
-                  [ro0] "i"(x0w), [ro1] "i"(x1w), [ro2] "i"(x2w), [wo] "i"(ww) \
-                : "memory"); \
-    } while (0)
-#define aot_dw3x3_s1_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
-    do { \
-        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
-        __asm__("ldr %[a5], [%[w]]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+0]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a5]\n\t" \
-                "smlatb %[a1], %[x0], %[w0], %[a5]\n\t" \
-                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x1], %[w0], %[a5]\n\t" \
-                "smlatb %[a3], %[x1], %[w0], %[a5]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+8]\n\t" \
-                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "smlad %[a4], %[x0], %[w0], %[a5]\n\t" \
-                "smlatb %[a5], %[x0], %[w0], %[a5]\n\t" \
-                "smlabt %[a4], %[x1], %[w1], %[a4]\n\t" \
-                "smlad %[a5], %[x1], %[w1], %[a5]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+8]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlatb %[a1], %[x0], %[w0], %[a1]\n\t" \
-                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
-                "smlatb %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+8]\n\t" \
-                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "smlad %[a4], %[x0], %[w0], %[a4]\n\t" \
-                "smlatb %[a5], %[x0], %[w0], %[a5]\n\t" \
-                "smlabt %[a4], %[x1], %[w1], %[a4]\n\t" \
-                "smlad %[a5], %[x1], %[w1], %[a5]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+16]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlatb %[a1], %[x0], %[w0], %[a1]\n\t" \
-                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
-                "smlatb %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+8]\n\t" \
-                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "smlad %[a4], %[x0], %[w0], %[a4]\n\t" \
-                "smlatb %[a5], %[x0], %[w0], %[a5]\n\t" \
-                "smlabt %[a4], %[x1], %[w1], %[a4]\n\t" \
-                "smlad %[a5], %[x1], %[w1], %[a5]" \
-                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), [a3] "=&r"(o3), [a4] "=&r"(o4), [a5] "=&r"(o5), \
-                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
-                : [p0] "r"(x0p), [p1] "r"(x1p), [p2] "r"(x2p), [w] "r"(wp), \
-                  [ro0] "i"(x0w), [ro1] "i"(x1w), [ro2] "i"(x2w), [wo] "i"(ww) \
-                : "memory"); \
-    } while (0)
-#define aot_dw3x3_s2_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
-    do { \
-        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
-        __asm__("ldr %[a2], [%[w]]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+0]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a2]\n\t" \
-                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w0], %[a2]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+8]\n\t" \
-                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
-                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+8]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w0], %[a1]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+8]\n\t" \
-                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
-                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+16]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w0], %[a1]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+8]\n\t" \
-                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
-                "smlabb %[a2], %[x1], %[w1], %[a2]" \
-                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), \
-                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
-                : [p0] "r"(x0p), [p1] "r"(x1p), [p2] "r"(x2p), [w] "r"(wp), \
-                  [ro0] "i"(x0w), [ro1] "i"(x1w), [ro2] "i"(x2w), [wo] "i"(ww) \
-                : "memory"); \
-    } while (0)
-#define aot_dw3x3_s2_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
-    do { \
-        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
-        __asm__("ldr %[a3], [%[w]]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+0]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a3]\n\t" \
-                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w0], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+8]\n\t" \
-                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x0], %[w0], %[a3]\n\t" \
-                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldr %[x0], [%[p0], #4*%c[ro0]+16]\n\t" \
-                "smlabb %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+8]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w0], %[a1]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+8]\n\t" \
-                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
-                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldr %[x0], [%[p1], #4*%c[ro1]+16]\n\t" \
-                "smlabb %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+16]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w0], %[a1]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+8]\n\t" \
-                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
-                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldr %[x0], [%[p2], #4*%c[ro2]+16]\n\t" \
-                "smlabb %[a3], %[x0], %[w1], %[a3]" \
-                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), [a3] "=&r"(o3), \
-                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
-                : [p0] "r"(x0p), [p1] "r"(x1p), [p2] "r"(x2p), [w] "r"(wp), \
-                  [ro0] "i"(x0w), [ro1] "i"(x1w), [ro2] "i"(x2w), [wo] "i"(ww) \
-                : "memory"); \
-    } while (0)
-#define aot_dw3x3_s2_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
-    do { \
-        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
-        __asm__("ldr %[a5], [%[w]]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+0]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a5]\n\t" \
-                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w0], %[a5]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+8]\n\t" \
-                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x0], %[w0], %[a5]\n\t" \
-                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x1], %[w0], %[a5]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+16]\n\t" \
-                "smlabb %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "smlad %[a4], %[x0], %[w0], %[a5]\n\t" \
-                "smlabb %[a4], %[x1], %[w1], %[a4]\n\t" \
-                "smlad %[a5], %[x1], %[w0], %[a5]\n\t" \
-                "ldr %[x0], [%[p0], #4*%c[ro0]+24]\n\t" \
-                "smlabb %[a5], %[x0], %[w1], %[a5]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+8]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w0], %[a1]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+8]\n\t" \
-                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
-                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+16]\n\t" \
-                "smlabb %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "smlad %[a4], %[x0], %[w0], %[a4]\n\t" \
-                "smlabb %[a4], %[x1], %[w1], %[a4]\n\t" \
-                "smlad %[a5], %[x1], %[w0], %[a5]\n\t" \
-                "ldr %[x0], [%[p1], #4*%c[ro1]+24]\n\t" \
-                "smlabb %[a5], %[x0], %[w1], %[a5]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+16]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w0], %[a1]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+8]\n\t" \
-                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
-                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+16]\n\t" \
-                "smlabb %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "smlad %[a4], %[x0], %[w0], %[a4]\n\t" \
-                "smlabb %[a4], %[x1], %[w1], %[a4]\n\t" \
-                "smlad %[a5], %[x1], %[w0], %[a5]\n\t" \
-                "ldr %[x0], [%[p2], #4*%c[ro2]+24]\n\t" \
-                "smlabb %[a5], %[x0], %[w1], %[a5]" \
-                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), [a3] "=&r"(o3), [a4] "=&r"(o4), [a5] "=&r"(o5), \
-                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
-                : [p0] "r"(x0p), [p1] "r"(x1p), [p2] "r"(x2p), [w] "r"(wp), \
-                  [ro0] "i"(x0w), [ro1] "i"(x1w), [ro2] "i"(x2w), [wo] "i"(ww) \
-                : "memory"); \
-    } while (0)
-/* the 3x3 window (aot_dw3x3_s*) then its requantization: m, h = the words at wp + mo, mo + 1 (LDRD),
-   per output SMMLA and SSAT 8 of it >> r (1 <= r <= 31): aot_ssat8(aot_requant_mma(acc, m, h, r)) */
+   words (LDRD), 2 n multiply-accumulates. One kernel row per (stride, n), AOT_DW3_S<stride>_<n>_(p, ro, wo, b0, ...):
+   the row's pointer and word-offset operand names, its weight byte offset (from word wo), and the addends of the
+   first multiply-accumulate of each accumulator but the last (string literals); AOT_DW3_WIN<n>_ stacks three rows:
+   row 0 adds to the bias (loaded into the last accumulator), rows 1, 2 to each accumulator itself. */
+#define AOT_DW3_LDRD_(p, ro, off) "ldrd %[x0], %[x1], [%[" p "], #4*%c[" ro "]+" #off "]\n\t"
+#define AOT_DW3_LDR_(p, ro, off) "ldr %[x0], [%[" p "], #4*%c[" ro "]+" #off "]\n\t"
+#define AOT_DW3_LDW_(wo) "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+" wo "]\n\t"
+#define AOT_DW3_S1_3_(p, ro, wo, b0, b1) \
+    AOT_DW3_LDRD_(p, ro, 0) AOT_DW3_LDW_(wo) \
+    "smlad %[a0], %[x0], %[w0], %[" b0 "]\n\t" \
+    "smlatb %[a1], %[x0], %[w0], %[" b1 "]\n\t" \
+    "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
+    "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
+    "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
+    AOT_DW3_LDR_(p, ro, 8) \
+    "smlabt %[a2], %[x0], %[w1], %[a2]"
+#define AOT_DW3_S1_4_(p, ro, wo, b0, b1, b2) \
+    AOT_DW3_LDRD_(p, ro, 0) AOT_DW3_LDW_(wo) \
+    "smlad %[a0], %[x0], %[w0], %[" b0 "]\n\t" \
+    "smlatb %[a1], %[x0], %[w0], %[" b1 "]\n\t" \
+    "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
+    "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
+    "smlad %[a2], %[x1], %[w0], %[" b2 "]\n\t" \
+    "smlatb %[a3], %[x1], %[w0], %[a3]\n\t" \
+    AOT_DW3_LDR_(p, ro, 8) \
+    "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
+    "smlad %[a3], %[x0], %[w1], %[a3]"
+#define AOT_DW3_S1_6_(p, ro, wo, b0, b1, b2, b3, b4) \
+    AOT_DW3_LDRD_(p, ro, 0) AOT_DW3_LDW_(wo) \
+    "smlad %[a0], %[x0], %[w0], %[" b0 "]\n\t" \
+    "smlatb %[a1], %[x0], %[w0], %[" b1 "]\n\t" \
+    "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
+    "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
+    "smlad %[a2], %[x1], %[w0], %[" b2 "]\n\t" \
+    "smlatb %[a3], %[x1], %[w0], %[" b3 "]\n\t" \
+    AOT_DW3_LDRD_(p, ro, 8) \
+    "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
+    "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
+    "smlad %[a4], %[x0], %[w0], %[" b4 "]\n\t" \
+    "smlatb %[a5], %[x0], %[w0], %[a5]\n\t" \
+    "smlabt %[a4], %[x1], %[w1], %[a4]\n\t" \
+    "smlad %[a5], %[x1], %[w1], %[a5]"
+#define AOT_DW3_S2_3_(p, ro, wo, b0, b1) \
+    AOT_DW3_LDRD_(p, ro, 0) AOT_DW3_LDW_(wo) \
+    "smlad %[a0], %[x0], %[w0], %[" b0 "]\n\t" \
+    "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
+    "smlad %[a1], %[x1], %[w0], %[" b1 "]\n\t" \
+    AOT_DW3_LDRD_(p, ro, 8) \
+    "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
+    "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
+    "smlabb %[a2], %[x1], %[w1], %[a2]"
+#define AOT_DW3_S2_4_(p, ro, wo, b0, b1, b2) \
+    AOT_DW3_LDRD_(p, ro, 0) AOT_DW3_LDW_(wo) \
+    "smlad %[a0], %[x0], %[w0], %[" b0 "]\n\t" \
+    "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
+    "smlad %[a1], %[x1], %[w0], %[" b1 "]\n\t" \
+    AOT_DW3_LDRD_(p, ro, 8) \
+    "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
+    "smlad %[a2], %[x0], %[w0], %[" b2 "]\n\t" \
+    "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
+    "smlad %[a3], %[x1], %[w0], %[a3]\n\t" \
+    AOT_DW3_LDR_(p, ro, 16) \
+    "smlabb %[a3], %[x0], %[w1], %[a3]"
+#define AOT_DW3_S2_6_(p, ro, wo, b0, b1, b2, b3, b4) \
+    AOT_DW3_LDRD_(p, ro, 0) AOT_DW3_LDW_(wo) \
+    "smlad %[a0], %[x0], %[w0], %[" b0 "]\n\t" \
+    "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
+    "smlad %[a1], %[x1], %[w0], %[" b1 "]\n\t" \
+    AOT_DW3_LDRD_(p, ro, 8) \
+    "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
+    "smlad %[a2], %[x0], %[w0], %[" b2 "]\n\t" \
+    "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
+    "smlad %[a3], %[x1], %[w0], %[" b3 "]\n\t" \
+    AOT_DW3_LDRD_(p, ro, 16) \
+    "smlabb %[a3], %[x0], %[w1], %[a3]\n\t" \
+    "smlad %[a4], %[x0], %[w0], %[" b4 "]\n\t" \
+    "smlabb %[a4], %[x1], %[w1], %[a4]\n\t" \
+    "smlad %[a5], %[x1], %[w0], %[a5]\n\t" \
+    AOT_DW3_LDR_(p, ro, 24) \
+    "smlabb %[a5], %[x0], %[w1], %[a5]"
+#define AOT_DW3_WIN3_(row) "ldr %[a2], [%[w]]\n\t" \
+    row("p0", "ro0", "0", "a2", "a2") "\n\t" \
+    row("p1", "ro1", "8", "a0", "a1") "\n\t" \
+    row("p2", "ro2", "16", "a0", "a1")
+#define AOT_DW3_WIN4_(row) "ldr %[a3], [%[w]]\n\t" \
+    row("p0", "ro0", "0", "a3", "a3", "a3") "\n\t" \
+    row("p1", "ro1", "8", "a0", "a1", "a2") "\n\t" \
+    row("p2", "ro2", "16", "a0", "a1", "a2")
+#define AOT_DW3_WIN6_(row) "ldr %[a5], [%[w]]\n\t" \
+    row("p0", "ro0", "0", "a5", "a5", "a5", "a5", "a5") "\n\t" \
+    row("p1", "ro1", "8", "a0", "a1", "a2", "a3", "a4") "\n\t" \
+    row("p2", "ro2", "16", "a0", "a1", "a2", "a3", "a4")
+/* the window's requantization (aot_dw3x3q_s*): m, h = the words at wp + mo, mo + 1 (LDRD), per output SMMLA and
+   SSAT 8 of it >> r (1 <= r <= 31): aot_ssat8(aot_requant_mma(acc, m, h, r)); AOT_DW3Q_RQ<n>_ follows the window
+   (its leading newline ends the window's last line) */
 #define AOT_DW3Q_RQ(a) "smmla %[" #a "], %[" #a "], %[x0], %[x1]\n\t" "ssat %[" #a "], #8, %[" #a "], asr #%c[r]\n\t"
+#define AOT_DW3Q_RQ3_ "\n\tldrd %[x0], %[x1], [%[w], #4*%c[mo]]\n\t" AOT_DW3Q_RQ(a0) AOT_DW3Q_RQ(a1) AOT_DW3Q_RQ(a2)
+#define AOT_DW3Q_RQ4_ AOT_DW3Q_RQ3_ AOT_DW3Q_RQ(a3)
+#define AOT_DW3Q_RQ6_ AOT_DW3Q_RQ4_ AOT_DW3Q_RQ(a4) AOT_DW3Q_RQ(a5)
+/* the operands: accumulators a0.. (outputs), scratch x0, x1, w0, w1; row pointers p0..p2 with their constant word
+   offsets ro0..ro2, weights w with constant word offset wo (q: and mo, the shift r) */
+#define AOT_DW3_OUT3_(o0, o1, o2) [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2)
+#define AOT_DW3_OUT4_(o0, o1, o2, o3) AOT_DW3_OUT3_(o0, o1, o2), [a3] "=&r"(o3)
+#define AOT_DW3_OUT6_(o0, o1, o2, o3, o4, o5) AOT_DW3_OUT4_(o0, o1, o2, o3), [a4] "=&r"(o4), [a5] "=&r"(o5)
+#define AOT_DW3_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    [p0] "r"(x0p), [p1] "r"(x1p), [p2] "r"(x2p), [w] "r"(wp), \
+    [ro0] "i"(x0w), [ro1] "i"(x1w), [ro2] "i"(x2w), [wo] "i"(ww)
+#define AOT_DW3Q_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
+    AOT_DW3_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww), [mo] "i"(qo), [r] "i"(qr)
+#define AOT_DW3_ASM_(text, outs, ins) \
+    do { \
+        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
+        __asm__(text \
+                : outs, [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
+                : ins \
+                : "memory"); \
+    } while (0)
+#define aot_dw3x3_s1_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    AOT_DW3_ASM_(AOT_DW3_WIN3_(AOT_DW3_S1_3_), AOT_DW3_OUT3_(o0, o1, o2), \
+                 AOT_DW3_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww))
+#define aot_dw3x3_s1_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    AOT_DW3_ASM_(AOT_DW3_WIN4_(AOT_DW3_S1_4_), AOT_DW3_OUT4_(o0, o1, o2, o3), \
+                 AOT_DW3_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww))
+#define aot_dw3x3_s1_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    AOT_DW3_ASM_(AOT_DW3_WIN6_(AOT_DW3_S1_6_), AOT_DW3_OUT6_(o0, o1, o2, o3, o4, o5), \
+                 AOT_DW3_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww))
+#define aot_dw3x3_s2_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    AOT_DW3_ASM_(AOT_DW3_WIN3_(AOT_DW3_S2_3_), AOT_DW3_OUT3_(o0, o1, o2), \
+                 AOT_DW3_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww))
+#define aot_dw3x3_s2_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    AOT_DW3_ASM_(AOT_DW3_WIN4_(AOT_DW3_S2_4_), AOT_DW3_OUT4_(o0, o1, o2, o3), \
+                 AOT_DW3_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww))
+#define aot_dw3x3_s2_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    AOT_DW3_ASM_(AOT_DW3_WIN6_(AOT_DW3_S2_6_), AOT_DW3_OUT6_(o0, o1, o2, o3, o4, o5), \
+                 AOT_DW3_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww))
 #define aot_dw3x3q_s1_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
-    do { \
-        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
-        __asm__("ldr %[a2], [%[w]]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+0]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a2]\n\t" \
-                "smlatb %[a1], %[x0], %[w0], %[a2]\n\t" \
-                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
-                "ldr %[x0], [%[p0], #4*%c[ro0]+8]\n\t" \
-                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+8]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlatb %[a1], %[x0], %[w0], %[a1]\n\t" \
-                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
-                "ldr %[x0], [%[p1], #4*%c[ro1]+8]\n\t" \
-                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+16]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlatb %[a1], %[x0], %[w0], %[a1]\n\t" \
-                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
-                "ldr %[x0], [%[p2], #4*%c[ro2]+8]\n\t" \
-                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
-                "ldrd %[x0], %[x1], [%[w], #4*%c[mo]]\n\t" \
-                AOT_DW3Q_RQ(a0) \
-                AOT_DW3Q_RQ(a1) \
-                AOT_DW3Q_RQ(a2) \
-                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), \
-                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
-                : [p0] "r"(x0p), [p1] "r"(x1p), [p2] "r"(x2p), [w] "r"(wp), \
-                  [ro0] "i"(x0w), [ro1] "i"(x1w), [ro2] "i"(x2w), [wo] "i"(ww), [mo] "i"(qo), [r] "i"(qr) \
-                : "memory"); \
-    } while (0)
+    AOT_DW3_ASM_(AOT_DW3_WIN3_(AOT_DW3_S1_3_) AOT_DW3Q_RQ3_, AOT_DW3_OUT3_(o0, o1, o2), \
+                 AOT_DW3Q_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr))
 #define aot_dw3x3q_s1_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
-    do { \
-        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
-        __asm__("ldr %[a3], [%[w]]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+0]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a3]\n\t" \
-                "smlatb %[a1], %[x0], %[w0], %[a3]\n\t" \
-                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x1], %[w0], %[a3]\n\t" \
-                "smlatb %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldr %[x0], [%[p0], #4*%c[ro0]+8]\n\t" \
-                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+8]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlatb %[a1], %[x0], %[w0], %[a1]\n\t" \
-                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
-                "smlatb %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldr %[x0], [%[p1], #4*%c[ro1]+8]\n\t" \
-                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+16]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlatb %[a1], %[x0], %[w0], %[a1]\n\t" \
-                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
-                "smlatb %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldr %[x0], [%[p2], #4*%c[ro2]+8]\n\t" \
-                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[w], #4*%c[mo]]\n\t" \
-                AOT_DW3Q_RQ(a0) \
-                AOT_DW3Q_RQ(a1) \
-                AOT_DW3Q_RQ(a2) \
-                AOT_DW3Q_RQ(a3) \
-                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), [a3] "=&r"(o3), \
-                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
-                : [p0] "r"(x0p), [p1] "r"(x1p), [p2] "r"(x2p), [w] "r"(wp), \
-                  [ro0] "i"(x0w), [ro1] "i"(x1w), [ro2] "i"(x2w), [wo] "i"(ww), [mo] "i"(qo), [r] "i"(qr) \
-                : "memory"); \
-    } while (0)
+    AOT_DW3_ASM_(AOT_DW3_WIN4_(AOT_DW3_S1_4_) AOT_DW3Q_RQ4_, AOT_DW3_OUT4_(o0, o1, o2, o3), \
+                 AOT_DW3Q_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr))
 #define aot_dw3x3q_s1_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
-    do { \
-        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
-        __asm__("ldr %[a5], [%[w]]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+0]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a5]\n\t" \
-                "smlatb %[a1], %[x0], %[w0], %[a5]\n\t" \
-                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x1], %[w0], %[a5]\n\t" \
-                "smlatb %[a3], %[x1], %[w0], %[a5]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+8]\n\t" \
-                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "smlad %[a4], %[x0], %[w0], %[a5]\n\t" \
-                "smlatb %[a5], %[x0], %[w0], %[a5]\n\t" \
-                "smlabt %[a4], %[x1], %[w1], %[a4]\n\t" \
-                "smlad %[a5], %[x1], %[w1], %[a5]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+8]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlatb %[a1], %[x0], %[w0], %[a1]\n\t" \
-                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
-                "smlatb %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+8]\n\t" \
-                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "smlad %[a4], %[x0], %[w0], %[a4]\n\t" \
-                "smlatb %[a5], %[x0], %[w0], %[a5]\n\t" \
-                "smlabt %[a4], %[x1], %[w1], %[a4]\n\t" \
-                "smlad %[a5], %[x1], %[w1], %[a5]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+16]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlatb %[a1], %[x0], %[w0], %[a1]\n\t" \
-                "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x1], %[w0], %[a2]\n\t" \
-                "smlatb %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+8]\n\t" \
-                "smlabt %[a2], %[x0], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "smlad %[a4], %[x0], %[w0], %[a4]\n\t" \
-                "smlatb %[a5], %[x0], %[w0], %[a5]\n\t" \
-                "smlabt %[a4], %[x1], %[w1], %[a4]\n\t" \
-                "smlad %[a5], %[x1], %[w1], %[a5]\n\t" \
-                "ldrd %[x0], %[x1], [%[w], #4*%c[mo]]\n\t" \
-                AOT_DW3Q_RQ(a0) \
-                AOT_DW3Q_RQ(a1) \
-                AOT_DW3Q_RQ(a2) \
-                AOT_DW3Q_RQ(a3) \
-                AOT_DW3Q_RQ(a4) \
-                AOT_DW3Q_RQ(a5) \
-                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), [a3] "=&r"(o3), [a4] "=&r"(o4), [a5] "=&r"(o5), \
-                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
-                : [p0] "r"(x0p), [p1] "r"(x1p), [p2] "r"(x2p), [w] "r"(wp), \
-                  [ro0] "i"(x0w), [ro1] "i"(x1w), [ro2] "i"(x2w), [wo] "i"(ww), [mo] "i"(qo), [r] "i"(qr) \
-                : "memory"); \
-    } while (0)
+    AOT_DW3_ASM_(AOT_DW3_WIN6_(AOT_DW3_S1_6_) AOT_DW3Q_RQ6_, AOT_DW3_OUT6_(o0, o1, o2, o3, o4, o5), \
+                 AOT_DW3Q_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr))
 #define aot_dw3x3q_s2_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
-    do { \
-        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
-        __asm__("ldr %[a2], [%[w]]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+0]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a2]\n\t" \
-                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w0], %[a2]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+8]\n\t" \
-                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
-                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+8]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w0], %[a1]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+8]\n\t" \
-                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
-                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+16]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w0], %[a1]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+8]\n\t" \
-                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
-                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
-                "ldrd %[x0], %[x1], [%[w], #4*%c[mo]]\n\t" \
-                AOT_DW3Q_RQ(a0) \
-                AOT_DW3Q_RQ(a1) \
-                AOT_DW3Q_RQ(a2) \
-                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), \
-                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
-                : [p0] "r"(x0p), [p1] "r"(x1p), [p2] "r"(x2p), [w] "r"(wp), \
-                  [ro0] "i"(x0w), [ro1] "i"(x1w), [ro2] "i"(x2w), [wo] "i"(ww), [mo] "i"(qo), [r] "i"(qr) \
-                : "memory"); \
-    } while (0)
+    AOT_DW3_ASM_(AOT_DW3_WIN3_(AOT_DW3_S2_3_) AOT_DW3Q_RQ3_, AOT_DW3_OUT3_(o0, o1, o2), \
+                 AOT_DW3Q_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr))
 #define aot_dw3x3q_s2_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
-    do { \
-        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
-        __asm__("ldr %[a3], [%[w]]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+0]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a3]\n\t" \
-                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w0], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+8]\n\t" \
-                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x0], %[w0], %[a3]\n\t" \
-                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldr %[x0], [%[p0], #4*%c[ro0]+16]\n\t" \
-                "smlabb %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+8]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w0], %[a1]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+8]\n\t" \
-                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
-                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldr %[x0], [%[p1], #4*%c[ro1]+16]\n\t" \
-                "smlabb %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+16]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w0], %[a1]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+8]\n\t" \
-                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
-                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldr %[x0], [%[p2], #4*%c[ro2]+16]\n\t" \
-                "smlabb %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[w], #4*%c[mo]]\n\t" \
-                AOT_DW3Q_RQ(a0) \
-                AOT_DW3Q_RQ(a1) \
-                AOT_DW3Q_RQ(a2) \
-                AOT_DW3Q_RQ(a3) \
-                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), [a3] "=&r"(o3), \
-                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
-                : [p0] "r"(x0p), [p1] "r"(x1p), [p2] "r"(x2p), [w] "r"(wp), \
-                  [ro0] "i"(x0w), [ro1] "i"(x1w), [ro2] "i"(x2w), [wo] "i"(ww), [mo] "i"(qo), [r] "i"(qr) \
-                : "memory"); \
-    } while (0)
+    AOT_DW3_ASM_(AOT_DW3_WIN4_(AOT_DW3_S2_4_) AOT_DW3Q_RQ4_, AOT_DW3_OUT4_(o0, o1, o2, o3), \
+                 AOT_DW3Q_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr))
 #define aot_dw3x3q_s2_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
-    do { \
-        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
-        __asm__("ldr %[a5], [%[w]]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+0]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a5]\n\t" \
-                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w0], %[a5]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+8]\n\t" \
-                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x0], %[w0], %[a5]\n\t" \
-                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x1], %[w0], %[a5]\n\t" \
-                "ldrd %[x0], %[x1], [%[p0], #4*%c[ro0]+16]\n\t" \
-                "smlabb %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "smlad %[a4], %[x0], %[w0], %[a5]\n\t" \
-                "smlabb %[a4], %[x1], %[w1], %[a4]\n\t" \
-                "smlad %[a5], %[x1], %[w0], %[a5]\n\t" \
-                "ldr %[x0], [%[p0], #4*%c[ro0]+24]\n\t" \
-                "smlabb %[a5], %[x0], %[w1], %[a5]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+8]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w0], %[a1]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+8]\n\t" \
-                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
-                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[p1], #4*%c[ro1]+16]\n\t" \
-                "smlabb %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "smlad %[a4], %[x0], %[w0], %[a4]\n\t" \
-                "smlabb %[a4], %[x1], %[w1], %[a4]\n\t" \
-                "smlad %[a5], %[x1], %[w0], %[a5]\n\t" \
-                "ldr %[x0], [%[p1], #4*%c[ro1]+24]\n\t" \
-                "smlabb %[a5], %[x0], %[w1], %[a5]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+0]\n\t" \
-                "ldrd %[w0], %[w1], [%[w], #4*%c[wo]+16]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlabb %[a0], %[x1], %[w1], %[a0]\n\t" \
-                "smlad %[a1], %[x1], %[w0], %[a1]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+8]\n\t" \
-                "smlabb %[a1], %[x0], %[w1], %[a1]\n\t" \
-                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
-                "smlabb %[a2], %[x1], %[w1], %[a2]\n\t" \
-                "smlad %[a3], %[x1], %[w0], %[a3]\n\t" \
-                "ldrd %[x0], %[x1], [%[p2], #4*%c[ro2]+16]\n\t" \
-                "smlabb %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "smlad %[a4], %[x0], %[w0], %[a4]\n\t" \
-                "smlabb %[a4], %[x1], %[w1], %[a4]\n\t" \
-                "smlad %[a5], %[x1], %[w0], %[a5]\n\t" \
-                "ldr %[x0], [%[p2], #4*%c[ro2]+24]\n\t" \
-                "smlabb %[a5], %[x0], %[w1], %[a5]\n\t" \
-                "ldrd %[x0], %[x1], [%[w], #4*%c[mo]]\n\t" \
-                AOT_DW3Q_RQ(a0) \
-                AOT_DW3Q_RQ(a1) \
-                AOT_DW3Q_RQ(a2) \
-                AOT_DW3Q_RQ(a3) \
-                AOT_DW3Q_RQ(a4) \
-                AOT_DW3Q_RQ(a5) \
-                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), [a3] "=&r"(o3), [a4] "=&r"(o4), [a5] "=&r"(o5), \
-                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
-                : [p0] "r"(x0p), [p1] "r"(x1p), [p2] "r"(x2p), [w] "r"(wp), \
-                  [ro0] "i"(x0w), [ro1] "i"(x1w), [ro2] "i"(x2w), [wo] "i"(ww), [mo] "i"(qo), [r] "i"(qr) \
-                : "memory"); \
-    } while (0)
+    AOT_DW3_ASM_(AOT_DW3_WIN6_(AOT_DW3_S2_6_) AOT_DW3Q_RQ6_, AOT_DW3_OUT6_(o0, o1, o2, o3, o4, o5), \
+                 AOT_DW3Q_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr))
 #else
 #define aot_smlad_lohi_1x4(o0, o1, o2, o3, i0, i1, i2, i3, cp, cw, wp, ww) \
     do { \
@@ -1000,42 +559,6 @@ static inline void aot_dw3x3_window(int stride, int n, const int32_t *x0, const 
 }
 #define AOT_DW3X3_WINDOW(stride, n, acc, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     aot_dw3x3_window((stride), (n), (x0p) + (x0w), (x1p) + (x1w), (x2p) + (x2w), (wp) + (ww), (wp)[0], (acc))
-#define aot_dw3x3_s1_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
-    do { \
-        int32_t aot_a_[3]; \
-        AOT_DW3X3_WINDOW(1, 3, aot_a_, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww); \
-        (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]; \
-    } while (0)
-#define aot_dw3x3_s1_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
-    do { \
-        int32_t aot_a_[4]; \
-        AOT_DW3X3_WINDOW(1, 4, aot_a_, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww); \
-        (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]; (o3) = aot_a_[3]; \
-    } while (0)
-#define aot_dw3x3_s1_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
-    do { \
-        int32_t aot_a_[6]; \
-        AOT_DW3X3_WINDOW(1, 6, aot_a_, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww); \
-        (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]; (o3) = aot_a_[3]; (o4) = aot_a_[4]; (o5) = aot_a_[5]; \
-    } while (0)
-#define aot_dw3x3_s2_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
-    do { \
-        int32_t aot_a_[3]; \
-        AOT_DW3X3_WINDOW(2, 3, aot_a_, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww); \
-        (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]; \
-    } while (0)
-#define aot_dw3x3_s2_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
-    do { \
-        int32_t aot_a_[4]; \
-        AOT_DW3X3_WINDOW(2, 4, aot_a_, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww); \
-        (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]; (o3) = aot_a_[3]; \
-    } while (0)
-#define aot_dw3x3_s2_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
-    do { \
-        int32_t aot_a_[6]; \
-        AOT_DW3X3_WINDOW(2, 6, aot_a_, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww); \
-        (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]; (o3) = aot_a_[3]; (o4) = aot_a_[4]; (o5) = aot_a_[5]; \
-    } while (0)
 /* the portable window then its requantization (aot_dw3x3q_s*): aot_ssat8(aot_requant_mma(acc, m, h, r)),
    m, h the words at wp + qo, qo + 1 */
 static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int32_t r) {
@@ -1044,48 +567,41 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
         acc[i] = aot_ssat8(aot_requant_mma(acc[i], mh[0], mh[1], r));
     }
 }
+/* one macro for the twelve: the window of n outputs at `stride`, requantized when q, copied out by COPY */
+#define AOT_DW3_PORTABLE_(stride, n, COPY, q, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
+    do { \
+        int32_t aot_a_[n]; \
+        AOT_DW3X3_WINDOW(stride, n, aot_a_, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww); \
+        if (q) aot_dw3q_requant((n), aot_a_, (wp) + (qo), (qr)); \
+        COPY; \
+    } while (0)
+#define AOT_DW3_COPY3_(o0, o1, o2) (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]
+#define AOT_DW3_COPY4_(o0, o1, o2, o3) AOT_DW3_COPY3_(o0, o1, o2); (o3) = aot_a_[3]
+#define AOT_DW3_COPY6_(o0, o1, o2, o3, o4, o5) AOT_DW3_COPY4_(o0, o1, o2, o3); (o4) = aot_a_[4]; (o5) = aot_a_[5]
+#define aot_dw3x3_s1_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    AOT_DW3_PORTABLE_(1, 3, AOT_DW3_COPY3_(o0, o1, o2), 0, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, 0, 0)
+#define aot_dw3x3_s1_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    AOT_DW3_PORTABLE_(1, 4, AOT_DW3_COPY4_(o0, o1, o2, o3), 0, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, 0, 0)
+#define aot_dw3x3_s1_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    AOT_DW3_PORTABLE_(1, 6, AOT_DW3_COPY6_(o0, o1, o2, o3, o4, o5), 0, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, 0, 0)
+#define aot_dw3x3_s2_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    AOT_DW3_PORTABLE_(2, 3, AOT_DW3_COPY3_(o0, o1, o2), 0, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, 0, 0)
+#define aot_dw3x3_s2_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    AOT_DW3_PORTABLE_(2, 4, AOT_DW3_COPY4_(o0, o1, o2, o3), 0, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, 0, 0)
+#define aot_dw3x3_s2_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    AOT_DW3_PORTABLE_(2, 6, AOT_DW3_COPY6_(o0, o1, o2, o3, o4, o5), 0, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, 0, 0)
 #define aot_dw3x3q_s1_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
-    do { \
-        int32_t aot_a_[3]; \
-        AOT_DW3X3_WINDOW(1, 3, aot_a_, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww); \
-        aot_dw3q_requant(3, aot_a_, (wp) + (qo), (qr)); \
-        (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]; \
-    } while (0)
+    AOT_DW3_PORTABLE_(1, 3, AOT_DW3_COPY3_(o0, o1, o2), 1, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr)
 #define aot_dw3x3q_s1_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
-    do { \
-        int32_t aot_a_[4]; \
-        AOT_DW3X3_WINDOW(1, 4, aot_a_, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww); \
-        aot_dw3q_requant(4, aot_a_, (wp) + (qo), (qr)); \
-        (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]; (o3) = aot_a_[3]; \
-    } while (0)
+    AOT_DW3_PORTABLE_(1, 4, AOT_DW3_COPY4_(o0, o1, o2, o3), 1, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr)
 #define aot_dw3x3q_s1_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
-    do { \
-        int32_t aot_a_[6]; \
-        AOT_DW3X3_WINDOW(1, 6, aot_a_, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww); \
-        aot_dw3q_requant(6, aot_a_, (wp) + (qo), (qr)); \
-        (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]; (o3) = aot_a_[3]; (o4) = aot_a_[4]; (o5) = aot_a_[5]; \
-    } while (0)
+    AOT_DW3_PORTABLE_(1, 6, AOT_DW3_COPY6_(o0, o1, o2, o3, o4, o5), 1, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr)
 #define aot_dw3x3q_s2_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
-    do { \
-        int32_t aot_a_[3]; \
-        AOT_DW3X3_WINDOW(2, 3, aot_a_, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww); \
-        aot_dw3q_requant(3, aot_a_, (wp) + (qo), (qr)); \
-        (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]; \
-    } while (0)
+    AOT_DW3_PORTABLE_(2, 3, AOT_DW3_COPY3_(o0, o1, o2), 1, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr)
 #define aot_dw3x3q_s2_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
-    do { \
-        int32_t aot_a_[4]; \
-        AOT_DW3X3_WINDOW(2, 4, aot_a_, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww); \
-        aot_dw3q_requant(4, aot_a_, (wp) + (qo), (qr)); \
-        (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]; (o3) = aot_a_[3]; \
-    } while (0)
+    AOT_DW3_PORTABLE_(2, 4, AOT_DW3_COPY4_(o0, o1, o2, o3), 1, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr)
 #define aot_dw3x3q_s2_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
-    do { \
-        int32_t aot_a_[6]; \
-        AOT_DW3X3_WINDOW(2, 6, aot_a_, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww); \
-        aot_dw3q_requant(6, aot_a_, (wp) + (qo), (qr)); \
-        (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]; (o3) = aot_a_[3]; (o4) = aot_a_[4]; (o5) = aot_a_[5]; \
-    } while (0)
+    AOT_DW3_PORTABLE_(2, 6, AOT_DW3_COPY6_(o0, o1, o2, o3, o4, o5), 1, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr)
 #endif
 
 /* Helium (MVE) vector routines of the Cortex-M55 schedules */
