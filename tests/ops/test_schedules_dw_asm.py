@@ -9,7 +9,6 @@ and -O2 (inline asm) under -Wall -Wextra -Werror."""
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -28,10 +27,9 @@ from aot.kernel.verify import verify_kernel_module  # noqa: E402
 from aot.lower.schedule.depthwise_pairs import _taps  # noqa: E402
 from aot.pipeline.driver import compile_model  # noqa: E402
 from aot.runners.kernel_module import run_kernel_module  # noqa: E402
-from multi_check import check_expansion_and_backends, nodes  # noqa: E402
+from multi_check import check_expansion_and_backends, check_interp_and_host_c, cortex_m4_disassembly, nodes  # noqa: E402,E501
 from test_schedules import M4, _input, conv_chain, target_options  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 SINGLE = {"smlad": smlad, "smlabt": smlabt, "smlatb": smlatb, "smlabb": smlabb}
 
 CHAINS = {
@@ -143,9 +141,7 @@ def test_bit_exact_on_interp_and_host_c(chain: str) -> None:
     verify_kernel_module(cm.module, planned=True)
     inputs = _input(model, 3)
     ref = aot.reference(model, inputs)["y"]
-    for backend in ("interp", "c"):
-        got = run_kernel_module(cm.module, [inputs["x"]], backend)[0].reshape(ref.shape)
-        np.testing.assert_array_equal(got, ref, err_msg=f"{chain} / {backend}")
+    check_interp_and_host_c(cm.module, inputs["x"], ref, chain)
 
 
 @pytest.mark.slow  # bigger layers, an LLVM JIT per chain
@@ -165,18 +161,8 @@ def test_bit_exact_on_llvm_and_groups(chain: str) -> None:
 def test_c_compiles_for_cortex_m4(tmp_path: Path, opt: str) -> None:
     """-O2: the inline asm (per window three LDRD of weights at immediate offsets); -O0: the
     portable macro; both warning-free."""
-    from aot.api import library_files
     _, cm = _compile("s1-s2")
-    for rel, text in library_files(cm).items():
-        p = tmp_path / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    src = next(p for p in (tmp_path / "src").glob("*.c") if "constants" not in p.name)
-    obj = tmp_path / "m.o"
-    subprocess.run(["arm-none-eabi-gcc", opt, "-std=c99", "-mcpu=cortex-m4", "-mthumb", "-Wall", "-Wextra", "-Werror",
-                    f"-I{tmp_path / 'include'}", f"-I{tmp_path / 'src'}", f"-I{ROOT / 'runtime_c' / 'include'}",
-                    "-c", str(src), "-o", str(obj)], check=True, capture_output=True, text=True)
-    dis = subprocess.run(["arm-none-eabi-objdump", "-d", str(obj)], check=True, capture_output=True, text=True).stdout
+    dis = cortex_m4_disassembly(cm, tmp_path, opt)
     # the asm's weight loads: LDRD at record offsets 4 w0 + 8 ky (+0x0c, +0x14, +0x1c for one
     # requantization constant pair... any three consecutive 8-byte steps) right before an SMLAD
     weight_ldrd = len(re.findall(r"ldrd\s+\w+, \w+, \[\w+, #\d+\]\s*(?:@[^\n]*)?\n[^\n]*\tsml", dis))

@@ -9,7 +9,6 @@ host C and LLVM, the Cortex-M4 C at -O0 (portable macro) and -O2 (inline asm), a
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -27,10 +26,9 @@ from aot.kernel.intrinsics_multi import DW3_SHAPES, dw3_words  # noqa: E402
 from aot.kernel.verify import verify_kernel_module  # noqa: E402
 from aot.pipeline.driver import compile_model  # noqa: E402
 from aot.runners.kernel_module import run_kernel_module  # noqa: E402
-from multi_check import check_expansion_and_backends, nodes  # noqa: E402
+from multi_check import check_expansion_and_backends, check_interp_and_host_c, cortex_m4_disassembly, nodes  # noqa: E402,E501
 from test_schedules import M4, _input, _q, _weights, target_options  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def relu_dw_chain(seed: int, x_shape: tuple[int, ...], ops: list[dict]) -> aot.ir.Model:
@@ -156,9 +154,7 @@ def test_bit_exact_on_interp_and_host_c(chain: str) -> None:
     inputs = _input(model, 3)
     ref = aot.reference(model, inputs)["y"]
     assert len(np.unique(ref)) > 8  # not all clamped
-    for backend in ("interp", "c"):
-        got = run_kernel_module(cm.module, [inputs["x"]], backend)[0].reshape(ref.shape)
-        np.testing.assert_array_equal(got, ref, err_msg=f"{chain} / {backend}")
+    check_interp_and_host_c(cm.module, inputs["x"], ref, chain)
 
 
 @pytest.mark.slow  # an LLVM JIT per chain
@@ -175,18 +171,8 @@ def test_bit_exact_on_llvm(chain: str) -> None:
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_c_compiles_for_cortex_m4(tmp_path: Path, opt: str) -> None:
     """-O2: the inline asm, SMMLA then SSAT with the ASR per output; -O0: the portable macro."""
-    from aot.api import library_files
     _, cm = _compile("ring")
-    for rel, text in library_files(cm).items():
-        p = tmp_path / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    src = next(p for p in (tmp_path / "src").glob("*.c") if "constants" not in p.name)
-    obj = tmp_path / "m.o"
-    subprocess.run(["arm-none-eabi-gcc", opt, "-std=c99", "-mcpu=cortex-m4", "-mthumb", "-Wall", "-Wextra", "-Werror",
-                    f"-I{tmp_path / 'include'}", f"-I{tmp_path / 'src'}", f"-I{ROOT / 'runtime_c' / 'include'}",
-                    "-c", str(src), "-o", str(obj)], check=True, capture_output=True, text=True)
-    dis = subprocess.run(["arm-none-eabi-objdump", "-d", str(obj)], check=True, capture_output=True, text=True).stdout
+    dis = cortex_m4_disassembly(cm, tmp_path, opt)
     pairs = len(re.findall(r"smmla\s+(\w+), \1, \w+, \w+\s*\n[^\n]*\tssat\s+\1, #8, \1, asr #\d+", dis))
     assert (pairs >= 18) == (opt == "-O2"), (opt, pairs)  # three steps of six outputs at least
 

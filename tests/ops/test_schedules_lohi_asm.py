@@ -6,8 +6,6 @@ int8 convolutions using it bit-exact with the numpy reference on the kernel inte
 for Cortex-M4 at -O0 (portable macro) and -O2 (inline asm) under -Wall -Wextra -Werror."""
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -24,10 +22,9 @@ from aot.kernel.intrinsics import INTRINSICS, call, multi, smlad, sxtb16  # noqa
 from aot.kernel.verify import verify_kernel_module  # noqa: E402
 from aot.pipeline.driver import CompileOptions, compile_model  # noqa: E402
 from aot.runners.kernel_module import run_kernel_module  # noqa: E402
-from multi_check import check_expansion_and_backends, nodes  # noqa: E402
+from multi_check import check_expansion_and_backends, check_interp_and_host_c, cortex_m4_disassembly, nodes  # noqa: E402,E501
 from test_schedules import _input, conv_chain  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 
 CHAINS = {
     # 1x1 over 64 and 128 channels (32 / 64 reduction steps: loops of 16 asm steps), an odd pixel
@@ -175,9 +172,7 @@ def test_bit_exact_on_interp_and_host_c(chain: str) -> None:
     assert _multi_steps(cm) > 0
     inputs = _input(model, 3)
     ref = aot.reference(model, inputs)["y"]
-    for backend in ("interp", "c"):
-        got = run_kernel_module(cm.module, [inputs["x"]], backend)[0].reshape(ref.shape)
-        np.testing.assert_array_equal(got, ref, err_msg=f"{chain} / {backend}")
+    check_interp_and_host_c(cm.module, inputs["x"], ref, chain)
 
 
 @pytest.mark.slow  # an LLVM JIT per case
@@ -195,19 +190,8 @@ def test_bit_exact_on_llvm(chain: str) -> None:
 def test_c_compiles_for_cortex_m4(tmp_path: Path, opt: str) -> None:
     """-O2: the inline asm (LDRD with an immediate offset feeding the SMLADs); -O0 (too few
     registers for its operands): the portable macro; both warning-free."""
-    from aot.api import library_files
     _, cm = _compile("pw64-pw128")
-    for rel, text in library_files(cm).items():
-        p = tmp_path / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    src = next(p for p in (tmp_path / "src").glob("*.c") if "constants" not in p.name)
-    obj = tmp_path / "m.o"
-    subprocess.run(["arm-none-eabi-gcc", opt, "-std=c99", "-mcpu=cortex-m4", "-mthumb", "-Wall", "-Wextra", "-Werror",
-                    f"-I{tmp_path / 'include'}", f"-I{tmp_path / 'src'}", f"-I{ROOT / 'runtime_c' / 'include'}",
-                    "-c", str(src), "-o", str(obj)], check=True, capture_output=True, text=True)
-    dis = subprocess.run([shutil.which("arm-none-eabi-objdump") or "arm-none-eabi-objdump", "-d", str(obj)],
-                         check=True, capture_output=True, text=True).stdout
+    dis = cortex_m4_disassembly(cm, tmp_path, opt)
     asm_steps = dis.count("ldrd") >= 2 * 32 and "smlad" in dis
     assert asm_steps == (opt == "-O2"), opt
 
