@@ -69,6 +69,10 @@ from aot.kernel.multi_expand import expand_all
 CODE_BASE = 5376  # firmware runtime, startup, console: measured 2.2-4.9 KiB beyond the kernels
 CODE_PER_KERNEL = 344  # per function: prologue, epilogue, loop set-up
 CODE_PER_NODE = 0.44  # per kernel IR node (unrolled loops counted per copy)
+# the fit above comes from models of <= 42k nodes; on a bigger one it fell short: MobileNetV2 224
+# (tflm-models xtensa pytorch_to_tflite, 154k nodes, 3.9 MB) default build 80,864 B against 73,265,
+# its flash 0.1% over the bound. The kernels' part is taken 15% larger (there 83,448 B).
+CODE_MARGIN = 1.15
 # instructions pre-widening saves per output (fitted: see the module docstring)
 SAVE_PER_MAC = 0.042  # per multiply-accumulate (x depth)
 SAVE_PER_OUTPUT = 6.35  # per output value (epilogue)
@@ -215,7 +219,7 @@ def code_estimate(module: K.KernelModule) -> int:
     prune_constants (see the calibration above)."""
     nodes = module_nodes(module)
     states = sum(c.buffer.nbytes for c in module.states)
-    return int(CODE_BASE + CODE_PER_KERNEL * len(nodes) + CODE_PER_NODE * sum(nodes.values())) + states
+    return int(CODE_BASE + CODE_MARGIN * (CODE_PER_KERNEL * len(nodes) + CODE_PER_NODE * sum(nodes.values()))) + states
 
 
 def flash_estimate(module: K.KernelModule) -> int:
