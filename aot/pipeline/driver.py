@@ -22,7 +22,7 @@ from aot.ops import infer_call
 from aot.pipeline.manager import Pass, PassTimings, run_passes
 from aot.pipeline.guards import add_guards
 from aot.pipeline.plan import PlanReport, plan_memory
-from aot.transform import fold_constants, fuse, materialize_outputs
+from aot.transform import fold_constants, fold_pads, fuse, materialize_outputs
 from aot.pipeline.scratch import lower_scratch
 from aot.transform.order import order_calls
 
@@ -100,6 +100,7 @@ def graph_pipeline() -> list[Pass]:
     return [
         Pass("fold_constants", fold_constants, "ops on constants are computed once, at compile time"),
         Pass("materialize_outputs", materialize_outputs, "every output needs storage of its own"),
+        Pass("fold_pads", fold_pads, "a PAD read only by a convolution becomes the convolution's own padding"),
         Pass("fuse", fuse, "one loop nest per group: elementwise ops inline into producers and consumers"),
     ]
 

@@ -3,6 +3,7 @@ from aot.transform.fold import fold_constants
 from aot.transform.fuse import fuse
 from aot.transform.inline import inline_functions
 from aot.transform.outputs import materialize_outputs
+from aot.transform.pads import fold_pads
 from aot.transform.util import use_counts
 
-__all__ = ["fold_constants", "fuse", "inline_functions", "materialize_outputs", "use_counts"]
+__all__ = ["fold_constants", "fold_pads", "fuse", "inline_functions", "materialize_outputs", "use_counts"]
