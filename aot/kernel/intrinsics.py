@@ -18,7 +18,8 @@ from aot.kernel.ir import Expr, Intrinsic, MultiAssign, ScalarVar, as_expr
 from aot.kernel.intrinsics_mve import MVE_INTRINSICS
 from aot.kernel.intrinsics_multi import MULTI_INTRINSICS
 from aot.kernel.intrinsics_x86 import X86_INTRINSICS
-from aot.kernel.lanes import s8 as _s8, s16 as _s16, s32 as _s32
+from aot.kernel.lanes import (bot as _bot, pair as _pair, requant_mma, s8 as _s8, s32 as _s32,
+                              smlabb, smlabt, smlad, smlatb, smlatt, ssat8, sxtb16, sxtb16_ror8, top as _top)
 from aot.quant import fixedpoint as fp
 
 INT32_MIN = fp.INT32_MIN
@@ -59,53 +60,8 @@ def clz32(x: int) -> int:
 # A "pair" is an i32 holding two signed 16-bit lanes: bits 0-15 (bottom) and 16-31 (top).
 # These are the ARMv7E-M DSP instructions (ACLE __smlad, __sxtb16, ...); every backend has an
 # exact portable fallback. All results wrap to 32 bits (the Q flag of the hardware is ignored).
-
-def _bot(x: int) -> int:
-    return _s16(x)
-
-
-def _top(x: int) -> int:
-    return _s16(x >> 16)
-
-
-def smlad(a: int, b: int, acc: int) -> int:
-    """acc + bot(a)*bot(b) + top(a)*top(b): two 16x16 multiply-accumulates (SMLAD)."""
-    return _s32(acc + _bot(a) * _bot(b) + _top(a) * _top(b))
-
-
-def smlabb(a: int, b: int, acc: int) -> int:
-    """acc + bot(a)*bot(b) (SMLABB)."""
-    return _s32(acc + _bot(a) * _bot(b))
-
-
-def smlatt(a: int, b: int, acc: int) -> int:
-    """acc + top(a)*top(b) (SMLATT)."""
-    return _s32(acc + _top(a) * _top(b))
-
-
-def smlabt(a: int, b: int, acc: int) -> int:
-    """acc + bot(a)*top(b) (SMLABT)."""
-    return _s32(acc + _bot(a) * _top(b))
-
-
-def smlatb(a: int, b: int, acc: int) -> int:
-    """acc + top(a)*bot(b) (SMLATB)."""
-    return _s32(acc + _top(a) * _bot(b))
-
-
-def _pair(lo: int, hi: int) -> int:
-    return _s32((lo & 0xFFFF) | ((hi & 0xFFFF) << 16))
-
-
-def sxtb16(x: int) -> int:
-    """Bytes 0 and 2 of x, sign-extended into the bottom and top lanes (SXTB16)."""
-    return _pair(_s8(x), _s8(x >> 16))
-
-
-def sxtb16_ror8(x: int) -> int:
-    """Bytes 1 and 3 of x, sign-extended into the bottom and top lanes (SXTB16 x, ROR #8)."""
-    return _pair(_s8(x >> 8), _s8(x >> 24))
-
+# SMLAD and its halfword forms, SXTB16, SSAT #8 and requant_mma are defined in aot.kernel.lanes
+# (imported above), which aot.kernel.intrinsics_multi's steps share.
 
 def sxtab16(a: int, x: int) -> int:
     """Lanes of a plus bytes 0 and 2 of x sign-extended, each lane mod 2^16 (SXTAB16)."""
@@ -130,11 +86,6 @@ def pair_lo(a: int, b: int) -> int:
 def pair_hi(a: int, b: int) -> int:
     """The top lanes of a and b as one pair (bottom = top(a), top = top(b)): PKHTB b, a, ASR #16."""
     return _pair(_top(a), _top(b))
-
-
-def ssat8(x: int) -> int:
-    """x clamped to [-128, 127] (SSAT #8)."""
-    return -128 if x < -128 else (127 if x > 127 else x)
 
 
 def requant_q31(y: int, m: int, lo: int, hi: int, rs: int) -> int:
@@ -169,16 +120,6 @@ def requant_mm_nn(y2: int, m: int, h: int, r: int) -> int:
     if not 0 <= r <= 31:
         raise ValueError(f"requant_mm_nn shift {r} outside 0..31")
     t = (((h & 0xFFFFFFFF) << 32) + y2 * m + (1 << 31)) & 0xFFFFFFFFFFFFFFFF
-    return _s32(t >> 32) >> r
-
-
-def requant_mma(y2: int, m: int, h: int, r: int) -> int:
-    """((h*2^32 + y2*m) mod 2^64) >> 32 as int32, >> r: SMMLA (no rounding) + ASR. The requantization
-    of a schedule that scaled each channel's accumulator by its own power of two so that all
-    channels share one shift r (aot.lower.schedule.requant.Requant.use_uniform); 0 <= r <= 31."""
-    if not 0 <= r <= 31:
-        raise ValueError(f"requant_mma shift {r} outside 0..31")
-    t = (((h & 0xFFFFFFFF) << 32) + y2 * m) & 0xFFFFFFFFFFFFFFFF
     return _s32(t >> 32) >> r
 
 

@@ -18,20 +18,12 @@ from typing import Callable
 
 import numpy as np
 
-from aot.kernel.lanes import s8 as _s8, s16 as _s16, s32 as _s32
+from aot.kernel.lanes import requant_mma, smlabb, smlabt, smlad, smlatb, ssat8, sxtb16
 
 Ref = tuple[np.ndarray, int]
 
 # the words an immediate offset may reach: LDRD's imm8 * 4 (+-1020 bytes)
 MAX_WORD_OFFSET = 255
-
-
-def _smlad(a: int, b: int, acc: int) -> int:
-    return _s32(acc + _s16(a) * _s16(b) + _s16(a >> 16) * _s16(b >> 16))
-
-
-def _sxtb16(x: int) -> int:
-    return _s32((_s8(x) & 0xFFFF) | ((_s8(x >> 16) & 0xFFFF) << 16))
 
 
 def _word(r: Ref, off: int, k: int) -> int:
@@ -52,9 +44,9 @@ def smlad_lohi_2x4(a0: int, a1: int, a2: int, a3: int, b0: int, b1: int, b2: int
     Cortex-M DSP: LDRD, LDRD, 8 SMLAD, 2 SXTB16 (12 instructions for 16 multiply-accumulates)."""
     x0, x1 = _word(c, co, 0), _word(c, co, 1)
     w0, w1 = _word(w, wo, 0), _word(w, wo, 1)
-    l0, l1 = _sxtb16(w0), _sxtb16(w1)
-    return (_smlad(x0, l0, a0), _smlad(x0, w0, a1), _smlad(x0, l1, a2), _smlad(x0, w1, a3),
-            _smlad(x1, l0, b0), _smlad(x1, w0, b1), _smlad(x1, l1, b2), _smlad(x1, w1, b3))
+    l0, l1 = sxtb16(w0), sxtb16(w1)
+    return (smlad(x0, l0, a0), smlad(x0, w0, a1), smlad(x0, l1, a2), smlad(x0, w1, a3),
+            smlad(x1, l0, b0), smlad(x1, w0, b1), smlad(x1, l1, b2), smlad(x1, w1, b3))
 
 
 def smlad_lohi_1x4(a0: int, a1: int, a2: int, a3: int, c: Ref, co: int, w: Ref, wo: int) -> tuple[int, ...]:
@@ -62,7 +54,7 @@ def smlad_lohi_1x4(a0: int, a1: int, a2: int, a3: int, c: Ref, co: int, w: Ref, 
     a1 += x0.w0, a0 += x0.sxtb16(w0), a3 += x0.w1, a2 += x0.sxtb16(w1). Returns (a0, a1, a2, a3).
     Cortex-M DSP: LDR, LDRD, 4 SMLAD, 2 SXTB16 (8 instructions for 8 multiply-accumulates)."""
     x0, w0, w1 = _word(c, co, 0), _word(w, wo, 0), _word(w, wo, 1)
-    return (_smlad(x0, _sxtb16(w0), a0), _smlad(x0, w0, a1), _smlad(x0, _sxtb16(w1), a2), _smlad(x0, w1, a3))
+    return (smlad(x0, sxtb16(w0), a0), smlad(x0, w0, a1), smlad(x0, sxtb16(w1), a2), smlad(x0, w1, a3))
 
 
 LOHI_LOOP_STEPS = 16  # steps per iteration of lohi_2x4_x16 (its C macro's unrolled asm loop)
@@ -87,16 +79,12 @@ def lohi_2x4_x16(c: Ref, co: int, w: Ref, wo: int, n: int) -> tuple[int, ...]:
     return accs
 
 
-def _smlaxy(a: int, b: int, acc: int, ta: int, tb: int) -> int:
-    return _s32(acc + _s16(a >> (16 * ta)) * _s16(b >> (16 * tb)))
-
-
 # one 3-tap kernel row of a depthwise block (aot.lower.schedule.depthwise_pairs): per output the
 # (input word, weight word, op) of its two multiply-accumulates; input words hold two 16-bit
 # pixels, output i starts at pixel slot stride * i. Stride 1 weights: E = (w0, w1), O = (w1, w2);
 # an even output SMLAD x[j].E, SMLABT x[j + 1].O (w2), an odd one SMLATB x[j].E (w0), SMLAD x[j + 1].O.
 # Stride 2 weights: E = (w0, w1), L = (w2, 0); SMLAD x[i].E, SMLABB x[i + 1].L.
-DW3_OPS = {"smlad": (None, None), "smlabt": (0, 1), "smlatb": (1, 0), "smlabb": (0, 0)}
+DW3_OPS = {"smlad": smlad, "smlabt": smlabt, "smlatb": smlatb, "smlabb": smlabb}
 DW3_SHAPES = ((1, 3), (1, 4), (1, 6), (2, 3), (2, 4), (2, 6))  # (stride, outputs) with a C macro
 
 
@@ -128,8 +116,7 @@ def _dw3x3(stride: int, n: int) -> Callable[..., tuple[int, ...]]:
             ws = [_word(w, wo, 2 * ky + k) for k in range(2)]  # type: ignore[arg-type]
             for i, j, k, op in dw3_ops(stride, n):
                 xj = _word(x, xo, j)  # type: ignore[arg-type]
-                ta, tb = DW3_OPS[op]
-                accs[i] = _smlad(xj, ws[k], accs[i]) if ta is None else _smlaxy(xj, ws[k], accs[i], ta, tb)
+                accs[i] = DW3_OPS[op](xj, ws[k], accs[i])
         return tuple(accs)
     window.__doc__ = (f"A 3x3 window of a depthwise block of {n} outputs at stride {stride} "
                       "(aot.lower.schedule.depthwise_pairs): every accumulator starts from w[0] (the bias); "
@@ -138,12 +125,6 @@ def _dw3x3(stride: int, n: int) -> Callable[..., tuple[int, ...]]:
                       "LDRD/LDR of the input words two at a time, LDRD of the weights, "
                       f"{2 * n} multiply-accumulates (and one LDR of the bias).")
     return window
-
-
-def _requant_mma_ssat8(acc: int, m: int, h: int, r: int) -> int:
-    """ssat8(requant_mma(acc, m, h, r)) (aot.kernel.intrinsics): SMMLA (no rounding), ASR r, clamp to int8."""
-    t = _s32(((((h & 0xFFFFFFFF) << 32) + acc * m) & 0xFFFFFFFFFFFFFFFF) >> 32) >> r
-    return min(127, max(-128, t))
 
 
 def _dw3x3q(stride: int, n: int) -> Callable[..., tuple[int, ...]]:
@@ -155,7 +136,7 @@ def _dw3x3q(stride: int, n: int) -> Callable[..., tuple[int, ...]]:
             raise ValueError(f"dw3x3q shift {r} outside 1..31")
         w = wrefs[6]
         m, h = _word(w, qo, 0), _word(w, qo, 1)  # type: ignore[arg-type]
-        return tuple(_requant_mma_ssat8(a, m, h, int(r)) for a in win(*wrefs))  # type: ignore[call-overload]
+        return tuple(ssat8(requant_mma(a, m, h, int(r))) for a in win(*wrefs))  # type: ignore[call-overload]
     window.__doc__ = (f"dw3x3_s{stride}_{n}, then each output requantized: ssat8(requant_mma(acc, m, h, r)) with "
                       "m = w[qo], h = w[qo + 1] (the channel record's words) and the shift r (1 .. 31) an immediate "
                       "(aot.kernel.intrinsics requant_mma, ssat8). Cortex-M DSP: the window's instructions, LDRD of "

@@ -111,7 +111,6 @@ def _dw3x3q(s: K.MultiAssign, var: Callable[[str], K.ScalarVar], res: list[K.Exp
     return out
 
 
-
 def _lohi_loop(s: K.MultiAssign, var: Callable[[str], K.ScalarVar], res: list[K.Expr]) -> list[K.Stmt]:
     """lohi_2x4_x16: the accumulators from the biases, then a loop of n iterations of 16 steps."""
     c, co, w, wo, n = s.value.args
