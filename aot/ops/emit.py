@@ -144,6 +144,15 @@ class OutputWriter:
     def shape(self) -> tuple[int, ...]:
         return self.type.shape
 
+    def plain(self) -> bool:
+        """No fused epilogue: the kernel's value is stored as is, at its flat index in the op's shape
+        (schedules that address the buffer themselves check this first)."""
+        if self.type.shape != self.final_type.shape:
+            return False
+        probe = K.ScalarVar("probe", "f32" if self.type.dtype == "float32" else "i32")
+        pre, v = self.epilogue(probe, [K.Const(0)] * len(self.shape))
+        return not pre and v is probe
+
     def store(self, idx: Sequence[K.ExprLike], value: K.Expr) -> K.Stmt:
         e_idx = [K.as_expr(i) for i in idx]
         pre, v = self.epilogue(value, e_idx)

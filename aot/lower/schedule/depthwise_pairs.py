@@ -352,8 +352,7 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
             lets, consts = rq_consts()  # loaded after the accumulation: fewer live registers
             st += lets
             values = [rq.value(consts, a, doubled=dbl) for a in accs]
-        pre, v = out.epilogue(accs[0], [K.Const(0), oy, ox0, chan(c)])
-        if pre or v is not accs[0]:  # a fused consumer: through the writer
+        if not out.plain():  # a fused consumer: through the writer
             return st + [out.store([K.Const(0), oy, ox0 + i, chan(c)], e) for i, e in enumerate(values)]
         ob = ctx.var("ob")  # the stores at one base: constant offsets (immediates) for gcc
         st.append(K.Let(ob, flat_index(out.final_type.shape, [K.Const(0), oy, ox0, chan(c)])))
