@@ -243,36 +243,27 @@ static inline int32_t aot_requant_mma(int32_t y2, int32_t m, int32_t h, int32_t 
 
 /* the int64 at p (aot.kernel.intrinsics.load64). With gcc on Thumb-2 the value passes an empty
    asm that needs it in a register pair, so the load stays one LDRD instead of two loads placed
-   apart. From a local array (the C printer calls aot_load64_stack) the LDRD itself is a volatile
-   asm (memory operand "Uv": base register and offset within +-1020, a multiple of 4, as LDRD
-   takes): gcc then neither keeps the array in registers nor hoists the load out of its loop
-   (where it spilled the values: a copy of the whole array per outer iteration) */
+   apart. aot_load64_fresh (aot.kernel.intrinsics.load64_fresh) makes the LDRD itself a volatile asm
+   (memory operand "Uv": base register and offset within +-1020, a multiple of 4, as LDRD takes): gcc
+   then neither forwards a value stored there before, nor keeps the array in registers, nor hoists
+   the load out of its loop. The C printer calls it as aot_load64_stack for every load64 from a
+   local array (where gcc spilled the values: a copy of the whole array per outer iteration). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__thumb2__)
 static inline int64_t aot_load64(const int64_t *p) {
     int64_t v = *p;
     __asm__("" : "+r"(v));
     return v;
 }
-static inline int64_t aot_load64_stack(const int64_t *p) {
-    int64_t v;
-    __asm__ volatile("ldrd %Q0, %R0, %1" : "=r"(v) : "Uv"(*p));
-    return v;
-}
-#else
-static inline int64_t aot_load64(const int64_t *p) { return *p; }
-static inline int64_t aot_load64_stack(const int64_t *p) { return *p; }
-#endif
-/* aot_load64_stack's volatile LDRD for any array (aot.kernel.intrinsics.load64_fresh): gcc neither
-   forwards a value stored there before nor carries it through a loop in a spilled stack slot */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__thumb2__)
 static inline int64_t aot_load64_fresh(const int64_t *p) {
     int64_t v;
     __asm__ volatile("ldrd %Q0, %R0, %1" : "=r"(v) : "Uv"(*p));
     return v;
 }
 #else
+static inline int64_t aot_load64(const int64_t *p) { return *p; }
 static inline int64_t aot_load64_fresh(const int64_t *p) { return *p; }
 #endif
+static inline int64_t aot_load64_stack(const int64_t *p) { return aot_load64_fresh(p); }
 
 static inline float aot_expf(float x) { return expf(x); }
 static inline float aot_tanhf(float x) { return tanhf(x); }
