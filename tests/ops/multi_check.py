@@ -1,7 +1,7 @@
 """Shared checks of the multi-result intrinsics' tests (test_schedules_lohi_asm, test_schedules_dw_asm,
 test_schedules_dw_requant): a kernel module with K.MultiAssign steps gives `want` on the interpreter
 after the LLVM backend's expansion (which leaves no MultiAssign and passes the verifier) and on the C
-and LLVM backends; a compiled model gives the reference on the interpreter and host C; its library
+and LLVM backends; a compiled model gives the reference on the interpreter, host C or LLVM; its library
 compiled for Cortex-M4 (the inline asm at -O2, the portable macros at -O0)."""
 from __future__ import annotations
 
@@ -33,9 +33,11 @@ def check_expansion_and_backends(module: K.KernelModule, inputs: list[np.ndarray
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def check_interp_and_host_c(module: K.KernelModule, x: np.ndarray, ref: np.ndarray, what: str) -> None:
-    """The planned module's single output on the interpreter and host C equals the reference."""
-    for backend in ("interp", "c"):
+def check_backends(module: K.KernelModule, x: np.ndarray, ref: np.ndarray, what: str,
+                   backends: tuple[str, ...] = ("interp", "c")) -> None:
+    """The planned module's single output on each backend (the interpreter and host C by default)
+    equals the reference."""
+    for backend in backends:
         got = run_kernel_module(module, [x], backend)[0].reshape(ref.shape)
         np.testing.assert_array_equal(got, ref, err_msg=f"{what} / {backend}")
 

@@ -26,8 +26,7 @@ from aot.kernel.intrinsics_multi import DW3_SHAPES, dw3_words  # noqa: E402
 from aot.kernel.verify import verify_kernel_module  # noqa: E402
 from aot.lower.schedule.depthwise_pairs import _taps  # noqa: E402
 from aot.pipeline.driver import compile_model  # noqa: E402
-from aot.runners.kernel_module import run_kernel_module  # noqa: E402
-from multi_check import check_expansion_and_backends, check_interp_and_host_c, cortex_m4_disassembly, nodes  # noqa: E402,E501
+from multi_check import check_expansion_and_backends, check_backends, cortex_m4_disassembly, nodes  # noqa: E402,E501
 from test_schedules import M4, _input, conv_chain, target_options  # noqa: E402
 
 SINGLE = {"smlad": smlad, "smlabt": smlabt, "smlatb": smlatb, "smlabb": smlabb}
@@ -141,7 +140,7 @@ def test_bit_exact_on_interp_and_host_c(chain: str) -> None:
     verify_kernel_module(cm.module, planned=True)
     inputs = _input(model, 3)
     ref = aot.reference(model, inputs)["y"]
-    check_interp_and_host_c(cm.module, inputs["x"], ref, chain)
+    check_backends(cm.module, inputs["x"], ref, chain)
 
 
 @pytest.mark.slow  # bigger layers, an LLVM JIT per chain
@@ -150,10 +149,7 @@ def test_bit_exact_on_llvm_and_groups(chain: str) -> None:
     model, cm = _compile(chain)
     inputs = _input(model, 4)
     ref = aot.reference(model, inputs)["y"]
-    backends = ("llvm",) if chain != "groups" else ("interp", "c", "llvm")
-    for backend in backends:
-        got = run_kernel_module(cm.module, [inputs["x"]], backend)[0].reshape(ref.shape)
-        np.testing.assert_array_equal(got, ref, err_msg=f"{chain} / {backend}")
+    check_backends(cm.module, inputs["x"], ref, chain, ("llvm",) if chain != "groups" else ("interp", "c", "llvm"))
 
 
 @pytest.mark.usefixtures("arm_toolchain")

@@ -25,8 +25,7 @@ from aot.kernel.intrinsics import INTRINSICS, call, requant_mma, ssat8  # noqa: 
 from aot.kernel.intrinsics_multi import DW3_SHAPES, dw3_words  # noqa: E402
 from aot.kernel.verify import verify_kernel_module  # noqa: E402
 from aot.pipeline.driver import compile_model  # noqa: E402
-from aot.runners.kernel_module import run_kernel_module  # noqa: E402
-from multi_check import check_expansion_and_backends, check_interp_and_host_c, cortex_m4_disassembly, nodes  # noqa: E402,E501
+from multi_check import check_expansion_and_backends, check_backends, cortex_m4_disassembly, nodes  # noqa: E402,E501
 from test_schedules import M4, _input, _q, _weights, target_options  # noqa: E402
 
 
@@ -154,7 +153,7 @@ def test_bit_exact_on_interp_and_host_c(chain: str) -> None:
     inputs = _input(model, 3)
     ref = aot.reference(model, inputs)["y"]
     assert len(np.unique(ref)) > 8  # not all clamped
-    check_interp_and_host_c(cm.module, inputs["x"], ref, chain)
+    check_backends(cm.module, inputs["x"], ref, chain)
 
 
 @pytest.mark.slow  # an LLVM JIT per chain
@@ -163,8 +162,7 @@ def test_bit_exact_on_llvm(chain: str) -> None:
     model, cm = _compile(chain)
     inputs = _input(model, 4)
     ref = aot.reference(model, inputs)["y"]
-    got = run_kernel_module(cm.module, [inputs["x"]], "llvm")[0].reshape(ref.shape)
-    np.testing.assert_array_equal(got, ref)
+    check_backends(cm.module, inputs["x"], ref, chain, ("llvm",))
 
 
 @pytest.mark.usefixtures("arm_toolchain")

@@ -21,8 +21,7 @@ from aot.kernel.interp import run_interpreted  # noqa: E402
 from aot.kernel.intrinsics import INTRINSICS, call, multi, smlad, sxtb16  # noqa: E402
 from aot.kernel.verify import verify_kernel_module  # noqa: E402
 from aot.pipeline.driver import CompileOptions, compile_model  # noqa: E402
-from aot.runners.kernel_module import run_kernel_module  # noqa: E402
-from multi_check import check_expansion_and_backends, check_interp_and_host_c, cortex_m4_disassembly, nodes  # noqa: E402,E501
+from multi_check import check_expansion_and_backends, check_backends, cortex_m4_disassembly, nodes  # noqa: E402,E501
 from test_schedules import _input, conv_chain  # noqa: E402
 
 
@@ -172,7 +171,7 @@ def test_bit_exact_on_interp_and_host_c(chain: str) -> None:
     assert _multi_steps(cm) > 0
     inputs = _input(model, 3)
     ref = aot.reference(model, inputs)["y"]
-    check_interp_and_host_c(cm.module, inputs["x"], ref, chain)
+    check_backends(cm.module, inputs["x"], ref, chain)
 
 
 @pytest.mark.slow  # an LLVM JIT per case
@@ -181,8 +180,7 @@ def test_bit_exact_on_llvm(chain: str) -> None:
     model, cm = _compile(chain)
     inputs = _input(model, 3)
     ref = aot.reference(model, inputs)["y"]
-    got = run_kernel_module(cm.module, [inputs["x"]], "llvm")[0].reshape(ref.shape)
-    np.testing.assert_array_equal(got, ref, err_msg=chain)
+    check_backends(cm.module, inputs["x"], ref, chain, ("llvm",))
 
 
 @pytest.mark.usefixtures("arm_toolchain")
@@ -256,9 +254,7 @@ def test_widened_bit_exact_on_interp_and_host_c(chain: str) -> None:
         if seed == 4:  # extremes: every product at its bound
             inputs = {k: np.full_like(v, -128) for k, v in inputs.items()}
         ref = aot.reference(model, inputs)["y"]
-        for backend in ("interp", "c"):
-            got = run_kernel_module(cm.module, [inputs["x"]], backend)[0].reshape(ref.shape)
-            np.testing.assert_array_equal(got, ref, err_msg=f"{chain} / {backend} / {seed}")
+        check_backends(cm.module, inputs["x"], ref, f"{chain} / {seed}")
 
 
 @pytest.mark.slow  # an LLVM JIT per case
@@ -267,8 +263,7 @@ def test_widened_bit_exact_on_llvm(chain: str) -> None:
     model, cm = _widened(chain)
     inputs = _input(model, 3)
     ref = aot.reference(model, inputs)["y"]
-    got = run_kernel_module(cm.module, [inputs["x"]], "llvm")[0].reshape(ref.shape)
-    np.testing.assert_array_equal(got, ref, err_msg=chain)
+    check_backends(cm.module, inputs["x"], ref, chain, ("llvm",))
 
 
 @pytest.mark.slow  # QEMU
