@@ -26,6 +26,9 @@ def cmd_run(a: argparse.Namespace) -> int:
             raise Error("--target qemu needs --board (see `aot boards`)")
         outs, extra = run_on_board(model, inputs, a.board, backend=a.backend, **compile_kwargs(a))
         result.update(extra)
+        figures = extra["footprint"]["figures"]  # the definition every command shares (aot.board.footprint)
+        result["model_flash_bytes"], result["model_ram_bytes"] = figures["model_flash"], figures["model_ram"]
+        result["test_data_bytes"] = figures["test_data"]
     else:
         lib = build(model, backend=target_backend(a.target), **compile_kwargs(a))
         outs = lib.run(inputs)
@@ -53,7 +56,11 @@ def cmd_run(a: argparse.Namespace) -> int:
             print(f"{n}: {arr.dtype}{list(arr.shape)} = {np.array2string(arr.reshape(-1)[:32], separator=', ')}"
                   + (" ..." if arr.size > 32 else ""))
         if "instructions" in result:
+            from aot.board.footprint import figure_lines
             print(f"QEMU instructions: {result['instructions']:,}")
+            fp = result["footprint"]
+            for line in figure_lines(fp["figures"], fp.get("model_entry") or "the model's entry"):
+                print(line)
     return 0
 
 
