@@ -80,7 +80,7 @@ def test_plan_table_and_png(tmp_path: Path) -> None:
     png = tmp_path / "plan.png"
     r = aot_cli("plan", str(shared_model("kws_int8.tflite")), "--png", str(png), "--policy", "micro")
     assert r.returncode == 0, r.stderr
-    assert "lower bound 16000 bytes" in r.stdout and "offset" in r.stdout
+    assert "lower bound 16,000 bytes" in r.stdout and "offset" in r.stdout
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
