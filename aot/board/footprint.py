@@ -123,7 +123,7 @@ class Figures:
                 "firmware_ram": self.firmware_ram, "firmware_ram_static": self.firmware_ram_static,
                 "firmware_stack": self.firmware_stack}
 
-    def lines(self, entry: str = "the model's entry") -> list[str]:
+    def lines(self, entry: str) -> list[str]:
         """The labelled lines every command prints (the model first; the firmware apart)."""
         return figure_lines(self.to_dict(), entry)
 
@@ -132,14 +132,20 @@ def _b(v: int | None) -> str:
     return "unbounded" if v is None else f"{v:,}"
 
 
-def figure_lines(f: dict, entry: str = "the model's entry") -> list[str]:
+def figure_lines(f: dict, entry: str) -> list[str]:
     """`Figures.lines` from `Figures.to_dict()` (what JSON-reading tools such as bench hold)."""
     model_ram = "unbounded" if f["model_ram"] is None else f"{f['model_ram']:,} B"
     firmware_ram = "unbounded" if f["firmware_ram"] is None else f"{f['firmware_ram']:,} B"
+    if entry:
+        ram_line = (f"model RAM      {model_ram:>11} = pools {f['pools']:,} + model statics {f['model_statics']:,}"
+                    f" + stack {_b(f['model_stack'])} (worst case of {entry})")
+    else:  # an ELF without the model's entry function: no stack to attribute to the model
+        static = f"{f['pools'] + f['model_statics']:,} B"
+        ram_line = (f"model RAM      {static:>11} = pools {f['pools']:,} + model statics {f['model_statics']:,}"
+                    f" + stack (unknown: no <prefix>_invoke or <prefix>_run in this ELF)")
     return [
         f"model flash    {f['model_flash']:>9,} B = kernels {f['kernels']:,} + weights {f['weights']:,}",
-        f"model RAM      {model_ram:>11} = pools {f['pools']:,} + model statics {f['model_statics']:,}"
-        f" + stack {_b(f['model_stack'])} (worst case of {entry})",
+        ram_line,
         f"firmware flash {f['firmware_flash']:>9,} B = model {f['model_flash']:,}"
         f" + test input/expected outputs {f['test_data']:,} + runtime, startup, main.c, libc {f['support_flash']:,}",
         f"firmware RAM   {firmware_ram:>11} = static {f['firmware_ram_static']:,}"
@@ -244,7 +250,7 @@ class Footprint:
     def format_table(self, top: int = 15) -> str:
         stack = "unbounded" if self.stack.worst_case is None else f"{self.stack.worst_case:,}"
         lines = [f"Footprint of {self.elf}"]
-        lines += ["  " + line for line in self.figures().lines(self.model_entry or "the model's entry")]
+        lines += ["  " + line for line in self.figures().lines(self.model_entry)]
         lines += [
             f"  firmware flash by section: text {self.code:,} + rodata {self.rodata:,} + data {self.data:,}",
             f"  firmware RAM by section:   data {self.data:,} + bss {self.bss:,} + pools {self.pools:,}"

@@ -59,7 +59,7 @@ def cmd_run(a: argparse.Namespace) -> int:
             from aot.board.footprint import figure_lines
             print(f"QEMU instructions: {result['instructions']:,}")
             fp = result["footprint"]
-            for line in figure_lines(fp["figures"], fp.get("model_entry") or "the model's entry"):
+            for line in figure_lines(fp["figures"], fp.get("model_entry", "")):
                 print(line)
     return 0
 

@@ -20,9 +20,10 @@ def _file_error(p: Path, exc: ModelFormatError) -> ModelFormatError:
     return ModelFormatError(f"{p}: {msg}{fix}")
 
 
-def load(path: "str | Path", **options: object) -> Model:
-    """Load a .tflite or .onnx model file as a graph-IR Model. ONNX options: layout="onnx"
-    (NCHW inputs and outputs, converted once at import) or "nhwc" (no boundary transposes)."""
+def check_model_file(path: "str | Path") -> bytes:
+    """The model file's bytes, or a one-line error naming the file and the fix (a directory, a
+    missing, unreadable or empty file). Commands that only pass a model's path on (sweep, tune)
+    call it first, so their errors read as `load`'s."""
     p = Path(path)
     if p.is_dir():
         raise ModelFormatError(f"{p} is a directory, not a model file; give the path of a .tflite or .onnx file")
@@ -34,6 +35,14 @@ def load(path: "str | Path", **options: object) -> Model:
         raise ModelFormatError(f"{p}: cannot read the model file ({e.strerror}); check its permissions") from None
     if not data:
         raise ModelFormatError(f"{p}: the file is empty (0 bytes), not a model; {FIX_CORRUPT}")
+    return data
+
+
+def load(path: "str | Path", **options: object) -> Model:
+    """Load a .tflite or .onnx model file as a graph-IR Model. ONNX options: layout="onnx"
+    (NCHW inputs and outputs, converted once at import) or "nhwc" (no boundary transposes)."""
+    p = Path(path)
+    data = check_model_file(p)
     suffix = p.suffix.lower()
     if suffix == ".tflite" or (len(data) >= 8 and data[4:8] == b"TFL3"):
         from aot.frontend.tflite import load_tflite

@@ -175,7 +175,7 @@ def format_markdown(rows: Sequence[BenchRow]) -> str:
             "test data B", "runtime B", "firmware RAM B", "pool B", "stack B",
             "QEMU instr.", "MACs", "MAC/instr.", "compile s", "lower bound B", "TFLM host arena B",
             "TFLM host activations B", "RAM / TFLM host arena", "pool / lower bound", "model file B",
-            "flash / (file + 32 KiB)", "IO B (in)", "bit-exact"]
+            "firmware flash / (file + 32 KiB)", "IO B (in)", "bit-exact"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         vals = [r.model, r.board, r.model_flash_bytes, r.model_ram_bytes, r.flash_bytes, r.code_bytes,

@@ -24,7 +24,7 @@ def run_board_demo(model: Model, inputs: dict, ref: np.ndarray, board: str) -> b
     print(f"  {board} build's memory plan (the board's kernels; input and output {where})"
           f": {extra['pool_bytes']:,} B of activations (lower bound "
           f"{extra['lower_bound_bytes']:,} B)")
-    for line in figure_lines(fp["figures"], fp.get("model_entry") or "the model's entry"):
+    for line in figure_lines(fp["figures"], fp.get("model_entry", "")):
         print(f"  {line}")
     print(f"  board run took {time.perf_counter() - t0:.1f} s")
     return same and bool(extra["match_host"])

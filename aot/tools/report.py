@@ -153,8 +153,8 @@ def collect(model_path: Path, board: str, opt: str = "speed", progress: bool = T
         if progress:
             print(f"report: {msg}", file=sys.stderr, flush=True)
 
+    model = load(model_path)  # first: its errors name the file and the fix
     options = {"opt": opt, "source_bytes": model_path.stat().st_size}  # as bench and the CLI
-    model = load(model_path)
     say(f"compiling {model_path.name} for {board}")
     compiled = compile_model(model, board_options(load_board(board), options))
     say("building the project and running it in QEMU")

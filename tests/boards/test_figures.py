@@ -46,6 +46,22 @@ def person_detect() -> Path:
     return path
 
 
+def test_figure_lines_label_the_model_and_the_firmware_apart() -> None:
+    from aot.board.footprint import Figures
+    f = Figures(kernels=2_916, weights=18_416, model_statics=8, pools=5_960, model_stack=424, test_data=1_964,
+                firmware_flash=25_512, firmware_ram=6_544, firmware_ram_static=5_972, firmware_stack=572)
+    assert f.model_flash == 21_332 and f.model_ram == 6_392 and f.support_flash == 25_512 - 21_332 - 1_964
+    lines = f.lines("model_invoke")
+    got = labelled("\n".join(lines))
+    assert got == {"model flash": 21_332, "model RAM": 6_392, "firmware flash": 25_512, "firmware RAM": 6_544,
+                   "test data": 1_964}
+    assert "worst case of model_invoke" in lines[1] and "runtime, startup, main.c, libc 2,216" in lines[2]
+    unbounded = Figures(**{**f.__dict__, "model_stack": None}).lines("model_run")
+    assert "unbounded" in unbounded[1]
+    no_entry = Figures(**{**f.__dict__, "model_stack": None}).lines("")
+    assert "model RAM" in no_entry[1] and "5,968 B" in no_entry[1] and "unknown" in no_entry[1]
+
+
 def test_report_layer_weights_sum_to_the_model_weights() -> None:
     """Layers that share a kernel take their weights as call arguments: each layer shows its own,
     and the column sums to the model's constants (person_detect: nine such layers)."""

@@ -97,12 +97,17 @@ def test_plan_table_and_png(tmp_path: Path) -> None:
     (["run", "DIR"], "is a directory, not a model file"),
     (["run", "EMPTY"], "the file is empty (0 bytes), not a model"),
     (["run", "TRUNCATED.tflite"], "corrupt or truncated TFLite file"),
+    (["sweep", "DIR", "--board", "mps2-an386", "--json", "OUTDIR"], "is a directory, not a model file"),
+    (["tune", "EMPTY", "--board", "mps2-an386", "-o", "OUTDIR"], "the file is empty (0 bytes), not a model"),
+    (["report", "MISSING.tflite", "--board", "mps2-an386", "-o", "OUTDIR"], "no such model file"),
+    (["report", "MODEL", "--board", "mps2-an386", "-o", "OUTDIR", "--sweep", "README.md"],
+     "not the JSON that `aot sweep --json` writes"),
 ])
 def test_errors_are_one_line_exit_2_no_output(args: list[str], needle: str, tmp_path: Path) -> None:
     """Every input-file error (model or --input): one line naming the file and the fix, exit 2."""
     model = str(shared_model("ad_int8.tflite"))
     files = {"EMPTY": tmp_path / "empty.tflite", "WRONG.npy": tmp_path / "WRONG.npy", "DIR": tmp_path / "dir",
-             "TRUNCATED.tflite": tmp_path / "TRUNCATED.tflite"}
+             "TRUNCATED.tflite": tmp_path / "TRUNCATED.tflite", "MISSING.tflite": tmp_path / "MISSING.tflite"}
     files["EMPTY"].write_bytes(b"")
     np.save(files["WRONG.npy"], np.zeros((3, 3), np.int8))
     files["DIR"].mkdir()
