@@ -174,23 +174,22 @@ class Footprint:
         return self.sections.get(TEST_DATA_SECTION, 0)
 
     def figures(self) -> Figures:
-        flash_sections = {n for n, _ in self.sections.items() if n not in self._ram_sections()}
+        """The model's and the firmware's flash and RAM. A model symbol in .data counts in both (its
+        image is in flash, its copy in RAM); pools are counted whole, from their sections."""
+        ram = {n for n in self.sections if n.startswith((".bss", ".aot_pool", ".heap", ".noinit", ".stack"))}
         model = {"kernels": 0, "weights": 0, "statics": 0}
         for s in self.symbols:
             if s.group not in ("kernels", "weights"):
                 continue
-            if s.section in flash_sections:
+            if s.section not in ram:
                 model[s.group] += s.size
-            if s.section in self._ram_sections() or s.section.startswith(".data"):
+            if s.section in ram or s.section.startswith(".data"):
                 model["statics"] += s.size
         return Figures(kernels=model["kernels"], weights=model["weights"], model_statics=model["statics"],
                        pools=self.pools,
                        model_stack=self.model_stack.worst_case if self.model_stack is not None else None,
                        test_data=self.test_data, firmware_flash=self.flash, firmware_ram=self.ram,
                        firmware_ram_static=self.ram_static, firmware_stack=self.stack.worst_case)
-
-    def _ram_sections(self) -> set[str]:
-        return {n for n in self.sections if n.startswith((".bss", ".aot_pool", ".heap", ".noinit", ".stack"))}
 
     # flash = text + rodata + data (the .data image is stored in flash)
     @property

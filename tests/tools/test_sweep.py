@@ -122,7 +122,8 @@ def test_sweep_rows_are_bench_rows(tmp_path: Path) -> None:
             assert f in row, f
         assert row["error"] is None and row["bit_exact_with_host"] is True and row["bit_exact_with_tflm"] is True
         assert row["ram_bytes"] == row["pool_bytes"] + row["static_bytes"] + row["stack_bytes"]
-        assert row["flash_bytes"] == row["code_bytes"] + row["weights_bytes"] + row["runtime_bytes"]
+        assert row["flash_bytes"] == (row["code_bytes"] + row["weights_bytes"] + row["test_data_bytes"]
+                                      + row["runtime_bytes"])
     speed, size = rows
     assert size["code_bytes"] < speed["code_bytes"]  # the two cells are really built with different schedules
     # the same row builder as `aot bench`: one cell built again by bench_model gives the same figures
