@@ -83,9 +83,10 @@ def test_ctrl_c_during_the_sweep_writes_no_output(tmp_path: Path, monkeypatch: p
     def interrupted(*a: object, **k: object) -> list:
         raise KeyboardInterrupt
     monkeypatch.setattr("aot.tools.sweep.run_sweep", interrupted)
+    (tmp_path / "m.tflite").write_bytes(b"model")  # the model file is checked before the sweep starts
     rc = main(["sweep", str(tmp_path / "m.tflite"), "--board", "mps2-an386", "--json", str(tmp_path / "s.json"),
                "--html", str(tmp_path / "s.html")])
-    assert rc == 130 and list(tmp_path.iterdir()) == []
+    assert rc == 130 and [p.name for p in tmp_path.iterdir()] == ["m.tflite"]
 
 
 def test_sweep_needs_an_output(capsys: pytest.CaptureFixture) -> None:
