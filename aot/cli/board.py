@@ -74,8 +74,8 @@ def cmd_footprint(a: argparse.Namespace) -> int:
         from aot.board.boards import load_board
         board = load_board(a.board)
         if fp.flash > board.flash_bytes or (fp.ram or fp.ram_static) > board.ram_bytes:
-            print(f"does NOT fit {board.name}: flash {fp.flash:,}/{board.flash_bytes:,} B, "
-                  f"RAM {(fp.ram or fp.ram_static):,}/{board.ram_bytes:,} B")
+            print(f"does NOT fit {board.name}: firmware flash {fp.flash:,}/{board.flash_bytes:,} B, "
+                  f"firmware RAM {(fp.ram or fp.ram_static):,}/{board.ram_bytes:,} B")
     print(fp.to_json() if a.json else fp.format_table())
     if path.is_dir() and not a.json:
         from aot.board.project.generate import io_note
