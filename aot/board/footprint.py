@@ -12,6 +12,13 @@ So, the equalities the tests check against `arm-none-eabi-size`:
     Footprint.ram_static == data + bss           (data + bss + pools + heap)
 Footprint.ram adds the worst-case stack (when it is bounded).
 
+The figures every command prints (`Figures`, docs/_fragments/figures.md): the MODEL's flash is its
+kernels' code and its weights (the symbol groups below, in flash sections), its RAM the planned pools
++ the model's own static data + the worst-case stack of its entry (`<prefix>_invoke` or `_run`); the
+FIRMWARE's flash and RAM are the whole image's (as above), printed on separate, labelled lines with
+what they add to the model: the test input and expected outputs main.c embeds (section
+.aot_test_data), and the rest (runtime, startup, console, main.c, libc).
+
 Stack: gcc's `-fstack-usage` (.su: one frame per function) and `-fcallgraph-info=su` (.ci:
 frames and call edges) from the build directory, and for an LLVM-built model library the same
 graph of its object (obj/<prefix>.stack, from LLVM's own frame sizes: aot.llvm.stack) (with .su files only, the bound is the sum
@@ -49,6 +56,7 @@ from aot.errors import Error
 GROUPS = ("weights", "kernels", "pools", "runtime", "app", "libc")
 EXCEPTION_FRAME_BYTES = 32
 EXCEPTION_FRAME_FP_BYTES = 104
+TEST_DATA_SECTION = ".aot_test_data"  # main.c's embedded test input and expected outputs
 ROOT = "Reset_Handler"
 
 
@@ -77,6 +85,75 @@ class StackEstimate:
 
 
 @dataclass(frozen=True)
+class Figures:
+    """The one definition of flash and RAM used by `run`, `bench`, `project`, `footprint`, `report`
+    and the demo. Model figures do not depend on the test input or the application around the model."""
+
+    kernels: int  # the model's code (and its other named tables in flash)
+    weights: int  # the model's constants
+    model_statics: int  # the model's own .data/.bss objects (not its pools)
+    pools: int  # planned activation pools (the model's inputs/outputs too when planned in the pool)
+    model_stack: int | None  # worst-case stack of the model's entry function; None: unbounded/unknown
+    test_data: int  # main.c's embedded test input + expected outputs (section .aot_test_data)
+    firmware_flash: int  # the whole image: text + data, as arm-none-eabi-size
+    firmware_ram: int | None  # data + bss + pools + heap + worst-case stack of the whole firmware
+    firmware_ram_static: int  # the same without the stack
+    firmware_stack: int | None
+
+    @property
+    def model_flash(self) -> int:
+        return self.kernels + self.weights
+
+    @property
+    def model_ram(self) -> int | None:
+        if self.model_stack is None:
+            return None
+        return self.pools + self.model_statics + self.model_stack
+
+    @property
+    def support_flash(self) -> int:
+        """Firmware flash that is neither the model nor test data: runtime, startup, console, main.c, libc."""
+        return self.firmware_flash - self.model_flash - self.test_data
+
+    def to_dict(self) -> dict[str, int | None]:
+        return {"model_flash": self.model_flash, "kernels": self.kernels, "weights": self.weights,
+                "model_ram": self.model_ram, "pools": self.pools, "model_statics": self.model_statics,
+                "model_stack": self.model_stack, "test_data": self.test_data,
+                "support_flash": self.support_flash, "firmware_flash": self.firmware_flash,
+                "firmware_ram": self.firmware_ram, "firmware_ram_static": self.firmware_ram_static,
+                "firmware_stack": self.firmware_stack}
+
+    def lines(self, entry: str) -> list[str]:
+        """The labelled lines every command prints (the model first; the firmware apart)."""
+        return figure_lines(self.to_dict(), entry)
+
+
+def _b(v: int | None) -> str:
+    return "unbounded" if v is None else f"{v:,}"
+
+
+def figure_lines(f: dict, entry: str) -> list[str]:
+    """`Figures.lines` from `Figures.to_dict()` (what JSON-reading tools such as bench hold)."""
+    model_ram = "unbounded" if f["model_ram"] is None else f"{f['model_ram']:,} B"
+    firmware_ram = "unbounded" if f["firmware_ram"] is None else f"{f['firmware_ram']:,} B"
+    if entry:
+        ram_line = (f"model RAM      {model_ram:>11} = pools {f['pools']:,} + model statics {f['model_statics']:,}"
+                    f" + stack {_b(f['model_stack'])} (worst case of {entry})")
+    else:  # an ELF without the model's entry function: no stack to attribute to the model
+        static = f"{f['pools'] + f['model_statics']:,} B"
+        ram_line = (f"model RAM      {static:>11} = pools {f['pools']:,} + model statics {f['model_statics']:,}"
+                    f" + stack (unknown: no <prefix>_invoke or <prefix>_run in this ELF)")
+    return [
+        f"model flash    {f['model_flash']:>9,} B = kernels {f['kernels']:,} + weights {f['weights']:,}",
+        ram_line,
+        f"firmware flash {f['firmware_flash']:>9,} B = model {f['model_flash']:,}"
+        f" + test input/expected outputs {f['test_data']:,} + runtime, startup, main.c, libc {f['support_flash']:,}",
+        f"firmware RAM   {firmware_ram:>11} = static {f['firmware_ram_static']:,}"
+        f" + stack {_b(f['firmware_stack'])} (worst case from Reset_Handler)",
+    ]
+
+
+@dataclass(frozen=True)
 class Footprint:
     elf: str
     code: int
@@ -88,6 +165,31 @@ class Footprint:
     stack: StackEstimate
     sections: dict[str, int] = field(default_factory=dict)
     symbols: tuple[SymbolSize, ...] = ()
+    model_entry: str = ""  # the model's entry function (<prefix>_invoke or <prefix>_run), if in the ELF
+    model_stack: StackEstimate | None = None  # its worst-case stack
+
+    @property
+    def test_data(self) -> int:
+        """main.c's embedded test input and expected outputs (the .aot_test_data section)."""
+        return self.sections.get(TEST_DATA_SECTION, 0)
+
+    def figures(self) -> Figures:
+        """The model's and the firmware's flash and RAM. A model symbol in .data counts in both (its
+        image is in flash, its copy in RAM); pools are counted whole, from their sections."""
+        ram = {n for n in self.sections if n.startswith((".bss", ".aot_pool", ".heap", ".noinit", ".stack"))}
+        model = {"kernels": 0, "weights": 0, "statics": 0}
+        for s in self.symbols:
+            if s.group not in ("kernels", "weights"):
+                continue
+            if s.section not in ram:
+                model[s.group] += s.size
+            if s.section in ram or s.section.startswith(".data"):
+                model["statics"] += s.size
+        return Figures(kernels=model["kernels"], weights=model["weights"], model_statics=model["statics"],
+                       pools=self.pools,
+                       model_stack=self.model_stack.worst_case if self.model_stack is not None else None,
+                       test_data=self.test_data, firmware_flash=self.flash, firmware_ram=self.ram,
+                       firmware_ram_static=self.ram_static, firmware_stack=self.stack.worst_case)
 
     # flash = text + rodata + data (the .data image is stored in flash)
     @property
@@ -137,19 +239,21 @@ class Footprint:
             "sections": dict(sorted(self.sections.items())),
             "groups": self.group_totals(),
             "symbols": [asdict(s) for s in self.symbols],
+            "figures": self.figures().to_dict(),
+            "model_entry": self.model_entry,
         }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     def format_table(self, top: int = 15) -> str:
-        stack = "unbounded" if self.stack.worst_case is None else f"{self.stack.worst_case}"
-        ram = "unbounded" if self.ram is None else f"{self.ram} B"
-        lines = [
-            f"Footprint of {self.elf}",
-            f"  flash {self.flash:>9} B = text {self.code} + rodata {self.rodata} + data {self.data}",
-            f"  ram   {ram:>11} = data {self.data} + bss {self.bss} + pools {self.pools}"
-            f" + heap {self.heap} + stack {stack} (worst case)",
+        stack = "unbounded" if self.stack.worst_case is None else f"{self.stack.worst_case:,}"
+        lines = [f"Footprint of {self.elf}"]
+        lines += ["  " + line for line in self.figures().lines(self.model_entry)]
+        lines += [
+            f"  firmware flash by section: text {self.code:,} + rodata {self.rodata:,} + data {self.data:,}",
+            f"  firmware RAM by section:   data {self.data:,} + bss {self.bss:,} + pools {self.pools:,}"
+            f" + heap {self.heap:,} + stack {stack} (worst case)",
         ]
         if self.stack.path:
             lines.append("  deepest stack path: " + " -> ".join(self.stack.path))
@@ -158,11 +262,11 @@ class Footprint:
         lines.append("")
         lines.append(f"  {'group':<10}{'bytes':>10}")
         for group, total in self.group_totals().items():
-            lines.append(f"  {group:<10}{total:>10}")
+            lines.append(f"  {group:<10}{total:>10,}")
         lines.append("")
         lines.append(f"  {'size':>8}  {'section':<16}{'group':<9}symbol")
         for s in self.symbols[:top]:
-            lines.append(f"  {s.size:>8}  {s.section:<16}{s.group:<9}{s.name}")
+            lines.append(f"  {s.size:>8,}  {s.section:<16}{s.group:<9}{s.name}")
         return "\n".join(lines)
 
 
@@ -441,4 +545,7 @@ def footprint(elf: Path, su_dirs: list[Path] | None = None, *, prefix: str | Non
 
     ordered = tuple(sorted(symbols.values(), key=lambda s: (-s.size, s.name, s.section)))
     stack = _stack_estimate(dirs, elf_functions, hard_float, leaf=leaf)
-    return Footprint(elf=elf.name, stack=stack, sections=sections, symbols=ordered, **totals)
+    entry = next((f"{prefix}{suffix}" for suffix in ("_invoke", "_run") if f"{prefix}{suffix}" in elf_functions), "")
+    model_stack = _stack_estimate(dirs, elf_functions, hard_float, root=entry, leaf=leaf) if entry else None
+    return Footprint(elf=elf.name, stack=stack, sections=sections, symbols=ordered, model_entry=entry,
+                     model_stack=model_stack, **totals)

@@ -42,8 +42,11 @@ def cmd_project(a: argparse.Namespace) -> int:
     print(f"wrote {bb.project_dir} for {bb.board.name} ({bb.board.cpu}): activations {p.activation_bytes:,} B "
           f"(lower bound {p.lower_bound_bytes:,} B), weights "
           f"{sum(c.buffer.nbytes for c in bb.compiled.module.consts):,} B")
-    print(f"  build: make -C {bb.project_dir}" + (f"    run: make -C {bb.project_dir} run" if bb.board.emulated
-                                                  else f"    flash: make -C {bb.project_dir} flash"))
+    print(f"  build: make -C {bb.project_dir} (ends with the model's and the firmware's flash and RAM; "
+          f"make size prints them again)")
+    print("  " + (f"run: make -C {bb.project_dir} run" if bb.board.emulated
+                   else f"flash: make -C {bb.project_dir} flash")
+          + f"    worst-case stack: aot footprint {bb.project_dir}")
     return 0
 
 
@@ -71,8 +74,8 @@ def cmd_footprint(a: argparse.Namespace) -> int:
         from aot.board.boards import load_board
         board = load_board(a.board)
         if fp.flash > board.flash_bytes or (fp.ram or fp.ram_static) > board.ram_bytes:
-            print(f"does NOT fit {board.name}: flash {fp.flash:,}/{board.flash_bytes:,} B, "
-                  f"RAM {(fp.ram or fp.ram_static):,}/{board.ram_bytes:,} B")
+            print(f"does NOT fit {board.name}: firmware flash {fp.flash:,}/{board.flash_bytes:,} B, "
+                  f"firmware RAM {(fp.ram or fp.ram_static):,}/{board.ram_bytes:,} B")
     print(fp.to_json() if a.json else fp.format_table())
     if path.is_dir() and not a.json:
         from aot.board.project.generate import io_note

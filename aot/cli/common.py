@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -26,17 +27,18 @@ def load_model_for_inputs(path: str, input_shapes: Sequence[str] | None, input_f
     from the --input arrays (the model's static dimensions still have to match; when they do not,
     the model is kept as it is and the input check names both shapes)."""
     model = load_model(path, input_shapes)
-    inputs = read_inputs(model, input_files, seed)
+    inputs = read_inputs(model, input_files, seed, check=False)
     if input_files and not input_shapes and path.lower().endswith(".onnx"):
         given = {v.name: tuple(inputs[v.name].shape) for v in model.inputs}
         if any(given[v.name] != v.type.shape for v in model.inputs):
             from aot.errors import ShapeError
             from aot.frontend import load
             try:
-                resolved = load(path, input_shapes=given)
+                model = load(path, input_shapes=given)
             except ShapeError:
-                return model, inputs
-            return resolved, inputs
+                pass  # the model as it is: the input check below names both shapes
+    if input_files:
+        check_input_files(model, inputs, input_files)
     return model, inputs
 
 
@@ -58,18 +60,56 @@ def add_input_shape_option(sp: argparse.ArgumentParser) -> None:
                     help="shape of an ONNX input with dynamic dimensions, e.g. input:1,3,224,224")
 
 
-def read_inputs(model, paths: Sequence[str] | None, seed: int) -> dict[str, np.ndarray]:  # noqa: ANN001
+def _input_spec(v) -> str:  # noqa: ANN001
+    return f"shape {tuple(v.type.shape)}, dtype {v.type.dtype}"
+
+
+def _save_hint(v) -> str:  # noqa: ANN001
+    return (f"save the model input {v.name!r} ({_input_spec(v)}) with "
+            f"numpy.save(path, array.astype(numpy.{v.type.dtype}))")
+
+
+def read_input_file(path: str, v) -> np.ndarray:  # noqa: ANN001
+    """One --input file as an array, or an Error naming the file and the fix."""
+    p = Path(path)
+    if p.is_dir():
+        raise Error(f"--input {p} is a directory, not a .npy file; {_save_hint(v)}")
+    if not p.is_file():
+        raise Error(f"--input {p}: no such file; {_save_hint(v)}")
+    if p.stat().st_size == 0:
+        raise Error(f"--input {p}: the file is empty; {_save_hint(v)}")
+    try:
+        arr = np.load(p, allow_pickle=False)
+    except OSError as e:
+        raise Error(f"--input {p}: cannot read it ({e.strerror or 'I/O error'}); {_save_hint(v)}") from None
+    except (ValueError, EOFError):
+        raise Error(f"--input {p}: not a NumPy .npy array file; {_save_hint(v)}") from None
+    if not isinstance(arr, np.ndarray):  # a .npz archive
+        raise Error(f"--input {p}: a .npz archive, not one .npy array; {_save_hint(v)}")
+    return arr
+
+
+def check_input_files(model, inputs: dict[str, np.ndarray], paths: Sequence[str]) -> None:  # noqa: ANN001
+    """Each --input array has its model input's exact shape and dtype (nothing is reshaped or cast)."""
+    for v, p in zip(model.inputs, paths):
+        arr = inputs[v.name]
+        if tuple(arr.shape) != tuple(v.type.shape) or arr.dtype != v.type.np_dtype:
+            outer = dict(getattr(model, "boundary_dtypes", ()) or ()).get(v.name)
+            if outer is not None and arr.dtype == np.dtype(outer) and tuple(arr.shape) == tuple(v.type.shape):
+                continue  # declared in another dtype by the model file (float16): converted on use
+            raise Error(f"--input {p}: shape {tuple(arr.shape)}, dtype {arr.dtype}, but the model input "
+                        f"{v.name!r} has {_input_spec(v)}; save an array of that shape and dtype (numpy.save)")
+
+
+def read_inputs(model, paths: Sequence[str] | None, seed: int, check: bool = True) -> dict[str, np.ndarray]:  # noqa: ANN001
     """The --input arrays (one per model input), or seeded random inputs when none are given."""
     if paths:
         if len(paths) != len(model.inputs):
-            raise Error(f"the model has {len(model.inputs)} inputs, {len(paths)} --input files given")
-        out = {}
-        for v, p in zip(model.inputs, paths):
-            try:
-                arr = np.load(p, allow_pickle=False)
-            except (OSError, ValueError) as e:
-                raise Error(f"cannot read input {p}: {e}") from None
-            out[v.name] = arr
+            raise Error(f"the model has {len(model.inputs)} inputs ({', '.join(v.name for v in model.inputs)}), "
+                        f"{len(paths)} --input files given; give one .npy file per input, in that order")
+        out = {v.name: read_input_file(p, v) for v, p in zip(model.inputs, paths)}
+        if check:
+            check_input_files(model, out, paths)
         return out
     return random_inputs(model, seed)
 

@@ -26,6 +26,9 @@ def cmd_run(a: argparse.Namespace) -> int:
             raise Error("--target qemu needs --board (see `aot boards`)")
         outs, extra = run_on_board(model, inputs, a.board, backend=a.backend, **compile_kwargs(a))
         result.update(extra)
+        figures = extra["footprint"]["figures"]  # the definition every command shares (aot.board.footprint)
+        result["model_flash_bytes"], result["model_ram_bytes"] = figures["model_flash"], figures["model_ram"]
+        result["test_data_bytes"] = figures["test_data"]
     else:
         lib = build(model, backend=target_backend(a.target), **compile_kwargs(a))
         outs = lib.run(inputs)
@@ -53,7 +56,11 @@ def cmd_run(a: argparse.Namespace) -> int:
             print(f"{n}: {arr.dtype}{list(arr.shape)} = {np.array2string(arr.reshape(-1)[:32], separator=', ')}"
                   + (" ..." if arr.size > 32 else ""))
         if "instructions" in result:
+            from aot.board.footprint import figure_lines
             print(f"QEMU instructions: {result['instructions']:,}")
+            fp = result["footprint"]
+            for line in figure_lines(fp["figures"], fp.get("model_entry", "")):
+                print(line)
     return 0
 
 
@@ -64,9 +71,9 @@ def cmd_compile(a: argparse.Namespace) -> int:
     compiled = compile_model(model, CompileOptions(**compile_kwargs(a)))
     out = export_library(compiled, Path(a.output), a.backend)
     p = compiled.plan
-    print(f"wrote {out} ({a.backend}): {len(p.step_kernels)} kernels, activations {p.activation_bytes} B "
-          f"(lower bound {p.lower_bound_bytes} B, planner {p.planner}), "
-          f"constants {sum(c.buffer.nbytes for c in compiled.module.consts)} B")
+    print(f"wrote {out} ({a.backend}): {len(p.step_kernels)} kernels, activations {p.activation_bytes:,} B "
+          f"(lower bound {p.lower_bound_bytes:,} B, planner {p.planner}), "
+          f"constants {sum(c.buffer.nbytes for c in compiled.module.consts):,} B")
     return 0
 
 
@@ -78,11 +85,11 @@ def cmd_plan(a: argparse.Namespace) -> int:
     rows = sorted(p.buffers, key=lambda b: (b.pool, b.offset, b.first_use))
     print(f"{'buffer':32} {'kind':9} {'pool':8} {'offset':>8} {'size':>8} {'live':>9}")
     for b in rows:
-        print(f"{b.name[:32]:32} {b.kind:9} {b.pool[:8]:8} {b.offset:8} {b.size:8} {b.first_use:4}-{b.last_use:<4}")
+        print(f"{b.name[:32]:32} {b.kind:9} {b.pool[:8]:8} {b.offset:8,} {b.size:8,} {b.first_use:4}-{b.last_use:<4}")
     for b in sorted(p.shared, key=lambda b: (b.pool, b.offset, b.first_use)):  # in place / concatenation slices
-        print(f"  {b.name[:30]:30} {b.kind:9} {b.pool[:8]:8} {b.offset:8} {b.size:8} {b.first_use:4}-{b.last_use:<4}"
+        print(f"  {b.name[:30]:30} {b.kind:9} {b.pool[:8]:8} {b.offset:8,} {b.size:8,} {b.first_use:4}-{b.last_use:<4}"
               f" in {b.within}")
-    print(f"pool {p.pool}: {p.activation_bytes} bytes planned ({p.planner}), lower bound {p.lower_bound_bytes} bytes")
+    print(f"pool {p.pool}: {p.activation_bytes:,} bytes planned ({p.planner}), lower bound {p.lower_bound_bytes:,} bytes")
     from aot.artifact.abi import io_summary
     print(io_summary(compiled.module))
     if a.png:

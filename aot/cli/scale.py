@@ -20,6 +20,9 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     from aot.tools.sweep import run_sweep, sweep_json, write_atomic
     if not a.json and not a.html:
         raise Error("aot sweep needs --json OUT and/or --html OUT")
+    from aot.frontend import check_model_file
+    for m in a.models:
+        check_model_file(m)
     opts = a.opt or ["speed"]
     backends = a.backend or ["c"]
     rows = run_sweep([Path(m) for m in a.models], a.board, opts, backends, with_tflm=not a.no_tflm,
@@ -45,10 +48,16 @@ def cmd_sweep(a: argparse.Namespace) -> int:
 def cmd_report(a: argparse.Namespace) -> int:
     from aot.tools.report import build_report
     from aot.tools.sweep import write_atomic
+    from aot.frontend import check_model_file
+    check_model_file(a.model)
     sweep = None
     if a.sweep:
         import json
-        sweep = json.loads(Path(a.sweep).read_text())["rows"]
+        try:
+            sweep = json.loads(Path(a.sweep).read_text())["rows"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise Error(f"--sweep {a.sweep}: not the JSON that `aot sweep --json` writes; "
+                        f"give the file `aot sweep ... --json OUT` wrote") from None
     html, data = build_report(Path(a.model), a.board, sweep_rows=sweep, opt=a.opt or "speed",
                               progress=not a.quiet, profile=not a.no_profile)
     write_atomic(a.output, html)
@@ -60,7 +69,9 @@ def cmd_report(a: argparse.Namespace) -> int:
 
 
 def cmd_tune(a: argparse.Namespace) -> int:
+    from aot.frontend import check_model_file
     from aot.tools.tune import tune
+    check_model_file(a.model)
     options = {"opt": a.opt} if a.opt else {}
     best = tune(Path(a.model), a.board, Path(a.output), trials=a.trials, budget_flash=a.budget_flash,
                 budget_ram=a.budget_ram, seed=a.seed, jobs=a.jobs, ray=a.ray, progress=not a.quiet,
@@ -69,11 +80,12 @@ def cmd_tune(a: argparse.Namespace) -> int:
     if d["instructions"] is None:
         print(f"default: {d['error']}")
     else:
-        print(f"default: {d['instructions']:,} instructions, flash {d['flash_bytes']:,} B, RAM {d['ram_bytes']:,} B"
+        print(f"default: {d['instructions']:,} instructions, firmware flash {d['flash_bytes']:,} B, "
+              f"firmware RAM {d['ram_bytes']:,} B"
               + ("" if d["feasible"] else " (not feasible: over the budgets or not bit-exact)"))
     ratio = f" ({b['instructions'] / d['instructions']:.3f} x default)" if d["instructions"] else ""
-    print(f"best (trial {b['trial']}): {b['instructions']:,} instructions{ratio}, flash {b['flash_bytes']:,} B, "
-          f"RAM {b['ram_bytes']:,} B; {best['measured']} measured, log {a.output}")
+    print(f"best (trial {b['trial']}): {b['instructions']:,} instructions{ratio}, firmware flash {b['flash_bytes']:,} B, "
+          f"firmware RAM {b['ram_bytes']:,} B; {best['measured']} measured, log {a.output}")
     print(f"apply it: aot project {a.model} --board {a.board} --tuning-log {a.output} -o DIR", file=sys.stderr)
     return 0
 

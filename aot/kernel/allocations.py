@@ -34,7 +34,7 @@ class AllocationPolicy:
 PRESETS: dict[str, AllocationPolicy] = {
     "host": AllocationPolicy("host", 1024, "platform"),
     # every kernel scratch (line buffers, columns) goes to the planned pool, where it fits in the
-    # gaps of the activations, rather than adding to the worst-case stack (issue 14); what would
+    # gaps of the activations, rather than adding to the worst-case stack; what would
     # be live when the pool peaks returns to the stack (aot.pipeline.scratch)
     "micro": AllocationPolicy("micro", 0, "workspace"),
     "micro-platform": AllocationPolicy("micro-platform", 1024, "platform"),

@@ -1,5 +1,5 @@
 """Memory-aware operator order: the topological order of a program's steps whose live bytes peak
-lowest (HMCOS / Serenity, issue 14). Pure, like the planners: it sees steps, the buffers each
+lowest (as HMCOS and Serenity do). Pure, like the planners: it sees steps, the buffers each
 step writes and reads, and their sizes; never a graph or an IR.
 
 Model of one step: the bytes live while step c runs are the bytes born earlier and still to be

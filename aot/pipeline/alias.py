@@ -1,7 +1,7 @@
 """Storage shared between buffers of a KernelModule before planning: which buffer lives inside
 which, at what byte offset.
 
-Two kinds of sharing (issue 14):
+Two kinds of sharing:
 - in place: a kernel declares (PrimFunc.inplace) inputs it may overwrite with its output at the
   same element offsets; the output shares the storage of such an input that dies at the call
   (aot.pipeline.plan.inplace_pairs), at offset 0;

@@ -6,7 +6,7 @@ where it usually fits beside the activations of its step, and the worst-case sta
 (the deepest kernel frame is part of the firmware's RAM: ResNet-8 on Cortex-M4 232 -> 128 bytes). A
 scratch buffer that is live when the pool peaks would grow the pool by its own size: nothing is
 saved, and a pointer parameter may cost speed (the C compiler can no longer prove it aliases
-nothing). Such scratch, up to STACK_FALLBACK bytes, stays on the stack of its kernel (issue 14).
+nothing). Such scratch, up to STACK_FALLBACK bytes, stays on the stack of its kernel.
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ float32-versus-double choices, which decide the low bits of the multipliers:
   float32 instead; the tests contain quantization values for which the two choices give
   different outputs and show that the installed TFLM uses double.
 
-The per-op references in :mod:`aot.quant.reference` consume these dataclasses; the lead's
+The per-op references in :mod:`aot.quant.reference` consume these dataclasses; the
 C/LLVM kernels consume the same numbers.
 """
 from __future__ import annotations

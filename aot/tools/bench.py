@@ -36,6 +36,10 @@ def model_macs(model: Model) -> int:
 
 @dataclass
 class BenchRow:
+    """One model on one board. Flash and RAM as every command defines them (aot.board.footprint.Figures):
+    model_flash_bytes = code_bytes + weights_bytes (the model's kernels and weights); model_ram_bytes = its
+    pools + statics + its entry's worst-case stack; flash_bytes and ram_bytes are the whole firmware's:
+    flash_bytes = model_flash_bytes + test_data_bytes + runtime_bytes (runtime, startup, main.c, libc)."""
     model: str
     board: str
     flash_bytes: int
@@ -57,14 +61,17 @@ class BenchRow:
     planned_vs_lower_bound: float
     bit_exact_with_host: bool
     reference: dict[str, Any] = field(default_factory=dict)  # anchors.json figures, marked as such
-    # the model file TFLM would keep in flash (its weights and graph), and our flash over it + 32 KiB
-    # (issue 14's bound: TFLM's own flash is this file plus its interpreter and kernels)
+    # the model file TFLM would keep in flash (its weights and graph), and our firmware's flash over it
+    # + 32 KiB (TFLM's own flash is this file plus its interpreter and kernels)
     model_file_bytes: int | None = None
     flash_vs_model_file_bound: float | None = None
     # the model's input + output bytes and where RAM counts them: "pool" (planned inside pool B,
     # the firmware default) or "app" (main.c's static buffers, in static B)
     io_bytes: int = 0
     io_buffers: str = "app"
+    model_flash_bytes: int = 0
+    model_ram_bytes: int | None = None  # None: the model's stack is unbounded
+    test_data_bytes: int = 0  # main.c's embedded test input and expected outputs (in flash_bytes)
 
 
 TFLM_ARENA_NOTE = ("TFLM host arena: the smallest arena with which TensorFlow Lite Micro's 64-bit host "
@@ -72,7 +79,7 @@ TFLM_ARENA_NOTE = ("TFLM host arena: the smallest arena with which TensorFlow Li
                    "64-bit pointers make it larger than TFLM's arena on a 32-bit core.")
 
 
-FLASH_MARGIN = 32 * 1024  # flash beyond the model file that issue 14 allows for code and runtime
+FLASH_MARGIN = 32 * 1024  # the flash bound's allowance beyond the model file for code and runtime
 
 
 def _anchors(path: Path | None, model: str, board: str) -> dict[str, Any]:
@@ -104,7 +111,7 @@ def bench_model(path: Path, board: str, anchors: Path | None = None, with_tflm: 
     options = {"source_bytes": path.stat().st_size, "input_lcg": lcg, **options}  # flash budget's reference
     _, extra = run_on_board(model, inputs, board, **options)  # compiles, builds, runs, measures once
     fp = extra["footprint"]
-    groups = fp["groups"]
+    fig = fp["figures"]
     ram = fp["ram"]
     stack = ram["stack"] or 0
     ram_total = ram["total"] if ram["total"] is not None else ram["static"] + stack
@@ -118,9 +125,8 @@ def bench_model(path: Path, board: str, anchors: Path | None = None, with_tflm: 
         tflm_arena, tflm_act = a.arena_bytes, a.activation_bytes
     stem = path.stem
     return BenchRow(
-        model=stem, board=board, flash_bytes=fp["flash"]["total"], code_bytes=groups.get("kernels", 0),
-        weights_bytes=groups.get("weights", 0),
-        runtime_bytes=fp["flash"]["total"] - groups.get("kernels", 0) - groups.get("weights", 0),
+        model=stem, board=board, flash_bytes=fig["firmware_flash"], code_bytes=fig["kernels"],
+        weights_bytes=fig["weights"], runtime_bytes=fig["support_flash"],
         ram_bytes=ram_total, pool_bytes=pools, static_bytes=ram["static"] - pools, stack_bytes=stack,
         instructions=instr, macs=macs, macs_per_instruction=round(macs / instr, 3) if instr else 0.0,
         compile_seconds=round(extra["compile_seconds"], 2), lower_bound_bytes=extra["lower_bound_bytes"],
@@ -133,6 +139,7 @@ def bench_model(path: Path, board: str, anchors: Path | None = None, with_tflm: 
         model_file_bytes=path.stat().st_size,
         flash_vs_model_file_bound=round(fp["flash"]["total"] / (path.stat().st_size + FLASH_MARGIN), 3),
         io_bytes=int(extra.get("io_bytes", 0)), io_buffers=str(extra.get("io_buffers", "app")),
+        model_flash_bytes=fig["model_flash"], model_ram_bytes=fig["model_ram"], test_data_bytes=fig["test_data"],
     )
 
 
@@ -164,13 +171,15 @@ def _fmt(v: Any) -> str:
 
 
 def format_markdown(rows: Sequence[BenchRow]) -> str:
-    head = ["model", "board", "flash B", "code B", "weights B", "runtime B", "RAM B", "pool B", "stack B",
+    head = ["model", "board", "model flash B", "model RAM B", "firmware flash B", "code B", "weights B",
+            "test data B", "runtime B", "firmware RAM B", "pool B", "stack B",
             "QEMU instr.", "MACs", "MAC/instr.", "compile s", "lower bound B", "TFLM host arena B",
             "TFLM host activations B", "RAM / TFLM host arena", "pool / lower bound", "model file B",
-            "flash / (file + 32 KiB)", "IO B (in)", "bit-exact"]
+            "firmware flash / (file + 32 KiB)", "IO B (in)", "bit-exact"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        vals = [r.model, r.board, r.flash_bytes, r.code_bytes, r.weights_bytes, r.runtime_bytes, r.ram_bytes,
+        vals = [r.model, r.board, r.model_flash_bytes, r.model_ram_bytes, r.flash_bytes, r.code_bytes,
+                r.weights_bytes, r.test_data_bytes, r.runtime_bytes, r.ram_bytes,
                 r.pool_bytes, r.stack_bytes, r.instructions, r.macs, r.macs_per_instruction, r.compile_seconds,
                 r.lower_bound_bytes, r.tflm_arena_bytes, r.tflm_activation_bytes, r.ram_vs_tflm_arena,
                 r.planned_vs_lower_bound, r.model_file_bytes, r.flash_vs_model_file_bound,
@@ -178,8 +187,11 @@ def format_markdown(rows: Sequence[BenchRow]) -> str:
         lines.append("| " + " | ".join(_fmt(v) for v in vals) + " |")
     if any(r.tflm_arena_bytes is not None for r in rows):
         lines += ["", TFLM_ARENA_NOTE]
-    lines += ["", "RAM: everything our image needs (pools + .data + .bss + worst-case stack). Flash beside the "
-                  "model file: TFLM keeps the .tflite file in flash plus its interpreter and kernels.",
+    lines += ["", "Model flash: the model's kernels (code B) + weights; model RAM: its pools + static data + the "
+                  "worst-case stack of its entry function. Firmware flash = model flash + test data B (the test "
+                  "input and expected outputs main.c embeds) + runtime B (runtime, startup, console, main.c, libc); "
+                  "firmware RAM: everything the image needs (pools + .data + .bss + worst-case stack). Flash beside "
+                  "the model file: TFLM keeps the .tflite file in flash plus its interpreter and kernels.",
               "", "IO B: the model's input + output bytes; (pool): planned inside pool B, written and read in place "
                   "(no application buffers, as in TFLM's arena); (app): main.c's own buffers, counted in RAM beside "
                   "the pool."]

@@ -156,8 +156,9 @@ def run_demo(board: str = "mps2-an386", host_only: bool = False) -> int:
         print(f"  host {backend:4}: {'bit-exact with the numpy reference' if same else 'MISMATCH'}  "
               f"output {out.reshape(-1).tolist()}")
     plan = build(model).compiled.plan
-    print(f"  memory plan: {plan.activation_bytes} bytes of activations "
-          f"(lower bound {plan.lower_bound_bytes}, planner {plan.planner})")
+    print(f"  host build's memory plan (host kernels; input and output in the application's buffers): "
+          f"{plan.activation_bytes:,} B of activations (lower bound {plan.lower_bound_bytes:,} B, "
+          f"planner {plan.planner})")
     if not host_only:
         from aot.tools.demo_board import run_board_demo
         ok &= run_board_demo(model, inputs, ref, board)

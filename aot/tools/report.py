@@ -56,25 +56,45 @@ def _layer_macs(fused: Any) -> dict[str, int]:
     return out
 
 
+def step_weights(module: Any) -> list[tuple[str, int]]:
+    """(kernel, weight bytes) per call step of the executor, in call order. A step's weights are the
+    constants it reads: those its call passes (a kernel shared by several layers takes each layer's
+    weights as arguments) and those its kernel's body names. Each constant counts once, at the first
+    step that reads it, so the column sums to the model's weights."""
+    from aot.kernel import ir as K
+    consts = {c.buffer.name: int(c.buffer.nbytes) for c in module.consts}
+    entry = module.func(module.entry)
+    body = entry.body.body if isinstance(entry.body, K.Seq) else (entry.body,)
+    counted: set[str] = set()
+    out = []
+    for stmt in body:
+        if not isinstance(stmt, K.CallKernel):
+            continue
+        names: set[str] = {a.name for a in stmt.args if isinstance(a, K.Buffer)}
+        _buffer_names(module.func(stmt.callee).body, set(), names)
+        mine = sorted(n for n in names if n in consts and n not in counted)
+        counted.update(mine)
+        out.append((stmt.callee, sum(consts[n] for n in mine)))
+    return out
+
+
 def _layers(compiled: Any, fp: dict) -> list[dict[str, Any]]:
-    """Per kernel, in call order: its op, MACs, code bytes (its function symbol in the ELF) and
-    the bytes of the constant tables it reads."""
+    """Per call step, in call order: its kernel, op, MACs, code bytes (its function symbol in the
+    ELF; a kernel that several layers share counts at its first step, the others name that step)
+    and the bytes of the constant tables it reads (step_weights)."""
     macs = _layer_macs(compiled.fused)
-    consts = {c.buffer.name: int(c.buffer.nbytes) for c in compiled.module.consts}
     code = {s["name"]: s["size"] for s in fp["symbols"] if s["kind"] == "function"}
     prefix = compiled.options.prefix + "_"
     ops = {fn.name: "+".join(c.op_name for c in fn.body) for fn in compiled.fused.functions.values() if fn.primitive}
-    rows = []
-    defined = {f.name for f in compiled.module.funcs}
-    for kname in compiled.plan.step_kernels:
-        if kname not in defined:
-            continue  # a copy the planner made unnecessary (aot.pipeline.alias)
+    rows: list[dict[str, Any]] = []
+    first: dict[str, int] = {}
+    for kname, weights in step_weights(compiled.module):
         fname = kname[len(prefix):] if kname.startswith(prefix) else kname
-        names: set[str] = set()
-        _buffer_names(compiled.module.func(kname).body, set(), names)
+        shared = first.get(kname)
+        first.setdefault(kname, len(rows))
         rows.append({"kernel": kname, "op": ops.get(fname, fname), "macs": macs.get(fname, 0),
-                     "code_bytes": code.get(kname), "weights_bytes": sum(consts.get(n, 0) for n in names),
-                     "instructions": None, "tflm_instructions": None})
+                     "code_bytes": code.get(kname) if shared is None else 0, "code_shared_with": shared,
+                     "weights_bytes": weights, "instructions": None, "tflm_instructions": None})
     return rows
 
 
@@ -133,8 +153,8 @@ def collect(model_path: Path, board: str, opt: str = "speed", progress: bool = T
         if progress:
             print(f"report: {msg}", file=sys.stderr, flush=True)
 
+    model = load(model_path)  # first: its errors name the file and the fix
     options = {"opt": opt, "source_bytes": model_path.stat().st_size}  # as bench and the CLI
-    model = load(model_path)
     say(f"compiling {model_path.name} for {board}")
     compiled = compile_model(model, board_options(load_board(board), options))
     say("building the project and running it in QEMU")
@@ -149,13 +169,13 @@ def collect(model_path: Path, board: str, opt: str = "speed", progress: bool = T
     ram_total = ram["total"] if ram["total"] is not None else ram["static"] + stack
     instr = int(extra["instructions"] or 0)
     macs = model_macs(model)
-    groups = fp["groups"]
+    fig = fp["figures"]
     p = compiled.plan
     summary = {
         "instructions": instr, "macs": macs, "macs_per_instruction": round(macs / instr, 3) if instr else 0.0,
-        "flash_bytes": fp["flash"]["total"], "code_bytes": groups.get("kernels", 0),
-        "weights_bytes": groups.get("weights", 0),
-        "runtime_bytes": fp["flash"]["total"] - groups.get("kernels", 0) - groups.get("weights", 0),
+        "model_flash_bytes": fig["model_flash"], "model_ram_bytes": fig["model_ram"],
+        "flash_bytes": fig["firmware_flash"], "code_bytes": fig["kernels"], "weights_bytes": fig["weights"],
+        "test_data_bytes": fig["test_data"], "runtime_bytes": fig["support_flash"],
         "ram_bytes": ram_total, "pool_bytes": pools, "static_bytes": ram["static"] - pools, "stack_bytes": stack,
         "lower_bound_bytes": p.lower_bound_bytes, "bit_exact_with_host": bool(extra["match_host"]),
     }
@@ -242,8 +262,10 @@ def sweep_page(rows: Sequence[dict[str, Any]], title: str = "aot sweep") -> str:
 def render(data: dict[str, Any], sweep_rows: Sequence[dict[str, Any]] | None = None) -> str:
     s = data["summary"]
     kv = [("instructions", "QEMU instructions"), ("macs", "MACs"), ("macs_per_instruction", "MAC / instruction"),
-          ("bit_exact_with_host", "QEMU = host build"), ("flash_bytes", "flash B"), ("code_bytes", "kernel code B"),
-          ("weights_bytes", "weights B"), ("runtime_bytes", "runtime B"), ("ram_bytes", "RAM B"),
+          ("bit_exact_with_host", "QEMU = host build"), ("model_flash_bytes", "model flash B"),
+          ("model_ram_bytes", "model RAM B"), ("code_bytes", "kernel code B"), ("weights_bytes", "weights B"),
+          ("flash_bytes", "firmware flash B"), ("test_data_bytes", "test data B"), ("runtime_bytes", "runtime B"),
+          ("ram_bytes", "firmware RAM B"),
           ("pool_bytes", "pools B"), ("static_bytes", "static B"), ("stack_bytes", "stack B (worst case)"),
           ("lower_bound_bytes", "activation lower bound B")]
     parts = [f"<h1>{escape(data['model'])} on {escape(data['board'])} (opt {escape(data['opt'])})</h1>",
@@ -261,7 +283,9 @@ def render(data: dict[str, Any], sweep_rows: Sequence[dict[str, Any]] | None = N
                               else 0, f"pool {pool['name']}: {used:,} B used"))
     fl = data["flash"]
     parts.append("<h2>Flash</h2>")
-    parts.append(stacked_svg([(k, v) for k, v in fl["sections"].items()], f"flash by section: "
+    parts.append(f'<p class="note">Model flash: its kernels + weights; firmware flash adds the test data '
+                 f'main.c embeds (the input and expected outputs) and the runtime, startup, main.c and libc.</p>')
+    parts.append(stacked_svg([(k, v) for k, v in fl["sections"].items()], f"firmware flash by section: "
                              f"{s['flash_bytes']:,} B"))
     parts.append(bars_svg([(k, v) for k, v in fl["groups"].items()], "flash by group (ELF symbols)"))
     layers = data["layers"]
@@ -270,7 +294,7 @@ def render(data: dict[str, Any], sweep_rows: Sequence[dict[str, Any]] | None = N
     r = data["ram"]
     parts.append("<h2>RAM</h2>")
     parts.append(stacked_svg([("activation pools", r["pools"]), ("static data", r["static"]),
-                              ("stack (worst case)", r["stack"])], f"RAM: {r['total']:,} B"))
+                              ("stack (worst case)", r["stack"])], f"firmware RAM: {r['total']:,} B"))
     if r["stack_path"]:
         parts.append(f'<p class="note">deepest stack path: {escape(" -> ".join(r["stack_path"]))}</p>')
     parts.append("<h2>Per layer</h2>")
@@ -292,9 +316,11 @@ def render(data: dict[str, Any], sweep_rows: Sequence[dict[str, Any]] | None = N
             extra = (f'<td class="n">{_num(f"layers.{k}.instructions", row["instructions"])}</td>'
                      f'<td class="n">{fmt(mpi)}</td>'
                      f'<td class="n">{_num(f"layers.{k}.tflm_instructions", row["tflm_instructions"])}</td>')
+        shared = row.get("code_shared_with")
+        note = f" (kernel of layer {shared})" if shared is not None else ""
         trs.append(f"<tr><td>{k}</td><td>{escape(row['kernel'])}</td><td>{escape(row['op'])}</td>"
                    f'<td class="n">{_num(f"layers.{k}.macs", row["macs"])}</td>'
-                   f'<td class="n">{_num(f"layers.{k}.code_bytes", row["code_bytes"])}</td>'
+                   f'<td class="n">{_num(f"layers.{k}.code_bytes", row["code_bytes"])}{escape(note)}</td>'
                    f'<td class="n">{_num(f"layers.{k}.weights_bytes", row["weights_bytes"])}</td>{extra}</tr>')
     parts.append(f"<table>{head}{''.join(trs)}</table>")
     if any(row["code_bytes"] is None for row in layers):

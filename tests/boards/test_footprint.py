@@ -211,7 +211,7 @@ def test_pool_in_dtcm_and_reports(elves):
     assert data["ram"]["stack"] == fp.stack.worst_case and data["stack"]["path"][0] == "Reset_Handler"
     assert data["groups"]["weights"] == 512
     table = fp.format_table(top=5)
-    assert f"flash {fp.flash:>9} B" in table
+    assert f"firmware flash {fp.flash:>9,} B" in table and "model flash" in table
     assert table.splitlines()[-5].split()[-1] == fp.symbols[0].name
     assert "deepest stack path: Reset_Handler -> main" in table
     pico = footprint(elves["rpi-pico"])

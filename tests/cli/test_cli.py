@@ -80,7 +80,7 @@ def test_plan_table_and_png(tmp_path: Path) -> None:
     png = tmp_path / "plan.png"
     r = aot_cli("plan", str(shared_model("kws_int8.tflite")), "--png", str(png), "--policy", "micro")
     assert r.returncode == 0, r.stderr
-    assert "lower bound 16000 bytes" in r.stdout and "offset" in r.stdout
+    assert "lower bound 16,000 bytes" in r.stdout and "offset" in r.stdout
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -90,15 +90,38 @@ def test_plan_table_and_png(tmp_path: Path) -> None:
     (["run", "MODEL", "--target", "qemu"], "needs --board"),
     (["run", "MODEL", "--target", "qemu", "--board", "nope"], "nope"),
     (["compile", "MODEL", "-o", "OUTDIR", "--prefix", "1bad"], "prefix"),
-    (["run", "MODEL", "--input", "README.md"], "cannot read input"),
+    (["run", "MODEL", "--input", "README.md"], "README.md: not a NumPy .npy array file"),
+    (["run", "MODEL", "--input", "EMPTY"], "the file is empty"),
+    (["run", "MODEL", "--input", "WRONG.npy"], "WRONG.npy: shape (3, 3), dtype int8, but the model input"),
+    (["run", "MODEL", "--input", "DIR"], "is a directory, not a .npy file"),
+    (["run", "DIR"], "is a directory, not a model file"),
+    (["run", "EMPTY"], "the file is empty (0 bytes), not a model"),
+    (["run", "TRUNCATED.tflite"], "corrupt or truncated TFLite file"),
+    (["sweep", "DIR", "--board", "mps2-an386", "--json", "OUTDIR"], "is a directory, not a model file"),
+    (["tune", "EMPTY", "--board", "mps2-an386", "-o", "OUTDIR"], "the file is empty (0 bytes), not a model"),
+    (["report", "MISSING.tflite", "--board", "mps2-an386", "-o", "OUTDIR"], "no such model file"),
+    (["report", "MODEL", "--board", "mps2-an386", "-o", "OUTDIR", "--sweep", "README.md"],
+     "not the JSON that `aot sweep --json` writes"),
 ])
 def test_errors_are_one_line_exit_2_no_output(args: list[str], needle: str, tmp_path: Path) -> None:
+    """Every input-file error (model or --input): one line naming the file and the fix, exit 2."""
     model = str(shared_model("ad_int8.tflite"))
-    args = [model if a == "MODEL" else str(tmp_path / "out") if a == "OUTDIR" else a for a in args]
+    files = {"EMPTY": tmp_path / "empty.tflite", "WRONG.npy": tmp_path / "WRONG.npy", "DIR": tmp_path / "dir",
+             "TRUNCATED.tflite": tmp_path / "TRUNCATED.tflite", "MISSING.tflite": tmp_path / "MISSING.tflite"}
+    files["EMPTY"].write_bytes(b"")
+    np.save(files["WRONG.npy"], np.zeros((3, 3), np.int8))
+    files["DIR"].mkdir()
+    files["TRUNCATED.tflite"].write_bytes(Path(model).read_bytes()[:1000])
+    args = [model if a == "MODEL" else str(tmp_path / "out") if a == "OUTDIR" else str(files.get(a, a))
+            for a in args]
     r = aot_cli(*args)
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
     assert needle in r.stderr, r.stderr
+    named = [a for a in args if a in {str(f) for f in files.values()} or a == "README.md"]
+    assert all(n in r.stderr for n in named), r.stderr  # the message names the file at fault
+    if named:  # and says what to do about it
+        assert any(w in r.stderr for w in ("save", "give", "re-export")), r.stderr
     assert not (tmp_path / "out").exists()
 
 

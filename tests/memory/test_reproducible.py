@@ -99,9 +99,9 @@ def test_branching_model_compiles_byte_identically_under_load(tmp_path: Path) ->
     idle = aot_compile(model, tmp_path / "idle")
     # The search must have run to its iteration bound (no early stop at the lower bound),
     # or this test would not exercise it.
-    m = re.search(r"activations (\d+) B \(lower bound (\d+) B, planner (\S+)\)", idle)
+    m = re.search(r"activations ([\d,]+) B \(lower bound ([\d,]+) B, planner (\S+)\)", idle)
     assert m, idle
-    assert m.group(3) == "search" and int(m.group(1)) > int(m.group(2)), idle
+    assert m.group(3) == "search" and int(m.group(1).replace(",", "")) > int(m.group(2).replace(",", "")), idle
     with cpu_load():
         loaded = aot_compile(model, tmp_path / "loaded")
     assert loaded.replace(str(tmp_path / "loaded"), "DIR") == idle.replace(str(tmp_path / "idle"), "DIR")

@@ -17,7 +17,8 @@ from conftest import shared_model
 FIELDS = ["model", "board", "flash_bytes", "weights_bytes", "ram_bytes", "pool_bytes", "stack_bytes",
           "instructions", "macs", "tflm_arena_bytes", "lower_bound_bytes", "code_bytes", "runtime_bytes",
           "static_bytes", "macs_per_instruction", "compile_seconds", "tflm_activation_bytes", "ram_vs_tflm_arena",
-          "planned_vs_lower_bound", "bit_exact_with_host"]
+          "planned_vs_lower_bound", "bit_exact_with_host", "model_flash_bytes", "model_ram_bytes",
+          "test_data_bytes"]
 
 pytestmark = pytest.mark.slow  # builds with gcc or arm-none-eabi-gcc and runs them (QEMU, sanitizers, bench)
 
@@ -37,7 +38,9 @@ def test_bench_json_fields_are_computed(tmp_path: Path) -> None:
     assert row["model"] == "micro_speech_quantized" and row["board"] == "mps2-an386"
     # consistency: sums and ratios are derived from the measured parts
     assert row["ram_bytes"] == row["pool_bytes"] + row["static_bytes"] + row["stack_bytes"]
-    assert row["flash_bytes"] == row["code_bytes"] + row["weights_bytes"] + row["runtime_bytes"]
+    assert row["flash_bytes"] == (row["code_bytes"] + row["weights_bytes"] + row["test_data_bytes"]
+                                  + row["runtime_bytes"])
+    assert row["model_flash_bytes"] == row["code_bytes"] + row["weights_bytes"]
     assert row["macs"] == model_macs(aot.load(path)) == 336_000  # README of ../shared/models
     assert row["macs_per_instruction"] == pytest.approx(row["macs"] / row["instructions"], abs=1e-3)
     # TFLM's arena measured in this run equals an independent measurement

@@ -83,9 +83,10 @@ def test_ctrl_c_during_the_sweep_writes_no_output(tmp_path: Path, monkeypatch: p
     def interrupted(*a: object, **k: object) -> list:
         raise KeyboardInterrupt
     monkeypatch.setattr("aot.tools.sweep.run_sweep", interrupted)
+    (tmp_path / "m.tflite").write_bytes(b"model")  # the model file is checked before the sweep starts
     rc = main(["sweep", str(tmp_path / "m.tflite"), "--board", "mps2-an386", "--json", str(tmp_path / "s.json"),
                "--html", str(tmp_path / "s.html")])
-    assert rc == 130 and list(tmp_path.iterdir()) == []
+    assert rc == 130 and [p.name for p in tmp_path.iterdir()] == ["m.tflite"]
 
 
 def test_sweep_needs_an_output(capsys: pytest.CaptureFixture) -> None:
@@ -122,7 +123,8 @@ def test_sweep_rows_are_bench_rows(tmp_path: Path) -> None:
             assert f in row, f
         assert row["error"] is None and row["bit_exact_with_host"] is True and row["bit_exact_with_tflm"] is True
         assert row["ram_bytes"] == row["pool_bytes"] + row["static_bytes"] + row["stack_bytes"]
-        assert row["flash_bytes"] == row["code_bytes"] + row["weights_bytes"] + row["runtime_bytes"]
+        assert row["flash_bytes"] == (row["code_bytes"] + row["weights_bytes"] + row["test_data_bytes"]
+                                      + row["runtime_bytes"])
     speed, size = rows
     assert size["code_bytes"] < speed["code_bytes"]  # the two cells are really built with different schedules
     # the same row builder as `aot bench`: one cell built again by bench_model gives the same figures

@@ -29,11 +29,11 @@ Weights take the flash of the generic schedule's pre-widened form (the same Weig
 one int32 word per channel and pair); without a budget for the layer the generic schedule runs.
 Measured on Cortex-M4 (QEMU instructions, MobileNetV1-0.25 96x96, ReLU6): 48x48x8 -> 16 668,200 ->
 485,520, 24x24x16 -> 32 407,240 -> 324,440, 24x24x32 -> 32 619,800 -> 541,080, 12x12x32 -> 64
-303,320 -> 264,360; with the uniform shift and the two-pixel entries (issue 16, session 8) 48x48x8 ->
+303,320 -> 264,360; with the uniform shift and the two-pixel entries 48x48x8 ->
 16 467,760 -> 375,040, 24x24x16 -> 32 322,080 -> 292,240, 24x24x32 -> 32 536,480 -> 504,360,
 12x12x32 -> 64 262,040 -> 247,120. Beyond 32 channels the generic schedule stays: with 64 (sixteen-step
 straight blocks twice as long) MobileNet's 64-deep layers gain ~10% but its network code grows by
-~3.8 KB, past the 32 KiB of issue 16.
+~3.8 KB, past the 32 KiB the flash budget allows beyond the model file.
 """
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ and the block's code grows by the steps that were looped, ~36 bytes per pair ste
 per inference for each byte of code it adds, summed over the layers that share the kernel
 (layers of one shape; aot.kernel.share): kws_int8's four 64-deep pointwise layers (one
 kernel), the shallow pointwise layers of a MobileNet and its 64-deep layer at 12x12 (score 50)
-qualify; a 64-deep layer at 6x6 (score 12.5: ~2% faster for ~600 bytes) does not. (64 until
-session 8; 48 buys MobileNetV1-0.25 18,520 instructions for 672 bytes of code.)
+qualify; a 64-deep layer at 6x6 (score 12.5: ~2% faster for ~600 bytes) does not. (A threshold of
+48 instead of 64 buys MobileNetV1-0.25 18,520 instructions for 672 bytes of code.)
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The default flash policy on DSP cores: spend the flash headroom on pre-widened int8 weights.
 
-The issue's flash rule is: firmware flash <= the model file's size + 32 KiB (flash_bound). An int8
+The flash rule: firmware flash <= the model file's size + 32 KiB (flash_bound). An int8
 build (weights stay int8, aot.lower.schedule.gemm "lohi") is estimated at compile time as its
 constants plus code_estimate; what is left below the bound is the headroom. The driver
 (aot.pipeline.driver) chooses the layers to pre-widen within it, builds them, and checks the built
@@ -78,7 +78,7 @@ CODE_MARGIN = 1.15
 SAVE_PER_MAC = 0.042  # per multiply-accumulate (x depth)
 SAVE_PER_OUTPUT = 6.35  # per output value (epilogue)
 EXACT_CANDIDATES = 16  # up to this many candidates the choice is an exact knapsack
-FLASH_SLACK = 32 * 1024  # the issue's limit: model file + 32 KiB
+FLASH_SLACK = 32 * 1024  # the flash rule's allowance: model file + 32 KiB
 
 
 def weight_key(w2d: np.ndarray) -> str:

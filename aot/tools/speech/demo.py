@@ -66,7 +66,7 @@ def run_speech_demo(board: str = "mps2-an386", keep_dir: "str | Path | None" = N
     audio_bytes, kws_bytes = AUDIO_MODEL.read_bytes(), KWS_MODEL.read_bytes()
     audio_model, kws_model = load_tflite(audio_bytes, "audio"), load_tflite(kws_bytes, "kws")
     clip = speech_clip()
-    print(f"speech demo: 1 s clip ({clip.size} int16 samples), {len(frames(clip))} frames of {FRAME} every "
+    print(f"speech demo: 1 s clip ({clip.size:,} int16 samples), {len(frames(clip))} frames of {FRAME} every "
           f"{STRIDE} -> {FEATURES} features each -> micro_speech {LABELS}")
     host = host_pipeline(audio_model, kws_model, clip)
     want = tflm_pipeline(audio_bytes, kws_bytes, clip) if tflm_available() else host

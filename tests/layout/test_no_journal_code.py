@@ -1,0 +1,68 @@
+"""The product speaks of the product: no development journal in the code. Comments, docstrings
+and messages in aot/, codegen_c/, runtime_c/, platform/ and boards/ name no numbered work period
+("session 8"), no tracker item ("issue 14", "(#16)", "work item") and no stand-in for one ("the
+issue's limit"); measured figures stay, stated as facts. And no stray file at the top."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable
+
+ROOT = Path(__file__).resolve().parents[2]
+CODE_DIRS = ("aot", "codegen_c", "runtime_c", "platform", "boards")
+SUFFIXES = {".py", ".c", ".h", ".S", ".s", ".j2", ".ld", ".json", ".toml", ".cmake", ".txt", ".md", ".yml", ".yaml"}
+
+# Words that date a sentence to the development log rather than the product.
+JOURNAL = re.compile(
+    r"\bsessions?\s+\d+"  # numbered work periods
+    r"|\bissues?\s+#?\d+"  # tracker items by number
+    r"|\(#\d+\)|\bitem\s+#\d+"  # (#16), item #3
+    r"|\bwork[- ]items?\b"
+    r"|\bthe issue'?s\b",  # "the issue's limit": a tracker item by another name
+    re.IGNORECASE,
+)
+
+
+def find_journal_refs(paths: Iterable[Path]) -> list[str]:
+    """`path:line: text` for every line of the given files (directories: their source files) that
+    names a work period or a work item."""
+    hits: list[str] = []
+    for path in paths:
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES) if path.is_dir() \
+            else [path]
+        for f in files:
+            if "__pycache__" in f.parts:
+                continue
+            try:
+                text = f.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                continue
+            for n, line in enumerate(text.splitlines(), 1):
+                if JOURNAL.search(line):
+                    hits.append(f"{f.relative_to(ROOT) if f.is_relative_to(ROOT) else f}:{n}: {line.strip()[:120]}")
+    return hits
+
+
+def test_the_pattern_finds_journal_words_and_spares_code(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("\n".join([
+        "x = 1  # 64 until session 8",  # a work period
+        "# the 32 KiB of issue 16",  # a tracker item
+        "y = 2  # measured in work item 3",
+        "LIMIT = 3  # the issue's limit",
+        "# see (#16)",
+        'asm = "ldrd r0, r1, [r2], #16"',  # an immediate, not an item
+        'css = "color:#222"',
+        "# a Ray session already initialised",  # the word alone is product vocabulary
+    ]) + "\n")
+    found = [h.split(":", 2)[1] for h in find_journal_refs([sample])]
+    assert found == ["1", "2", "3", "4", "5"], find_journal_refs([sample])
+
+
+def test_no_journal_in_the_code() -> None:
+    hits = find_journal_refs([ROOT / d for d in CODE_DIRS])
+    assert not hits, "development-journal references (state the fact instead):\n" + "\n".join(hits)
+
+
+def test_no_stray_file_at_the_top() -> None:
+    assert not (ROOT / "d").exists(), "a stray file `d` at the top of the repository"
