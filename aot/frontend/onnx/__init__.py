@@ -64,6 +64,7 @@ table).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from aot.errors import Error
@@ -73,7 +74,17 @@ from aot.frontend.onnx.parse import parse
 from aot.frontend.onnx.walk import import_graph
 from aot.ir import Model
 
-__all__ = ["load_onnx"]
+__all__ = ["TensorLink", "load_onnx", "load_onnx_traced"]
+
+
+@dataclass(frozen=True)
+class TensorLink:
+    """Where an ONNX tensor lives in the imported model: the IR value `var` (its name), whose
+    physical axis i holds the tensor's logical axis perm[i]; `dequantized`: the ONNX tensor is
+    the float dequantize of that int8 value (a QDQ view, computed by no op of ours)."""
+    var: str
+    perm: tuple[int, ...]
+    dequantized: bool = False
 
 
 def load_onnx(data: bytes, name: str = "model", layout: str = "onnx", base_dir: str | None = None,
@@ -82,6 +93,15 @@ def load_onnx(data: bytes, name: str = "model", layout: str = "onnx", base_dir: 
     the model file's directory, where external weight files are looked up (and only there).
     `input_shapes`: input name -> full shape, resolving the input's dynamic dimensions (a dynamic
     dimension without one becomes 1; a given shape must agree with the static dimensions)."""
+    return load_onnx_traced(data, name, layout, base_dir, input_shapes)[0]
+
+
+def load_onnx_traced(data: bytes, name: str = "model", layout: str = "onnx", base_dir: str | None = None,
+                     input_shapes: Mapping[str, Sequence[int]] | None = None
+                     ) -> tuple[Model, dict[str, TensorLink]]:
+    """`load_onnx`, and for every ONNX tensor computed at run time (inputs and node outputs, not
+    constants) the IR value that holds it (`TensorLink`); a tensor folded into a fused op (a
+    Conv's float output before its Relu and QuantizeLinear) links to the fused op's result."""
     try:
         import onnx
     except ImportError:  # pragma: no cover
@@ -91,10 +111,22 @@ def load_onnx(data: bytes, name: str = "model", layout: str = "onnx", base_dir: 
     try:
         proto = parse(onnx, data, name)
         im = Importer(onnx, proto, name, layout, base_dir, dict(input_shapes or {}))
-        return import_graph(im, HANDLERS)
+        model = import_graph(im, HANDLERS)
     except Error as e:  # names from the file may hold control characters: keep messages one line
         msg = str(e)
         clean = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in msg)
         if clean != msg:
             raise type(e)(clean) from None
         raise
+    return model, _links(im)
+
+
+def _links(im: Importer) -> dict[str, TensorLink]:
+    from aot.ir import Var
+    links: dict[str, TensorLink] = {}
+    for tensor, v in im.vals.items():
+        if isinstance(v.ir, Var):
+            links[tensor] = TensorLink(v.ir.name, tuple(v.perm))
+        elif v.ir is None and v.deq is not None and isinstance(v.deq.ir, Var):
+            links[tensor] = TensorLink(v.deq.ir.name, tuple(v.deq.perm), dequantized=True)
+    return links
