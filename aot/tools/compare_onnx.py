@@ -154,13 +154,17 @@ def _num(v: float) -> str:
 
 
 def _as_int8(a: np.ndarray) -> np.ndarray:
-    return a.astype(np.int16) - 128 if a.dtype == np.uint8 else a.astype(np.int16)
+    return a.astype(np.int64) - 128 if a.dtype == np.uint8 else a.astype(np.int64)
 
 
 def layer_diff(tensor: str, layer: str, ours: np.ndarray, theirs: np.ndarray, steps: int = 1,
-               rtol: float = 1e-4) -> LayerDiff:
-    """One row: int8 (or uint8, shifted) in output steps, float in relative error."""
-    kind = "float" if ours.dtype.kind == "f" else "int8"
+               rtol: float = 1e-4, step: float | None = None) -> LayerDiff:
+    """One row: int8 (or uint8, shifted) in output steps, float in relative error, or a float
+    tensor dequantized from int8 in steps of `step` (its scale)."""
+    kind = "float" if ours.dtype.kind == "f" and step is None else "int8"
+    if step is not None and theirs.size == ours.size:
+        ours = np.rint(ours.astype(np.float64) / step).astype(np.int64)
+        theirs = np.rint(np.asarray(theirs, np.float64) / step).astype(np.int64)
     if theirs.size != ours.size:
         return LayerDiff(tensor, layer, tuple(ours.shape), kind, float("nan"), ours.size, ours.size, True,
                          f"shape {list(theirs.shape)}")
@@ -197,6 +201,23 @@ def _layer_name(tensor: str, producers: Mapping[str, Any]) -> str:
         if before.op_type != "DequantizeLinear":
             n = before
     return f"{n.op_type} {n.name or n.output[0]!r}"
+
+
+def _dequantize_step(tensor: str, producers: Mapping[str, Any], graph: Any) -> float | None:
+    """The scale of the DequantizeLinear (constant, per tensor) that produces `tensor`, if any."""
+    from onnx import numpy_helper
+    n = producers.get(tensor)
+    if n is None or n.op_type != "DequantizeLinear" or len(n.input) < 2:
+        return None
+    init = next((t for t in graph.initializer if t.name == n.input[1]), None)
+    if init is None:
+        c = producers.get(n.input[1])
+        init = next((a.t for a in c.attribute if a.name == "value"), None) if c is not None \
+            and c.op_type == "Constant" else None
+    if init is None:
+        return None
+    s = numpy_helper.to_array(init)
+    return float(s.reshape(-1)[0]) if s.size == 1 and float(s.reshape(-1)[0]) > 0 else None
 
 
 def _onnx_dtypes(proto: Any) -> dict[str, int]:
@@ -306,7 +327,8 @@ def compare_onnx(proto: Any, model: Model, links: Mapping[str, Any], inputs: Map
     for name, ours in chosen:
         if name not in theirs_all:
             continue
-        row = layer_diff(name, _layer_name(name, producers), ours, np.asarray(theirs_all[name]), steps, rtol)
+        row = layer_diff(name, _layer_name(name, producers), ours, np.asarray(theirs_all[name]), steps, rtol,
+                         _dequantize_step(name, producers, g))
         alone = local.get(links[name].var)
         if alone is not None and not row.note:
             perm = links[name].perm
@@ -322,7 +344,8 @@ def compare_onnx(proto: Any, model: Model, links: Mapping[str, Any], inputs: Map
             ours = by_name.get(v.name)
             if ours is None:
                 ours = ours_by_key[runner.keys[id(v)]]
-            report.outputs.append(layer_diff(v.name, "output", ours, np.asarray(final[v.name]), steps, rtol))
+            report.outputs.append(layer_diff(v.name, "output", ours, np.asarray(final[v.name]), steps, rtol,
+                                             _dequantize_step(v.name, producers, g)))
     return report
 
 
