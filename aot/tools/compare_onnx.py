@@ -281,7 +281,12 @@ def compare_onnx(proto: Any, model: Model, links: Mapping[str, Any], inputs: Map
         for i in n.input:
             consumers.setdefault(i, []).append(n.op_type)
     outputs = {o.name for o in g.output}
+    # a tensor fused into a later one (a Conv's output before its Relu) links to the fused op's
+    # value: only the last tensor of the graph order holding an IR value is compared
+    holder = {links[n].var: n for n in dict.fromkeys(order) if n in links and not links[n].dequantized}
     for name in dict.fromkeys(order):
+        if name in links and holder.get(links[name].var) != name and name not in outputs:
+            continue
         p = producers.get(name)
         if name not in outputs and p is not None and (
                 p.op_type == "DequantizeLinear" or set(consumers.get(name, ["-"])) == {"QuantizeLinear"}):
