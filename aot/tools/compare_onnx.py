@@ -297,12 +297,9 @@ def compare_onnx(proto: Any, model: Model, links: Mapping[str, Any], inputs: Map
         ours = ours_by_key[runner.keys[id(var_of[link.var])]]
         ours = np.transpose(ours, np.argsort(link.perm)) if ours.ndim == len(link.perm) and ours.ndim > 1 else ours
         theirs_type = dtypes.get(name)
-        ours_int8 = ours.dtype == np.int8
-        if theirs_type is not None and (theirs_type in int_types) != ours_int8:
+        if theirs_type is not None and (theirs_type in int_types) != (ours.dtype == np.int8):
             continue  # computed by a fused int8 op of ours (a float tensor of theirs)
-        if theirs_type is None and ours_int8:
-            continue
-        chosen.append((name, ours))
+        chosen.append((name, ours))  # (a contrib op's output, of no inferred type: checked below)
 
     given = _session(proto.SerializeToString(), optimization)
     in_names = [i.name for i in given.get_inputs()]
@@ -323,6 +320,8 @@ def compare_onnx(proto: Any, model: Model, links: Mapping[str, Any], inputs: Map
     exposed = [o.name for o in sess.get_outputs()]
     theirs_all = dict(zip(exposed, sess.run(None, ort_feeds)))
     theirs_all.update({n: np.asarray(feeds[n]) for n in in_names if n in feeds})
+    chosen = [(n, a) for n, a in chosen if n in theirs_all and
+              (np.asarray(theirs_all[n]).dtype.kind == "f") == (a.dtype.kind == "f")]
 
     local = _local_outputs(model, args, {links[n].var: (links[n].perm, np.asarray(theirs_all[n]))
                                          for n, _ in reversed(chosen) if n in theirs_all})
@@ -332,13 +331,13 @@ def compare_onnx(proto: Any, model: Model, links: Mapping[str, Any], inputs: Map
     for name, ours in chosen:
         if name not in theirs_all:
             continue
-        row = layer_diff(name, _layer_name(name, producers), ours, np.asarray(theirs_all[name]), steps, rtol,
-                         _dequantize_step(name, producers, g))
+        step = _dequantize_step(name, producers, g)
+        row = layer_diff(name, _layer_name(name, producers), ours, np.asarray(theirs_all[name]), steps, rtol, step)
         alone = local.get(links[name].var)
         if alone is not None and not row.note:
             perm = links[name].perm
             alone = np.transpose(alone, np.argsort(perm)) if alone.ndim == len(perm) and alone.ndim > 1 else alone
-            solo = layer_diff(name, "", alone, np.asarray(theirs_all[name]), steps, rtol)
+            solo = layer_diff(name, "", alone, np.asarray(theirs_all[name]), steps, rtol, step)
             row = replace(row, local=solo.max_diff, departs_alone=solo.departs)
         else:
             row = replace(row, departs_alone=row.departs)

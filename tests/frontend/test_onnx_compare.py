@@ -46,10 +46,11 @@ def test_float_unet_matches_onnxruntime_layer_by_layer(ctm: str, nearest_mode: s
     assert r.outputs and all(o.max_diff <= 1e-5 for o in r.outputs), r
 
 
-@pytest.mark.parametrize("per_channel", [True, False], ids=["per_channel", "per_tensor"])
-@pytest.mark.parametrize("ctm,nearest_mode", RESIZE_MODES[:2])
-def test_qdq_unet_every_op_within_one_step(ctm: str, nearest_mode: str, per_channel: bool) -> None:
-    qm = quantize_qdq(unet(ctm, nearest_mode), per_channel)
+@pytest.mark.parametrize("ctm,nearest_mode,per_channel,activations", [
+    (*RESIZE_MODES[0], True, "QInt8"), (*RESIZE_MODES[0], False, "QInt8"), (*RESIZE_MODES[1], True, "QInt8"),
+    (*RESIZE_MODES[1], False, "QUInt8")])
+def test_qdq_unet_every_op_within_one_step(ctm: str, nearest_mode: str, per_channel: bool, activations: str) -> None:
+    qm = quantize_qdq(unet(ctm, nearest_mode), per_channel, activations)
     r = _compare(qm)
     assert {"Conv", "MaxPool", "Resize", "Concat", "Softmax"} <= _layers(r), r
     int8 = [row for row in r.rows if row.kind == "int8"]
