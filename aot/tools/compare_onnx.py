@@ -49,6 +49,7 @@ class LayerDiff:
     note: str = ""       # a shape mismatch
     local: float | None = None    # the op alone: our numpy oracle fed onnxruntime's inputs, same unit
     departs_alone: bool = False   # local is over the tolerance (the op itself departs)
+    local_n_diff: int = 0         # elements that differ at all, the op alone
 
     def describe(self) -> str:
         if self.note:
@@ -338,7 +339,7 @@ def compare_onnx(proto: Any, model: Model, links: Mapping[str, Any], inputs: Map
             perm = links[name].perm
             alone = np.transpose(alone, np.argsort(perm)) if alone.ndim == len(perm) and alone.ndim > 1 else alone
             solo = layer_diff(name, "", alone, np.asarray(theirs_all[name]), steps, rtol, step)
-            row = replace(row, local=solo.max_diff, departs_alone=solo.departs)
+            row = replace(row, local=solo.max_diff, departs_alone=solo.departs, local_n_diff=solo.n_diff)
         else:
             row = replace(row, departs_alone=row.departs)
         report.rows.append(row)

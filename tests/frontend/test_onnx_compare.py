@@ -148,3 +148,53 @@ def test_cli_compare_onnx(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "aot", "compare", str(path), "--ort-optimization", "most"],
                          capture_output=True, text=True, cwd=root, timeout=600)
     assert bad.returncode == 2 and "most" in bad.stderr
+
+
+@pytest.mark.parametrize("zp_type", [TensorProto.INT8, TensorProto.UINT8], ids=["int8", "uint8"])
+def test_qdq_softmax_as_onnxruntime_fuses_it(zp_type: int) -> None:
+    """DQ -> Softmax -> Q with the output scale quantize_static writes (float32(1/255)):
+    onnxruntime runs QLinearSoftmax, which multiplies by floor(1 / scale) = 254, so its top codes
+    sit a step below a float softmax's; the import computes the same codes."""
+    s_out = np.float32(1 / 255)
+    assert np.floor(np.float32(1) / s_out) == 254  # the case: the reciprocal floors below 255
+    z_out = np.int8(-128) if zp_type == TensorProto.INT8 else np.uint8(0)
+    z_in = np.int8(0) if zp_type == TensorProto.INT8 else np.uint8(128)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s_in", "z_in"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "s_in", "z_in"], ["xd"]),
+             helper.make_node("Softmax", ["xd"], ["p"], axis=1),
+             helper.make_node("QuantizeLinear", ["p", "s_out", "z_out"], ["pq"]),
+             helper.make_node("DequantizeLinear", ["pq", "s_out", "z_out"], ["y"])]
+    inits = {"s_in": np.float32(0.05), "z_in": z_in, "s_out": s_out, "z_out": z_out}
+    g = helper.make_graph(nodes, "sm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    model, links = load_onnx_traced(m.SerializeToString(), "sm")
+    x = (np.random.default_rng(3).standard_normal((1, 3, 8, 8)) * 2).astype(np.float32)
+    r = compare_onnx(m, model, links, {"x": x})
+    row = next(row for row in r.rows if row.tensor == "pq")
+    assert row.max_diff == 0 and row.local == 0, r
+    assert all(o.max_diff == 0 for o in r.outputs), r
+    # onnxruntime without its QDQ fusions computes a float softmax: one step away on the top codes
+    none = compare_onnx(m, model, links, {"x": x}, optimization="none")
+    assert next(row for row in none.rows if row.tensor == "pq").max_diff == 1, none
+
+
+def test_qlinear_softmax_as_onnxruntime() -> None:
+    """com.microsoft QLinearSoftmax itself (QOperator format), output scale float32(1/255)."""
+    q = helper.make_node("QuantizeLinear", ["x", "s_in", "z_in"], ["xq"])
+    node = helper.make_node("QLinearSoftmax", ["xq", "s_in", "z_in", "s_out", "z_out"], ["yq"],
+                            domain="com.microsoft", axis=1, opset=13)
+    dq = helper.make_node("DequantizeLinear", ["yq", "s_out", "z_out"], ["y"])
+    inits = {"s_in": np.float32(0.05), "z_in": np.int8(0), "s_out": np.float32(1 / 255), "z_out": np.int8(-128)}
+    g = helper.make_graph([q, node, dq], "qsm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)])
+    m.ir_version = 8
+    model, links = load_onnx_traced(m.SerializeToString(), "qsm")
+    x = (np.random.default_rng(4).standard_normal((1, 3, 8, 8)) * 2).astype(np.float32)
+    r = compare_onnx(m, model, links, {"x": x})
+    row = next(row for row in r.rows if row.tensor == "yq")
+    assert row.max_diff == 0 and row.local == 0 and row.n_diff == 0, r

@@ -15,7 +15,7 @@ from aot.frontend.onnx.handlers.activations import unary
 from aot.frontend.onnx.handlers.conv import conv_impl
 from aot.frontend.onnx.handlers.elementwise import binary
 from aot.frontend.onnx.handlers.matmul import gemm_impl, matmul_impl
-from aot.frontend.onnx.handlers.pool import HANDLERS as POOL_HANDLERS
+from aot.frontend.onnx.handlers.pool import HANDLERS as POOL_HANDLERS, softmax_codes
 from aot.frontend.onnx.handlers.quantize import dequantize_linear, qparams
 from aot.frontend.onnx.handlers.shape import HANDLERS as SHAPE_HANDLERS
 from aot.frontend.onnx.values import Node, Val, unsupported
@@ -153,6 +153,9 @@ def _qlinear_softmax(im: Importer, n: Node) -> list[Val | None]:
         y = _as_float_op(im, n, "Softmax", [x], n.inputs[:1], attrs)
     finally:
         im.opset = saved
+    if y.dtype == "float32" and y.deq is None and y.ir is not None:
+        codes = softmax_codes(im, im.rt(y, node_hint(n)), quant, node_hint(n))  # type: ignore[arg-type]
+        return [im.runtime_val(codes, y.shape, y.perm)]
     return [finish_qlinear(im, n, y, quant)]
 
 
