@@ -57,6 +57,9 @@ def test_qdq_unet_every_op_within_one_step(ctm: str, nearest_mode: str, per_chan
     assert len(int8) >= 15 and all(row.local is not None for row in int8), r
     assert r.max_local_steps <= 1, r
     assert r.agrees, r
+    # the MAC ops round once and the softmax quantizes as onnxruntime's QLinearSoftmax: nothing
+    # piles up along the 8 convolutions (TFLite Micro's two roundings gave 4 to 6 steps here)
+    assert r.max_steps <= 1, r
     # exposing the int8 tensors leaves onnxruntime's own computation (its QDQ fusions) as it was
     assert not r.outputs_moved, r
 
