@@ -58,7 +58,7 @@ def test_qdq_unet_every_op_within_one_step(ctm: str, nearest_mode: str, per_chan
     assert r.max_local_steps <= 1, r
     assert r.agrees, r
     # the MAC ops round once and the softmax quantizes as onnxruntime's QLinearSoftmax: nothing
-    # piles up along the 8 convolutions (TFLite Micro's two roundings gave 4 to 6 steps here)
+    # piles up along the 8 convolutions (TFLite Micro's two roundings: 4 steps on this input)
     assert r.max_steps <= 1, r
     # exposing the int8 tensors leaves onnxruntime's own computation (its QDQ fusions) as it was
     assert not r.outputs_moved, r
