@@ -35,7 +35,10 @@ add, sub, mul, avg pool, mean, softmax, concat, relu/relu6/sigmoid/tanh/leaky_re
 hard_swish) when TFLite Micro's kernel accepts the parameters; data movement (Reshape,
 Flatten, Transpose, Squeeze, Unsqueeze, Slice, Split, Gather, Pad, MaxPool, nearest
 Resize, Concat of equal parameters) runs on the int8 tensor itself. Anything else stays
-DQ -> float op -> Q. uint8 quantized tensors inside the graph become int8 with zero point
+DQ -> float op -> Q. Where onnxruntime's arithmetic differs from TFLite Micro's, the import
+follows onnxruntime: the multiply-accumulate ops requantize with one rounding (their
+`rounding="single"` attribute), a requantization between scales is a table of DQ -> Q (round
+half to even), and a quantized Softmax gives QLinearSoftmax's codes (`softmax_codes`). uint8 quantized tensors inside the graph become int8 with zero point
 - 128 (exact); quantized uint8 model inputs and outputs are refused. QLinearConv,
 QLinearMatMul and onnxruntime's QOperator contrib ops (com.microsoft QLinearAdd,
 QLinearMul, QLinearGlobalAveragePool, QGemm) map onto the same int8 ops.
@@ -56,6 +59,10 @@ constants is folded at import.
 Errors: a file that does not parse or is structurally broken raises one-line
 ModelFormatError; unsupported ops (or unsupported options of supported ops, dtypes) are
 collected over the whole graph and raised as one UnsupportedError naming each node.
+
+`load_onnx_traced` also returns, per ONNX tensor, the IR value that holds it (`TensorLink`),
+which `aot compare MODEL.onnx` (aot.tools.compare_onnx) uses to set our tensors beside
+onnxruntime's.
 
 Modules: `values` (Val, Node), `parse` (the protobuf), `importer` (the state and the API
 the handlers build on: emission, layouts, QDQ views, fused chains), `walk` (the graph
