@@ -253,14 +253,82 @@ def _session(proto_bytes: bytes, optimization: str) -> Any:
 
 
 # ====================================================================== comparison
+def _chosen(proto: Any, links: Mapping[str, Any], ours_of: Any, dtypes: Mapping[str, int]
+            ) -> list[tuple[str, np.ndarray]]:
+    """The ONNX tensors to compare, in graph order, with our value of each in ONNX's layout
+    (`ours_of(IR value name)` -> our array, or None for a value we do not have)."""
+    from onnx import TensorProto
+    g = proto.graph
+    producers = _producers(g)
+    order = list(dict.fromkeys([vi.name for vi in g.input] + [o for n in g.node for o in n.output if o]))
+    consumers: dict[str, set[str]] = {}
+    for n in g.node:
+        for i in n.input:
+            consumers.setdefault(i, set()).add(n.op_type)
+    outputs = {o.name for o in g.output}
+    # a tensor fused into a later one (a Conv's output before its Relu) links to the fused op's
+    # value: only the last tensor of the graph order holding an IR value is compared
+    holder = {links[n].var: n for n in order if n in links and not links[n].dequantized}
+    int_types = {TensorProto.INT8, TensorProto.UINT8}
+    chosen: list[tuple[str, np.ndarray]] = []
+    for name in order:
+        link, p = links.get(name), producers.get(name)
+        if link is None or link.dequantized or (holder.get(link.var) != name and name not in outputs):
+            continue
+        if name not in outputs and p is not None and (
+                p.op_type == "DequantizeLinear" or consumers.get(name) == {"QuantizeLinear"}):
+            continue  # exposing it would stop onnxruntime fusing DQ -> op -> Q (its Q output is compared)
+        ours = ours_of(link.var)
+        if ours is None:
+            continue
+        if ours.ndim == len(link.perm) and ours.ndim > 1:
+            ours = np.transpose(ours, np.argsort(link.perm))
+        theirs_type = dtypes.get(name)
+        if theirs_type is not None and (theirs_type in int_types) != (ours.dtype == np.int8):
+            continue  # computed by a fused int8 op of ours (a float tensor of theirs)
+        chosen.append((name, ours))  # (a contrib op's output, of no inferred type: checked after the run)
+    return chosen
+
+
+def _ort_inputs(session: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Our inputs in the element types the model declares (float16 inputs are computed in float32 here)."""
+    out = {}
+    for i in session.get_inputs():
+        if i.name in feeds:
+            a = np.asarray(feeds[i.name])
+            out[i.name] = a.astype(np.float16) if i.type == "tensor(float16)" else a
+    return out
+
+
+def _run_exposed(proto: Any, names: Sequence[str], dtypes: Mapping[str, int], optimization: str,
+                 feeds: Mapping[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """onnxruntime's outputs of the model as given, and its values of `names` (a copy of the
+    model with them as extra graph outputs; the inputs included)."""
+    import onnx
+    from onnx import helper
+    given = _session(proto.SerializeToString(), optimization)
+    ort_feeds = _ort_inputs(given, feeds)
+    final = dict(zip([o.name for o in given.get_outputs()], given.run(None, ort_feeds)))
+    probe = onnx.ModelProto()
+    probe.CopyFrom(proto)
+    have = {o.name for o in probe.graph.output} | set(ort_feeds)
+    for name in names:
+        if name not in have:
+            elem = dtypes.get(name)
+            probe.graph.output.append(helper.make_tensor_value_info(name, elem, None) if elem
+                                      else helper.make_empty_tensor_value_info(name))
+    sess = _session(probe.SerializeToString(), optimization)
+    theirs = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, ort_feeds)))
+    theirs.update(ort_feeds)
+    return final, theirs
+
+
 def compare_onnx(proto: Any, model: Model, links: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
                  backend: str = "c", optimization: str = "all", steps: int = 1, rtol: float = 1e-4,
                  **build_options: Any) -> CompareOnnxReport:
     """Compare our build of `model` (imported from the ONNX ModelProto `proto`, with the
     frontend's tensor `links`) with onnxruntime on `inputs`, tensor by tensor. Any change made
     to `model` after import (a test breaking one layer on purpose) shows in the report."""
-    import onnx
-    from onnx import TensorProto, helper
     from aot.ir.evaluate import check_inputs
     from aot.tools.compare import IntermediateRunner
     if optimization not in OPTIMIZATION:
@@ -271,74 +339,27 @@ def compare_onnx(proto: Any, model: Model, links: Mapping[str, Any], inputs: Map
     ours_by_key = runner(feeds)
     var_of: dict[str, Var] = {v.name: v for v in list(model.inputs) + list(runner.probe.outputs)}
 
+    def ours_of(var: str) -> np.ndarray | None:
+        return ours_by_key[runner.keys[id(var_of[var])]] if var in var_of else None
+
     g = proto.graph
     producers = _producers(g)
     dtypes = _onnx_dtypes(proto)
-    order = [vi.name for vi in g.input] + [o for n in g.node for o in n.output if o]
-    int_types = {TensorProto.INT8, TensorProto.UINT8}
-    chosen: list[tuple[str, np.ndarray]] = []
-    consumers: dict[str, list[str]] = {}
-    for n in g.node:
-        for i in n.input:
-            consumers.setdefault(i, []).append(n.op_type)
-    outputs = {o.name for o in g.output}
-    # a tensor fused into a later one (a Conv's output before its Relu) links to the fused op's
-    # value: only the last tensor of the graph order holding an IR value is compared
-    holder = {links[n].var: n for n in dict.fromkeys(order) if n in links and not links[n].dequantized}
-    for name in dict.fromkeys(order):
-        if name in links and holder.get(links[name].var) != name and name not in outputs:
-            continue
-        p = producers.get(name)
-        if name not in outputs and p is not None and (
-                p.op_type == "DequantizeLinear" or set(consumers.get(name, ["-"])) == {"QuantizeLinear"}):
-            continue  # exposing it would stop onnxruntime fusing DQ -> op -> Q (its Q output is compared)
-        link = links.get(name)
-        if link is None or link.dequantized or link.var not in var_of:
-            continue
-        ours = ours_by_key[runner.keys[id(var_of[link.var])]]
-        ours = np.transpose(ours, np.argsort(link.perm)) if ours.ndim == len(link.perm) and ours.ndim > 1 else ours
-        theirs_type = dtypes.get(name)
-        if theirs_type is not None and (theirs_type in int_types) != (ours.dtype == np.int8):
-            continue  # computed by a fused int8 op of ours (a float tensor of theirs)
-        chosen.append((name, ours))  # (a contrib op's output, of no inferred type: checked below)
+    chosen = _chosen(proto, links, ours_of, dtypes)
+    final, theirs = _run_exposed(proto, [n for n, _ in chosen], dtypes, optimization, feeds)
+    chosen = [(n, a) for n, a in chosen if n in theirs and (theirs[n].dtype.kind == "f") == (a.dtype.kind == "f")]
+    local = _local_outputs(model, args, {links[n].var: (links[n].perm, theirs[n]) for n, _ in reversed(chosen)})
 
-    given = _session(proto.SerializeToString(), optimization)
-    in_names = [i.name for i in given.get_inputs()]
-    ort_feeds = {n: feeds[n] for n in in_names if n in feeds}
-    out_names = [o.name for o in g.output]
-    final = dict(zip(out_names, given.run(None, ort_feeds)))
-
-    probe = onnx.ModelProto()
-    probe.CopyFrom(proto)
-    have = {o.name for o in probe.graph.output}
-    for name, ours in chosen:
-        if name in have or name in in_names:
-            continue
-        elem = dtypes.get(name)
-        probe.graph.output.append(helper.make_tensor_value_info(name, elem, None) if elem
-                                  else helper.make_empty_tensor_value_info(name))
-    sess = _session(probe.SerializeToString(), optimization)
-    exposed = [o.name for o in sess.get_outputs()]
-    theirs_all = dict(zip(exposed, sess.run(None, ort_feeds)))
-    theirs_all.update({n: np.asarray(feeds[n]) for n in in_names if n in feeds})
-    chosen = [(n, a) for n, a in chosen if n in theirs_all and
-              (np.asarray(theirs_all[n]).dtype.kind == "f") == (a.dtype.kind == "f")]
-
-    local = _local_outputs(model, args, {links[n].var: (links[n].perm, np.asarray(theirs_all[n]))
-                                         for n, _ in reversed(chosen) if n in theirs_all})
     report = CompareOnnxReport(getattr(model, "name", "model"), backend, optimization, steps, rtol)
-    report.outputs_moved = any(not np.array_equal(np.asarray(final[n]), np.asarray(theirs_all[n]), equal_nan=True)
-                               for n in out_names if n in theirs_all)
+    report.outputs_moved = any(not np.array_equal(final[n], theirs[n], equal_nan=True) for n in final if n in theirs)
     for name, ours in chosen:
-        if name not in theirs_all:
-            continue
         step = _dequantize_step(name, producers, g)
-        row = layer_diff(name, _layer_name(name, producers), ours, np.asarray(theirs_all[name]), steps, rtol, step)
+        row = layer_diff(name, _layer_name(name, producers), ours, theirs[name], steps, rtol, step)
         alone = local.get(links[name].var)
         if alone is not None and not row.note:
             perm = links[name].perm
             alone = np.transpose(alone, np.argsort(perm)) if alone.ndim == len(perm) and alone.ndim > 1 else alone
-            solo = layer_diff(name, "", alone, np.asarray(theirs_all[name]), steps, rtol, step)
+            solo = layer_diff(name, "", alone, theirs[name], steps, rtol, step)
             row = replace(row, local=solo.max_diff, departs_alone=solo.departs, local_n_diff=solo.n_diff)
         else:
             row = replace(row, departs_alone=row.departs)
