@@ -405,12 +405,40 @@ def _mean_params(x: TensorType, out: TensorType) -> P.MeanParams:
 
 
 def mean_reference(x: np.ndarray, t: TensorType, attrs: Attrs, out: TensorType) -> np.ndarray:
-    return R.mean(x, attrs["axes"], _mean_params(t, out), attrs.get("keep_dims", False)).reshape(out.shape)
+    p = _mean_params(t, out)
+    rounding = attrs.get("rounding", "double")
+    if rounding == "double":
+        return R.mean(x, attrs["axes"], p, attrs.get("keep_dims", False)).reshape(out.shape)
+    axes = tuple(sorted({a % x.ndim for a in attrs["axes"]}))
+    count = int(np.prod([x.shape[a] for a in axes]))
+    m, s = mean_multiplier(p, count, t, out, rounding)
+    total = R.fp.wrap32(np.sum(x.astype(np.int64), axis=axes, keepdims=True) - p.input_zp * count)
+    v = R.fp.multiply_by_quantized_multiplier(total, m, s) + p.output_zp
+    return np.clip(v, -128, 127).astype(np.int8).reshape(out.shape)
 
 
-def mean_finish(acc: K.Expr, count: int, x: TensorType, out: TensorType) -> K.Expr:
-    p = _mean_params(x, out)
+def mean_multiplier(p: P.MeanParams, count: int, x: TensorType, out: TensorType, rounding: str = "double"
+                    ) -> tuple[int, int]:
+    """TFLM's multiplier and shift of a mean over `count` elements (1/count folded in by
+    QuantizedMeanOrSum, then two roundings); `rounding="single"` (the ONNX frontend's) writes a
+    right-shifting one unnormalised, round(s_in / (s_out * count) * 2^31) with shift 0, so the
+    mean rounds once, as onnxruntime's QLinearGlobalAveragePool and ReduceMean (the sum times
+    the float scale)."""
+    if rounding not in ("double", "single"):
+        raise UnsupportedError(f"mean rounding {rounding!r} (double or single)")
     m, s = P.mean_rescale(p, count)
+    if rounding == "single" and s < 0:
+        xs, _ = _s(x, "mean input")
+        os_, _ = _s(out, "mean output")
+        one = int(R.fp.round_half_away(float(np.float32(xs)) / float(np.float32(os_)) / count * float(1 << 31)))
+        if SINGLE_MIN_MULTIPLIER <= one < (1 << 31):
+            return one, 0
+    return m, s
+
+
+def mean_finish(acc: K.Expr, count: int, x: TensorType, out: TensorType, rounding: str = "double") -> K.Expr:
+    p = _mean_params(x, out)
+    m, s = mean_multiplier(p, count, x, out, rounding)
     v = intrinsic("requantize", acc - p.input_zp * count, m, s) + p.output_zp
     return _clamp(v, -128, 127)
 

@@ -61,3 +61,41 @@ def test_tiny_multipliers_keep_tflite_form_and_other_fields_agree() -> None:
 def test_unknown_rounding_is_refused() -> None:
     with pytest.raises(UnsupportedError, match="rounding"):
         mac_params("conv2d", *_types(), "none", "nearest")
+
+
+def test_global_average_pool_rounds_once_as_onnxruntime() -> None:
+    """DQ -> GlobalAveragePool -> Q over 4x4 with s_in / s_out = 3.25: TFLite Micro's mean folds
+    1/16 into its multiplier and shifts right by only 2, so its two roundings are up to 1/8 step
+    apart from one; the import rounds once and gives onnxruntime's codes."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    from aot.frontend.onnx import load_onnx_traced
+    from aot.ops import REGISTRY
+    from aot.tools.compare_onnx import compare_onnx
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s_in", "z"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "s_in", "z"], ["xd"]),
+             helper.make_node("GlobalAveragePool", ["xd"], ["g"]),
+             helper.make_node("QuantizeLinear", ["g", "s_out", "z"], ["gq"]),
+             helper.make_node("DequantizeLinear", ["gq", "s_out", "z"], ["y"])]
+    inits = {"s_in": np.float32(0.065), "s_out": np.float32(0.02), "z": np.int8(3)}
+    g = helper.make_graph(nodes, "gap", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 4, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 1, 1])],
+                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    model, links = load_onnx_traced(m.SerializeToString(), "gap")
+    mean = next(c for c in model.main.body if c.op_name == "mean")
+    assert mean.out.type.dtype == "int8" and mean.attrs["rounding"] == "single"
+    x = (np.random.default_rng(9).standard_normal((1, 64, 4, 4)) * 0.5).astype(np.float32)
+    r = compare_onnx(m, model, links, {"x": x})
+    row = next(row for row in r.rows if row.tensor == "gq")
+    assert row.max_diff == 0 and row.local == 0, r
+    # TFLite Micro's mean on the same int8 input is a step off on some channels
+    xq = next(c for c in model.main.body if c.out is mean.args[0])
+    args = [REGISTRY.get(xq.op_name).reference([x], [xq.args[0].type], xq.attrs, xq.out.type)]
+    attrs = {k: v for k, v in mean.attrs.items() if k != "rounding"}
+    tflm = REGISTRY.get("mean").reference(args, [mean.args[0].type], attrs, mean.out.type)
+    single = REGISTRY.get("mean").reference(args, [mean.args[0].type], mean.attrs, mean.out.type)
+    assert 0 < np.count_nonzero(tflm != single) and np.max(np.abs(tflm.astype(int) - single)) == 1

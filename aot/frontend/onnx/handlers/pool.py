@@ -9,7 +9,7 @@ import numpy as np
 from aot.errors import ShapeError
 from aot.ir import Quant, Var
 from aot.frontend.onnx.importer import Handler, Importer
-from aot.frontend.onnx.handlers.common import bn_affine, const_ints, is_qview, lift, node_hint, norm_axes
+from aot.frontend.onnx.handlers.common import ROUNDING, bn_affine, const_ints, is_qview, lift, node_hint, norm_axes
 from aot.frontend.onnx.handlers.elementwise import binary
 from aot.frontend.onnx.values import NHWC, Node, Val, unsupported
 
@@ -137,7 +137,8 @@ def reduce_val(im: Importer, x: Val, axes: Sequence[int], keep: bool, kind: str,
     if kind == "mean":
         q = im.qview(x) if out_quant is not None else None
         if q is not None and im.int8_ok("mean", [q.ir.type], out_quant, {}):  # type: ignore[union-attr]
-            y = im.emit("mean", [im.rt(q, h)], h, axes=tuple(pa), keep_dims=keep, out_quant=out_quant)
+            y = im.emit("mean", [im.rt(q, h)], h, axes=tuple(pa), keep_dims=keep, out_quant=out_quant,
+                        rounding=ROUNDING)
         else:
             y = im.emit("mean", [im.f32(x, x.perm, h)], h, axes=tuple(pa), keep_dims=keep)
     else:
