@@ -37,8 +37,9 @@ Flatten, Transpose, Squeeze, Unsqueeze, Slice, Split, Gather, Pad, MaxPool, near
 Resize, Concat of equal parameters) runs on the int8 tensor itself. Anything else stays
 DQ -> float op -> Q. Where onnxruntime's arithmetic differs from TFLite Micro's, the import
 follows onnxruntime: the multiply-accumulate ops requantize with one rounding (their
-`rounding="single"` attribute), a requantization between scales is a table of DQ -> Q (round
-half to even), and a quantized Softmax gives QLinearSoftmax's codes (`softmax_codes`). uint8 quantized tensors inside the graph become int8 with zero point
+`rounding="single"` attribute; the int8 mean too), a requantization between scales is a table
+of DQ -> Q (round half to even), and a quantized Softmax gives QLinearSoftmax's codes
+(`softmax_codes`). uint8 quantized tensors inside the graph become int8 with zero point
 - 128 (exact); quantized uint8 model inputs and outputs are refused. QLinearConv,
 QLinearMatMul and onnxruntime's QOperator contrib ops (com.microsoft QLinearAdd,
 QLinearMul, QLinearGlobalAveragePool, QGemm) map onto the same int8 ops.
