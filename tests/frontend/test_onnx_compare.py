@@ -201,3 +201,17 @@ def test_qlinear_softmax_as_onnxruntime() -> None:
     r = compare_onnx(m, model, links, {"x": x})
     row = next(row for row in r.rows if row.tensor == "yq")
     assert row.max_diff == 0 and row.local == 0 and row.n_diff == 0, r
+
+
+def test_compare_errors_are_one_line(tmp_path: Path) -> None:
+    from aot.errors import Error
+    m = unet()
+    path = tmp_path / "unet.onnx"
+    onnx.save(m, path)
+    with pytest.raises(Error, match="takes 1 inputs, 2 given"):
+        compare_with_onnxruntime(path, [X, X])
+    model, links = load_onnx_traced(m.SerializeToString(), "unet")
+    with pytest.raises(Error, match="optimization must be one of"):
+        compare_onnx(m, model, links, {"x": X}, optimization="most")
+    with pytest.raises(Error, match="cannot read"):
+        compare_with_onnxruntime(tmp_path / "missing.onnx")
