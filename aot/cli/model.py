@@ -106,9 +106,17 @@ def cmd_plan(a: argparse.Namespace) -> int:
 
 
 def cmd_compare(a: argparse.Namespace) -> int:
-    from aot.tools.compare import compare_with_tflm
     model = load_model(a.model, getattr(a, "input_shape", None))
     inputs = read_inputs(model, a.input, a.seed)
+    if a.model.lower().endswith(".onnx"):
+        from aot.cli.common import parse_input_shapes
+        from aot.tools.compare_onnx import compare_with_onnxruntime
+        onnx_report = compare_with_onnxruntime(a.model, inputs, backend=target_backend(a.target),
+                                               optimization=a.ort_optimization,
+                                               input_shapes=parse_input_shapes(a.input_shape or []) or None)
+        print(onnx_report.format_report())
+        return 0 if onnx_report.agrees else 1
+    from aot.tools.compare import compare_with_tflm
     report = compare_with_tflm(a.model, inputs, backend=target_backend(a.target))
     print(report.format_report())
     return 0 if report.equal else 1
@@ -171,11 +179,14 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     add_compile_options(pl)
     pl.set_defaults(fn=cmd_plan)
 
-    cp = sub.add_parser("compare", help="run here and in TensorFlow Lite Micro; print the first tensor that differs")
+    cp = sub.add_parser("compare", help="run here and in TensorFlow Lite Micro (.tflite) or onnxruntime (.onnx); "
+                                        "print the first layer that differs")
     cp.add_argument("model")
     cp.add_argument("--input", action="append", metavar="IN.npy")
     cp.add_argument("--seed", type=int, default=0)
     cp.add_argument("--target", choices=["host", "llvm"], default="host")
+    cp.add_argument("--ort-optimization", choices=["all", "extended", "basic", "none"], default="all",
+                    help="onnxruntime's graph optimization level for an .onnx model (default all, as a session has)")
     add_input_shape_option(cp)
     cp.set_defaults(fn=cmd_compare)
 

@@ -107,7 +107,8 @@ def mac_arith(ctx: EmitCtx, kind: str, x: TensorType, w: TensorType, out: Tensor
         q = mac16_params(kind, x, w, out, act, None if bias is None else bias.type)
         return MacArith("i64", 0, bias, act, None, None, 0, q.act_min, q.act_max, q.filter_offset,
                         tuple(q.multipliers), tuple(q.shifts), ctx, wrap32=q.accumulator == "int32")
-    p = tconv8_params(kind, x, w, out, act) if kind == "conv_transpose2d" else mac_params(kind, x, w, out, act)
+    p = tconv8_params(kind, x, w, out, act) if kind == "conv_transpose2d" else \
+        mac_params(kind, x, w, out, act, attrs.get("rounding", "double"))
     return MacArith("i32", p.input_offset, bias, act, None, None, p.output_offset, p.act_min, p.act_max,
                     p.filter_offset, tuple(int(v) for v in np.asarray(p.multipliers).reshape(-1)),
                     tuple(int(v) for v in np.asarray(p.shifts).reshape(-1)), ctx)

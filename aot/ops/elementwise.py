@@ -454,7 +454,7 @@ def mean_emit(ctx: EmitCtx, args: Sequence[Accessor], out: OutputWriter, call) -
     elif out.type.dtype == "int16":
         res = Q16.mean_finish(acc, count, x.type, out.type)
     else:
-        res = Q.mean_finish(acc, count, x.type, out.type)
+        res = Q.mean_finish(acc, count, x.type, out.type, call.attrs.get("rounding", "double"))
     body: K.Stmt = K.seq(K.Let(acc, K.Const(0.0, "f32") if floating else K.Const(0)), red, out.store(oidx, res))
     for d in reversed(range(rank)):
         if d not in inner:

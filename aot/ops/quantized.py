@@ -9,6 +9,7 @@ with the reference itself.
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -59,20 +60,54 @@ def _clamp(v: K.Expr, lo: int, hi: int) -> K.Expr:
 
 # ------------------------------------------------------------------ conv / depthwise / fc
 @_prepared
-def mac_params(kind: str, x: TensorType, w: TensorType, out: TensorType, act: str) -> P.RequantParams:
+def mac_params(kind: str, x: TensorType, w: TensorType, out: TensorType, act: str,
+               rounding: str = "double") -> P.RequantParams:
+    """TFLM's parameters; `rounding="single"` (the op's `rounding` attribute, which the ONNX
+    frontend sets) re-expresses the right-shifting channels so the requantization rounds once
+    (`single_rounding`)."""
     xs, xz = _s(x, f"{kind} input")
     os_, oz = _s(out, f"{kind} output")
     wq = _q(w, f"{kind} weights")
     if kind == "conv2d":
-        return P.conv_params(xs, xz, wq.scale, os_, oz, act, num_channels=w.shape[0])
-    if kind == "depthwise_conv2d":
-        return P.depthwise_conv_params(xs, xz, wq.scale, os_, oz, act, num_channels=w.shape[3])
-    return P.fully_connected_params(xs, xz, wq.scale, os_, oz, act, filter_zp=wq.zero_point[0])
+        p = P.conv_params(xs, xz, wq.scale, os_, oz, act, num_channels=w.shape[0])
+    elif kind == "depthwise_conv2d":
+        p = P.depthwise_conv_params(xs, xz, wq.scale, os_, oz, act, num_channels=w.shape[3])
+    else:
+        p = P.fully_connected_params(xs, xz, wq.scale, os_, oz, act, filter_zp=wq.zero_point[0])
+    if rounding not in ("double", "single"):
+        raise UnsupportedError(f"{kind} rounding {rounding!r} (double or single)")
+    return single_rounding(p, xs, wq.scale, os_) if rounding == "single" else p
+
+
+SINGLE_MIN_MULTIPLIER = 1 << 20  # below: fewer than 21 significant bits, TFLM's form is kept
+
+
+def single_rounding(p: P.RequantParams, in_scale: float, filter_scales: Sequence[float],
+                    out_scale: float) -> P.RequantParams:
+    """The same parameters with each right-shifting channel's multiplier written unnormalised,
+    m = round(M * 2^31) with shift 0 (M = s_in * s_w / s_out, in double as TFLM): the
+    MultiplyByQuantizedMultiplier every kernel computes is then the rounding doubling high
+    multiply alone, one rounding (half away from zero) instead of two, what onnxruntime's
+    integer kernels compute (the accumulator times the float scale, rounded once) up to
+    ties and the multiplier's last bit. A channel whose m would keep fewer than 21 significant
+    bits, or that shifts left, keeps TFLM's form."""
+    mult = np.asarray(p.multipliers, dtype=np.int64).reshape(-1).copy()
+    shift = np.asarray(p.shifts, dtype=np.int64).reshape(-1).copy()
+    scales = np.broadcast_to(np.asarray(filter_scales, dtype=np.float32).astype(np.float64), mult.shape)
+    si, so = float(np.float32(in_scale)), float(np.float32(out_scale))
+    for c in range(mult.size):
+        m = int(R.fp.round_half_away(si * float(scales[c]) / so * float(1 << 31)))
+        if shift[c] < 0 and SINGLE_MIN_MULTIPLIER <= m < (1 << 31):
+            mult[c], shift[c] = m, 0
+    frozen = [a.astype(np.int32).reshape(np.shape(p.multipliers)) for a in (mult, shift)]
+    for a in frozen:
+        a.setflags(write=False)
+    return replace(p, multipliers=frozen[0], shifts=frozen[1])
 
 
 def mac_reference(kind: str, xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs,
                   out: TensorType) -> np.ndarray:
-    p = mac_params(kind, ts[0], ts[1], out, attrs.get("activation", "none"))
+    p = mac_params(kind, ts[0], ts[1], out, attrs.get("activation", "none"), attrs.get("rounding", "double"))
     bias = xs[2] if len(xs) > 2 else None
     if kind == "conv2d":
         return R.conv2d(xs[0], xs[1], bias, p, attrs["strides"], attrs.get("dilation", (1, 1)), attrs["padding"])
@@ -370,12 +405,40 @@ def _mean_params(x: TensorType, out: TensorType) -> P.MeanParams:
 
 
 def mean_reference(x: np.ndarray, t: TensorType, attrs: Attrs, out: TensorType) -> np.ndarray:
-    return R.mean(x, attrs["axes"], _mean_params(t, out), attrs.get("keep_dims", False)).reshape(out.shape)
+    p = _mean_params(t, out)
+    rounding = attrs.get("rounding", "double")
+    if rounding == "double":
+        return R.mean(x, attrs["axes"], p, attrs.get("keep_dims", False)).reshape(out.shape)
+    axes = tuple(sorted({a % x.ndim for a in attrs["axes"]}))
+    count = int(np.prod([x.shape[a] for a in axes]))
+    m, s = mean_multiplier(p, count, t, out, rounding)
+    total = R.fp.wrap32(np.sum(x.astype(np.int64), axis=axes, keepdims=True) - p.input_zp * count)
+    v = R.fp.multiply_by_quantized_multiplier(total, m, s) + p.output_zp
+    return np.clip(v, -128, 127).astype(np.int8).reshape(out.shape)
 
 
-def mean_finish(acc: K.Expr, count: int, x: TensorType, out: TensorType) -> K.Expr:
-    p = _mean_params(x, out)
+def mean_multiplier(p: P.MeanParams, count: int, x: TensorType, out: TensorType, rounding: str = "double"
+                    ) -> tuple[int, int]:
+    """TFLM's multiplier and shift of a mean over `count` elements (1/count folded in by
+    QuantizedMeanOrSum, then two roundings); `rounding="single"` (the ONNX frontend's) writes a
+    right-shifting one unnormalised, round(s_in / (s_out * count) * 2^31) with shift 0, so the
+    mean rounds once, as onnxruntime's QLinearGlobalAveragePool and ReduceMean (the sum times
+    the float scale)."""
+    if rounding not in ("double", "single"):
+        raise UnsupportedError(f"mean rounding {rounding!r} (double or single)")
     m, s = P.mean_rescale(p, count)
+    if rounding == "single" and s < 0:
+        xs, _ = _s(x, "mean input")
+        os_, _ = _s(out, "mean output")
+        one = int(R.fp.round_half_away(float(np.float32(xs)) / float(np.float32(os_)) / count * float(1 << 31)))
+        if SINGLE_MIN_MULTIPLIER <= one < (1 << 31):
+            return one, 0
+    return m, s
+
+
+def mean_finish(acc: K.Expr, count: int, x: TensorType, out: TensorType, rounding: str = "double") -> K.Expr:
+    p = _mean_params(x, out)
+    m, s = mean_multiplier(p, count, x, out, rounding)
     v = intrinsic("requantize", acc - p.input_zp * count, m, s) + p.output_zp
     return _clamp(v, -128, 127)
 

@@ -35,7 +35,11 @@ add, sub, mul, avg pool, mean, softmax, concat, relu/relu6/sigmoid/tanh/leaky_re
 hard_swish) when TFLite Micro's kernel accepts the parameters; data movement (Reshape,
 Flatten, Transpose, Squeeze, Unsqueeze, Slice, Split, Gather, Pad, MaxPool, nearest
 Resize, Concat of equal parameters) runs on the int8 tensor itself. Anything else stays
-DQ -> float op -> Q. uint8 quantized tensors inside the graph become int8 with zero point
+DQ -> float op -> Q. Where onnxruntime's arithmetic differs from TFLite Micro's, the import
+follows onnxruntime: the multiply-accumulate ops requantize with one rounding (their
+`rounding="single"` attribute; the int8 mean too), a requantization between scales is a table
+of DQ -> Q (round half to even), and a quantized Softmax gives QLinearSoftmax's codes
+(`softmax_codes`). uint8 quantized tensors inside the graph become int8 with zero point
 - 128 (exact); quantized uint8 model inputs and outputs are refused. QLinearConv,
 QLinearMatMul and onnxruntime's QOperator contrib ops (com.microsoft QLinearAdd,
 QLinearMul, QLinearGlobalAveragePool, QGemm) map onto the same int8 ops.
@@ -57,6 +61,10 @@ Errors: a file that does not parse or is structurally broken raises one-line
 ModelFormatError; unsupported ops (or unsupported options of supported ops, dtypes) are
 collected over the whole graph and raised as one UnsupportedError naming each node.
 
+`load_onnx_traced` also returns, per ONNX tensor, the IR value that holds it (`TensorLink`),
+which `aot compare MODEL.onnx` (aot.tools.compare_onnx) uses to set our tensors beside
+onnxruntime's.
+
 Modules: `values` (Val, Node), `parse` (the protobuf), `importer` (the state and the API
 the handlers build on: emission, layouts, QDQ views, fused chains), `walk` (the graph
 walk: folding, dispatch, outputs), `handlers/` (one module per op family, merged into one
@@ -64,6 +72,7 @@ table).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from aot.errors import Error
@@ -73,7 +82,17 @@ from aot.frontend.onnx.parse import parse
 from aot.frontend.onnx.walk import import_graph
 from aot.ir import Model
 
-__all__ = ["load_onnx"]
+__all__ = ["TensorLink", "load_onnx", "load_onnx_traced"]
+
+
+@dataclass(frozen=True)
+class TensorLink:
+    """Where an ONNX tensor lives in the imported model: the IR value `var` (its name), whose
+    physical axis i holds the tensor's logical axis perm[i]; `dequantized`: the ONNX tensor is
+    the float dequantize of that int8 value (a QDQ view, computed by no op of ours)."""
+    var: str
+    perm: tuple[int, ...]
+    dequantized: bool = False
 
 
 def load_onnx(data: bytes, name: str = "model", layout: str = "onnx", base_dir: str | None = None,
@@ -82,6 +101,15 @@ def load_onnx(data: bytes, name: str = "model", layout: str = "onnx", base_dir: 
     the model file's directory, where external weight files are looked up (and only there).
     `input_shapes`: input name -> full shape, resolving the input's dynamic dimensions (a dynamic
     dimension without one becomes 1; a given shape must agree with the static dimensions)."""
+    return load_onnx_traced(data, name, layout, base_dir, input_shapes)[0]
+
+
+def load_onnx_traced(data: bytes, name: str = "model", layout: str = "onnx", base_dir: str | None = None,
+                     input_shapes: Mapping[str, Sequence[int]] | None = None
+                     ) -> tuple[Model, dict[str, TensorLink]]:
+    """`load_onnx`, and for every ONNX tensor computed at run time (inputs and node outputs, not
+    constants) the IR value that holds it (`TensorLink`); a tensor folded into a fused op (a
+    Conv's float output before its Relu and QuantizeLinear) links to the fused op's result."""
     try:
         import onnx
     except ImportError:  # pragma: no cover
@@ -91,10 +119,22 @@ def load_onnx(data: bytes, name: str = "model", layout: str = "onnx", base_dir: 
     try:
         proto = parse(onnx, data, name)
         im = Importer(onnx, proto, name, layout, base_dir, dict(input_shapes or {}))
-        return import_graph(im, HANDLERS)
+        model = import_graph(im, HANDLERS)
     except Error as e:  # names from the file may hold control characters: keep messages one line
         msg = str(e)
         clean = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in msg)
         if clean != msg:
             raise type(e)(clean) from None
         raise
+    return model, _links(im)
+
+
+def _links(im: Importer) -> dict[str, TensorLink]:
+    from aot.ir import Var
+    links: dict[str, TensorLink] = {}
+    for tensor, v in im.vals.items():
+        if isinstance(v.ir, Var):
+            links[tensor] = TensorLink(v.ir.name, tuple(v.perm))
+        elif v.ir is None and v.deq is not None and isinstance(v.deq.ir, Var):
+            links[tensor] = TensorLink(v.deq.ir.name, tuple(v.deq.perm), dequantized=True)
+    return links

@@ -286,10 +286,14 @@ class Importer:
         return True
 
     def requant(self, ir: Var, quant: Quant, hint: str) -> Var:
+        """An int8 tensor in another quantization, as DequantizeLinear -> QuantizeLinear compute it
+        (a 256-entry table, `requant_table`; TFLite's requantize rounds twice and half away)."""
         t = ir.type
         if t.quant == quant:
             return ir
-        return self.emit("quantize", [ir], hint + "_rq", out_quant=quant, dtype="int8")
+        if t.dtype != "int8" or t.quant is None or len(t.quant.scale) != 1 or len(quant.scale) != 1:
+            return self.emit("quantize", [ir], hint + "_rq", out_quant=quant, dtype="int8")
+        return self.emit("lut", [ir], hint + "_rq", out_quant=quant, table=requant_table(t.quant, quant))
 
     # ------------------------------------------------------------------ chains (Conv -> BN -> Relu -> Q)
     def single_consumer(self, tensor: str) -> Node | None:
@@ -379,6 +383,16 @@ class Importer:
             b.append(small if auto == "SAME_UPPER" else big)
             e.append(big if auto == "SAME_UPPER" else small)
         return b, e
+
+
+def requant_table(src: Quant, dst: Quant) -> tuple[int, ...]:
+    """Q(DQ(x)) for every int8 x as onnxruntime computes it: dequantize in float32, divide by the
+    new scale, round half to even, add the zero point, saturate (uint8 tensors are stored as int8
+    with zero point - 128, which gives the same codes shifted)."""
+    codes = np.arange(-128, 128, dtype=np.int32)
+    f = (codes - np.int32(src.zero_point[0])).astype(np.float32) * np.float32(src.scale[0])
+    q = np.rint(f / np.float32(dst.scale[0])).astype(np.float64) + dst.zero_point[0]
+    return tuple(int(v) for v in np.clip(q, -128, 127))
 
 
 # An op handler: the importer and the node (inputs resolved in node.ins) -> the Vals of the

@@ -10,6 +10,12 @@ from aot.frontend.onnx.importer import Importer
 from aot.frontend.onnx.values import Node, Val, unsupported
 
 
+# the int8 multiply-accumulate ops' requantization: rounded once, as onnxruntime's QLinearConv,
+# QLinearMatMul and QGemm (and its float path DQ -> Conv -> Q) compute it; TFLite Micro rounds twice
+# (aot.ops.quantized.single_rounding)
+ROUNDING = "single"
+
+
 def const_ints(v: Val | None, what: str) -> list[int] | None:
     if v is None:
         return None

@@ -10,7 +10,7 @@ import numpy as np
 from aot.errors import ShapeError
 from aot.ir import Constant, Quant, Var
 from aot.frontend.onnx.importer import Handler, Importer
-from aot.frontend.onnx.handlers.common import bn_affine, lift, node_hint
+from aot.frontend.onnx.handlers.common import ROUNDING, bn_affine, lift, node_hint
 from aot.frontend.onnx.values import NHWC, Node, Val, ident, unsupported
 
 
@@ -88,7 +88,7 @@ def conv_impl(im: Importer, n: Node, x: Val, w: Val, b: Val | None, quant: Quant
                                                     if per else (float(bscale.reshape(-1)[0]),),
                                                     (0,) * (len(bias) if per else 1), 0 if per else None)))
             if im.int8_ok(op, [a.type for a in args], quant, attrs):
-                y = im.emit(op, args, hint, out_quant=quant, **attrs)
+                y = im.emit(op, args, hint, out_quant=quant, rounding=ROUNDING, **attrs)
     if y is None:
         args = [im.f32(x4, NHWC, hint), im.const_ir(wt, hint + "_w")]
         if bias is not None:

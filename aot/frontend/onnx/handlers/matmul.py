@@ -11,7 +11,7 @@ from aot.errors import ShapeError
 from aot.ir import Constant, Quant, Var
 from aot.frontend.onnx.importer import Handler, Importer
 from aot.frontend.onnx.handlers.activations import unary
-from aot.frontend.onnx.handlers.common import lift, node_hint
+from aot.frontend.onnx.handlers.common import ROUNDING, lift, node_hint
 from aot.frontend.onnx.handlers.elementwise import binary
 from aot.frontend.onnx.values import Node, Val, ident, quant_axis
 
@@ -43,7 +43,8 @@ def fc(im: Importer, n: Node, a: Val, w: np.ndarray, bias: np.ndarray | None, hi
                                                 (0,) * (len(bias) if per else 1), 0 if per else None)))
         attrs = {"activation": act}
         if im.int8_ok("fully_connected", [t.type for t in args], quant, attrs):
-            y = im.emit("fully_connected", args, hint, activation=act, keep_num_dims=a.rank > 2, out_quant=quant)
+            y = im.emit("fully_connected", args, hint, activation=act, keep_num_dims=a.rank > 2, out_quant=quant,
+                        rounding=ROUNDING)
             return im.runtime_val(y, shape)
     x = im.rt(a, hint) if a.cols is not None else im.f32(a, ident(a.rank), hint)
     args = [x, im.const_ir(w, hint + "_w")]

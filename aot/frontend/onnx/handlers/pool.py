@@ -9,7 +9,7 @@ import numpy as np
 from aot.errors import ShapeError
 from aot.ir import Quant, Var
 from aot.frontend.onnx.importer import Handler, Importer
-from aot.frontend.onnx.handlers.common import bn_affine, const_ints, is_qview, lift, node_hint, norm_axes
+from aot.frontend.onnx.handlers.common import ROUNDING, bn_affine, const_ints, is_qview, lift, node_hint, norm_axes
 from aot.frontend.onnx.handlers.elementwise import binary
 from aot.frontend.onnx.values import NHWC, Node, Val, unsupported
 
@@ -137,7 +137,8 @@ def reduce_val(im: Importer, x: Val, axes: Sequence[int], keep: bool, kind: str,
     if kind == "mean":
         q = im.qview(x) if out_quant is not None else None
         if q is not None and im.int8_ok("mean", [q.ir.type], out_quant, {}):  # type: ignore[union-attr]
-            y = im.emit("mean", [im.rt(q, h)], h, axes=tuple(pa), keep_dims=keep, out_quant=out_quant)
+            y = im.emit("mean", [im.rt(q, h)], h, axes=tuple(pa), keep_dims=keep, out_quant=out_quant,
+                        rounding=ROUNDING)
         else:
             y = im.emit("mean", [im.f32(x, x.perm, h)], h, axes=tuple(pa), keep_dims=keep)
     else:
@@ -175,6 +176,19 @@ def _softmax(im: Importer, n: Node) -> list[Val | None]:
     return [_softmax_axis(im, n, x, axis, h)]
 
 
+def softmax_codes(im: Importer, y: Var, quant: Quant, hint: str) -> Var:
+    """A float softmax `y` quantized as onnxruntime's QLinearSoftmax does (also what its optimizer
+    makes of DequantizeLinear -> Softmax -> QuantizeLinear): code = round(p * floor(1 / scale)) +
+    zero point, the reciprocal taken in float32 and floored, so a scale of 1/255 (whose float32
+    reciprocal is 254.99998) multiplies by 254 and the top codes sit one step low. The result
+    keeps the model's quantization."""
+    f = float(np.floor(np.float32(1.0) / np.float32(quant.scale[0])))
+    if f < 1 or np.float32(1.0 / f) == np.float32(quant.scale[0]):
+        return im.emit("quantize", [y], hint + "_q", out_quant=quant, dtype="int8")
+    codes = im.emit("quantize", [y], hint + "_q", out_quant=Quant((1.0 / f,), quant.zero_point), dtype="int8")
+    return im.emit("lut", [codes], hint + "_codes", out_quant=quant, table=tuple(range(-128, 128)))
+
+
 def _softmax_axis(im: Importer, n: Node, x: Val, axis: int, hint: str) -> Val:
     pa = x.perm.index(axis)
     pq = im.pending_q(n.outputs[0])
@@ -182,10 +196,12 @@ def _softmax_axis(im: Importer, n: Node, x: Val, axis: int, hint: str) -> Val:
     if pa == x.rank - 1:
         if q is not None and im.int8_ok("softmax", [q.ir.type], pq[0], {"beta": 1.0}):  # type: ignore[union-attr,index]
             y = im.emit("softmax", [im.rt(q, hint)], hint, beta=1.0, out_quant=pq[0])  # type: ignore[index]
-        else:
-            y = im.emit("softmax", [im.f32(x, x.perm, hint)], hint, beta=1.0)
+            return im.runtime_val(y, x.shape, x.perm)
+        y = im.emit("softmax", [im.f32(x, x.perm, hint)], hint, beta=1.0)
     else:
         y = im.emit("softmax", [im.f32(x, x.perm, hint)], hint, axis=pa, beta=1.0)
+    if q is not None and pq is not None and len(pq[0].scale) == 1:  # DQ -> Softmax -> Q: as onnxruntime fuses it
+        y = softmax_codes(im, y, pq[0], hint)
     return im.runtime_val(y, x.shape, x.perm)
 
 

@@ -10,12 +10,12 @@ import numpy as np
 
 from aot.ir import Quant
 from aot.frontend.onnx.importer import Handler, Importer
-from aot.frontend.onnx.handlers.common import is_qview, node_hint
+from aot.frontend.onnx.handlers.common import ROUNDING, is_qview, node_hint
 from aot.frontend.onnx.handlers.activations import unary
 from aot.frontend.onnx.handlers.conv import conv_impl
 from aot.frontend.onnx.handlers.elementwise import binary
 from aot.frontend.onnx.handlers.matmul import gemm_impl, matmul_impl
-from aot.frontend.onnx.handlers.pool import HANDLERS as POOL_HANDLERS
+from aot.frontend.onnx.handlers.pool import HANDLERS as POOL_HANDLERS, softmax_codes
 from aot.frontend.onnx.handlers.quantize import dequantize_linear, qparams
 from aot.frontend.onnx.handlers.shape import HANDLERS as SHAPE_HANDLERS
 from aot.frontend.onnx.values import Node, Val, unsupported
@@ -96,7 +96,7 @@ def _qlinear_gap(im: Importer, n: Node) -> list[Val | None]:
     shape = tuple(1 if d in axes else s for d, s in enumerate(x.shape))
     if q is not None and im.int8_ok("mean", [q.ir.type], quant, {}):  # type: ignore[union-attr]
         y = im.emit("mean", [im.rt(q, h)], h, axes=tuple(sorted(q.perm.index(a) for a in axes)), keep_dims=True,
-                    out_quant=quant)
+                    out_quant=quant, rounding=ROUNDING)
         return [im.runtime_val(y, shape, q.perm)]
     y = im.emit("mean", [im.f32(x, x.perm, h)], h, axes=tuple(sorted(x.perm.index(a) for a in axes)), keep_dims=True)
     return [finish_qlinear(im, n, im.runtime_val(y, shape, x.perm), quant)]
@@ -153,6 +153,9 @@ def _qlinear_softmax(im: Importer, n: Node) -> list[Val | None]:
         y = _as_float_op(im, n, "Softmax", [x], n.inputs[:1], attrs)
     finally:
         im.opset = saved
+    if y.dtype == "float32" and y.deq is None and y.ir is not None:
+        codes = softmax_codes(im, im.rt(y, node_hint(n)), quant, node_hint(n))  # type: ignore[arg-type]
+        return [im.runtime_val(codes, y.shape, y.perm)]
     return [finish_qlinear(im, n, y, quant)]
 
 
