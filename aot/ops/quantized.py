@@ -17,7 +17,7 @@ from aot.errors import UnsupportedError
 from aot.ir import Quant, TensorType
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
-from aot.lower.schedule.requant import mm_constants, mm_fits, q31_constants
+from aot.quant.requant import mm_constants, mm_fits, q31_constants
 from aot.ops.emit import unflatten
 from aot.quant import params as P
 from aot.quant import reference as R

@@ -255,7 +255,7 @@ def profile_model(model_path: "str | Path | Any", board: str, inputs: dict[str, 
     from aot.board.boards import load_board
     from aot.board.flow import make_project
     from aot.cli.common import load_model
-    from aot.ir.evaluate import random_inputs
+    from aot.ir.boundary import random_inputs
     from aot.runners.qemu import build_project, run_elf
 
     backend = options.pop("backend", "c")
