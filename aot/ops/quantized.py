@@ -8,17 +8,17 @@ with the reference itself.
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from aot.errors import UnsupportedError
-from aot.ir import Quant, TensorType
+from aot.ir import TensorType
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.quant.requant import mm_constants, mm_fits, q31_constants
 from aot.ops.emit import unflatten
+from aot.ops.quant_common import clamp_int, prepared, quant_of, scale_zp
 from aot.quant import params as P
 from aot.quant import reference as R
 
@@ -26,43 +26,15 @@ Attrs = Mapping[str, Any]
 INT32_MIN = -(1 << 31)
 
 
-def _q(t: TensorType, what: str) -> Quant:
-    if t.quant is None:
-        raise UnsupportedError(f"{what} of dtype {t.dtype} has no quantization parameters")
-    if not all(np.isfinite(s) and s > 0 for s in t.quant.scale):
-        raise UnsupportedError(f"{what} has invalid quantization scales {list(t.quant.scale)[:4]} "
-                               f"(must be finite and positive)")
-    return t.quant
-
-
-def _s(t: TensorType, what: str) -> tuple[float, int]:
-    q = _q(t, what)
-    return q.scale[0], q.zero_point[0]
-
-
-def _prepared(fn):  # noqa: ANN001, ANN202
-    """Parameters TensorFlow Lite Micro's Prepare would refuse (a multiplier out of range, a
-    degenerate beta) become an UnsupportedError naming the op, not a Python exception."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        try:
-            return fn(*args, **kwargs)
-        except (ValueError, OverflowError, ZeroDivisionError, FloatingPointError) as e:
-            what = args[0] if args and isinstance(args[0], str) else fn.__name__.strip("_").replace("_params", "")
-            raise UnsupportedError(f"int8 {what}: quantization parameters out of range ({e})") from None
-    return wrapper
-
-
-def _clamp(v: K.Expr, lo: int, hi: int) -> K.Expr:
-    return K.minimum(K.maximum(v, lo), hi)
+_prepared = prepared("int8")
 
 
 # ------------------------------------------------------------------ conv / depthwise / fc
 @_prepared
 def mac_params(kind: str, x: TensorType, w: TensorType, out: TensorType, act: str) -> P.RequantParams:
-    xs, xz = _s(x, f"{kind} input")
-    os_, oz = _s(out, f"{kind} output")
-    wq = _q(w, f"{kind} weights")
+    xs, xz = scale_zp(x, f"{kind} input")
+    os_, oz = scale_zp(out, f"{kind} output")
+    wq = quant_of(w, f"{kind} weights")
     if kind == "conv2d":
         return P.conv_params(xs, xz, wq.scale, os_, oz, act, num_channels=w.shape[0])
     if kind == "depthwise_conv2d":
@@ -85,8 +57,8 @@ def mac_reference(kind: str, xs: Sequence[np.ndarray], ts: Sequence[TensorType],
 # ------------------------------------------------------------------ pools
 @_prepared
 def _pool_params(x: TensorType, out: TensorType, attrs: Attrs) -> P.PoolParams:
-    xs, xz = _s(x, "pool input")
-    os_, oz = _s(out, "pool output")
+    xs, xz = scale_zp(x, "pool input")
+    os_, oz = scale_zp(out, "pool output")
     return P.pool_params(xs, xz, os_, oz, attrs.get("activation", "none"))
 
 
@@ -111,15 +83,15 @@ def round_average_and_clamp(kind: str, acc: K.Expr, count: K.Expr | None, lo: in
         assert count is not None
         half = count / 2
         acc = K.Select(acc > 0, (acc + half) / count, (acc - half) / count)
-    return _clamp(acc, lo, hi)
+    return clamp_int(acc, lo, hi)
 
 
 # ------------------------------------------------------------------ add / sub / mul
 @_prepared
 def _binary_params(name: str, a: TensorType, b: TensorType, out: TensorType, act: str):  # noqa: ANN202
-    s1, z1 = _s(a, f"{name} input 1")
-    s2, z2 = _s(b, f"{name} input 2")
-    so, zo = _s(out, f"{name} output")
+    s1, z1 = scale_zp(a, f"{name} input 1")
+    s2, z2 = scale_zp(b, f"{name} input 2")
+    so, zo = scale_zp(out, f"{name} output")
     fn = {"add": P.add_params, "sub": P.sub_params, "mul": P.mul_params}.get(name)
     if fn is None:
         raise UnsupportedError(f"int8 {name} is not supported (TFLite has no int8 kernel for it)")
@@ -153,10 +125,10 @@ def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType,
     if name == "mul":
         prod = (a.cast("i32") + p.input1_offset) * (b.cast("i32") + p.input2_offset)
         v = intrinsic("requantize", prod, p.output_multiplier, p.output_shift) + p.output_offset
-        return _clamp(v, p.act_min, p.act_max)
+        return clamp_int(v, p.act_min, p.act_max)
     # ADD/SUB: both inputs to a common scale with 20 bits of headroom, then to the output
     if not fast:
-        return _clamp(add_sub_value(name, a, b, p), p.act_min, p.act_max)
+        return clamp_int(add_sub_value(name, a, b, p), p.act_min, p.act_max)
     sa = _rescale((a.cast("i32") + p.input1_offset) << p.left_shift, p.input1_multiplier, p.input1_shift,
                   p.left_shift >= 1)
     sb = _rescale((b.cast("i32") + p.input2_offset) << p.left_shift, p.input2_multiplier, p.input2_shift,
@@ -184,7 +156,7 @@ def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType,
         v = v + q[3] if q[3] else v
     if (p.act_min, p.act_max) == (-128, 127):  # the whole int8 range: one SSAT
         return intrinsic("ssat8", v)
-    return _clamp(v, p.act_min, p.act_max)
+    return clamp_int(v, p.act_min, p.act_max)
 
 
 def _int8_bound(offset: int) -> int:
@@ -245,8 +217,8 @@ def _rescale(x: K.Expr, mult: int, shift: int, even: bool) -> K.Expr:
 # ------------------------------------------------------------------ unary ops as tables
 @_prepared
 def _unary_params(name: str, x: TensorType, out: TensorType, attrs: Attrs):  # noqa: ANN202
-    xs, xz = _s(x, f"{name} input")
-    os_, oz = _s(out, f"{name} output")
+    xs, xz = scale_zp(x, f"{name} input")
+    os_, oz = scale_zp(out, f"{name} output")
     if name in ("sigmoid", "tanh"):
         _check_fixed_output(name, os_, oz, attrs)
     if name == "sigmoid":
@@ -302,7 +274,7 @@ def quantize_reference(x: np.ndarray, t: TensorType, out: TensorType) -> np.ndar
         return unary_reference("requantize", x, t, {}, out)
     if t.dtype != "float32" or out.dtype != "int8":
         raise UnsupportedError(f"quantize from {t.dtype} to {out.dtype}")
-    so, zo = _s(out, "quantize output")
+    so, zo = scale_zp(out, "quantize output")
     # round(x / scale) in float32; saturated (TFLM's out-of-int32-range result is platform-defined)
     r = R.fp.round_half_away(np.asarray(x, np.float32) / np.float32(so)).astype(np.float64)
     r = np.nan_to_num(r, nan=-1e6)
@@ -316,15 +288,15 @@ def quantize_expr(ctx, v: K.Expr, t: TensorType, out: TensorType) -> K.Expr:  # 
         return K.Load(table, v.cast("i32") + 128)
     if t.dtype != "float32" or out.dtype != "int8":
         raise UnsupportedError(f"quantize from {t.dtype} to {out.dtype}")
-    so, zo = _s(out, "quantize output")
+    so, zo = scale_zp(out, "quantize output")
     r = intrinsic("roundf", v / K.Const(float(np.float32(so)), "f32"))
     r = K.minimum(K.maximum(r, K.Const(-1e6, "f32")), K.Const(1e6, "f32"))  # NaN -> -1e6 as the reference
-    return _clamp(r.cast("i32") + zo, -128, 127)
+    return clamp_int(r.cast("i32") + zo, -128, 127)
 
 
 @_prepared
 def dequantize_table(t: TensorType) -> np.ndarray:
-    s, z = _s(t, "dequantize input")
+    s, z = scale_zp(t, "dequantize input")
     return R.dequantize(np.arange(-128, 128, dtype=np.int64), P.dequantize_params(s, z))
 
 
@@ -343,9 +315,9 @@ def dequantize_expr(ctx, v: K.Expr, t: TensorType) -> K.Expr:  # noqa: ANN001
 
 # ------------------------------------------------------------------ concat
 def _check_concat(ts: Sequence[TensorType], out: TensorType) -> None:
-    oq = _q(out, "concat output")
+    oq = quant_of(out, "concat output")
     for t in ts:
-        q = _q(t, "concat input")
+        q = quant_of(t, "concat input")
         if (np.float32(q.scale[0]), q.zero_point[0]) != (np.float32(oq.scale[0]), oq.zero_point[0]):
             raise UnsupportedError("int8 concatenation needs every input quantized like the output "
                                    "(TensorFlow Lite Micro refuses it too)")
@@ -364,8 +336,8 @@ def concat_value(ctx, v: K.Expr, t: TensorType, out: TensorType) -> K.Expr:  # n
 # ------------------------------------------------------------------ mean
 @_prepared
 def _mean_params(x: TensorType, out: TensorType) -> P.MeanParams:
-    xs, xz = _s(x, "mean input")
-    os_, oz = _s(out, "mean output")
+    xs, xz = scale_zp(x, "mean input")
+    os_, oz = scale_zp(out, "mean output")
     return P.mean_params(xs, xz, os_, oz)
 
 
@@ -377,14 +349,14 @@ def mean_finish(acc: K.Expr, count: int, x: TensorType, out: TensorType) -> K.Ex
     p = _mean_params(x, out)
     m, s = P.mean_rescale(p, count)
     v = intrinsic("requantize", acc - p.input_zp * count, m, s) + p.output_zp
-    return _clamp(v, -128, 127)
+    return clamp_int(v, -128, 127)
 
 
 # ------------------------------------------------------------------ softmax
 @_prepared
 def _softmax_params(x: TensorType, out: TensorType, attrs: Attrs) -> P.SoftmaxParams:
-    xs, _ = _s(x, "softmax input")
-    os_, oz = _s(out, "softmax output")
+    xs, _ = scale_zp(x, "softmax input")
+    os_, oz = scale_zp(out, "softmax output")
     return P.softmax_params(xs, float(attrs.get("beta", 1.0)), os_, oz, x.dtype, out.dtype)
 
 
@@ -446,7 +418,7 @@ def softmax_emit_int8(ctx, x, out, call, rows: int, depth: int) -> K.Stmt:  # no
     bits = p.output_bits
     half = 1 << (bits - 1)
     exponent = K.Const(12 + 31 - bits) - h
-    value = _clamp(intrinsic("rdbpot", intrinsic("srdhm", scale, exp_j), exponent) - half, -half, half - 1)
+    value = clamp_int(intrinsic("rdbpot", intrinsic("srdhm", scale, exp_j), exponent) - half, -half, half - 1)
     body = K.seq(
         K.Let(mx, K.Const(-128)),
         K.For(j, depth, K.Assign(mx, K.maximum(mx, x(at(j)).cast("i32")))),
