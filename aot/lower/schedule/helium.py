@@ -147,16 +147,21 @@ def emit_conv(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: MacAr
         fills = K.For(sl, count, K.seq(*lets, fill.fill(p, sl)))
         return K.seq(fills, *blocks(K.Load(col, K.Const(0)), q0, count, depth))
 
-    full_groups, rest = divmod(g.pixels, group)
+    return K.Allocate(col, K.seq(*in_chunks(ctx, g.pixels, group, pixels)))
+
+
+def in_chunks(ctx, count: int, size: int, body) -> list[K.Stmt]:  # noqa: ANN001
+    """body(s0, n) over 0..count-1 in runs of `size` (a loop over the whole runs)."""
+    full, rest = divmod(count, size)
     parts: list[K.Stmt] = []
-    if full_groups == 1:
-        parts.append(pixels(K.Const(0), group))
-    elif full_groups > 1:
+    if full == 1:
+        parts.append(body(K.Const(0), size))
+    elif full > 1:
         gq = ctx.var("gq")
-        parts.append(K.For(gq, full_groups, pixels(gq * group, group)))
+        parts.append(K.For(gq, full, body(gq * size, size)))
     if rest:
-        parts.append(pixels(K.Const(full_groups * group), rest))
-    return K.Allocate(col, K.seq(*parts))
+        parts.append(body(K.Const(full * size), rest))
+    return parts
 
 
 def conv_geometry(x: Accessor, w: Accessor, out: OutputWriter, attrs: Mapping) -> Geometry:

@@ -49,7 +49,7 @@ from aot.kernel.simplify import simplify_expr
 from aot.lower.schedule.gemm import Geometry, _Fill, pixel_coords
 from aot.lower.schedule.host_epilogue import Fits, affine_epilogue
 from aot.lower.schedule.host_requant import cheap_requantize, int8_locals
-from aot.lower.schedule.helium import conv_problem, fc_problem, plain_output
+from aot.lower.schedule.helium import conv_problem, fc_problem, in_chunks, plain_output
 from aot.ops.arith import MacArith
 from aot.ops.emit import Accessor, OutputWriter
 
@@ -59,20 +59,6 @@ PAD_BYTES = 65536  # the largest padded input copy (aot.lower.schedule.host_x86.
 PAD_RUN_MAX = 4096  # the longest window row read in place from the copy
 # host CPU features the schedules read (llvmlite names)
 X86_FEATURES = ("avx2", "avx512f", "avx512bw", "avx512vnni", "avxvnni")
-
-
-def in_chunks(ctx, count: int, size: int, body) -> list[K.Stmt]:  # noqa: ANN001
-    """body(s0, n) over 0..count-1 in runs of `size` (a loop over the whole runs)."""
-    full, rest = divmod(count, size)
-    parts: list[K.Stmt] = []
-    if full == 1:
-        parts.append(body(K.Const(0), size))
-    elif full > 1:
-        gq = ctx.var("gq")
-        parts.append(K.For(gq, full, body(gq * size, size)))
-    if rest:
-        parts.append(body(K.Const(full * size), rest))
-    return parts
 
 
 def host_features() -> tuple[str, ...]:
