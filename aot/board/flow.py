@@ -100,6 +100,16 @@ def host_expected(compiled: CompiledModel, inputs: Mapping[str, np.ndarray]) -> 
     return [outs[v.name] for v in compiled.model.outputs]
 
 
+def export_for_board(compiled: CompiledModel, board: Board, lib_dir: Path, backend: str) -> Path:
+    """The model library for the board's core: C sources, or (llvm) one object for its triple, cpu
+    and features."""
+    target = None
+    if backend == "llvm":
+        from aot.llvm import LLVMTarget
+        target = LLVMTarget(board.llvm_triple(), board.llvm_cpu(), board.llvm_features())
+    return export_library(compiled, lib_dir, backend, llvm_target=target)
+
+
 def board_of(board: "Board | str | Path") -> Board:
     """A board given by name (loaded from boards/) or already loaded (passed through)."""
     return board if isinstance(board, Board) else load_board(board)
@@ -124,12 +134,7 @@ def make_project(model: Model, board: "Board | str | Path", out_dir: Path, input
     expected = host_expected(compiled, inputs)
     out_dir = Path(out_dir)
     with tempfile.TemporaryDirectory(prefix="aot_lib_") as tmp:
-        lib_dir = Path(tmp) / "lib"
-        target = None
-        if backend == "llvm":
-            from aot.llvm import LLVMTarget
-            target = LLVMTarget(board.llvm_triple(), board.llvm_cpu(), board.llvm_features())
-        export_library(compiled, lib_dir, backend, llvm_target=target)
+        lib_dir = export_for_board(compiled, board, Path(tmp) / "lib", backend)
         with atomic_directory(out_dir) as staging:
             generate_project(lib_dir, board, staging, prefix=compiled.options.prefix,
                              input_bytes=[a.tobytes() for a in args],
@@ -150,12 +155,7 @@ def make_library_project(model: Model, board: "Board | str | Path", out_dir: Pat
     compile_seconds = time.perf_counter() - t0
     out_dir = Path(out_dir)
     with tempfile.TemporaryDirectory(prefix="aot_lib_") as tmp:
-        lib_dir = Path(tmp) / "lib"
-        target = None
-        if backend == "llvm":
-            from aot.llvm import LLVMTarget
-            target = LLVMTarget(board.llvm_triple(), board.llvm_cpu(), board.llvm_features())
-        export_library(compiled, lib_dir, backend, llvm_target=target)
+        lib_dir = export_for_board(compiled, board, Path(tmp) / "lib", backend)
         with atomic_directory(out_dir) as staging:
             generate_library_project(lib_dir, board, staging, prefix=compiled.options.prefix)
     return BoardBuild(board, compiled, out_dir, [], compile_seconds)
