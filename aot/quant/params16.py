@@ -31,7 +31,7 @@ import numpy as np
 
 from aot.errors import UnsupportedError
 from aot.quant import fixedpoint as fp
-from aot.quant.params import AddParams, add_multipliers, per_channel_multipliers
+from aot.quant.params import AddParams, MulParams, add_multipliers, per_channel_multipliers
 
 __all__ = [
     "DTYPE_RANGE", "Mac16Params", "Add16Params", "Mul16Params", "Pool16Params", "Mean16Params",
@@ -166,20 +166,9 @@ def sub16_params(input1_scale, input1_zp, input2_scale, input2_zp, output_scale,
                         activation)
 
 
-@dataclass(frozen=True)
-class Mul16Params:
-    """MUL int16 (``MulElementwise<int16_t>``)::
-
-        out = clamp(output_offset + MBQM(int32((x1 + in1_off) * (x2 + in2_off)), m, s),
-                    act_min, act_max)
-    """
-    input1_offset: int
-    input2_offset: int
-    output_offset: int
-    output_multiplier: int
-    output_shift: int
-    act_min: int
-    act_max: int
+# MUL int16 (``MulElementwise<int16_t>``): the int8 parameters and steps (the product of the two
+# offset inputs requantized, plus the output offset, clamped), all zero points 0
+Mul16Params = MulParams
 
 
 def mul16_params(input1_scale, input1_zp, input2_scale, input2_zp, output_scale, output_zp,
