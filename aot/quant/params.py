@@ -37,7 +37,7 @@ __all__ = [
     "softmax_params", "logistic_params", "tanh_params", "hard_swish_params",
     "leaky_relu_params", "relu_params", "relu6_params", "quantize_params",
     "requantize_params", "dequantize_params", "pad_params", "concatenation_params",
-    "f32", "per_channel_multipliers", "add_multipliers",
+    "f32", "per_channel_multipliers", "add_multipliers", "leaky_relu_multipliers",
 ]
 
 
@@ -512,15 +512,21 @@ class LeakyReluParams(_ParamsBase):
     shift_identity: int
 
 
+def leaky_relu_multipliers(input_scale, output_scale, alpha: float) -> tuple[int, int, int, int]:
+    """(multiplier_alpha, shift_alpha, multiplier_identity, shift_identity) of LEAKY_RELU, int8
+    and int16 alike (see :class:`LeakyReluParams`)."""
+    s_in, s_out, a = f32(input_scale), f32(output_scale), f32(alpha)
+    ma, sa = fp.quantize_multiplier(s_in * a / s_out)
+    mi, si = fp.quantize_multiplier(s_in / s_out)
+    return ma, sa, mi, si
+
+
 def leaky_relu_params(input_scale, input_zp, output_scale, output_zp, alpha: float,
                       dtype: str = "int8") -> LeakyReluParams:
     """See :class:`LeakyReluParams`."""
     _check_dtype(dtype)
-    s_in, s_out, a = f32(input_scale), f32(output_scale), f32(alpha)
-    ma, sa = fp.quantize_multiplier(s_in * a / s_out)
-    mi, si = fp.quantize_multiplier(s_in / s_out)
     return LeakyReluParams(_check_int8_zp("input", input_zp), _check_int8_zp("output", output_zp),
-                           ma, sa, mi, si)
+                           *leaky_relu_multipliers(input_scale, output_scale, alpha))
 
 
 # ------------------------------------------------------------------- relu / relu6

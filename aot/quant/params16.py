@@ -31,7 +31,8 @@ import numpy as np
 
 from aot.errors import UnsupportedError
 from aot.quant import fixedpoint as fp
-from aot.quant.params import AddParams, MulParams, add_multipliers, per_channel_multipliers
+from aot.quant.params import (AddParams, LeakyReluParams, MulParams, add_multipliers, leaky_relu_multipliers,
+                              per_channel_multipliers)
 
 __all__ = [
     "DTYPE_RANGE", "Mac16Params", "Add16Params", "Mul16Params", "Pool16Params", "Mean16Params",
@@ -400,23 +401,13 @@ def softmax16_params(input_scale, beta: float, input_zp: int = 0, output_scale=1
 
 # --------------------------------------------------------------------------- leaky relu
 
-@dataclass(frozen=True)
-class LeakyRelu16Params:
-    """LEAKY_RELU int16 (leaky_relu_common.cc, ``QuantizeLeakyRelu<int16_t>``): the int8
-    maths with the int16 clamp (see :class:`aot.quant.params.LeakyReluParams`)."""
-    input_zp: int
-    output_zp: int
-    multiplier_alpha: int
-    shift_alpha: int
-    multiplier_identity: int
-    shift_identity: int
+# LEAKY_RELU int16 (leaky_relu_common.cc, ``QuantizeLeakyRelu<int16_t>``): the int8 parameters
+# and maths with the int16 clamp (see aot.quant.params.LeakyReluParams)
+LeakyRelu16Params = LeakyReluParams
 
 
 def leaky_relu16_params(input_scale, input_zp, output_scale, output_zp, alpha: float) -> LeakyRelu16Params:
-    s_in, s_out, a = _f32(input_scale), _f32(output_scale), _f32(alpha)
-    ma, sa = fp.quantize_multiplier(s_in * a / s_out)
-    mi, si = fp.quantize_multiplier(s_in / s_out)
-    return LeakyRelu16Params(int(input_zp), int(output_zp), ma, sa, mi, si)
+    return LeakyRelu16Params(int(input_zp), int(output_zp), *leaky_relu_multipliers(input_scale, output_scale, alpha))
 
 
 # ---------------------------------------------------------------- quantize / dequantize
