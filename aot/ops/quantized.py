@@ -8,7 +8,8 @@ with the reference itself.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -62,20 +63,6 @@ def _pool_params(x: TensorType, out: TensorType, attrs: Attrs) -> P.PoolParams:
     return P.pool_params(xs, xz, os_, oz, attrs.get("activation", "none"))
 
 
-def pool_reference(kind: str, xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs,
-                   out: TensorType) -> np.ndarray:
-    p = _pool_params(ts[0], out, attrs)
-    fn = R.max_pool2d if kind == "max" else R.avg_pool2d
-    return fn(xs[0], p, attrs["pool_size"], attrs["strides"], attrs["padding"])
-
-
-def pool_finish(kind: str, acc: K.Expr, count: K.Expr | None, x: TensorType, out: TensorType,
-                attrs: Attrs) -> K.Expr:
-    """max: clamp; average: round half away from zero over the in-bounds count, then clamp."""
-    p = _pool_params(x, out, attrs)
-    return round_average_and_clamp(kind, acc, count, p.act_min, p.act_max)
-
-
 def round_average_and_clamp(kind: str, acc: K.Expr, count: K.Expr | None, lo: int, hi: int) -> K.Expr:
     """TFLM's integer pool epilogue (int8 and int16 alike): an average rounds half away from zero
     over the in-bounds count; both kinds clamp to the activation range."""
@@ -84,6 +71,32 @@ def round_average_and_clamp(kind: str, acc: K.Expr, count: K.Expr | None, lo: in
         half = count / 2
         acc = K.Select(acc > 0, (acc + half) / count, (acc - half) / count)
     return clamp_int(acc, lo, hi)
+
+
+@dataclass(frozen=True)
+class IntPool:
+    """The integer MAX_POOL_2D / AVERAGE_POOL_2D of one activation dtype: its Prepare (`params`:
+    input, output, attrs -> parameters with act_min / act_max) and its numpy references."""
+    params: Callable[[TensorType, TensorType, Attrs], Any]
+    max_reference: Callable[..., np.ndarray]
+    avg_reference: Callable[..., np.ndarray]
+
+    def reference(self, kind: str, xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs,
+                  out: TensorType) -> np.ndarray:
+        p = self.params(ts[0], out, attrs)
+        fn = self.max_reference if kind == "max" else self.avg_reference
+        return fn(xs[0], p, attrs["pool_size"], attrs["strides"], attrs["padding"])
+
+    def finish(self, kind: str, acc: K.Expr, count: K.Expr | None, x: TensorType, out: TensorType,
+               attrs: Attrs) -> K.Expr:
+        """max: clamp; average: round half away from zero over the in-bounds count, then clamp."""
+        p = self.params(x, out, attrs)
+        return round_average_and_clamp(kind, acc, count, p.act_min, p.act_max)
+
+
+POOL8 = IntPool(_pool_params, R.max_pool2d, R.avg_pool2d)
+pool_reference = POOL8.reference
+pool_finish = POOL8.finish
 
 
 # ------------------------------------------------------------------ add / sub / mul
@@ -341,15 +354,30 @@ def _mean_params(x: TensorType, out: TensorType) -> P.MeanParams:
     return P.mean_params(xs, xz, os_, oz)
 
 
-def mean_reference(x: np.ndarray, t: TensorType, attrs: Attrs, out: TensorType) -> np.ndarray:
-    return R.mean(x, attrs["axes"], _mean_params(t, out), attrs.get("keep_dims", False)).reshape(out.shape)
+@dataclass(frozen=True)
+class IntMean:
+    """The integer MEAN of one activation dtype: its Prepare (`params`: input, output -> parameters
+    with input_zp / output_zp), numpy reference, rescale for a count of elements, and value range."""
+    params: Callable[[TensorType, TensorType], Any]
+    mean: Callable[..., np.ndarray]
+    rescale: Callable[[Any, int], tuple[int, int]]
+    lo: int
+    hi: int
+
+    def reference(self, x: np.ndarray, t: TensorType, attrs: Attrs, out: TensorType) -> np.ndarray:
+        return self.mean(x, attrs["axes"], self.params(t, out), attrs.get("keep_dims", False)).reshape(out.shape)
+
+    def finish(self, acc: K.Expr, count: int, x: TensorType, out: TensorType) -> K.Expr:
+        """The sum of `count` inputs -> the output value: requantized, offset, clamped."""
+        p = self.params(x, out)
+        m, s = self.rescale(p, count)
+        v = intrinsic("requantize", acc - p.input_zp * count, m, s) + p.output_zp
+        return clamp_int(v, self.lo, self.hi)
 
 
-def mean_finish(acc: K.Expr, count: int, x: TensorType, out: TensorType) -> K.Expr:
-    p = _mean_params(x, out)
-    m, s = P.mean_rescale(p, count)
-    v = intrinsic("requantize", acc - p.input_zp * count, m, s) + p.output_zp
-    return clamp_int(v, -128, 127)
+MEAN8 = IntMean(_mean_params, R.mean, P.mean_rescale, -128, 127)
+mean_reference = MEAN8.reference
+mean_finish = MEAN8.finish
 
 
 # ------------------------------------------------------------------ softmax

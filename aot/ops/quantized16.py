@@ -23,7 +23,7 @@ from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.ops.emit import unflatten
 from aot.ops.quant_common import clamp_int, prepared, quant_of, scale_zp
-from aot.ops.quantized import add_sub_value, round_average_and_clamp
+from aot.ops.quantized import IntMean, IntPool, add_sub_value
 from aot.quant import params16 as P
 from aot.quant import reference16 as R
 
@@ -142,18 +142,9 @@ def _pool_params(x: TensorType, out: TensorType, attrs: Attrs) -> P.Pool16Params
     return P.pool16_params(xs, xz, os_, oz, attrs.get("activation", "none"))
 
 
-def pool_reference(kind: str, xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs,
-                   out: TensorType) -> np.ndarray:
-    p = _pool_params(ts[0], out, attrs)
-    fn = R.max_pool2d_16 if kind == "max" else R.avg_pool2d_16
-    return fn(xs[0], p, attrs["pool_size"], attrs["strides"], attrs["padding"])
-
-
-def pool_finish(kind: str, acc: K.Expr, count: K.Expr | None, x: TensorType, out: TensorType,
-                attrs: Attrs) -> K.Expr:
-    """max: clamp; average: round half away from zero over the in-bounds count, then clamp."""
-    p = _pool_params(x, out, attrs)
-    return round_average_and_clamp(kind, acc, count, p.act_min, p.act_max)
+POOL16 = IntPool(_pool_params, R.max_pool2d_16, R.avg_pool2d_16)
+pool_reference = POOL16.reference
+pool_finish = POOL16.finish
 
 
 @_prepared
@@ -163,15 +154,9 @@ def _mean_params(x: TensorType, out: TensorType) -> P.Mean16Params:
     return P.mean16_params(xs, xz, os_, oz)
 
 
-def mean_reference(x: np.ndarray, t: TensorType, attrs: Attrs, out: TensorType) -> np.ndarray:
-    return R.mean16(x, attrs["axes"], _mean_params(t, out), attrs.get("keep_dims", False)).reshape(out.shape)
-
-
-def mean_finish(acc: K.Expr, count: int, x: TensorType, out: TensorType) -> K.Expr:
-    p = _mean_params(x, out)
-    m, s = P.mean16_rescale(p, count)
-    v = intrinsic("requantize", acc - p.input_zp * count, m, s) + p.output_zp
-    return clamp_int(v, -32768, 32767)
+MEAN16 = IntMean(_mean_params, R.mean16, P.mean16_rescale, -32768, 32767)
+mean_reference = MEAN16.reference
+mean_finish = MEAN16.finish
 
 
 def check_concat(ts: Sequence[TensorType], out: TensorType) -> None:
