@@ -37,6 +37,7 @@ from aot.lower.schedule.gemm import Geometry, _Fill, pixel_coords
 from aot.lower.schedule.requant import fold_bias
 from aot.ops.arith import MacArith
 from aot.ops.emit import Accessor, OutputWriter
+from aot.ops.pool import pool_geometry
 from aot.ops.quantized import pool_finish
 
 LANES = 4  # output channels per vector requantization
@@ -266,11 +267,7 @@ def helium_avg_pool(ctx, x: Accessor, out: OutputWriter, attrs: Mapping) -> K.St
         return None
     if attrs.get("count_include_pad", False):
         return None
-    n_, oh, ow, c_n = out.shape
-    _, h, wd, _ = x.shape
-    kh, kw = attrs["pool_size"]
-    sh, sw = attrs["strides"]
-    pt, _, pl, _ = attrs["padding"]
+    n_, oh, ow, c_n, h, wd, kh, kw, sh, sw, pt, pl = pool_geometry(x.shape, out.shape, attrs)
     sums = K.Buffer(ctx.fresh("sums"), "i32", c_n)
     xbuf = x.buffer
 

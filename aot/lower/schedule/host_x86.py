@@ -52,6 +52,7 @@ from aot.lower.schedule.host_requant import cheap_requantize, int8_locals
 from aot.lower.schedule.helium import conv_problem, fc_problem, in_chunks, plain_output
 from aot.ops.arith import MacArith
 from aot.ops.emit import Accessor, OutputWriter
+from aot.ops.pool import pool_geometry
 
 COLUMN_BYTES = 4096  # the columns of a group of pixels (convolutions with a window or padding)
 CHUNK_BYTES = 4096  # outputs computed before a fused epilogue stores them
@@ -336,11 +337,7 @@ def x86_avg_pool(ctx, x: Accessor, out: OutputWriter, attrs: Mapping) -> K.Stmt 
         return None
     if x.buffer is None or x.buffer.dtype != "i8" or tuple(attrs.get("dilations", (1, 1))) != (1, 1):
         return None
-    n_, oh, ow, c_n = out.shape
-    _, h, wd, _ = x.shape
-    kh, kw = attrs["pool_size"]
-    sh, sw = attrs["strides"]
-    pt, _, pl, _ = attrs["padding"]
+    n_, oh, ow, c_n, h, wd, kh, kw, sh, sw, pt, pl = pool_geometry(x.shape, out.shape, attrs)
     if inside_range(oh, sh, pt, kh, 1, h) != (0, oh) or inside_range(ow, sw, pl, kw, 1, wd) != (0, ow):
         return None
     sums = K.Buffer(ctx.fresh("sums"), "i32", c_n)
