@@ -1,7 +1,7 @@
 """microaot: ahead-of-time compilation of neural networks to C and LLVM for microcontrollers."""
 from aot.errors import Error, FitError, ModelFormatError, ShapeError, ToolchainError, UnsupportedError, VerifyError
-from aot.ir.builder import GraphBuilder
-from aot.ir.evaluate import reference
+from aot.graph_builder import GraphBuilder
+from aot.oracle import reference
 from aot.api import Library, build
 from aot.pipeline.driver import CompileOptions, compile_model
 from aot.frontend import load

@@ -7,7 +7,7 @@ Layout (fixed, reproducible: no timestamps, no absolute paths, sorted JSON keys)
   obj/<prefix>.o            LLVM backend: one object for the library's target
   metadata.json             format version, inputs, outputs, pools, the memory plan
 
-The backends print the files (aot.api.export_library chooses one); this module adds the
+The backends print the files (aot.artifact.export chooses one); this module adds the
 metadata and writes the directory.
 """
 from __future__ import annotations

@@ -14,7 +14,7 @@ from aot.board.boards import Board, load_board
 from aot.pipeline.driver import CompileOptions, CompiledModel, compile_model
 from aot.errors import Error, FitError
 from aot.ir import Model
-from aot.api import export_library
+from aot.artifact.export import export_library
 from aot.artifact.library import atomic_directory
 
 DEFAULT_STACK_BYTES = 16384
@@ -98,18 +98,34 @@ def _compile_for_board(model: Model, board: Board, options: Mapping[str, Any]) -
 
 
 def host_expected(compiled: CompiledModel, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-    from aot.api import Library
+    from aot.runners.library import Library
     outs = Library(compiled, "c").run(inputs)
     return [outs[v.name] for v in compiled.model.outputs]
 
 
-def make_project(model: Model, board_name: str, out_dir: Path, inputs: Mapping[str, np.ndarray],
-                 backend: str = "c", **options: Any) -> BoardBuild:
-    """Write a complete project for the board; the expected outputs come from a host run."""
-    from aot.board.project import generate_project
-    from aot.ir.evaluate import check_inputs
+def export_for_board(compiled: CompiledModel, board: Board, lib_dir: Path, backend: str) -> Path:
+    """The model library for the board's core: C sources, or (llvm) one object for its triple, cpu
+    and features."""
+    target = None
+    if backend == "llvm":
+        from aot.llvm import LLVMTarget
+        target = LLVMTarget(board.llvm_triple(), board.llvm_cpu(), board.llvm_features())
+    return export_library(compiled, lib_dir, backend, llvm_target=target)
 
-    board = load_board(board_name)
+
+def board_of(board: "Board | str | Path") -> Board:
+    """A board given by name (loaded from boards/) or already loaded (passed through)."""
+    return board if isinstance(board, Board) else load_board(board)
+
+
+def make_project(model: Model, board: "Board | str | Path", out_dir: Path, inputs: Mapping[str, np.ndarray],
+                 backend: str = "c", **options: Any) -> BoardBuild:
+    """Write a complete project for the board (a Board or its name); the expected outputs come
+    from a host run."""
+    from aot.board.project import generate_project
+    from aot.ir.boundary import check_inputs
+
+    board = board_of(board)
     options = dict(options)
     input_lcg = bool(options.pop("input_lcg", False))  # main.c generates the inputs (aot.board.lcg)
     stack = int(options.get("stack_bytes", board.stack_bytes))
@@ -121,12 +137,7 @@ def make_project(model: Model, board_name: str, out_dir: Path, inputs: Mapping[s
     expected = host_expected(compiled, inputs)
     out_dir = Path(out_dir)
     with tempfile.TemporaryDirectory(prefix="aot_lib_") as tmp:
-        lib_dir = Path(tmp) / "lib"
-        target = None
-        if backend == "llvm":
-            from aot.llvm import LLVMTarget
-            target = LLVMTarget(board.llvm_triple(), board.llvm_cpu(), board.llvm_features())
-        export_library(compiled, lib_dir, backend, llvm_target=target)
+        lib_dir = export_for_board(compiled, board, Path(tmp) / "lib", backend)
         with atomic_directory(out_dir) as staging:
             generate_project(lib_dir, board, staging, prefix=compiled.options.prefix,
                              input_bytes=[a.tobytes() for a in args],
@@ -135,43 +146,38 @@ def make_project(model: Model, board_name: str, out_dir: Path, inputs: Mapping[s
     return BoardBuild(board, compiled, out_dir, expected, compile_seconds)
 
 
-def make_library_project(model: Model, board_name: str, out_dir: Path, backend: str = "c",
+def make_library_project(model: Model, board: "Board | str | Path", out_dir: Path, backend: str = "c",
                          **options: Any) -> BoardBuild:
     """`aot project --library-only`: the compiled model as a CMake library target (no firmware)."""
     from aot.board.project.library_only import generate_library_project
 
-    board = load_board(board_name)
+    board = board_of(board)
     t0 = time.perf_counter()
     # a library for an existing firmware keeps the application's buffers unless asked (--io-buffers pool)
     compiled = _compile_for_board(model, board, {"io_buffers": "app", **options})
     compile_seconds = time.perf_counter() - t0
     out_dir = Path(out_dir)
     with tempfile.TemporaryDirectory(prefix="aot_lib_") as tmp:
-        lib_dir = Path(tmp) / "lib"
-        target = None
-        if backend == "llvm":
-            from aot.llvm import LLVMTarget
-            target = LLVMTarget(board.llvm_triple(), board.llvm_cpu(), board.llvm_features())
-        export_library(compiled, lib_dir, backend, llvm_target=target)
+        lib_dir = export_for_board(compiled, board, Path(tmp) / "lib", backend)
         with atomic_directory(out_dir) as staging:
             generate_library_project(lib_dir, board, staging, prefix=compiled.options.prefix)
     return BoardBuild(board, compiled, out_dir, [], compile_seconds)
 
 
-def run_on_board(model: Model, inputs: Mapping[str, np.ndarray], board_name: str, backend: str = "c",
+def run_on_board(model: Model, inputs: Mapping[str, np.ndarray], board: "Board | str | Path", backend: str = "c",
                  keep_dir: Path | None = None, **options: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Build the project in a temporary directory, run it in QEMU, return outputs and figures."""
     from aot.board.footprint import footprint
     from aot.runners.qemu import build_project, run_elf
 
-    board = load_board(board_name)
+    board = board_of(board)
     if not board.emulated:
         from aot.board.boards import list_boards
         emulated = ", ".join(b.name for b in list_boards() if b.emulated)
         raise Error(f"board {board.name} has no emulator; `aot project` builds it, QEMU runs only {emulated}")
     tmp = Path(tempfile.mkdtemp(prefix="aot_qemu_")) if keep_dir is None else Path(keep_dir)
     try:
-        bb = make_project(model, board_name, tmp / "project", inputs, backend=backend, **options)
+        bb = make_project(model, board, tmp / "project", inputs, backend=backend, **options)
         elf = build_project(bb.project_dir)
         res = run_elf(elf, board)
         if res.fault:

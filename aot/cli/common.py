@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from aot.errors import Error
-from aot.ir.evaluate import random_inputs
+from aot.ir.boundary import random_inputs
 
 
 def load_model(path: str, input_shapes: Sequence[str] | None = None):  # noqa: ANN201

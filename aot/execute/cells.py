@@ -35,7 +35,7 @@ def tflm_bit_exact(path: Path, board: str, options: Mapping[str, Any], backend: 
     from aot.board.boards import load_board
     from aot.board.flow import board_options
     from aot.frontend import load
-    from aot.ir.evaluate import check_inputs, random_inputs
+    from aot.ir.boundary import check_inputs, random_inputs
     from aot.pipeline.driver import compile_model
     from aot.runners import tflm
 
@@ -82,7 +82,7 @@ def tune_trial(model_bytes: bytes, model_file: str, board: str, options: Mapping
     in QEMU: instructions, flash, RAM, bit-exact against the host build of the same knobs."""
     from aot.board.flow import run_on_board
     from aot.frontend import load
-    from aot.ir.evaluate import random_inputs
+    from aot.ir.boundary import random_inputs
 
     schedules = tuple((name, tuple(sorted(k.items()))) for name, k in sorted(config.items()))
     with tempfile.TemporaryDirectory(prefix="aot_trial_") as tmp:

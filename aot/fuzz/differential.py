@@ -72,7 +72,7 @@ class Outcome:
 
 
 def inputs_for(model, seed: int) -> list[np.ndarray]:  # noqa: ANN001
-    from aot.ir.evaluate import random_inputs
+    from aot.ir.boundary import random_inputs
     ins = random_inputs(model, seed)
     return [ins[v.name] for v in model.inputs]
 
@@ -231,7 +231,7 @@ class Differ:
 
     def _prepare(self, i: int, c: Case, outcomes: list[Outcome]) -> _Prepared | None:
         from aot.frontend.tflite import load_tflite
-        from aot.ir.evaluate import reference
+        from aot.oracle import reference
         from aot.pipeline.driver import CompileOptions, compile_model
         stage = "build"
         try:

@@ -20,6 +20,7 @@ from typing import Callable
 
 import numpy as np
 
+from aot.kernel.packing import tiles, untiles
 from aot.quant import fixedpoint as fp
 
 Ref = tuple[np.ndarray, int]
@@ -35,11 +36,7 @@ def _rq(acc: int, p: Ref, c: int, ps: int, zp: int, amin: int, amax: int) -> int
 def conv4_weights(w2d: np.ndarray) -> np.ndarray:
     """The weights [oc][n] of mve_conv4, one block of four channels after another, each as
     [ceil(n/16)][4][16] int8 (zero padded)."""
-    oc_n, n = w2d.shape
-    blocks, chunks = -(-oc_n // 4), -(-n // 16)
-    pad = np.zeros((blocks * 4, chunks * 16), dtype=np.int8)
-    pad[:oc_n, :n] = w2d
-    return pad.reshape(blocks, 4, chunks, 16).transpose(0, 2, 1, 3).reshape(-1)
+    return tiles(w2d, 4, 16)
 
 
 def mve_conv4(out: Ref, x: Ref, w: Ref, n: int, npix: int, xs: int, os: int, nc: int, p: Ref, ps: int, zp: int,
@@ -48,8 +45,7 @@ def mve_conv4(out: Ref, x: Ref, w: Ref, n: int, npix: int, xs: int, os: int, nc:
     out[c] = clamp(requant(bias[c] + sum_k<n x[k] * w'[c][k]) + zp), w' one block of conv4_weights."""
     xa, xi = x
     wa, wi = w
-    chunks = -(-n // 16)
-    wb = wa[wi:wi + chunks * 64].astype(np.int64).reshape(chunks, 4, 16).transpose(1, 0, 2).reshape(4, -1)[:, :n]
+    wb = untiles(wa[wi:], 4, n, 4, 16).astype(np.int64)
     for q in range(npix):
         xs_ = xa[xi + q * xs:xi + q * xs + n].astype(np.int64)
         for c in range(nc):
@@ -83,10 +79,7 @@ def dw_slots(C: int) -> np.ndarray:
 def dw_weights(w: np.ndarray) -> np.ndarray:
     """Depthwise weights [kh][kw][C] as mve_dw_row reads them: [ceil(C/16)][kh][kw][16] int8, zero padded."""
     kh, kw, C = w.shape
-    blocks = -(-C // DW_BLOCK)
-    pad = np.zeros((kh, kw, blocks * DW_BLOCK), dtype=np.int8)
-    pad[:, :, :C] = w
-    return pad.reshape(kh, kw, blocks, DW_BLOCK).transpose(2, 0, 1, 3).reshape(-1)
+    return tiles(w.reshape(kh * kw, C).T, DW_BLOCK, 1)
 
 
 def mve_dw_row(out: Ref, lb: Ref, x: Ref, w: Ref, p: Ref, C: int, H: int, W: int, kh: int, kw: int, dh: int,

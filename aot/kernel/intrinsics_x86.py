@@ -44,6 +44,7 @@ from typing import Callable
 
 import numpy as np
 
+from aot.kernel.packing import tiles, untiles
 from aot.quant import fixedpoint as fp
 
 Ref = tuple[np.ndarray, int]
@@ -53,24 +54,17 @@ ROWS = 5  # parameter rows per block
 
 def pack_weights(w2d: np.ndarray) -> np.ndarray:
     """[oc][n] int8 -> [ceil(oc/16)][ceil(n/4)][16][4] int8, zero padded, flat."""
-    oc_n, n = w2d.shape
-    nb, steps = -(-oc_n // LANES), -(-n // 4)
-    pad = np.zeros((nb * LANES, steps * 4), dtype=np.int8)
-    pad[:oc_n, :n] = w2d
-    return pad.reshape(nb, LANES, steps, 4).transpose(0, 2, 1, 3).reshape(-1)
+    return tiles(w2d, LANES, 4)
 
 
 def param_table(w2d: np.ndarray, biasf: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> np.ndarray:
     """[ceil(oc/16)][5][16] int32: bias, multiplier, left shift, -right shift, 128 * sum_k w."""
     oc_n = w2d.shape[0]
-    nb = -(-oc_n // LANES)
-    mult = np.broadcast_to(np.asarray(mult, dtype=np.int64), (oc_n,))
     shift = np.broadcast_to(np.asarray(shift, dtype=np.int64), (oc_n,))
     corr = 128 * w2d.astype(np.int64).sum(axis=1)
-    tab = np.zeros((nb, ROWS, LANES), dtype=np.int64)
-    for row, vals in enumerate((biasf, mult, np.maximum(shift, 0), np.minimum(shift, 0), corr)):
-        tab[np.arange(oc_n) // LANES, row, np.arange(oc_n) % LANES] = vals
-    return fp.wrap32(tab.reshape(-1)).astype(np.int32)
+    rows = np.stack([np.broadcast_to(np.asarray(v, dtype=np.int64), (oc_n,))
+                     for v in (biasf, mult, np.maximum(shift, 0), np.minimum(shift, 0), corr)])
+    return fp.wrap32(tiles(rows, ROWS, LANES, np.int64)).astype(np.int32)
 
 
 def x86_gemm(out: Ref, x: Ref, w: Ref, p: Ref, n: int, npix: int, xs: int, os: int, OC: int, zp: int, amin: int,
@@ -83,11 +77,8 @@ def x86_gemm(out: Ref, x: Ref, w: Ref, p: Ref, n: int, npix: int, xs: int, os: i
     xa, xi = x
     wa, wi = w
     pa, pi = p
-    nb, steps = -(-OC // LANES), -(-n // 4)
-    wk = wa[wi:wi + nb * steps * 64].astype(np.int64).reshape(nb, steps, LANES, 4).transpose(0, 2, 1, 3)
-    wk = wk.reshape(nb * LANES, steps * 4)[:OC, :n]
-    tab = pa[pi:pi + nb * ROWS * LANES].astype(np.int64).reshape(nb, ROWS, LANES).transpose(1, 0, 2)
-    tab = tab.reshape(ROWS, nb * LANES)[:, :OC]
+    wk = untiles(wa[wi:], OC, n, LANES, 4).astype(np.int64)
+    tab = untiles(pa[pi:], ROWS, OC, ROWS, LANES).astype(np.int64)
     shift = np.where(tab[2] > 0, tab[2], tab[3])
     rl = rl or n
     offs = np.array([(k // rl) * rs + k % rl for k in range(n)], dtype=np.int64)
@@ -103,11 +94,7 @@ def x86_gemm(out: Ref, x: Ref, w: Ref, p: Ref, n: int, npix: int, xs: int, os: i
 
 def pack_weights_f32(w2d: np.ndarray, lanes: int) -> np.ndarray:
     """[oc][n] float32 -> [ceil(oc/lanes)][n][lanes] float32, zero padded, flat."""
-    oc_n, n = w2d.shape
-    nb = -(-oc_n // lanes)
-    pad = np.zeros((nb * lanes, n), dtype=np.float32)
-    pad[:oc_n] = w2d
-    return pad.reshape(nb, lanes, n).transpose(0, 2, 1).reshape(-1)
+    return tiles(w2d, lanes, 1, np.float32)
 
 
 def pad_channels_f32(v: np.ndarray, lanes: int) -> np.ndarray:
@@ -135,8 +122,7 @@ def _sgemm(lanes: int) -> Callable[..., int]:
         inputs of a pixel are n / rl runs of rl contiguous values, rs apart: off(k) = (k / rl) * rs +
         k % rl (a convolution window read in place; rl = n: one run)."""
         xa, xi = x
-        nb = -(-OC // lanes)
-        wk = w[0][w[1]:w[1] + nb * n * lanes].reshape(nb, n, lanes).transpose(0, 2, 1).reshape(nb * lanes, n)[:OC]
+        wk = untiles(w[0][w[1]:], OC, n, lanes, 1)
         bias = b[0][b[1]:b[1] + OC].astype(np.float32)
         with np.errstate(all="ignore"):
             for q in range(npix):
@@ -209,8 +195,7 @@ def x86_dw(out: Ref, x: Ref, t: Ref, w: Ref, p: Ref, H: int, W: int, C: int, kh:
     groups, nb = -(-kw // 4), -(-C // LANES)
     wk = wa[wi:wi + kh * groups * nb * 64].astype(np.int64).reshape(kh, groups, nb, LANES, 4)
     wk = wk.transpose(0, 1, 4, 2, 3).reshape(kh, groups * 4, nb * LANES)[:, :kw, :C]
-    tab = pa[pi:pi + nb * ROWS * LANES].astype(np.int64).reshape(nb, ROWS, LANES).transpose(1, 0, 2)
-    tab = tab.reshape(ROWS, nb * LANES)[:, :C]
+    tab = untiles(pa[pi:], ROWS, C, ROWS, LANES).astype(np.int64)
     shift = np.where(tab[2] > 0, tab[2], tab[3])
     xp = np.full((max(OH * sh + kh * dh, H) + pt, max(OW * sw + kw * dw, W) + pl, C), zpi, dtype=np.int64)
     xp[pt:pt + H, pl:pl + W] = x[0][x[1]:x[1] + H * W * C].astype(np.int64).reshape(H, W, C)

@@ -9,13 +9,13 @@ matmul) in the same style. The kernel-IR arithmetic is aot.ops.arith.MacArith.
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from aot.errors import UnsupportedError
-from aot.ir import Quant, TensorType
+from aot.ir import TensorType
+from aot.ops.quant_common import prepared, quant_of
 from aot.quant import fixedpoint as fp
 from aot.quant import params as P8
 from aot.quant import params16 as P
@@ -25,23 +25,7 @@ Attrs = Mapping[str, Any]
 MAC16_KINDS = ("conv2d", "depthwise_conv2d", "fully_connected", "conv_transpose2d")
 
 
-def _q(t: TensorType, what: str) -> Quant:
-    if t.quant is None:
-        raise UnsupportedError(f"{what} of dtype {t.dtype} has no quantization parameters")
-    if not all(np.isfinite(s) and s > 0 for s in t.quant.scale):
-        raise UnsupportedError(f"{what} has invalid quantization scales {list(t.quant.scale)[:4]}")
-    return t.quant
-
-
-def _prepared(fn):  # noqa: ANN001, ANN202
-    """A multiplier out of range becomes an UnsupportedError naming the op (TFLM's Prepare fails)."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        try:
-            return fn(*args, **kwargs)
-        except (ValueError, OverflowError, ZeroDivisionError, FloatingPointError) as e:
-            raise UnsupportedError(f"{args[0]}: quantization parameters out of range ({e})") from None
-    return wrapper
+_prepared = prepared("")
 
 
 def _weights_int8(kind: str, w: TensorType) -> None:
@@ -56,7 +40,7 @@ def mac16_params(kind: str, x: TensorType, w: TensorType, out: TensorType, act: 
     _weights_int8(kind, w)
     if out.dtype != "int16":
         raise UnsupportedError(f"16x8 {kind} writes int16, not {out.dtype}")
-    xq, oq, wq = _q(x, f"{kind} input"), _q(out, f"{kind} output"), _q(w, f"{kind} weights")
+    xq, oq, wq = quant_of(x, f"{kind} input"), quant_of(out, f"{kind} output"), quant_of(w, f"{kind} weights")
     if xq.zero_point[0] != 0 or oq.zero_point[0] != 0:
         raise UnsupportedError(f"16x8 {kind} needs input and output zero points 0 "
                                f"(got {xq.zero_point[0]}, {oq.zero_point[0]})")
@@ -97,7 +81,7 @@ def tconv8_params(kind: str, x: TensorType, w: TensorType, out: TensorType, act:
     """TRANSPOSE_CONV int8 (TFLM transpose_conv.cc): PopulateConvolutionQuantizationParams, as CONV_2D."""
     if w.dtype != "int8":
         raise UnsupportedError(f"int8 {kind} needs int8 weights, got {w.dtype}")
-    xq, oq, wq = _q(x, f"{kind} input"), _q(out, f"{kind} output"), _q(w, f"{kind} weights")
+    xq, oq, wq = quant_of(x, f"{kind} input"), quant_of(out, f"{kind} output"), quant_of(w, f"{kind} weights")
     return P8.conv_params(xq.scale[0], xq.zero_point[0], wq.scale, oq.scale[0], oq.zero_point[0], act,
                           num_channels=w.shape[0])
 
@@ -142,7 +126,7 @@ def bmm_params(kind: str, a: TensorType, b: TensorType, out: TensorType) -> P8.R
     """BATCH_MATMUL int8 / int16 (TFLM batch_matmul.cc): one multiplier
     ``QuantizeMultiplier(double(s_a) * double(s_b) / double(s_out))``, offsets ``-zp_a``,
     ``-zp_b``, ``+zp_out`` (all zero for int16), no fused activation."""
-    aq, bq, oq = _q(a, f"{kind} input 1"), _q(b, f"{kind} input 2"), _q(out, f"{kind} output")
+    aq, bq, oq = quant_of(a, f"{kind} input 1"), quant_of(b, f"{kind} input 2"), quant_of(out, f"{kind} output")
     if a.dtype != b.dtype or out.dtype != a.dtype:
         raise UnsupportedError(f"{kind} of {a.dtype} and {b.dtype} into {out.dtype}")
     zps = (aq.zero_point[0], bq.zero_point[0], oq.zero_point[0])

@@ -12,7 +12,7 @@ counts.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -28,6 +28,31 @@ from aot.ops.registry import REGISTRY, Attrs, OpDef
 from aot.quant.window import window_taps
 
 QDTYPES = ("float32", "int8", "int16")
+
+
+class PoolGeometry(NamedTuple):
+    """A 2-D pool's shapes and window (NHWC), for the schedules that write their own loops."""
+    n: int
+    oh: int
+    ow: int
+    c: int
+    h: int
+    w: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    pt: int
+    pl: int
+
+
+def pool_geometry(x_shape: Sequence[int], out_shape: Sequence[int], attrs: Attrs) -> PoolGeometry:
+    """The output's batch, rows, columns and channels, the input's rows and columns, the window,
+    strides and the top / left padding."""
+    n, oh, ow, c = out_shape
+    (kh, kw), (sh, sw) = attrs["pool_size"], attrs["strides"]
+    pt, _, pl, _ = attrs["padding"]
+    return PoolGeometry(n, oh, ow, c, x_shape[1], x_shape[2], kh, kw, sh, sw, pt, pl)
 
 
 def dilations(attrs: Attrs) -> tuple[int, int]:

@@ -8,18 +8,18 @@ with the reference itself.
 """
 from __future__ import annotations
 
-import functools
-from dataclasses import replace
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from aot.errors import UnsupportedError
-from aot.ir import Quant, TensorType
+from aot.ir import TensorType
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
-from aot.lower.schedule.requant import mm_constants, mm_fits, q31_constants
+from aot.quant.requant import mm_constants, mm_fits, q31_constants
 from aot.ops.emit import unflatten
+from aot.ops.quant_common import clamp_int, prepared, quant_of, scale_zp
 from aot.quant import params as P
 from aot.quant import reference as R
 
@@ -27,35 +27,7 @@ Attrs = Mapping[str, Any]
 INT32_MIN = -(1 << 31)
 
 
-def _q(t: TensorType, what: str) -> Quant:
-    if t.quant is None:
-        raise UnsupportedError(f"{what} of dtype {t.dtype} has no quantization parameters")
-    if not all(np.isfinite(s) and s > 0 for s in t.quant.scale):
-        raise UnsupportedError(f"{what} has invalid quantization scales {list(t.quant.scale)[:4]} "
-                               f"(must be finite and positive)")
-    return t.quant
-
-
-def _s(t: TensorType, what: str) -> tuple[float, int]:
-    q = _q(t, what)
-    return q.scale[0], q.zero_point[0]
-
-
-def _prepared(fn):  # noqa: ANN001, ANN202
-    """Parameters TensorFlow Lite Micro's Prepare would refuse (a multiplier out of range, a
-    degenerate beta) become an UnsupportedError naming the op, not a Python exception."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        try:
-            return fn(*args, **kwargs)
-        except (ValueError, OverflowError, ZeroDivisionError, FloatingPointError) as e:
-            what = args[0] if args and isinstance(args[0], str) else fn.__name__.strip("_").replace("_params", "")
-            raise UnsupportedError(f"int8 {what}: quantization parameters out of range ({e})") from None
-    return wrapper
-
-
-def _clamp(v: K.Expr, lo: int, hi: int) -> K.Expr:
-    return K.minimum(K.maximum(v, lo), hi)
+_prepared = prepared("int8")
 
 
 # ------------------------------------------------------------------ conv / depthwise / fc
@@ -65,9 +37,9 @@ def mac_params(kind: str, x: TensorType, w: TensorType, out: TensorType, act: st
     """TFLM's parameters; `rounding="single"` (the op's `rounding` attribute, which the ONNX
     frontend sets) re-expresses the right-shifting channels so the requantization rounds once
     (`single_rounding`)."""
-    xs, xz = _s(x, f"{kind} input")
-    os_, oz = _s(out, f"{kind} output")
-    wq = _q(w, f"{kind} weights")
+    xs, xz = scale_zp(x, f"{kind} input")
+    os_, oz = scale_zp(out, f"{kind} output")
+    wq = quant_of(w, f"{kind} weights")
     if kind == "conv2d":
         p = P.conv_params(xs, xz, wq.scale, os_, oz, act, num_channels=w.shape[0])
     elif kind == "depthwise_conv2d":
@@ -120,23 +92,9 @@ def mac_reference(kind: str, xs: Sequence[np.ndarray], ts: Sequence[TensorType],
 # ------------------------------------------------------------------ pools
 @_prepared
 def _pool_params(x: TensorType, out: TensorType, attrs: Attrs) -> P.PoolParams:
-    xs, xz = _s(x, "pool input")
-    os_, oz = _s(out, "pool output")
+    xs, xz = scale_zp(x, "pool input")
+    os_, oz = scale_zp(out, "pool output")
     return P.pool_params(xs, xz, os_, oz, attrs.get("activation", "none"))
-
-
-def pool_reference(kind: str, xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs,
-                   out: TensorType) -> np.ndarray:
-    p = _pool_params(ts[0], out, attrs)
-    fn = R.max_pool2d if kind == "max" else R.avg_pool2d
-    return fn(xs[0], p, attrs["pool_size"], attrs["strides"], attrs["padding"])
-
-
-def pool_finish(kind: str, acc: K.Expr, count: K.Expr | None, x: TensorType, out: TensorType,
-                attrs: Attrs) -> K.Expr:
-    """max: clamp; average: round half away from zero over the in-bounds count, then clamp."""
-    p = _pool_params(x, out, attrs)
-    return round_average_and_clamp(kind, acc, count, p.act_min, p.act_max)
 
 
 def round_average_and_clamp(kind: str, acc: K.Expr, count: K.Expr | None, lo: int, hi: int) -> K.Expr:
@@ -146,15 +104,41 @@ def round_average_and_clamp(kind: str, acc: K.Expr, count: K.Expr | None, lo: in
         assert count is not None
         half = count / 2
         acc = K.Select(acc > 0, (acc + half) / count, (acc - half) / count)
-    return _clamp(acc, lo, hi)
+    return clamp_int(acc, lo, hi)
+
+
+@dataclass(frozen=True)
+class IntPool:
+    """The integer MAX_POOL_2D / AVERAGE_POOL_2D of one activation dtype: its Prepare (`params`:
+    input, output, attrs -> parameters with act_min / act_max) and its numpy references."""
+    params: Callable[[TensorType, TensorType, Attrs], Any]
+    max_reference: Callable[..., np.ndarray]
+    avg_reference: Callable[..., np.ndarray]
+
+    def reference(self, kind: str, xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs,
+                  out: TensorType) -> np.ndarray:
+        p = self.params(ts[0], out, attrs)
+        fn = self.max_reference if kind == "max" else self.avg_reference
+        return fn(xs[0], p, attrs["pool_size"], attrs["strides"], attrs["padding"])
+
+    def finish(self, kind: str, acc: K.Expr, count: K.Expr | None, x: TensorType, out: TensorType,
+               attrs: Attrs) -> K.Expr:
+        """max: clamp; average: round half away from zero over the in-bounds count, then clamp."""
+        p = self.params(x, out, attrs)
+        return round_average_and_clamp(kind, acc, count, p.act_min, p.act_max)
+
+
+POOL8 = IntPool(_pool_params, R.max_pool2d, R.avg_pool2d)
+pool_reference = POOL8.reference
+pool_finish = POOL8.finish
 
 
 # ------------------------------------------------------------------ add / sub / mul
 @_prepared
 def _binary_params(name: str, a: TensorType, b: TensorType, out: TensorType, act: str):  # noqa: ANN202
-    s1, z1 = _s(a, f"{name} input 1")
-    s2, z2 = _s(b, f"{name} input 2")
-    so, zo = _s(out, f"{name} output")
+    s1, z1 = scale_zp(a, f"{name} input 1")
+    s2, z2 = scale_zp(b, f"{name} input 2")
+    so, zo = scale_zp(out, f"{name} output")
     fn = {"add": P.add_params, "sub": P.sub_params, "mul": P.mul_params}.get(name)
     if fn is None:
         raise UnsupportedError(f"int8 {name} is not supported (TFLite has no int8 kernel for it)")
@@ -188,10 +172,10 @@ def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType,
     if name == "mul":
         prod = (a.cast("i32") + p.input1_offset) * (b.cast("i32") + p.input2_offset)
         v = intrinsic("requantize", prod, p.output_multiplier, p.output_shift) + p.output_offset
-        return _clamp(v, p.act_min, p.act_max)
+        return clamp_int(v, p.act_min, p.act_max)
     # ADD/SUB: both inputs to a common scale with 20 bits of headroom, then to the output
     if not fast:
-        return _clamp(add_sub_value(name, a, b, p), p.act_min, p.act_max)
+        return clamp_int(add_sub_value(name, a, b, p), p.act_min, p.act_max)
     sa = _rescale((a.cast("i32") + p.input1_offset) << p.left_shift, p.input1_multiplier, p.input1_shift,
                   p.left_shift >= 1)
     sb = _rescale((b.cast("i32") + p.input2_offset) << p.left_shift, p.input2_multiplier, p.input2_shift,
@@ -219,7 +203,7 @@ def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType,
         v = v + q[3] if q[3] else v
     if (p.act_min, p.act_max) == (-128, 127):  # the whole int8 range: one SSAT
         return intrinsic("ssat8", v)
-    return _clamp(v, p.act_min, p.act_max)
+    return clamp_int(v, p.act_min, p.act_max)
 
 
 def _int8_bound(offset: int) -> int:
@@ -280,8 +264,8 @@ def _rescale(x: K.Expr, mult: int, shift: int, even: bool) -> K.Expr:
 # ------------------------------------------------------------------ unary ops as tables
 @_prepared
 def _unary_params(name: str, x: TensorType, out: TensorType, attrs: Attrs):  # noqa: ANN202
-    xs, xz = _s(x, f"{name} input")
-    os_, oz = _s(out, f"{name} output")
+    xs, xz = scale_zp(x, f"{name} input")
+    os_, oz = scale_zp(out, f"{name} output")
     if name in ("sigmoid", "tanh"):
         _check_fixed_output(name, os_, oz, attrs)
     if name == "sigmoid":
@@ -337,7 +321,7 @@ def quantize_reference(x: np.ndarray, t: TensorType, out: TensorType) -> np.ndar
         return unary_reference("requantize", x, t, {}, out)
     if t.dtype != "float32" or out.dtype != "int8":
         raise UnsupportedError(f"quantize from {t.dtype} to {out.dtype}")
-    so, zo = _s(out, "quantize output")
+    so, zo = scale_zp(out, "quantize output")
     # round(x / scale) in float32; saturated (TFLM's out-of-int32-range result is platform-defined)
     r = R.fp.round_half_away(np.asarray(x, np.float32) / np.float32(so)).astype(np.float64)
     r = np.nan_to_num(r, nan=-1e6)
@@ -351,15 +335,15 @@ def quantize_expr(ctx, v: K.Expr, t: TensorType, out: TensorType) -> K.Expr:  # 
         return K.Load(table, v.cast("i32") + 128)
     if t.dtype != "float32" or out.dtype != "int8":
         raise UnsupportedError(f"quantize from {t.dtype} to {out.dtype}")
-    so, zo = _s(out, "quantize output")
+    so, zo = scale_zp(out, "quantize output")
     r = intrinsic("roundf", v / K.Const(float(np.float32(so)), "f32"))
     r = K.minimum(K.maximum(r, K.Const(-1e6, "f32")), K.Const(1e6, "f32"))  # NaN -> -1e6 as the reference
-    return _clamp(r.cast("i32") + zo, -128, 127)
+    return clamp_int(r.cast("i32") + zo, -128, 127)
 
 
 @_prepared
 def dequantize_table(t: TensorType) -> np.ndarray:
-    s, z = _s(t, "dequantize input")
+    s, z = scale_zp(t, "dequantize input")
     return R.dequantize(np.arange(-128, 128, dtype=np.int64), P.dequantize_params(s, z))
 
 
@@ -378,9 +362,9 @@ def dequantize_expr(ctx, v: K.Expr, t: TensorType) -> K.Expr:  # noqa: ANN001
 
 # ------------------------------------------------------------------ concat
 def _check_concat(ts: Sequence[TensorType], out: TensorType) -> None:
-    oq = _q(out, "concat output")
+    oq = quant_of(out, "concat output")
     for t in ts:
-        q = _q(t, "concat input")
+        q = quant_of(t, "concat input")
         if (np.float32(q.scale[0]), q.zero_point[0]) != (np.float32(oq.scale[0]), oq.zero_point[0]):
             raise UnsupportedError("int8 concatenation needs every input quantized like the output "
                                    "(TensorFlow Lite Micro refuses it too)")
@@ -399,16 +383,40 @@ def concat_value(ctx, v: K.Expr, t: TensorType, out: TensorType) -> K.Expr:  # n
 # ------------------------------------------------------------------ mean
 @_prepared
 def _mean_params(x: TensorType, out: TensorType) -> P.MeanParams:
-    xs, xz = _s(x, "mean input")
-    os_, oz = _s(out, "mean output")
+    xs, xz = scale_zp(x, "mean input")
+    os_, oz = scale_zp(out, "mean output")
     return P.mean_params(xs, xz, os_, oz)
 
 
+@dataclass(frozen=True)
+class IntMean:
+    """The integer MEAN of one activation dtype: its Prepare (`params`: input, output -> parameters
+    with input_zp / output_zp), numpy reference, rescale for a count of elements, and value range."""
+    params: Callable[[TensorType, TensorType], Any]
+    mean: Callable[..., np.ndarray]
+    rescale: Callable[[Any, int], tuple[int, int]]
+    lo: int
+    hi: int
+
+    def reference(self, x: np.ndarray, t: TensorType, attrs: Attrs, out: TensorType) -> np.ndarray:
+        return self.mean(x, attrs["axes"], self.params(t, out), attrs.get("keep_dims", False)).reshape(out.shape)
+
+    def finish(self, acc: K.Expr, count: int, x: TensorType, out: TensorType) -> K.Expr:
+        """The sum of `count` inputs -> the output value: requantized, offset, clamped."""
+        p = self.params(x, out)
+        m, s = self.rescale(p, count)
+        v = intrinsic("requantize", acc - p.input_zp * count, m, s) + p.output_zp
+        return clamp_int(v, self.lo, self.hi)
+
+
+MEAN8 = IntMean(_mean_params, R.mean, P.mean_rescale, -128, 127)
+
+
 def mean_reference(x: np.ndarray, t: TensorType, attrs: Attrs, out: TensorType) -> np.ndarray:
-    p = _mean_params(t, out)
     rounding = attrs.get("rounding", "double")
     if rounding == "double":
-        return R.mean(x, attrs["axes"], p, attrs.get("keep_dims", False)).reshape(out.shape)
+        return MEAN8.reference(x, t, attrs, out)
+    p = _mean_params(t, out)
     axes = tuple(sorted({a % x.ndim for a in attrs["axes"]}))
     count = int(np.prod([x.shape[a] for a in axes]))
     m, s = mean_multiplier(p, count, t, out, rounding)
@@ -428,8 +436,8 @@ def mean_multiplier(p: P.MeanParams, count: int, x: TensorType, out: TensorType,
         raise UnsupportedError(f"mean rounding {rounding!r} (double or single)")
     m, s = P.mean_rescale(p, count)
     if rounding == "single" and s < 0:
-        xs, _ = _s(x, "mean input")
-        os_, _ = _s(out, "mean output")
+        xs, _ = scale_zp(x, "mean input")
+        os_, _ = scale_zp(out, "mean output")
         one = int(R.fp.round_half_away(float(np.float32(xs)) / float(np.float32(os_)) / count * float(1 << 31)))
         if SINGLE_MIN_MULTIPLIER <= one < (1 << 31):
             return one, 0
@@ -440,14 +448,14 @@ def mean_finish(acc: K.Expr, count: int, x: TensorType, out: TensorType, roundin
     p = _mean_params(x, out)
     m, s = mean_multiplier(p, count, x, out, rounding)
     v = intrinsic("requantize", acc - p.input_zp * count, m, s) + p.output_zp
-    return _clamp(v, -128, 127)
+    return clamp_int(v, -128, 127)
 
 
 # ------------------------------------------------------------------ softmax
 @_prepared
 def _softmax_params(x: TensorType, out: TensorType, attrs: Attrs) -> P.SoftmaxParams:
-    xs, _ = _s(x, "softmax input")
-    os_, oz = _s(out, "softmax output")
+    xs, _ = scale_zp(x, "softmax input")
+    os_, oz = scale_zp(out, "softmax output")
     return P.softmax_params(xs, float(attrs.get("beta", 1.0)), os_, oz, x.dtype, out.dtype)
 
 
@@ -509,7 +517,7 @@ def softmax_emit_int8(ctx, x, out, call, rows: int, depth: int) -> K.Stmt:  # no
     bits = p.output_bits
     half = 1 << (bits - 1)
     exponent = K.Const(12 + 31 - bits) - h
-    value = _clamp(intrinsic("rdbpot", intrinsic("srdhm", scale, exp_j), exponent) - half, -half, half - 1)
+    value = clamp_int(intrinsic("rdbpot", intrinsic("srdhm", scale, exp_j), exponent) - half, -half, half - 1)
     body = K.seq(
         K.Let(mx, K.Const(-128)),
         K.For(j, depth, K.Assign(mx, K.maximum(mx, x(at(j)).cast("i32")))),

@@ -13,17 +13,17 @@ aot.ops.quantized (unchanged).
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from aot.errors import UnsupportedError
-from aot.ir import Quant, TensorType
+from aot.ir import TensorType
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.ops.emit import unflatten
-from aot.ops.quantized import add_sub_value, round_average_and_clamp
+from aot.ops.quant_common import clamp_int, prepared, quant_of, scale_zp
+from aot.ops.quantized import IntMean, IntPool, add_sub_value
 from aot.quant import params16 as P
 from aot.quant import reference16 as R
 
@@ -35,35 +35,7 @@ BINARY16 = ("add", "sub", "mul")
 UNARY16 = ("sigmoid", "tanh", "leaky_relu")
 
 
-def _q(t: TensorType, what: str) -> Quant:
-    if t.quant is None:
-        raise UnsupportedError(f"{what} of dtype {t.dtype} has no quantization parameters")
-    if not all(np.isfinite(s) and s > 0 for s in t.quant.scale):
-        raise UnsupportedError(f"{what} has invalid quantization scales {list(t.quant.scale)[:4]}")
-    if len(t.quant.scale) != 1:
-        raise UnsupportedError(f"{what} is quantized per channel; int16 {what.split()[0]} takes one scale")
-    return t.quant
-
-
-def _s(t: TensorType, what: str) -> tuple[float, int]:
-    q = _q(t, what)
-    return q.scale[0], q.zero_point[0]
-
-
-def _prepared(fn):  # noqa: ANN001, ANN202
-    """Parameters TFLM's Prepare refuses become an UnsupportedError naming the op."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        try:
-            return fn(*args, **kwargs)
-        except (ValueError, OverflowError, ZeroDivisionError, FloatingPointError) as e:
-            what = args[0] if args and isinstance(args[0], str) else fn.__name__.strip("_")
-            raise UnsupportedError(f"int16 {what}: quantization parameters out of range ({e})") from None
-    return wrapper
-
-
-def _clamp(v: K.Expr, lo: int, hi: int) -> K.Expr:
-    return K.minimum(K.maximum(v, lo), hi)
+_prepared = prepared("int16")
 
 
 def _wrap16(v: K.Expr) -> K.Expr:
@@ -78,9 +50,9 @@ def _binary_params(name: str, a: TensorType, b: TensorType, out: TensorType, act
         raise UnsupportedError(f"int16 {name} is not supported (TensorFlow Lite Micro has no int16 kernel for it)")
     if a.dtype != "int16" or b.dtype != "int16":
         raise UnsupportedError(f"int16 {name} needs int16 operands, got {a.dtype} and {b.dtype}")
-    s1, z1 = _s(a, f"{name} input 1")
-    s2, z2 = _s(b, f"{name} input 2")
-    so, zo = _s(out, f"{name} output")
+    s1, z1 = scale_zp(a, f"{name} input 1", per_tensor=True)
+    s2, z2 = scale_zp(b, f"{name} input 2", per_tensor=True)
+    so, zo = scale_zp(out, f"{name} output", per_tensor=True)
     fn = {"add": P.add16_params, "sub": P.sub16_params, "mul": P.mul16_params}[name]
     return fn(s1, z1, s2, z2, so, zo, act)
 
@@ -98,10 +70,10 @@ def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType,
     if name == "mul":  # |(x1 + o1) * (x2 + o2)| < 2**31 with zero points 0 (TFLM requires them)
         prod = (a.cast("i32") + p.input1_offset) * (b.cast("i32") + p.input2_offset)
         v = intrinsic("requantize", prod, p.output_multiplier, p.output_shift) + p.output_offset
-        return _clamp(v, p.act_min, p.act_max).cast("i16")
+        return clamp_int(v, p.act_min, p.act_max).cast("i16")
     # ADD/SUB: MultiplyByQuantizedMultiplierSmallerThanOneExp is MultiplyByQuantizedMultiplier
     # for the shifts <= 0 it is given; (x + offset) << 15 fits int32 for int16 x and zero point
-    return _clamp(add_sub_value(name, a, b, p), p.act_min, p.act_max).cast("i16")
+    return clamp_int(add_sub_value(name, a, b, p), p.act_min, p.act_max).cast("i16")
 
 
 # ------------------------------------------------------------------ logistic / tanh / leaky relu
@@ -109,8 +81,8 @@ def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType,
 def _unary_params(name: str, x: TensorType, out: TensorType, attrs: Attrs):  # noqa: ANN202
     if name not in UNARY16:
         raise UnsupportedError(f"int16 {name} is not supported (TensorFlow Lite Micro has no int16 kernel for it)")
-    xs, xz = _s(x, f"{name} input")
-    os_, oz = _s(out, f"{name} output")
+    xs, xz = scale_zp(x, f"{name} input", per_tensor=True)
+    os_, oz = scale_zp(out, f"{name} output", per_tensor=True)
     if name == "sigmoid":
         return P.logistic16_params(xs, xz, os_, oz)
     if name == "tanh":
@@ -142,7 +114,7 @@ def unary_expr(ctx, name: str, x: K.Expr, t: TensorType, out: TensorType, attrs:
         alpha = intrinsic("requantize", d, abs(p.multiplier_alpha), p.shift_alpha)
         if p.multiplier_alpha < 0:
             alpha = -alpha
-        return _clamp(K.Select(d >= 0, ident, alpha) + p.output_zp, -32768, 32767).cast("i16")
+        return clamp_int(K.Select(d >= 0, ident, alpha) + p.output_zp, -32768, 32767).cast("i16")
     # LOGISTIC (bits 9) / TANH (bits 8): interpolate in TFLM's sigmoid table; v fits int32
     # (|x * multiplier| < 2**30), every intermediate below is in [-2**25, 2**25]
     table = ctx.const(P.sigmoid_table_uint16(), "i32", "sigmoid_u16")
@@ -165,48 +137,33 @@ def unary_expr(ctx, name: str, x: K.Expr, t: TensorType, out: TensorType, attrs:
 # ------------------------------------------------------------------ pools / mean / concat
 @_prepared
 def _pool_params(x: TensorType, out: TensorType, attrs: Attrs) -> P.Pool16Params:
-    xs, xz = _s(x, "pool input")
-    os_, oz = _s(out, "pool output")
+    xs, xz = scale_zp(x, "pool input", per_tensor=True)
+    os_, oz = scale_zp(out, "pool output", per_tensor=True)
     return P.pool16_params(xs, xz, os_, oz, attrs.get("activation", "none"))
 
 
-def pool_reference(kind: str, xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs,
-                   out: TensorType) -> np.ndarray:
-    p = _pool_params(ts[0], out, attrs)
-    fn = R.max_pool2d_16 if kind == "max" else R.avg_pool2d_16
-    return fn(xs[0], p, attrs["pool_size"], attrs["strides"], attrs["padding"])
-
-
-def pool_finish(kind: str, acc: K.Expr, count: K.Expr | None, x: TensorType, out: TensorType,
-                attrs: Attrs) -> K.Expr:
-    """max: clamp; average: round half away from zero over the in-bounds count, then clamp."""
-    p = _pool_params(x, out, attrs)
-    return round_average_and_clamp(kind, acc, count, p.act_min, p.act_max)
+POOL16 = IntPool(_pool_params, R.max_pool2d_16, R.avg_pool2d_16)
+pool_reference = POOL16.reference
+pool_finish = POOL16.finish
 
 
 @_prepared
 def _mean_params(x: TensorType, out: TensorType) -> P.Mean16Params:
-    xs, xz = _s(x, "mean input")
-    os_, oz = _s(out, "mean output")
+    xs, xz = scale_zp(x, "mean input", per_tensor=True)
+    os_, oz = scale_zp(out, "mean output", per_tensor=True)
     return P.mean16_params(xs, xz, os_, oz)
 
 
-def mean_reference(x: np.ndarray, t: TensorType, attrs: Attrs, out: TensorType) -> np.ndarray:
-    return R.mean16(x, attrs["axes"], _mean_params(t, out), attrs.get("keep_dims", False)).reshape(out.shape)
-
-
-def mean_finish(acc: K.Expr, count: int, x: TensorType, out: TensorType) -> K.Expr:
-    p = _mean_params(x, out)
-    m, s = P.mean16_rescale(p, count)
-    v = intrinsic("requantize", acc - p.input_zp * count, m, s) + p.output_zp
-    return _clamp(v, -32768, 32767)
+MEAN16 = IntMean(_mean_params, R.mean16, P.mean16_rescale, -32768, 32767)
+mean_reference = MEAN16.reference
+mean_finish = MEAN16.finish
 
 
 def check_concat(ts: Sequence[TensorType], out: TensorType) -> None:
     """TFLM's int16 concatenation copies values: every input must be quantized as the output."""
-    oq = _q(out, "concat output")
+    oq = quant_of(out, "concat output", per_tensor=True)
     for t in ts:
-        q = _q(t, "concat input")
+        q = quant_of(t, "concat input", per_tensor=True)
         if (np.float32(q.scale[0]), q.zero_point[0]) != (np.float32(oq.scale[0]), oq.zero_point[0]):
             raise UnsupportedError("int16 concatenation needs every input quantized like the output "
                                    "(TensorFlow Lite Micro refuses it too)")
@@ -215,8 +172,8 @@ def check_concat(ts: Sequence[TensorType], out: TensorType) -> None:
 # ------------------------------------------------------------------ softmax
 @_prepared
 def _softmax_params(x: TensorType, out: TensorType, attrs: Attrs) -> P.Softmax16Params:
-    xs, xz = _s(x, "softmax input")
-    os_, oz = _s(out, "softmax output")
+    xs, xz = scale_zp(x, "softmax input", per_tensor=True)
+    os_, oz = scale_zp(out, "softmax output", per_tensor=True)
     return P.softmax16_params(xs, float(attrs.get("beta", 1.0)), xz, os_, oz)
 
 
@@ -247,17 +204,17 @@ def softmax_emit(ctx, x, out, call, rows: int, depth: int) -> K.Stmt:  # noqa: A
 
     mx, total, h, recip = ctx.var("mx"), ctx.var("sum_exp"), ctx.var("headroom"), ctx.var("recip")
     scaled = intrinsic("requantize", x(at(j)).cast("i32") - mx, p.input_multiplier, p.input_left_shift)
-    exp_j = _lut_lookup(exp_lut, _clamp(scaled + 32767, -32768, 32767))
+    exp_j = _lut_lookup(exp_lut, clamp_int(scaled + 32767, -32768, 32767))
     shifted = ((total << (h - 1)) + (1 << 13)) >> 14
     right = K.Const(31) - h
-    value = _clamp((exp_j * recip + (K.Const(1) << (right - 1))) >> right, 0, 32767)
+    value = clamp_int((exp_j * recip + (K.Const(1) << (right - 1))) >> right, 0, 32767)
     body = K.seq(
         K.Let(mx, K.Const(-32768)),
         K.For(j, depth, K.Assign(mx, K.maximum(mx, x(at(j)).cast("i32")))),
         K.Let(total, K.Const(0)),
         K.For(j, depth, K.Assign(total, total + exp_j)),
         K.Let(h, intrinsic("clz32", total)),
-        K.Let(recip, _lut_lookup(recip_lut, _clamp(shifted - ((1 << 15) + (1 << 16)), -32768, 32767))),
+        K.Let(recip, _lut_lookup(recip_lut, clamp_int(shifted - ((1 << 15) + (1 << 16)), -32768, 32767))),
         K.For(j, depth, out.store(at(j), value)),
     )
     return K.For(r, rows, body)
@@ -271,10 +228,10 @@ def handles_quantize(t: TensorType, out: TensorType) -> bool:
 
 @_prepared
 def _quantize_params(t: TensorType, out: TensorType):  # noqa: ANN202
-    so, zo = _s(out, "quantize output")
+    so, zo = scale_zp(out, "quantize output", per_tensor=True)
     if t.dtype == "float32":
         return P.quantize_float_params(so, zo, out.dtype)
-    si, zi = _s(t, "quantize input")
+    si, zi = scale_zp(t, "quantize input", per_tensor=True)
     return P.requantize_int_params(si, zi, so, zo, t.dtype, out.dtype)
 
 
@@ -295,18 +252,18 @@ def quantize_expr(ctx, v: K.Expr, t: TensorType, out: TensorType) -> K.Expr:  # 
         ok = K.logical_and(r >= K.Const(-2147483648.0, "f32"), r < K.Const(2147483648.0, "f32"))
         q = K.Select(ok, K.Select(ok, r, K.Const(0.0, "f32")).cast("i32"), K.Const(INT32_MIN))
         s = (q.cast("i64") + K.Const(p.zero_point, "i64")).cast("i32")  # int32 wrap-around
-        return _clamp(s, lo, hi).cast(kd)
+        return clamp_int(s, lo, hi).cast(kd)
     d = v.cast("i32")
     if p.input_zp:
         d = (d.cast("i64") - K.Const(p.input_zp, "i64")).cast("i32")
     m = intrinsic("requantize", d, p.multiplier, p.shift)
     s = (m.cast("i64") + K.Const(p.output_zp, "i64")).cast("i32") if p.output_zp else m
-    return (_clamp(s, lo, hi) if out.dtype != "int32" else s).cast(kd)
+    return (clamp_int(s, lo, hi) if out.dtype != "int32" else s).cast(kd)
 
 
 @_prepared
 def _dequantize_params(t: TensorType) -> P.Dequantize16Params:
-    s, z = _s(t, "dequantize input")
+    s, z = scale_zp(t, "dequantize input", per_tensor=True)
     return P.dequantize16_params(s, z)
 
 

@@ -37,7 +37,7 @@ __all__ = [
     "softmax_params", "logistic_params", "tanh_params", "hard_swish_params",
     "leaky_relu_params", "relu_params", "relu6_params", "quantize_params",
     "requantize_params", "dequantize_params", "pad_params", "concatenation_params",
-    "f32",
+    "f32", "per_channel_multipliers", "add_multipliers", "leaky_relu_multipliers",
 ]
 
 
@@ -112,16 +112,22 @@ class RequantParams(_ParamsBase):
     filter_offset: int = 0
 
 
-def _conv_like_params(input_scale, input_zp, filter_scales, output_scale, output_zp,
-                      activation, num_channels: Optional[int]) -> RequantParams:
-    # kernel_util.cc PopulateConvolutionQuantizationParams: per channel,
-    # effective = double(in_scale) * double(filter_scale[c]) / double(out_scale).
+def per_channel_multipliers(input_scale, filter_scales, output_scale,
+                            num_channels: Optional[int] = None) -> tuple[np.ndarray, np.ndarray]:
+    """kernel_util.cc PopulateConvolutionQuantizationParams (int8 and 16x8 alike): per channel
+    ``QuantizeMultiplier(double(s_in) * double(s_filter[c]) / double(s_out))`` over float32
+    scales -> (multipliers, shifts) as int32 arrays; a single filter scale is broadcast to
+    ``num_channels`` (when given)."""
     scales = np.atleast_1d(np.asarray(filter_scales, dtype=np.float32)).astype(np.float64)
     if num_channels is not None and scales.size == 1 and num_channels > 1:
         scales = np.repeat(scales, num_channels)  # per-tensor scale broadcast per channel
     si, so = f32(input_scale), f32(output_scale)
-    eff = [si * float(s) / so for s in scales]
-    mult, shift = fp.quantize_multiplier_array(np.array(eff))
+    return fp.quantize_multiplier_array(np.array([si * float(s) / so for s in scales]))
+
+
+def _conv_like_params(input_scale, input_zp, filter_scales, output_scale, output_zp,
+                      activation, num_channels: Optional[int]) -> RequantParams:
+    mult, shift = per_channel_multipliers(input_scale, filter_scales, output_scale, num_channels)
     act_min, act_max = fp.calculate_activation_range_quantized(
         activation, np.float32(output_scale), output_zp)
     return RequantParams(-_check_int8_zp("input", input_zp), _check_int8_zp("output", output_zp),
@@ -163,11 +169,7 @@ def fully_connected_params(input_scale, input_zp, filter_scales, output_scale, o
     multiplier bits — the tests pin the double behaviour down.
     """
     _check_dtype(dtype)
-    scales = np.atleast_1d(np.asarray(filter_scales, dtype=np.float32))
-    so = f32(output_scale)
-    si = f32(input_scale)
-    mult, shift = fp.quantize_multiplier_array(
-        np.array([si * float(s) / so for s in scales.astype(np.float64)]))
+    mult, shift = per_channel_multipliers(input_scale, filter_scales, output_scale)
     act_min, act_max = fp.calculate_activation_range_quantized(
         activation, np.float32(output_scale), output_zp)
     return RequantParams(-_check_int8_zp("input", input_zp), _check_int8_zp("output", output_zp),
@@ -183,7 +185,7 @@ class AddParams(_ParamsBase):
 
     Kernel (reference_integer_ops::AddFunc, reference_ops::SubElementwise)::
 
-        a  = (x1 + input1_offset) * 2**left_shift          # left_shift = 20 for int8
+        a  = (x1 + input1_offset) * 2**left_shift          # left_shift = 20 for int8, 15 for int16
         b  = (x2 + input2_offset) * 2**left_shift
         a  = MultiplyByQuantizedMultiplierSmallerThanOneExp(a, input1_multiplier, input1_shift)
         b  = MultiplyByQuantizedMultiplierSmallerThanOneExp(b, input2_multiplier, input2_shift)
@@ -207,6 +209,19 @@ class AddParams(_ParamsBase):
     act_max: int
 
 
+def add_multipliers(input1_scale, input2_scale, output_scale, left_shift: int
+                    ) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+    """The three (multiplier, shift) pairs of ADD / SUB (int8: left_shift 20, int16: 15), all in
+    double over float32 scales: ``twice_max = 2 * max(s1, s2)``; ``s1 / twice_max``,
+    ``s2 / twice_max``, ``twice_max / (2**left_shift * s_out)``, each through
+    ``QuantizeMultiplierSmallerThanOneExp``."""
+    s1, s2, so = f32(input1_scale), f32(input2_scale), f32(output_scale)
+    twice_max = 2.0 * max(s1, s2)
+    return (fp.quantize_multiplier_smaller_than_one_exp(s1 / twice_max),
+            fp.quantize_multiplier_smaller_than_one_exp(s2 / twice_max),
+            fp.quantize_multiplier_smaller_than_one_exp(twice_max / ((1 << left_shift) * so)))
+
+
 def add_params(input1_scale, input1_zp, input2_scale, input2_zp, output_scale, output_zp,
                activation: str = "none", dtype: str = "int8") -> AddParams:
     """ADD (TFLM add_common.cc ``CalculateOpDataAdd``), all in double:
@@ -214,12 +229,9 @@ def add_params(input1_scale, input1_zp, input2_scale, input2_zp, output_scale, o
     m_out = twice_max / (2**20 * s_out)``, each through
     ``QuantizeMultiplierSmallerThanOneExp``."""
     _check_dtype(dtype)
-    s1, s2, so = f32(input1_scale), f32(input2_scale), f32(output_scale)
+    so = f32(output_scale)
     left_shift = 20
-    twice_max = 2.0 * max(s1, s2)
-    m1, sh1 = fp.quantize_multiplier_smaller_than_one_exp(s1 / twice_max)
-    m2, sh2 = fp.quantize_multiplier_smaller_than_one_exp(s2 / twice_max)
-    mo, sho = fp.quantize_multiplier_smaller_than_one_exp(twice_max / ((1 << left_shift) * so))
+    (m1, sh1), (m2, sh2), (mo, sho) = add_multipliers(input1_scale, input2_scale, output_scale, left_shift)
     act_min, act_max = fp.calculate_activation_range_quantized(activation, np.float32(so),
                                                                 output_zp)
     return AddParams(left_shift, -_check_int8_zp("input1", input1_zp), m1, sh1,
@@ -500,15 +512,21 @@ class LeakyReluParams(_ParamsBase):
     shift_identity: int
 
 
+def leaky_relu_multipliers(input_scale, output_scale, alpha: float) -> tuple[int, int, int, int]:
+    """(multiplier_alpha, shift_alpha, multiplier_identity, shift_identity) of LEAKY_RELU, int8
+    and int16 alike (see :class:`LeakyReluParams`)."""
+    s_in, s_out, a = f32(input_scale), f32(output_scale), f32(alpha)
+    ma, sa = fp.quantize_multiplier(s_in * a / s_out)
+    mi, si = fp.quantize_multiplier(s_in / s_out)
+    return ma, sa, mi, si
+
+
 def leaky_relu_params(input_scale, input_zp, output_scale, output_zp, alpha: float,
                       dtype: str = "int8") -> LeakyReluParams:
     """See :class:`LeakyReluParams`."""
     _check_dtype(dtype)
-    s_in, s_out, a = f32(input_scale), f32(output_scale), f32(alpha)
-    ma, sa = fp.quantize_multiplier(s_in * a / s_out)
-    mi, si = fp.quantize_multiplier(s_in / s_out)
     return LeakyReluParams(_check_int8_zp("input", input_zp), _check_int8_zp("output", output_zp),
-                           ma, sa, mi, si)
+                           *leaky_relu_multipliers(input_scale, output_scale, alpha))
 
 
 # ------------------------------------------------------------------- relu / relu6

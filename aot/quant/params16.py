@@ -31,6 +31,8 @@ import numpy as np
 
 from aot.errors import UnsupportedError
 from aot.quant import fixedpoint as fp
+from aot.quant.params import (AddParams, LeakyReluParams, MulParams, add_multipliers, leaky_relu_multipliers,
+                              per_channel_multipliers)
 
 __all__ = [
     "DTYPE_RANGE", "Mac16Params", "Add16Params", "Mul16Params", "Pool16Params", "Mean16Params",
@@ -83,13 +85,8 @@ class Mac16Params:
 
 def _per_channel(input_scale, filter_scales, output_scale, num_channels: Optional[int]
                  ) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    # kernel_util.cc PopulateConvolutionQuantizationParams (double maths, float32 scales)
-    scales = [float(s) for s in np.atleast_1d(np.asarray(filter_scales, dtype=np.float32))]
-    if num_channels is not None and len(scales) == 1:
-        scales = scales * num_channels
-    si, so = _f32(input_scale), _f32(output_scale)
-    pairs = [fp.quantize_multiplier(si * s / so) for s in scales]
-    return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+    mult, shift = per_channel_multipliers(input_scale, filter_scales, output_scale, num_channels)
+    return tuple(int(m) for m in mult), tuple(int(s) for s in shift)
 
 
 def _accumulator(bias_dtype: Optional[str], allowed: Sequence[Optional[str]], op: str) -> str:
@@ -147,40 +144,17 @@ def transpose_conv16_params(input_scale, filter_scales, output_scale, output_zp:
 
 # ------------------------------------------------------------------------- add / sub / mul
 
-@dataclass(frozen=True)
-class Add16Params:
-    """ADD / SUB int16 (add_common.cc / sub_common.cc, ``reference_ops::AddElementwise``
-    general-scale path)::
-
-        a = MBQMSmallerThanOneExp((x1 + input1_offset) << 15, input1_multiplier, input1_shift)
-        b = MBQMSmallerThanOneExp((x2 + input2_offset) << 15, input2_multiplier, input2_shift)
-        r = MBQMSmallerThanOneExp(a +/- b, output_multiplier, output_shift) + output_offset
-        out = clamp(r, act_min, act_max)
-    """
-    left_shift: int
-    input1_offset: int
-    input1_multiplier: int
-    input1_shift: int
-    input2_offset: int
-    input2_multiplier: int
-    input2_shift: int
-    output_offset: int
-    output_multiplier: int
-    output_shift: int
-    act_min: int
-    act_max: int
+# ADD / SUB int16 (add_common.cc / sub_common.cc, ``reference_ops::AddElementwise`` general-scale
+# path): the int8 parameters and steps with left_shift 15 and zero points of int16
+Add16Params = AddParams
 
 
 def add16_params(input1_scale, input1_zp, input2_scale, input2_zp, output_scale, output_zp,
                  activation: str = "none") -> Add16Params:
     """``twice_max = 2 * double(max(s1, s2))``; ``m1 = s1 / twice_max``; ``m2 = s2 / twice_max``;
     ``m_out = twice_max / (2**15 * s_out)``; each by QuantizeMultiplierSmallerThanOneExp."""
-    s1, s2, so = _f32(input1_scale), _f32(input2_scale), _f32(output_scale)
     left_shift = 15
-    twice_max = 2.0 * max(s1, s2)
-    m1, sh1 = fp.quantize_multiplier_smaller_than_one_exp(s1 / twice_max)
-    m2, sh2 = fp.quantize_multiplier_smaller_than_one_exp(s2 / twice_max)
-    mo, sho = fp.quantize_multiplier_smaller_than_one_exp(twice_max / ((1 << left_shift) * so))
+    (m1, sh1), (m2, sh2), (mo, sho) = add_multipliers(input1_scale, input2_scale, output_scale, left_shift)
     lo, hi = _act_range16(activation, output_scale, output_zp)
     return Add16Params(left_shift, -int(input1_zp), m1, sh1, -int(input2_zp), m2, sh2, int(output_zp),
                        mo, sho, lo, hi)
@@ -193,20 +167,9 @@ def sub16_params(input1_scale, input1_zp, input2_scale, input2_zp, output_scale,
                         activation)
 
 
-@dataclass(frozen=True)
-class Mul16Params:
-    """MUL int16 (``MulElementwise<int16_t>``)::
-
-        out = clamp(output_offset + MBQM(int32((x1 + in1_off) * (x2 + in2_off)), m, s),
-                    act_min, act_max)
-    """
-    input1_offset: int
-    input2_offset: int
-    output_offset: int
-    output_multiplier: int
-    output_shift: int
-    act_min: int
-    act_max: int
+# MUL int16 (``MulElementwise<int16_t>``): the int8 parameters and steps (the product of the two
+# offset inputs requantized, plus the output offset, clamped), all zero points 0
+Mul16Params = MulParams
 
 
 def mul16_params(input1_scale, input1_zp, input2_scale, input2_zp, output_scale, output_zp,
@@ -438,23 +401,13 @@ def softmax16_params(input_scale, beta: float, input_zp: int = 0, output_scale=1
 
 # --------------------------------------------------------------------------- leaky relu
 
-@dataclass(frozen=True)
-class LeakyRelu16Params:
-    """LEAKY_RELU int16 (leaky_relu_common.cc, ``QuantizeLeakyRelu<int16_t>``): the int8
-    maths with the int16 clamp (see :class:`aot.quant.params.LeakyReluParams`)."""
-    input_zp: int
-    output_zp: int
-    multiplier_alpha: int
-    shift_alpha: int
-    multiplier_identity: int
-    shift_identity: int
+# LEAKY_RELU int16 (leaky_relu_common.cc, ``QuantizeLeakyRelu<int16_t>``): the int8 parameters
+# and maths with the int16 clamp (see aot.quant.params.LeakyReluParams)
+LeakyRelu16Params = LeakyReluParams
 
 
 def leaky_relu16_params(input_scale, input_zp, output_scale, output_zp, alpha: float) -> LeakyRelu16Params:
-    s_in, s_out, a = _f32(input_scale), _f32(output_scale), _f32(alpha)
-    ma, sa = fp.quantize_multiplier(s_in * a / s_out)
-    mi, si = fp.quantize_multiplier(s_in / s_out)
-    return LeakyRelu16Params(int(input_zp), int(output_zp), ma, sa, mi, si)
+    return LeakyRelu16Params(int(input_zp), int(output_zp), *leaky_relu_multipliers(input_scale, output_scale, alpha))
 
 
 # ---------------------------------------------------------------- quantize / dequantize

@@ -99,7 +99,7 @@ def bench_model(path: Path, board: str, anchors: Path | None = None, with_tflm: 
                 **options: Any) -> BenchRow:
     from aot.board.flow import run_on_board
     from aot.frontend import load
-    from aot.ir.evaluate import random_inputs
+    from aot.ir.boundary import random_inputs
 
     from aot.board.lcg import lcg_applies, lcg_inputs
 

@@ -20,7 +20,7 @@ import numpy as np
 from aot.errors import Error
 from aot.lower.entry import c_identifier
 from aot.ir import Function, Model, Var
-from aot.ir.evaluate import check_inputs
+from aot.ir.boundary import check_inputs
 from aot.runners.tflm import INSTALL_HINT, tflm_available
 
 
@@ -217,7 +217,7 @@ def compare_with_tflm(model_path: "str | Path", inputs: "Mapping[str, np.ndarray
     if data[4:8] != b"TFL3":
         raise Error(f"{path}: comparing with TensorFlow Lite Micro needs a .tflite model")
     if inputs is None:
-        from aot.ir.evaluate import random_inputs
+        from aot.ir.boundary import random_inputs
         inputs = random_inputs(model, seed)
     elif not isinstance(inputs, Mapping):
         seq = list(inputs)

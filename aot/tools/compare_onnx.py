@@ -329,7 +329,7 @@ def compare_onnx(proto: Any, model: Model, links: Mapping[str, Any], inputs: Map
     """Compare our build of `model` (imported from the ONNX ModelProto `proto`, with the
     frontend's tensor `links`) with onnxruntime on `inputs`, tensor by tensor. Any change made
     to `model` after import (a test breaking one layer on purpose) shows in the report."""
-    from aot.ir.evaluate import check_inputs
+    from aot.ir.boundary import check_inputs
     from aot.tools.compare import IntermediateRunner
     if optimization not in OPTIMIZATION:
         raise Error(f"optimization must be one of {', '.join(OPTIMIZATION)}, got {optimization!r}")
@@ -381,7 +381,7 @@ def _local_outputs(model: Model, args: Sequence[np.ndarray],
     its inputs where onnxruntime has one (`theirs`: IR value name -> (perm, logical array)), so
     a difference is that op's and not one carried from upstream. IR value name -> output."""
     from aot.ir import FunctionRef
-    from aot.ir.evaluate import evaluate
+    from aot.oracle import evaluate
     from aot.ops import REGISTRY
     fn = model.main
     env: dict[int, np.ndarray] = {id(p): a for p, a in zip(fn.params, args)}
@@ -417,7 +417,7 @@ def compare_with_onnxruntime(model_path: "str | Path",
     Raises aot.Error when onnxruntime is not installed."""
     from importlib.util import find_spec
     from aot.frontend.onnx import load_onnx_traced
-    from aot.ir.evaluate import random_inputs
+    from aot.ir.boundary import random_inputs
     if find_spec("onnxruntime") is None:
         raise Error(f"comparing with onnxruntime needs the onnxruntime package: {INSTALL_HINT}")
     import onnx

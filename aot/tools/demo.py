@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aot.ir.builder import GraphBuilder
+from aot.graph_builder import GraphBuilder
 from aot.ir import Model, Quant
 
 INPUT_SHAPE = (1, 49, 10, 1)  # 49 frames x 10 MFCC features, as MLPerf Tiny's KWS
@@ -113,7 +113,7 @@ def _asym(lo: float, hi: float) -> tuple[float, int]:
 
 def build_demo_model(seed: int = 0, calibration_samples: int = 8) -> Model:
     """The int8 DS-CNN keyword spotter: seeded weights, ranges calibrated on seeded inputs."""
-    from aot.ir.evaluate import reference
+    from aot.oracle import reference
 
     weights = _float_weights(seed)
     fmodel = _build(weights, None)
@@ -139,7 +139,7 @@ def demo_input(model: Model, seed: int = 0) -> dict[str, np.ndarray]:
 
 def run_demo(board: str = "mps2-an386", host_only: bool = False) -> int:
     from aot import build
-    from aot.ir.evaluate import reference
+    from aot.oracle import reference
 
     t0 = time.perf_counter()
     model = build_demo_model()

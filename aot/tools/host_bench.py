@@ -1,6 +1,6 @@
 """`aot bench --host`: time per inference on this machine, ours beside the host runtimes.
 
-One run, same machine, same inputs (aot.ir.evaluate.random_inputs, seed 0): our C build (gcc)
+One run, same machine, same inputs (aot.ir.boundary.random_inputs, seed 0): our C build (gcc)
 and LLVM build (JIT for the host CPU) of `aot.build(model, target="host", backend=...)`,
 TensorFlow Lite Micro's host interpreter (pip `tflite-micro`) and LiteRT with XNNPACK (pip
 `ai-edge-litert`, the optional extra `microaot[litert]`). Each is timed over `runs` inferences
@@ -205,7 +205,7 @@ def bench_host_model(path: Path, runs: int = DEFAULT_RUNS, threads: int = 1, bac
                      **options: Any) -> HostBenchRow:
     import aot
     from aot.frontend import load
-    from aot.ir.evaluate import random_inputs
+    from aot.ir.boundary import random_inputs
 
     path = Path(path)
     model = load(path)

@@ -75,7 +75,7 @@ def run_cell(cell: Cell) -> Cell:
     import aot
     from aot.board.flow import run_on_board
     from aot.errors import FitError
-    from aot.ir.evaluate import random_inputs
+    from aot.ir.boundary import random_inputs
     t0 = time.perf_counter()
 
     def done(result: str, detail: str = "", instructions: int | None = None) -> Cell:

@@ -255,7 +255,7 @@ def profile_model(model_path: "str | Path | Any", board: str, inputs: dict[str, 
     from aot.board.boards import load_board
     from aot.board.flow import make_project
     from aot.cli.common import load_model
-    from aot.ir.evaluate import random_inputs
+    from aot.ir.boundary import random_inputs
     from aot.runners.qemu import build_project, run_elf
 
     backend = options.pop("backend", "c")
@@ -270,7 +270,7 @@ def profile_model(model_path: "str | Path | Any", board: str, inputs: dict[str, 
     b = load_board(board)
     tmp = Path(tempfile.mkdtemp(prefix="aot_profile_")) if keep_dir is None else Path(keep_dir)
     try:
-        bb = make_project(model, board, tmp / "project", inputs, backend=backend, **options)
+        bb = make_project(model, b, tmp / "project", inputs, backend=backend, **options)
         prefix = bb.compiled.options.prefix
         _patch_makefile(bb.project_dir, prefix)
         if backend == "llvm":  # the object again, its kernels noinline and instrumented by LLVM

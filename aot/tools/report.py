@@ -145,7 +145,7 @@ def collect(model_path: Path, board: str, opt: str = "speed", progress: bool = T
     from aot.board.boards import load_board
     from aot.board.flow import board_options, run_on_board
     from aot.frontend import load
-    from aot.ir.evaluate import random_inputs
+    from aot.ir.boundary import random_inputs
     from aot.pipeline.driver import compile_model
     from aot.tools.bench import model_macs
 

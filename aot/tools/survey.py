@@ -20,7 +20,7 @@ import numpy as np
 from aot.api import build
 from aot.errors import Error
 from aot.frontend import load
-from aot.ir.evaluate import random_inputs
+from aot.ir.boundary import random_inputs
 from aot.runners import tflm
 
 

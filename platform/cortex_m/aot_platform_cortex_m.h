@@ -53,6 +53,18 @@ void aot_console_write(const char *text, size_t length);
 /* Wait until every written byte has left the UART. */
 void aot_console_flush(void);
 
+/* aot_console_write of the drivers that transmit one character at a time (putc blocks until
+ * the transmitter takes it): '\n' goes out as "\r\n". */
+static inline void aot_console_write_polled(void (*putc)(char), const char *text, size_t length) {
+    size_t i;
+    for (i = 0u; i < length; ++i) {
+        if (text[i] == '\n') {
+            putc('\r');
+        }
+        putc(text[i]);
+    }
+}
+
 /* Print "AOT_EXIT <rc>" and stop (console builds), or exit through semihosting. */
 void aot_platform_exit(int rc) __attribute__((noreturn));
 /* console builds: flush the console, then end the run (a reset request on emulated boards) or sleep */

@@ -340,6 +340,15 @@ static inline __attribute__((always_inline)) void aot_mve_dw_row(
 #undef AOT_MVE_DW_WIDEN
 #undef AOT_MVE_LD16
 
+/* s += the window's bytes of channels c.. (predicate pr) in the lanes of vload's type */
+#define AOT_MVE_WINDOW_SUM(s, vadd, vload)         \
+    for (int32_t r = 0; r < rows; r++) {           \
+        const int8_t *xp = x + r * rs + c;         \
+        for (int32_t j = 0; j < cols; j++) {       \
+            s = vadd(s, vload(xp, pr));            \
+            xp += C;                               \
+        }                                          \
+    }
 /* per channel sums of a window: out[c] = sum over r < rows, j < cols of x[r*rs + j*C + c]; eight
    channels per step in int16 lanes (VLDRB.S16; exact while rows*cols <= 255), else four in int32;
    the int16 sums are widened by VMOVLB / VMOVLT and stored by two scatters */
@@ -350,13 +359,7 @@ static inline __attribute__((always_inline)) void aot_mve_chsum(int32_t *out, co
         for (int32_t c = 0; c < C; c += 8) {
             const mve_pred16_t pr = vctp16q((uint32_t)(C - c));
             int16x8_t s = vdupq_n_s16(0);
-            for (int32_t r = 0; r < rows; r++) {
-                const int8_t *xp = x + r * rs + c;
-                for (int32_t j = 0; j < cols; j++) {
-                    s = vaddq_s16(s, vldrbq_z_s16(xp, pr));
-                    xp += C;
-                }
-            }
+            AOT_MVE_WINDOW_SUM(s, vaddq_s16, vldrbq_z_s16);
             const uint32_t left = (uint32_t)(C - c);
             vstrwq_scatter_offset_p_s32(out + c, so, vmovlbq_s16(s), vctp32q((left + 1) >> 1));
             vstrwq_scatter_offset_p_s32(out + c + 1, so, vmovltq_s16(s), vctp32q(left >> 1));
@@ -366,16 +369,11 @@ static inline __attribute__((always_inline)) void aot_mve_chsum(int32_t *out, co
     for (int32_t c = 0; c < C; c += 4) {
         const mve_pred16_t pr = vctp32q((uint32_t)(C - c));
         int32x4_t s = vdupq_n_s32(0);
-        for (int32_t r = 0; r < rows; r++) {
-            const int8_t *xp = x + r * rs + c;
-            for (int32_t j = 0; j < cols; j++) {
-                s = vaddq_s32(s, vldrbq_z_s32(xp, pr));
-                xp += C;
-            }
-        }
+        AOT_MVE_WINDOW_SUM(s, vaddq_s32, vldrbq_z_s32);
         vstrwq_p_s32(out + c, s, pr);
     }
 }
+#undef AOT_MVE_WINDOW_SUM
 
 #define AOT_MVE_COL_FILL(d, v, len) aot_mve_fill((d), (int8_t)(v), (len))
 #define AOT_MVE_COL_COPY(d, s_, len) aot_mve_copy((d), (s_), (len))
@@ -388,53 +386,7 @@ static inline __attribute__((always_inline)) void aot_mve_chsum(int32_t *out, co
             aot_mve_copy((d), (s_), (len));                            \
         }                                                              \
     } while (0)
-/* the receptive fields of count output pixels from flat pixel q0, side by side (kh*kw*C bytes
-   each, no dilation): per window row one run of in-bounds bytes copied, the rest zp */
-static inline __attribute__((always_inline)) void aot_mve_col(int8_t *col, const int8_t *x, int32_t H, int32_t W,
-                                                              int32_t C, int32_t kh, int32_t kw, int32_t sh,
-                                                              int32_t sw, int32_t pt, int32_t pl, int32_t OH,
-                                                              int32_t OW, int32_t q0, int32_t count, int32_t zp) {
-    const int32_t run = kw * C;
-    int32_t n = q0 / (OH * OW);
-    int32_t oy = (q0 - n * OH * OW) / OW;
-    int32_t ox = q0 - n * OH * OW - oy * OW;
-    int8_t *dst = col;
-    for (int32_t s = 0; s < count; s++) {
-        const int32_t ix0 = ox * sw - pl;
-        const int32_t j0 = ix0 < 0 ? (-ix0 < kw ? -ix0 : kw) : 0;
-        const int32_t j1 = W - ix0 < kw ? (W - ix0 > j0 ? W - ix0 : j0) : kw;
-        const int32_t iy0 = oy * sh - pt;
-        const int32_t ky0 = iy0 < 0 ? (-iy0 < kh ? -iy0 : kh) : 0; /* rows ky0..ky1 inside the image */
-        const int32_t ky1 = H - iy0 < kh ? (H - iy0 > ky0 ? H - iy0 : ky0) : kh;
-        AOT_MVE_COL_FILL(dst, zp, ky0 * run);
-        if (j0 == 0 && j1 == kw) { /* whole rows: one copy of run bytes each */
-            const int8_t *src = x + ((n * H + iy0 + ky0) * W + ix0) * C;
-            for (int32_t ky = ky0; ky < ky1; ky++) {
-                AOT_MVE_COL_RUN(dst + ky * run, src, run);
-                src += W * C;
-            }
-        } else {
-            for (int32_t ky = ky0; ky < ky1; ky++) {
-                int8_t *d = dst + ky * run;
-                AOT_MVE_COL_FILL(d, zp, j0 * C);
-                AOT_MVE_COL_COPY(d + j0 * C, x + ((n * H + iy0 + ky) * W + ix0 + j0) * C, (j1 - j0) * C);
-                AOT_MVE_COL_FILL(d + j1 * C, zp, (kw - j1) * C);
-            }
-        }
-        AOT_MVE_COL_FILL(dst + ky1 * run, zp, (kh - ky1) * run);
-        dst += kh * run;
-        if (++ox == OW) {
-            ox = 0;
-            if (++oy == OH) {
-                oy = 0;
-                n++;
-            }
-        }
-    }
-}
-#undef AOT_MVE_COL_FILL
-#undef AOT_MVE_COL_COPY
-#undef AOT_MVE_COL_RUN
+#define AOT_MVE_COL_INLINE __attribute__((always_inline))
 
 #else /* portable C: the same arithmetic, lane by lane */
 
@@ -523,12 +475,17 @@ static inline void aot_mve_chsum(int32_t *out, const int8_t *x, int32_t C, int32
         (d)[i_] = (s_)[i_];                    \
     }
 #define AOT_MVE_COL_RUN(d, s_, len) AOT_MVE_COL_COPY(d, s_, len)
+#define AOT_MVE_COL_INLINE
+
+#endif /* __ARM_FEATURE_MVE */
+
 /* the receptive fields of count output pixels from flat pixel q0, side by side (kh*kw*C bytes
-   each, no dilation): per window row one run of in-bounds bytes copied, the rest zp */
-static inline void aot_mve_col(int8_t *col, const int8_t *x, int32_t H, int32_t W,
-                                                              int32_t C, int32_t kh, int32_t kw, int32_t sh,
-                                                              int32_t sw, int32_t pt, int32_t pl, int32_t OH,
-                                                              int32_t OW, int32_t q0, int32_t count, int32_t zp) {
+   each, no dilation): per window row one run of in-bounds bytes copied, the rest zp (by vector
+   stores with MVE, byte by byte in portable C: AOT_MVE_COL_FILL / COPY / RUN above) */
+static inline AOT_MVE_COL_INLINE void aot_mve_col(int8_t *col, const int8_t *x, int32_t H, int32_t W,
+                                                  int32_t C, int32_t kh, int32_t kw, int32_t sh, int32_t sw,
+                                                  int32_t pt, int32_t pl, int32_t OH, int32_t OW, int32_t q0,
+                                                  int32_t count, int32_t zp) {
     const int32_t run = kw * C;
     int32_t n = q0 / (OH * OW);
     int32_t oy = (q0 - n * OH * OW) / OW;
@@ -570,7 +527,6 @@ static inline void aot_mve_col(int8_t *col, const int8_t *x, int32_t H, int32_t 
 #undef AOT_MVE_COL_FILL
 #undef AOT_MVE_COL_COPY
 #undef AOT_MVE_COL_RUN
-
-#endif /* __ARM_FEATURE_MVE */
+#undef AOT_MVE_COL_INLINE
 
 #endif /* AOT_HELIUM_H */

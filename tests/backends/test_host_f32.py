@@ -151,7 +151,7 @@ def test_float_twins_bit_exact_with_tflm() -> None:
     from tflm_util import run_tflm_batch
 
     from aot.frontend.tflite import load_tflite
-    from aot.ir.evaluate import random_inputs
+    from aot.ir.boundary import random_inputs
     from aot.tools.float_twin import float_twin
     blobs = {m: float_twin(shared_model(f"{m}.tflite").read_bytes()) for m in ("kws_int8", "ad_int8")}
     models = {m: load_tflite(b, f"{m}_f32") for m, b in blobs.items()}

@@ -76,7 +76,7 @@ def _models() -> list[tuple[aot.ir.Model, dict]]:
     from conftest import shared_model
 
     from aot.frontend import load
-    from aot.ir.evaluate import random_inputs
+    from aot.ir.boundary import random_inputs
     rng = np.random.default_rng(7)
 
     def r(*s: int) -> np.ndarray:

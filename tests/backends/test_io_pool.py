@@ -51,7 +51,7 @@ def _int8() -> aot.ir.Model:
 
 
 def _inputs(model: aot.ir.Model, seed: int = 0) -> dict[str, np.ndarray]:
-    from aot.ir.evaluate import random_inputs
+    from aot.ir.boundary import random_inputs
     return random_inputs(model, seed)
 
 

@@ -22,7 +22,7 @@ import pytest
 import aot
 from aot.api import library_files
 from aot.board.flow import make_project
-from aot.ir.evaluate import random_inputs
+from aot.ir.boundary import random_inputs
 from aot.runners.host import CFLAGS, _gcc, emulation_flags, runtime_sources, write_files
 from aot.runners.qemu import build_project, run_elf
 from conftest import SHARED

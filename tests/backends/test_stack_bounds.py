@@ -13,7 +13,7 @@ import pytest
 import aot
 from aot.board.flow import make_project
 from aot.board.footprint import footprint, function_stack
-from aot.ir.evaluate import random_inputs
+from aot.ir.boundary import random_inputs
 from aot.runners.qemu import build_project, run_elf
 from conftest import SHARED
 

@@ -15,7 +15,7 @@ from aot.board.flow import make_project  # noqa: E402
 from aot.board.footprint import footprint  # noqa: E402
 from aot.board.lcg import lcg_applies, lcg_inputs  # noqa: E402
 from aot.frontend import load  # noqa: E402
-from aot.ir.evaluate import random_inputs  # noqa: E402
+from aot.ir.boundary import random_inputs  # noqa: E402
 from aot.lower.schedule import widen  # noqa: E402
 from aot.runners.qemu import build_project  # noqa: E402
 from conftest import SHARED, shared_model  # noqa: E402

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aot.board.flow import make_project  # noqa: E402
 from aot.board.footprint import footprint  # noqa: E402
-from aot.ir.evaluate import random_inputs  # noqa: E402
+from aot.ir.boundary import random_inputs  # noqa: E402
 from aot.runners.qemu import build_project  # noqa: E402
 from ops.test_schedules import conv_chain  # noqa: E402
 

@@ -14,7 +14,7 @@ from aot.board.flow import run_on_board
 from aot.frontend.tflite import load_tflite
 from aot.fuzz.build import build_tflite
 from aot.fuzz.spec import ModelSpec, OpSpec, TensorSpec
-from aot.ir.evaluate import reference
+from aot.oracle import reference
 
 KINDS = ("LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL")
 

@@ -12,7 +12,7 @@ import pytest
 import aot
 from aot.board.flow import run_on_board
 from aot.errors import FitError, UnsupportedError
-from aot.ir.evaluate import random_inputs
+from aot.ir.boundary import random_inputs
 from conftest import ROOT
 
 pytestmark = [pytest.mark.usefixtures("arm_toolchain"), pytest.mark.slow]  # QEMU / arm-none-eabi-gcc

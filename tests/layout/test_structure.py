@@ -1,6 +1,7 @@
-"""The layout rules of issue 12, checked on the source tree: no import cycle among the modules
-of aot/ and codegen_c/ (function-local imports count), the two backends never reach each
-other, no hidden state (ContextVar, registry redefinition), no Python file over 800 lines."""
+"""The layout rules, checked on the source tree: no import cycle among the modules of aot/ and
+codegen_c/ (function-local imports count), the two backends never reach each other, the graph IR
+knows no op definitions, op semantics know no schedules, the board layer exports below the public
+API, no hidden state (ContextVar, registry redefinition), no Python file over 800 lines."""
 from __future__ import annotations
 
 import ast
@@ -13,23 +14,23 @@ PACKAGES = ("aot", "codegen_c")
 MAX_LINES = 800
 
 
-def module_files() -> dict[str, Path]:
+def module_files(root: Path = ROOT) -> dict[str, Path]:
     out = {}
     for pkg in PACKAGES:
-        for p in sorted((ROOT / pkg).rglob("*.py")):
+        for p in sorted((root / pkg).rglob("*.py")):
             if "_assets" in p.parts:
                 continue
-            parts = list(p.relative_to(ROOT).with_suffix("").parts)
+            parts = list(p.relative_to(root).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts = parts[:-1]
             out[".".join(parts)] = p
     return out
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
     """module -> modules of this tree it imports anywhere in its body (executing `from a.b import c`
     runs a.b, and a.b.c too when c is a submodule)."""
-    mods = module_files()
+    mods = module_files(root)
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for m, path in mods.items():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -98,14 +99,48 @@ def test_cycle_finder_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-@pytest.mark.parametrize("start, forbidden", [("aot.llvm", "codegen_c"), ("codegen_c", "aot.llvm"),
-                                              ("aot.memory", "aot.ir"), ("aot.memory", "aot.kernel"),
-                                              ("aot.ir", "codegen_c"), ("aot.kernel", "codegen_c"),
-                                              ("aot.lower", "codegen_c"), ("aot.lower", "aot.llvm")])
+RULES = [("aot.llvm", "codegen_c"), ("codegen_c", "aot.llvm"), ("aot.memory", "aot.ir"), ("aot.memory", "aot.kernel"),
+         ("aot.ir", "codegen_c"), ("aot.kernel", "codegen_c"), ("aot.lower", "codegen_c"), ("aot.lower", "aot.llvm"),
+         # the graph IR knows no op definitions (the builder and the oracle live above aot.ops)
+         ("aot.ir", "aot.ops"),
+         # op semantics know no schedules (requantization constants: aot.quant.requant)
+         ("aot.ops", "aot.lower"), ("aot.quant", "aot.lower"),
+         # the board layer exports through aot.artifact.export, not the public API above it
+         ("aot.board", "aot.api")]
+
+
+def violations(graph: dict[str, set[str]], start: str, forbidden: str) -> list[str]:
+    """The modules of `forbidden` (a package or module) that `start`'s modules reach."""
+    reached = reachable(graph, start)
+    return sorted(m for m in reached if m == forbidden or m.startswith(forbidden + "."))
+
+
+@pytest.mark.parametrize("start, forbidden", RULES)
 def test_dependency_rules(start: str, forbidden: str) -> None:
-    reached = reachable(import_graph(), start)
-    bad = sorted(m for m in reached if m == forbidden or m.startswith(forbidden + "."))
+    bad = violations(import_graph(), start, forbidden)
     assert not bad, f"{start} reaches {bad}"
+
+
+def test_rule_checker_finds_a_forbidden_import(tmp_path: Path) -> None:
+    """The checker on a synthetic tree laid out as this one was: aot/ir/builder.py importing the op
+    registry (function-local), aot/ops/quantized.py importing the schedules' requantization module."""
+    files = {"aot/__init__.py": "", "aot/ir/__init__.py": "from aot.ir.graph import Model\n",
+             "aot/ir/graph.py": "class Model: ...\n",
+             "aot/ir/builder.py": "def op():\n    from aot.ops import REGISTRY\n    return REGISTRY\n",
+             "aot/ops/__init__.py": "from aot.ops.quantized import q\nREGISTRY = {}\n",
+             "aot/ops/quantized.py": "from aot.lower.schedule.requant import q31_constants as q\n",
+             "aot/lower/__init__.py": "", "aot/lower/schedule/__init__.py": "",
+             "aot/lower/schedule/requant.py": "from aot.ir import Model\ndef q31_constants(): ...\n",
+             "codegen_c/__init__.py": ""}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    graph = import_graph(tmp_path)
+    assert violations(graph, "aot.ir", "aot.ops") == ["aot.ops", "aot.ops.quantized"]
+    assert violations(graph, "aot.ops", "aot.lower") == ["aot.lower.schedule.requant"]
+    assert violations(graph, "aot.lower", "aot.ops") == []  # reaching aot.ir is allowed
+    (tmp_path / "aot/ir/builder.py").unlink()
+    assert violations(import_graph(tmp_path), "aot.ir", "aot.ops") == []
 
 
 def test_no_hidden_state() -> None:

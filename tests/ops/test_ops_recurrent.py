@@ -15,7 +15,7 @@ from aot import api  # noqa: E402
 from aot.errors import VerifyError  # noqa: E402
 from aot.frontend.tflite import load_tflite  # noqa: E402
 from aot.ir import Call, Function, State, TensorType, Var, make_model, verify  # noqa: E402
-from aot.ir.evaluate import random_inputs  # noqa: E402
+from aot.ir.boundary import random_inputs  # noqa: E402
 from aot.ops import infer_call  # noqa: E402
 from aot.runners.tflm import run_sequence, tflm_available  # noqa: E402
 from aot.tools.survey import survey_file  # noqa: E402

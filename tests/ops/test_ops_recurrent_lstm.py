@@ -23,7 +23,8 @@ from aot import api  # noqa: E402
 from aot.errors import UnsupportedError  # noqa: E402
 from aot.frontend.tflite import load_tflite  # noqa: E402
 from aot.frontend.tflite_writer import TFLiteModelBuilder  # noqa: E402
-from aot.ir.evaluate import check_inputs, evaluate, random_inputs  # noqa: E402
+from aot.ir.boundary import check_inputs, random_inputs  # noqa: E402
+from aot.oracle import evaluate  # noqa: E402
 from aot.runners.tflm import run_sequence, tflm_available  # noqa: E402
 from aot.tools.survey import survey_file  # noqa: E402
 from conftest import SHARED  # noqa: E402

@@ -22,7 +22,7 @@ from aot.kernel.verify import verify_kernel_module
 from aot.runners.kernel_module import run_kernel_module
 from aot.lower.entry import build_kernel_module
 from aot.lower.schedule import ScheduleTarget, WeightBudget, target_for_board, target_for_cpu
-from aot.lower.schedule.requant import q31_constants
+from aot.quant.requant import q31_constants
 
 M4 = target_for_cpu("cortex-m4")
 TARGETS = {
@@ -332,7 +332,7 @@ def test_requant_q31_constants_match_tflite_requantize() -> None:
 def test_requant_mm_equals_requant_q31_within_its_bounds() -> None:
     """SMMLAR requantization of 2 * acc (h = 2 hi + bit 31 of lo, r = rs + 1) is requant_q31 of acc
     whenever mm_fits holds for the accumulator bound, ties included; out of bounds it is refused."""
-    from aot.lower.schedule.requant import mm_constants, mm_fits
+    from aot.quant.requant import mm_constants, mm_fits
     q31, mm = INTRINSICS["requant_q31"].py, INTRINSICS["requant_mm"].py
     rnd = random.Random(7)
     for _ in range(4000):

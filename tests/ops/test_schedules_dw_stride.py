@@ -22,7 +22,8 @@ import aot  # noqa: E402
 from aot.kernel import ir as K  # noqa: E402
 from aot.kernel.intrinsics import INTRINSICS, requantize  # noqa: E402
 from aot.kernel.verify import verify_kernel_module  # noqa: E402
-from aot.lower.schedule.requant import Requant, q31_constants  # noqa: E402
+from aot.lower.schedule.requant import Requant  # noqa: E402
+from aot.quant.requant import q31_constants  # noqa: E402
 from aot.pipeline.driver import compile_model  # noqa: E402
 from aot.runners.kernel_module import run_kernel_module  # noqa: E402
 from test_schedules import M4, _input, conv_chain, target_options  # noqa: E402
@@ -172,7 +173,7 @@ def test_requant_mm_nn_agrees_after_a_relu_clamp() -> None:
     negative accumulators, where both stay at most the output zero point: equal after a clamp
     whose lower bound is at least that zero point, and chosen only for such clamps."""
     mm, nn = INTRINSICS["requant_mm"].py, INTRINSICS["requant_mm_nn"].py
-    from aot.lower.schedule.requant import mm_constants
+    from aot.quant.requant import mm_constants
     rnd = random.Random(9)
     differ = 0
     for _ in range(3000):

@@ -117,7 +117,7 @@ def test_shared_models_host_llvm_bit_exact_with_tflm() -> None:
     from tflm_util import run_tflm_batch
 
     from aot.frontend import load
-    from aot.ir.evaluate import random_inputs
+    from aot.ir.boundary import random_inputs
     paths = [shared_model(f"{m}.tflite") for m in ("kws_int8", "ad_int8")]
     models = [load(p) for p in paths]
     feeds = [random_inputs(m, 0) for m in models]

@@ -19,7 +19,7 @@ from aot import api  # noqa: E402
 from aot.errors import UnsupportedError  # noqa: E402
 from aot.frontend.tflite import load_tflite  # noqa: E402
 from aot.frontend.tflite_writer import TFLiteModelBuilder  # noqa: E402
-from aot.ir.evaluate import reference  # noqa: E402
+from aot.oracle import reference  # noqa: E402
 from aot.runners.tflm import tflm_available  # noqa: E402
 
 DTYPES = {"bool": np.bool_, "float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32,

@@ -21,7 +21,7 @@ from aot import api  # noqa: E402
 from aot.errors import UnsupportedError  # noqa: E402
 from aot.frontend.tflite import load_tflite  # noqa: E402
 from aot.frontend.tflite_writer import TFLiteModelBuilder  # noqa: E402
-from aot.ir.evaluate import reference  # noqa: E402
+from aot.oracle import reference  # noqa: E402
 from aot.runners.tflm import tflm_available  # noqa: E402
 
 OP = "TFLite_Detection_PostProcess"  # the handler of CUSTOM(TFLite_Detection_PostProcess)

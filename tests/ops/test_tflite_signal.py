@@ -22,7 +22,8 @@ from tflm_util import run_tflm_batch  # noqa: E402
 import aot  # noqa: E402
 from aot.frontend.tflite import load_tflite  # noqa: E402
 from aot.frontend.tflite_writer import TFLiteModelBuilder  # noqa: E402
-from aot.ir.evaluate import check_inputs, evaluate  # noqa: E402
+from aot.ir.boundary import check_inputs  # noqa: E402
+from aot.oracle import evaluate  # noqa: E402
 from aot.runners import tflm as tflm_runner  # noqa: E402
 from conftest import SHARED  # noqa: E402
 

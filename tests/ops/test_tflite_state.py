@@ -19,7 +19,7 @@ from aot import api  # noqa: E402
 from aot.errors import UnsupportedError  # noqa: E402
 from aot.frontend.tflite import load_tflite  # noqa: E402
 from aot.frontend.tflite_writer import TFLiteModelBuilder  # noqa: E402
-from aot.ir.evaluate import evaluate  # noqa: E402
+from aot.oracle import evaluate  # noqa: E402
 from aot.runners.tflm import TFLMError, _Job, _run_jobs, tflm_available  # noqa: E402
 
 needs_tflm = pytest.mark.skipif(not tflm_available(), reason="tflite-micro not installed")

@@ -11,7 +11,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from aot.ir.evaluate import reference  # noqa: E402
+from aot.oracle import reference  # noqa: E402
 from aot.kernel import ir as K  # noqa: E402
 from aot.lower.schedule import unroll_policy as U  # noqa: E402
 from aot.lower.schedule.widen import candidates  # noqa: E402

@@ -141,7 +141,7 @@ def test_a_wrong_qemu_output_is_a_mismatch(monkeypatch: pytest.MonkeyPatch) -> N
 
     def fake(model, inputs, board, backend="c", keep_dir=None, **opts):  # noqa: ANN001, ANN202
         calls.append(board)
-        from aot.ir.evaluate import reference
+        from aot.oracle import reference
         outs = reference(model, inputs)
         outs = {v.name: outs[v.name] for v in model.outputs}
         if board == "microbit":

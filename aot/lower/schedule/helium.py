@@ -37,6 +37,7 @@ from aot.lower.schedule.gemm import Geometry, _Fill, pixel_coords
 from aot.lower.schedule.requant import fold_bias
 from aot.ops.arith import MacArith
 from aot.ops.emit import Accessor, OutputWriter
+from aot.ops.pool import pool_geometry
 from aot.ops.quantized import pool_finish
 
 LANES = 4  # output channels per vector requantization
@@ -147,16 +148,21 @@ def emit_conv(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: MacAr
         fills = K.For(sl, count, K.seq(*lets, fill.fill(p, sl)))
         return K.seq(fills, *blocks(K.Load(col, K.Const(0)), q0, count, depth))
 
-    full_groups, rest = divmod(g.pixels, group)
+    return K.Allocate(col, K.seq(*in_chunks(ctx, g.pixels, group, pixels)))
+
+
+def in_chunks(ctx, count: int, size: int, body) -> list[K.Stmt]:  # noqa: ANN001
+    """body(s0, n) over 0..count-1 in runs of `size` (a loop over the whole runs)."""
+    full, rest = divmod(count, size)
     parts: list[K.Stmt] = []
-    if full_groups == 1:
-        parts.append(pixels(K.Const(0), group))
-    elif full_groups > 1:
+    if full == 1:
+        parts.append(body(K.Const(0), size))
+    elif full > 1:
         gq = ctx.var("gq")
-        parts.append(K.For(gq, full_groups, pixels(gq * group, group)))
+        parts.append(K.For(gq, full, body(gq * size, size)))
     if rest:
-        parts.append(pixels(K.Const(full_groups * group), rest))
-    return K.Allocate(col, K.seq(*parts))
+        parts.append(body(K.Const(full * size), rest))
+    return parts
 
 
 def conv_geometry(x: Accessor, w: Accessor, out: OutputWriter, attrs: Mapping) -> Geometry:
@@ -261,11 +267,7 @@ def helium_avg_pool(ctx, x: Accessor, out: OutputWriter, attrs: Mapping) -> K.St
         return None
     if attrs.get("count_include_pad", False):
         return None
-    n_, oh, ow, c_n = out.shape
-    _, h, wd, _ = x.shape
-    kh, kw = attrs["pool_size"]
-    sh, sw = attrs["strides"]
-    pt, _, pl, _ = attrs["padding"]
+    n_, oh, ow, c_n, h, wd, kh, kw, sh, sw, pt, pl = pool_geometry(x.shape, out.shape, attrs)
     sums = K.Buffer(ctx.fresh("sums"), "i32", c_n)
     xbuf = x.buffer
 

@@ -49,9 +49,10 @@ from aot.kernel.simplify import simplify_expr
 from aot.lower.schedule.gemm import Geometry, _Fill, pixel_coords
 from aot.lower.schedule.host_epilogue import Fits, affine_epilogue
 from aot.lower.schedule.host_requant import cheap_requantize, int8_locals
-from aot.lower.schedule.helium import conv_problem, fc_problem, plain_output
+from aot.lower.schedule.helium import conv_problem, fc_problem, in_chunks, plain_output
 from aot.ops.arith import MacArith
 from aot.ops.emit import Accessor, OutputWriter
+from aot.ops.pool import pool_geometry
 
 COLUMN_BYTES = 4096  # the columns of a group of pixels (convolutions with a window or padding)
 CHUNK_BYTES = 4096  # outputs computed before a fused epilogue stores them
@@ -59,20 +60,6 @@ PAD_BYTES = 65536  # the largest padded input copy (aot.lower.schedule.host_x86.
 PAD_RUN_MAX = 4096  # the longest window row read in place from the copy
 # host CPU features the schedules read (llvmlite names)
 X86_FEATURES = ("avx2", "avx512f", "avx512bw", "avx512vnni", "avxvnni")
-
-
-def in_chunks(ctx, count: int, size: int, body) -> list[K.Stmt]:  # noqa: ANN001
-    """body(s0, n) over 0..count-1 in runs of `size` (a loop over the whole runs)."""
-    full, rest = divmod(count, size)
-    parts: list[K.Stmt] = []
-    if full == 1:
-        parts.append(body(K.Const(0), size))
-    elif full > 1:
-        gq = ctx.var("gq")
-        parts.append(K.For(gq, full, body(gq * size, size)))
-    if rest:
-        parts.append(body(K.Const(full * size), rest))
-    return parts
 
 
 def host_features() -> tuple[str, ...]:
@@ -350,11 +337,7 @@ def x86_avg_pool(ctx, x: Accessor, out: OutputWriter, attrs: Mapping) -> K.Stmt 
         return None
     if x.buffer is None or x.buffer.dtype != "i8" or tuple(attrs.get("dilations", (1, 1))) != (1, 1):
         return None
-    n_, oh, ow, c_n = out.shape
-    _, h, wd, _ = x.shape
-    kh, kw = attrs["pool_size"]
-    sh, sw = attrs["strides"]
-    pt, _, pl, _ = attrs["padding"]
+    n_, oh, ow, c_n, h, wd, kh, kw, sh, sw, pt, pl = pool_geometry(x.shape, out.shape, attrs)
     if inside_range(oh, sh, pt, kh, 1, h) != (0, oh) or inside_range(ow, sw, pl, kw, 1, wd) != (0, ow):
         return None
     sums = K.Buffer(ctx.fresh("sums"), "i32", c_n)

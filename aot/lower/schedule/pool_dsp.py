@@ -16,6 +16,7 @@ from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.kernel.simplify import simplify_expr
 from aot.ops.emit import Accessor, OutputWriter
+from aot.ops.pool import pool_geometry
 from aot.ops.quantized import pool_finish
 
 MAX_TAPS = 256  # |lane| <= 128 * taps <= 32768: -32768 fits, and 127 * taps <= 32512
@@ -31,11 +32,7 @@ def dsp_avg_pool(ctx, x: Accessor, out: OutputWriter, attrs: Mapping) -> K.Stmt 
         return None
     if tuple(attrs.get("dilations", (1, 1))) != (1, 1):
         return None
-    n_, oh, ow, c_n = out.shape
-    _, h, wd, _ = x.shape
-    kh, kw = attrs["pool_size"]
-    sh, sw = attrs["strides"]
-    pt, _, pl, _ = attrs["padding"]
+    n_, oh, ow, c_n, h, wd, kh, kw, sh, sw, pt, pl = pool_geometry(x.shape, out.shape, attrs)
     inside = pt == 0 and pl == 0 and (oh - 1) * sh + kh <= h and (ow - 1) * sw + kw <= wd
     if not inside or c_n % 4 or kh * kw > MAX_TAPS:
         return None

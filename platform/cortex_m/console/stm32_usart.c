@@ -35,13 +35,7 @@ void aot_console_init(void) {
 }
 
 void aot_console_write(const char *text, size_t length) {
-    size_t i;
-    for (i = 0u; i < length; ++i) {
-        if (text[i] == '\n') {
-            aot_console_putc('\r');
-        }
-        aot_console_putc(text[i]);
-    }
+    aot_console_write_polled(aot_console_putc, text, length);
 }
 
 void aot_console_flush(void) {

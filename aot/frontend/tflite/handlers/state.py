@@ -37,7 +37,7 @@ from aot.frontend.tflite.handlers.common import n_inputs, operand
 from aot.frontend.tflite.parse import subgraph_order
 from aot.frontend.tflite.records import Op, ParsedFile, Tensor
 from aot.ir import Call, Constant, State, TensorType, Var
-from aot.ir.evaluate import evaluate
+from aot.oracle import evaluate
 from aot.quant.decode import decode
 
 FAMILY = "state"

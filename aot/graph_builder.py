@@ -1,4 +1,5 @@
-"""GraphBuilder: the Python API for building a graph-IR model by hand.
+"""GraphBuilder: the Python API for building a graph-IR model by hand (above aot.ops: it checks
+each op through the registry, which the graph IR itself does not know).
 
     g = aot.GraphBuilder("tiny")
     x = g.input("x", (1, 16, 16, 3), "float32")
