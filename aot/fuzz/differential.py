@@ -229,6 +229,21 @@ class Differ:
                 outcomes[p.index] = self._builds(p, outcomes[p.index])
         return outcomes
 
+    def run_builds(self, cases: Sequence[Case]) -> list[Outcome]:
+        """Only the build matrix of each case (no host run, no tflite-micro): what shrinking a build
+        finding needs. A model the compiler refuses is refused; one that builds everywhere is ok."""
+        from aot.frontend.tflite import load_tflite
+        out = []
+        for c in cases:
+            try:
+                model = load_tflite(build_tflite(c.spec), name="fuzz")
+            except Error as e:
+                out.append(Outcome(c, "refused", f"load: {type(e).__name__}: {e}"[:600]))
+                continue
+            prep = _Prepared(0, model, None, b"", [], [], c.point.prefix)
+            out.append(self._builds(prep, Outcome(c, "ok")) if c.cores else Outcome(c, "ok"))
+        return out
+
     def _builds(self, p: _Prepared, o: Outcome) -> Outcome:
         """The case's model compile-only for its cores; the first failure is the outcome unless the
         case already is a finding."""

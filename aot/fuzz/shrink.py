@@ -70,6 +70,8 @@ def shrink(outcome: Outcome, differ: Differ, budget: int = 80,
     """The smallest case found that keeps `outcome`'s signature (each try is one run)."""
     want = outcome.signature()
     best = outcome
+    # a build finding needs only the builds of each try (not the host run and tflite-micro)
+    run = differ.run_builds if outcome.status == "build" and hasattr(differ, "run_builds") else differ.run
     tries = 0
     improved = True
     while improved and tries < budget:
@@ -78,7 +80,7 @@ def shrink(outcome: Outcome, differ: Differ, budget: int = 80,
             if tries >= budget:
                 break
             tries += 1
-            got = differ.run([cand])[0]
+            got = run([cand])[0]
             if got.signature() == want:
                 best = got
                 improved = True
