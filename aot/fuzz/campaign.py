@@ -306,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=600)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
-    ap.add_argument("--batch", type=int, default=24)
+    ap.add_argument("--batch", type=int, default=None,
+                    help="models a worker runs at a time (default 24; 8 with the build matrix, whose batches take longer)")
     ap.add_argument("--out", type=Path, default=REGRESSIONS, help="where shrunk findings are saved")
     ap.add_argument("--qemu-every", type=int, default=None, metavar="N",
                     help="build every Nth model as firmware for a random emulated board and run it in QEMU "
@@ -338,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
         a.qemu_every = QEMU_EVERY if all(shutil.which(t) for t in tools) else 0
         if not a.qemu_every:
             print(f"fuzz-diff: no QEMU samples ({', '.join(tools)} not all installed: `make setup`)")
+    if a.batch is None:
+        a.batch = 8 if cores else 24
     plan = Plan(tuple(k.strip().upper() for k in a.kinds.split(",") if k.strip()) or None, a.qemu_every, cores,
                 a.onnx_every if not a.kinds else 0)
     from aot.fuzz.generator import FAMILIES

@@ -62,7 +62,7 @@ def add(st: GenState, ai: int, bi: int, act: str = "NONE") -> int:
 def resnet(st: GenState, dtype: str) -> None:
     """One or two ResNet stages on the ladder of the zoo's ResNet-8 (32x32x16, 16x16x32, 8x8x64):
     each stage keeps its width or doubles it (up to 64) with a stride of 2."""
-    side, cin = st.choice(((32, 3), (32, 16), (32, 16), (16, 32), (16, 32), (8, 64), (32, 64)))
+    side, cin = st.choice(((32, 3), (32, 16), (32, 16), (16, 32), (16, 32), (8, 64), (8, 64)))
     cur = st.new_input((1, side, side, cin), dtype)
     if cin == 3:  # the stem
         cur = conv(st, cur, 16)
