@@ -108,8 +108,8 @@ class Report:
         rate = self.compiled / self.seconds if self.seconds else 0.0
         cpu = f", {self.compiled / self.cpu_seconds:.1f} per CPU second" if self.cpu_seconds else ""
         fails = self.builds["failed"] + self.builds["crash"]
-        return (f"build matrix: {self.compiled} model x core builds in {self.seconds:.0f} s ({rate:.1f} per second{cpu}; "
-                f"{self.builds['ok']} compiled, {self.builds['cached']} cached), {self.builds['refused']} refused, "
+        return (f"build matrix: {self.compiled} model x core builds in {self.seconds:.0f} s "
+                f"({rate:.1f} per second{cpu}; {self.builds['ok']} compiled, {self.builds['cached']} cached), {self.builds['refused']} refused, "
                 f"{fails} failed")
 
 
@@ -307,7 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
     ap.add_argument("--batch", type=int, default=None,
-                    help="models a worker runs at a time (default 24; 8 with the build matrix, whose batches take longer)")
+                    help="models a worker runs at a time (default 24; 8 with the build matrix, whose batches "
+                         "take longer)")
     ap.add_argument("--out", type=Path, default=REGRESSIONS, help="where shrunk findings are saved")
     ap.add_argument("--qemu-every", type=int, default=None, metavar="N",
                     help="build every Nth model as firmware for a random emulated board and run it in QEMU "

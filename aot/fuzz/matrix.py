@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import tempfile
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
@@ -62,33 +62,11 @@ class BuildResult:
     detail: str = ""
 
 
-@dataclass
-class MatrixStats:
-    ok: int = 0  # compiled now
-    cached: int = 0  # compiled before (same hash)
-    refused: int = 0
-    failed: int = 0
-    gcc_seconds: float = 0.0
-
-    def add(self, results: Sequence[BuildResult]) -> None:
-        for r in results:
-            if r.status == "ok":
-                self.ok += 1
-            elif r.status == "cached":
-                self.cached += 1
-            elif r.status == "refused":
-                self.refused += 1
-            else:
-                self.failed += 1
-
-
 def _first_error(stderr: str) -> str:
-    """gcc's first error line without the temporary directory and line numbers (a signature)."""
-    import re
+    """gcc's first error message (without the file and line)."""
     for line in stderr.splitlines():
         if "error:" in line:
-            msg = line.split("error:", 1)[1].strip()
-            return re.sub(r"'[^']*[0-9]+[^']*'", "'...'", msg) if "unused" in msg else msg
+            return line.split("error:", 1)[1].strip()
     lines = [ln for ln in stderr.splitlines() if ln.strip()]
     return lines[-1].strip() if lines else "gcc failed"
 
@@ -137,7 +115,6 @@ class BuildMatrix:
         self.jobs = max(1, jobs)
         self.cache_dir = cache_dir
         self._seen: set[str] = set()
-        self.stats = MatrixStats()
         self.cc = shutil.which("arm-none-eabi-gcc")
 
     @staticmethod
@@ -183,7 +160,7 @@ class BuildMatrix:
         results: list[BuildResult] = []
         running: list[tuple[subprocess.Popen, BuildResult, str, Path]] = []
         with tempfile.TemporaryDirectory(prefix="aot_fuzzmatrix_") as tmp:
-            for k, core in enumerate(c for c in self.cores if cores is None or c.name in cores):
+            for n, core in enumerate(c for c in self.cores if cores is None or c.name in cores):
                 try:
                     board, opts = self._options(core, compile_kwargs)
                     compiled = compile_model(model, opts)
@@ -196,16 +173,15 @@ class BuildMatrix:
                                             f"{traceback.format_exc(limit=-3)}"[:2000]) for b in backends]
                     continue
                 files = library_files(compiled)
-                source_key = _digest(f"{k}\0{v}" for k, v in sorted(files.items()))
+                source_key = _digest(f"{path}\0{text}" for path, text in sorted(files.items()))
                 if "c" in backends:
-                    self._start_c(board, core, files, source_key, Path(tmp) / f"c{k}", running, results)
+                    self._start_c(board, core, files, source_key, Path(tmp) / f"c{n}", running, results)
                     while len(running) >= self.jobs:
-                        self._reap(running, block=True)
+                        self._reap(running)
                 if "llvm" in backends:
                     results.append(self._llvm(board, core, compiled, source_key))
             while running:
-                self._reap(running, block=True)
-        self.stats.add(results)
+                self._reap(running)
         return results
 
     def _start_c(self, board: Any, core: CoreConfig, files: dict[str, str], source_key: str, root: Path,
@@ -228,21 +204,17 @@ class BuildMatrix:
         proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         running.append((proc, res, key, root))
 
-    def _reap(self, running: list, block: bool) -> None:
-        for item in list(running):
-            proc, res, key, root = item
-            if not block and proc.poll() is None:
-                continue
-            _, err = proc.communicate()
-            running.remove(item)
-            if proc.returncode == 0:
-                res.status = "ok"
-                self._remember(key)
-            else:
-                res.status = "failed"
-                res.detail = f"gcc {res.core}: {_first_error(err)}\n{err[-1500:]}"
-            shutil.rmtree(root, ignore_errors=True)
-            return
+    def _reap(self, running: list) -> None:
+        """Wait for the oldest gcc still running and record its result."""
+        proc, res, key, root = running.pop(0)
+        _, err = proc.communicate()
+        if proc.returncode == 0:
+            res.status = "ok"
+            self._remember(key)
+        else:
+            res.status = "failed"
+            res.detail = f"gcc {res.core}: {_first_error(err)}\n{err[-1500:]}"
+        shutil.rmtree(root, ignore_errors=True)
 
     def _llvm(self, board: Any, core: CoreConfig, compiled: Any, source_key: str) -> BuildResult:
         """The LLVM object for the core; keyed by the C sources of the same kernel IR (printing the

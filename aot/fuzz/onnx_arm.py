@@ -1,6 +1,6 @@
 """The ONNX arm of the differential fuzzer: random valid float ONNX graphs (onnx.helper) over the
-op set the ONNX frontend supports (Conv, depthwise Conv, Gemm, MatMul, Relu, Sigmoid, Add, Mul,
-MaxPool, AveragePool, GlobalAveragePool, Concat, Reshape, Flatten, Softmax, nearest Resize),
+op set the ONNX frontend supports (Conv, depthwise Conv, Gemm, MatMul, Relu, Clip, Sigmoid, Add,
+Mul, MaxPool, AveragePool, GlobalAveragePool, Concat, Reshape, Flatten, Softmax, nearest Resize),
 compiled by aot for the host (C) and compared with onnxruntime: float outputs within 1e-5 relative
 to the output's magnitude; the onnxruntime quantize_static versions of the same graph (QDQ, and
 QOperator: QLinearConv, QLinearMatMul, com.microsoft QLinearAdd/QLinearMul/...) within one
@@ -90,10 +90,10 @@ def generate_onnx(seed: int, arm: str | None = None) -> OnnxCase:
     for _ in range(r(1, 7)):
         s = int(rng.integers(1 << 30))
         if rank == 4:
-            op = pick(("Conv", "Conv", "Conv", "DwConv", "Relu", "Sigmoid", "Add", "Mul", "MaxPool", "AveragePool",
-                       "GlobalAveragePool", "Concat", "Resize", "Flatten", "Softmax"))
+            op = pick(("Conv", "Conv", "Conv", "DwConv", "Relu", "Clip", "Sigmoid", "Add", "Mul", "MaxPool",
+                       "AveragePool", "GlobalAveragePool", "Concat", "Resize", "Flatten", "Softmax"))
         else:
-            op = pick(("Gemm", "Gemm", "MatMul", "Relu", "Sigmoid", "Add", "Mul", "Softmax", "Reshape"))
+            op = pick(("Gemm", "Gemm", "MatMul", "Relu", "Clip", "Sigmoid", "Add", "Mul", "Softmax", "Reshape"))
         ly: dict[str, Any] = {"op": op, "seed": s}
         if op == "Conv":
             ly |= {"cout": r(1, 12), "k": pick((1, 3, 3, 5)), "stride": pick((1, 1, 2)), "pad": pick((0, 1)),
@@ -101,7 +101,10 @@ def generate_onnx(seed: int, arm: str | None = None) -> OnnxCase:
         elif op == "DwConv":
             ly |= {"k": 3, "stride": pick((1, 2)), "pad": 1}
         elif op in ("MaxPool", "AveragePool"):
-            ly |= {"k": pick((2, 3)), "stride": pick((1, 2)), "pad": pick((0, 0, 1))}
+            ly |= {"k": pick((2, 3)), "stride": pick((1, 2)), "pad": pick((0, 0, 1)),
+                   "include_pad": bool(rng.random() < 0.3)}
+        elif op == "Clip":
+            ly |= {"lo": pick((0.0, -1.0)), "hi": pick((6.0, 1.0))}
         elif op in ("Add", "Mul", "Concat"):
             ly |= {"ref": r(0, 8), "const": bool(rng.random() < 0.5)}
         elif op in ("Gemm", "MatMul"):
@@ -172,7 +175,7 @@ def build_onnx(spec: OnnxSpec) -> bytes:
             oh, ow = (h + 2 * pad - k) // st + 1, (w + 2 * pad - k) // st + 1
             if oh < 1 or ow < 1:
                 raise Invalid("pool window larger than the input")
-            extra = {"count_include_pad": 0} if op == "AveragePool" else {}
+            extra = {"count_include_pad": int(bool(ly.get("include_pad")))} if op == "AveragePool" else {}
             nodes.append(helper.make_node(op, [cur], [out], kernel_shape=[k, k], strides=[st, st], pads=[pad] * 4,
                                           **extra))
             shape = (n, c, oh, ow)
@@ -181,6 +184,10 @@ def build_onnx(spec: OnnxSpec) -> bytes:
             shape = (shape[0], shape[1], 1, 1)
         elif op in ("Relu", "Sigmoid"):
             nodes.append(helper.make_node(op, [cur], [out]))
+        elif op == "Clip":
+            lo = const(f"lo{i}", np.array(float(ly["lo"]), np.float32))
+            hi = const(f"hi{i}", np.array(float(ly["hi"]), np.float32))
+            nodes.append(helper.make_node("Clip", [cur, lo, hi], [out]))
         elif op == "Softmax":
             nodes.append(helper.make_node(op, [cur], [out], axis=1 if rank == 4 else -1))
         elif op in ("Add", "Mul", "Concat"):

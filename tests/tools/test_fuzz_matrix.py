@@ -9,14 +9,13 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from aot.board.boards import list_boards
 from aot.frontend.tflite import load_tflite
 from aot.fuzz.build import build_tflite
 from aot.fuzz.campaign import Plan, make_case, run_campaign, save_regression
-from aot.fuzz.differential import Case, Differ, Outcome
+from aot.fuzz.differential import Case, Differ
 from aot.fuzz.generator import NETWORK_SHARE, generate
 from aot.fuzz.matrix import BuildMatrix, BuildResult, core_configs, core_names
 from aot.fuzz.onnx_arm import ARMS, OnnxCase, OnnxDiffer, OnnxOutcome, build_onnx, generate_onnx, shrink_onnx
@@ -137,7 +136,7 @@ def test_generated_onnx_graphs_are_valid_and_cover_the_op_set() -> None:
         assert generate_onnx(s) == case
         assert OnnxCase.from_json(json.loads(json.dumps(case.to_json()))) == case
     assert set(arms) == set(ARMS)
-    assert {"Conv", "DwConv", "Gemm", "MatMul", "Relu", "Sigmoid", "Add", "Mul", "MaxPool", "AveragePool",
+    assert {"Conv", "DwConv", "Gemm", "MatMul", "Relu", "Clip", "Sigmoid", "Add", "Mul", "MaxPool", "AveragePool",
             "GlobalAveragePool", "Concat", "Flatten", "Reshape", "Softmax", "Resize"} <= set(ops)
 
 
