@@ -195,3 +195,12 @@ def test_onnx_regression_replays(path: Path) -> None:
             pytest.fail(f"{path.name} passes now: set \"open\": false")
         pytest.xfail(f"open finding: {body['detail']}")
     assert got.status == "ok", got.detail
+
+
+def test_the_campaign_refuses_an_unknown_core(capsys: pytest.CaptureFixture[str]) -> None:
+    from aot.fuzz.campaign import main
+    with pytest.raises(SystemExit) as e:
+        main(["--seconds", "1", "--cores", "cortex-m0,cortex-m99"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown core cortex-m99" in err and "cortex-m55" in err
