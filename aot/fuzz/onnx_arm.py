@@ -97,7 +97,8 @@ def generate_onnx(seed: int, arm: str | None = None) -> OnnxCase:
         ly: dict[str, Any] = {"op": op, "seed": s}
         if op == "Conv":
             ly |= {"cout": r(1, 12), "k": pick((1, 3, 3, 5)), "stride": pick((1, 1, 2)), "pad": pick((0, 1)),
-                   "bias": bool(rng.random() < 0.8)}
+                   "bias": bool(rng.random() < 0.8), "dilation": pick((1, 1, 1, 2)),
+                   "pads": [r(0, 2) for _ in range(4)] if rng.random() < 0.2 else None}
         elif op == "DwConv":
             ly |= {"k": 3, "stride": pick((1, 2)), "pad": 1}
         elif op in ("MaxPool", "AveragePool"):
@@ -108,7 +109,8 @@ def generate_onnx(seed: int, arm: str | None = None) -> OnnxCase:
         elif op in ("Add", "Mul", "Concat"):
             ly |= {"ref": r(0, 8), "const": bool(rng.random() < 0.5)}
         elif op in ("Gemm", "MatMul"):
-            ly |= {"units": r(1, 24), "transB": bool(rng.random() < 0.5), "bias": bool(rng.random() < 0.8)}
+            ly |= {"units": r(1, 24), "transB": bool(rng.random() < 0.5), "bias": bool(rng.random() < 0.8),
+                   "alpha": pick((1.0, 1.0, 0.5, 2.0)), "beta": pick((1.0, 1.0, 0.5))}
         elif op == "Reshape":
             ly |= {"split": pick((1, 2, 4))}
         try:  # a layer that does not fit the tensor before it is dropped
@@ -155,17 +157,19 @@ def build_onnx(spec: OnnxSpec) -> bytes:
             raise Invalid(f"{op} on a rank-{rank} tensor")
         if op in ("Conv", "DwConv"):
             n, c, h, w = shape
-            k, st, pad = int(ly["k"]), int(ly["stride"]), int(ly["pad"])
+            k, st, pad, dil = int(ly["k"]), int(ly["stride"]), int(ly["pad"]), int(ly.get("dilation") or 1)
+            pads = list(ly["pads"]) if ly.get("pads") else [pad] * 4  # top, left, bottom, right
             cout, group = (int(ly["cout"]), 1) if op == "Conv" else (c, c)
-            oh, ow = (h + 2 * pad - k) // st + 1, (w + 2 * pad - k) // st + 1
-            if oh < 1 or ow < 1:
+            eff = (k - 1) * dil + 1
+            oh, ow = (h + pads[0] + pads[2] - eff) // st + 1, (w + pads[1] + pads[3] - eff) // st + 1
+            if oh < 1 or ow < 1 or max(pads) >= eff:
                 raise Invalid("kernel larger than the input")
             wt = (rng.standard_normal((cout, c // group, k, k)) / np.sqrt(k * k * c // group)).astype(np.float32)
             ins = [cur, const(f"w{i}", wt)]
             if ly.get("bias", True):
                 ins.append(const(f"b{i}", (0.1 * rng.standard_normal(cout)).astype(np.float32)))
-            nodes.append(helper.make_node("Conv", ins, [out], kernel_shape=[k, k], strides=[st, st],
-                                          pads=[pad] * 4, group=group))
+            nodes.append(helper.make_node("Conv", ins, [out], kernel_shape=[k, k], strides=[st, st], pads=pads,
+                                          dilations=[dil, dil], group=group))
             shape = (n, cout, oh, ow)
         elif op in ("MaxPool", "AveragePool"):
             n, c, h, w = shape
@@ -225,7 +229,8 @@ def build_onnx(spec: OnnxSpec) -> bytes:
                 ins = [cur, const(f"w{i}", wt.T.copy() if tb else wt)]
                 if ly.get("bias", True):
                     ins.append(const(f"b{i}", (0.1 * rng.standard_normal(units)).astype(np.float32)))
-                nodes.append(helper.make_node("Gemm", ins, [out], transB=int(tb)))
+                nodes.append(helper.make_node("Gemm", ins, [out], transB=int(tb), alpha=float(ly.get("alpha", 1.0)),
+                                              beta=float(ly.get("beta", 1.0))))
             else:
                 nodes.append(helper.make_node("MatMul", [cur, const(f"w{i}", wt)], [out]))
             shape = (shape[0], units)

@@ -193,7 +193,7 @@ def test_onnx_regression_replays(path: Path) -> None:
     if body.get("open"):
         if got.status == "ok":
             pytest.fail(f"{path.name} passes now: set \"open\": false")
-        pytest.xfail(f"open finding: {body['detail']}")
+        pytest.xfail(f"open finding: {body.get('reason') or body['detail']}")
     assert got.status == "ok", got.detail
 
 
