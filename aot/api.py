@@ -19,9 +19,11 @@ TARGETS = ("host",)
 def library_files(compiled: CompiledModel) -> dict[str, str]:
     """The C model library of `compiled`: relative path -> text."""
     from aot.artifact.header import tensor_infos
+    from aot.lower.schedule.target import asm_registers
     from codegen_c.module import render_library
     ins, outs = tensor_infos(compiled)
-    return render_library(compiled.module, compiled.model.name, ins, outs, compiled.options.alignment)
+    return render_library(compiled.module, compiled.model.name, ins, outs, compiled.options.alignment,
+                          asm_registers(compiled.options.cpu))
 
 
 def export_library(compiled: CompiledModel, out_dir: Path, backend: str = "c", llvm_target: Any = None) -> Path:

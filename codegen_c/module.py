@@ -34,9 +34,11 @@ def _const_entry(c: K.ConstBuffer) -> dict[str, object]:
     return entry
 
 
-def render_sources(module: K.KernelModule, model_name: str, const_alignment: int = 16) -> dict[str, str]:
+def render_sources(module: K.KernelModule, model_name: str, const_alignment: int = 16,
+                   asm_registers: int | None = None) -> dict[str, str]:
     """The library's src/ files: kernels, executor and entry points, constants, internal header
-    (which includes runtime_c's aot_runtime.h and aot_intrinsics.h)."""
+    (which includes runtime_c's aot_runtime.h and aot_intrinsics.h, after setting the inline-asm
+    register budget AOT_ASM_REGS to `asm_registers` when given: aot.lower.schedule.target.asm_registers)."""
     env = template_env(TEMPLATES)
     p = module.prefix
     printer = CPrinter()
@@ -57,7 +59,7 @@ def render_sources(module: K.KernelModule, model_name: str, const_alignment: int
                      for c in module.states)
     return {
         f"src/{p}_internal.h": env.get_template("internal.h.j2").render(
-            **common, guard=f"{p.upper()}_INTERNAL_H_", consts=consts),
+            **common, guard=f"{p.upper()}_INTERNAL_H_", consts=consts, asm_registers=asm_registers),
         f"src/{p}_constants.c": env.get_template("constants.c.j2").render(
             **common, consts=consts, const_alignment=const_alignment),
         f"src/{p}.c": env.get_template("model.c.j2").render(
@@ -67,9 +69,10 @@ def render_sources(module: K.KernelModule, model_name: str, const_alignment: int
 
 
 def render_library(module: K.KernelModule, model_name: str, inputs: Sequence[TensorInfo],
-                   outputs: Sequence[TensorInfo], const_alignment: int = 16) -> dict[str, str]:
+                   outputs: Sequence[TensorInfo], const_alignment: int = 16,
+                   asm_registers: int | None = None) -> dict[str, str]:
     """All files of the C model library, relative paths -> contents: the public header
     (aot.artifact.header) and the sources."""
     files = {f"include/{module.prefix}.h": render_header(module, model_name, inputs, outputs)}
-    files.update(render_sources(module, model_name, const_alignment))
+    files.update(render_sources(module, model_name, const_alignment, asm_registers))
     return files

@@ -300,12 +300,57 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
    offset. On DSP cores (Thumb-2) with optimisation one inline-asm statement, whose register allocation gcc
    cannot spoil (its scheduler otherwise hoists loads until the 14 registers spill); at -O0 gcc has
    too few registers for its 16 operands, and elsewhere the same arithmetic in portable C. */
+/* Registers one inline-asm statement may take, of the 14 that Thumb-2 code can allocate (r0-r12, lr).
+   14 by default. 13 on Armv8.1-M (Cortex-M55, M85): gcc may turn any loop around the statement into a
+   low-overhead loop (DLS/LE) whose count lives in lr. The generated model's internal header sets it for
+   the core it was compiled for; a build that reserves more registers sets it lower: 13 with a frame
+   pointer (-fno-omit-frame-pointer keeps r7), one less again for each -ffixed-rN (e.g. r9 under an RTOS).
+   A statement that needs more registers than allowed takes its narrower form or the portable C below
+   (the same arithmetic). aot.lower.schedule.target.asm_registers gives the value per core. */
+#ifndef AOT_ASM_REGS
+#if defined(__ARM_FEATURE_MVE) && __ARM_FEATURE_MVE
+#define AOT_ASM_REGS 13
+#else
+#define AOT_ASM_REGS 14
+#endif
+#endif
 #if defined(__GNUC__) && defined(__OPTIMIZE__) && defined(__thumb2__) && defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+#define AOT_DSP_ASM_ 1
+#else
+#define AOT_DSP_ASM_ 0
+#endif
+/* The asm forms below are defined everywhere (a macro costs nothing until used); the public names
+   (aot_smlad_lohi_2x4, ...) are bound after the portable forms, by AOT_DSP_ASM_ and AOT_ASM_REGS. */
+/* one lohi 2-pixel x 4-channel step in 13 registers: the two weight words by two LDRs into one register
+   (13 instructions for 16 MACs instead of 12) */
+#define aot_asm13_smlad_lohi_2x4(o0, o1, o2, o3, o4, o5, o6, o7, i0, i1, i2, i3, i4, i5, i6, i7, cp, cw, wp, ww) \
+    do { \
+        int32_t aot_x0_, aot_x1_, aot_w0_; \
+        __asm__("ldrd %[x0], %[x1], [%[c], %[co]]\n\t" \
+                "ldr %[w0], [%[w], %[wo]]\n\t" \
+                "smlad %[a1], %[x0], %[w0], %[a1]\n\t" \
+                "smlad %[b1], %[x1], %[w0], %[b1]\n\t" \
+                "sxtb16 %[w0], %[w0]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+                "smlad %[b0], %[x1], %[w0], %[b0]\n\t" \
+                "ldr %[w0], [%[w], %[wo4]]\n\t" \
+                "smlad %[a3], %[x0], %[w0], %[a3]\n\t" \
+                "smlad %[b3], %[x1], %[w0], %[b3]\n\t" \
+                "sxtb16 %[w0], %[w0]\n\t" \
+                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
+                "smlad %[b2], %[x1], %[w0], %[b2]" \
+                : [a0] "=r"(o0), [a1] "=r"(o1), [a2] "=r"(o2), [a3] "=r"(o3), \
+                  [b0] "=r"(o4), [b1] "=r"(o5), [b2] "=r"(o6), [b3] "=r"(o7), \
+                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_) \
+                : "0"(i0), "1"(i1), "2"(i2), "3"(i3), "4"(i4), "5"(i5), "6"(i6), "7"(i7), \
+                  [c] "r"(cp), [w] "r"(wp), [co] "i"(4 * (cw)), [wo] "i"(4 * (ww)), [wo4] "i"(4 * (ww) + 4) \
+                : "memory"); \
+    } while (0)
 /* one lohi 2-pixel x 4-channel step: LDRD, LDRD, 8 SMLAD, 2 SXTB16. Thumb-2 only: there LDRD
    takes any two registers (ARM state needs an even/odd pair). (Accumulators in r0-r7 and the rest
    in r8-r12/lr, "l"/"h", saved two MOVs per loop iteration but cost more around the loop:
    MobileNet +6,500 instructions.) */
-#define aot_smlad_lohi_2x4(o0, o1, o2, o3, o4, o5, o6, o7, i0, i1, i2, i3, i4, i5, i6, i7, cp, cw, wp, ww) \
+#define aot_asm_smlad_lohi_2x4(o0, o1, o2, o3, o4, o5, o6, o7, i0, i1, i2, i3, i4, i5, i6, i7, cp, cw, wp, ww) \
     do { \
         int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
         __asm__("ldrd %[x0], %[x1], [%[c], %[co]]\n\t" \
@@ -328,7 +373,7 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
                 : "memory"); \
     } while (0)
 /* the same for one pixel: LDR, LDRD, 4 SMLAD, 2 SXTB16 */
-#define aot_smlad_lohi_1x4(o0, o1, o2, o3, i0, i1, i2, i3, cp, cw, wp, ww) \
+#define aot_asm_smlad_lohi_1x4(o0, o1, o2, o3, i0, i1, i2, i3, cp, cw, wp, ww) \
     do { \
         int32_t aot_x0_, aot_w0_, aot_w1_; \
         __asm__("ldr %[x0], [%[c], %[co]]\n\t" \
@@ -464,44 +509,43 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
                 : ins \
                 : "memory"); \
     } while (0)
-#define aot_dw3x3_s1_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+#define aot_asm_dw3x3_s1_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     AOT_DW3_ASM_(AOT_DW3_WIN3_(AOT_DW3_S1_3_), AOT_DW3_OUT3_(o0, o1, o2), \
                  AOT_DW3_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww))
-#define aot_dw3x3_s1_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+#define aot_asm_dw3x3_s1_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     AOT_DW3_ASM_(AOT_DW3_WIN4_(AOT_DW3_S1_4_), AOT_DW3_OUT4_(o0, o1, o2, o3), \
                  AOT_DW3_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww))
-#define aot_dw3x3_s1_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+#define aot_asm_dw3x3_s1_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     AOT_DW3_ASM_(AOT_DW3_WIN6_(AOT_DW3_S1_6_), AOT_DW3_OUT6_(o0, o1, o2, o3, o4, o5), \
                  AOT_DW3_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww))
-#define aot_dw3x3_s2_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+#define aot_asm_dw3x3_s2_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     AOT_DW3_ASM_(AOT_DW3_WIN3_(AOT_DW3_S2_3_), AOT_DW3_OUT3_(o0, o1, o2), \
                  AOT_DW3_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww))
-#define aot_dw3x3_s2_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+#define aot_asm_dw3x3_s2_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     AOT_DW3_ASM_(AOT_DW3_WIN4_(AOT_DW3_S2_4_), AOT_DW3_OUT4_(o0, o1, o2, o3), \
                  AOT_DW3_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww))
-#define aot_dw3x3_s2_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+#define aot_asm_dw3x3_s2_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     AOT_DW3_ASM_(AOT_DW3_WIN6_(AOT_DW3_S2_6_), AOT_DW3_OUT6_(o0, o1, o2, o3, o4, o5), \
                  AOT_DW3_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww))
-#define aot_dw3x3q_s1_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
+#define aot_asm_dw3x3q_s1_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
     AOT_DW3_ASM_(AOT_DW3_WIN3_(AOT_DW3_S1_3_) AOT_DW3Q_RQ3_, AOT_DW3_OUT3_(o0, o1, o2), \
                  AOT_DW3Q_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr))
-#define aot_dw3x3q_s1_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
+#define aot_asm_dw3x3q_s1_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
     AOT_DW3_ASM_(AOT_DW3_WIN4_(AOT_DW3_S1_4_) AOT_DW3Q_RQ4_, AOT_DW3_OUT4_(o0, o1, o2, o3), \
                  AOT_DW3Q_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr))
-#define aot_dw3x3q_s1_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
+#define aot_asm_dw3x3q_s1_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
     AOT_DW3_ASM_(AOT_DW3_WIN6_(AOT_DW3_S1_6_) AOT_DW3Q_RQ6_, AOT_DW3_OUT6_(o0, o1, o2, o3, o4, o5), \
                  AOT_DW3Q_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr))
-#define aot_dw3x3q_s2_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
+#define aot_asm_dw3x3q_s2_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
     AOT_DW3_ASM_(AOT_DW3_WIN3_(AOT_DW3_S2_3_) AOT_DW3Q_RQ3_, AOT_DW3_OUT3_(o0, o1, o2), \
                  AOT_DW3Q_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr))
-#define aot_dw3x3q_s2_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
+#define aot_asm_dw3x3q_s2_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
     AOT_DW3_ASM_(AOT_DW3_WIN4_(AOT_DW3_S2_4_) AOT_DW3Q_RQ4_, AOT_DW3_OUT4_(o0, o1, o2, o3), \
                  AOT_DW3Q_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr))
-#define aot_dw3x3q_s2_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
+#define aot_asm_dw3x3q_s2_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
     AOT_DW3_ASM_(AOT_DW3_WIN6_(AOT_DW3_S2_6_) AOT_DW3Q_RQ6_, AOT_DW3_OUT6_(o0, o1, o2, o3, o4, o5), \
                  AOT_DW3Q_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr))
-#else
-#define aot_smlad_lohi_1x4(o0, o1, o2, o3, i0, i1, i2, i3, cp, cw, wp, ww) \
+#define aot_c_smlad_lohi_1x4(o0, o1, o2, o3, i0, i1, i2, i3, cp, cw, wp, ww) \
     do { \
         const int32_t *aot_c_ = (cp) + (cw), *aot_w_ = (wp) + (ww); \
         int32_t aot_x0_ = aot_c_[0], aot_w0_ = aot_w_[0], aot_w1_ = aot_w_[1]; \
@@ -510,7 +554,7 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
         int32_t aot_r2_ = aot_smlad(aot_x0_, aot_l1_, (i2)), aot_r3_ = aot_smlad(aot_x0_, aot_w1_, (i3)); \
         (o0) = aot_r0_; (o1) = aot_r1_; (o2) = aot_r2_; (o3) = aot_r3_; \
     } while (0)
-#define aot_smlad_lohi_2x4(o0, o1, o2, o3, o4, o5, o6, o7, i0, i1, i2, i3, i4, i5, i6, i7, cp, cw, wp, ww) \
+#define aot_c_smlad_lohi_2x4(o0, o1, o2, o3, o4, o5, o6, o7, i0, i1, i2, i3, i4, i5, i6, i7, cp, cw, wp, ww) \
     do { \
         const int32_t *aot_c_ = (cp) + (cw), *aot_w_ = (wp) + (ww); \
         int32_t aot_x0_ = aot_c_[0], aot_x1_ = aot_c_[1], aot_w0_ = aot_w_[0], aot_w1_ = aot_w_[1]; \
@@ -569,31 +613,71 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
 #define AOT_DW3_COPY3_(o0, o1, o2) (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]
 #define AOT_DW3_COPY4_(o0, o1, o2, o3) AOT_DW3_COPY3_(o0, o1, o2); (o3) = aot_a_[3]
 #define AOT_DW3_COPY6_(o0, o1, o2, o3, o4, o5) AOT_DW3_COPY4_(o0, o1, o2, o3); (o4) = aot_a_[4]; (o5) = aot_a_[5]
-#define aot_dw3x3_s1_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+#define aot_c_dw3x3_s1_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     AOT_DW3_PORTABLE_(1, 3, AOT_DW3_COPY3_(o0, o1, o2), 0, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, 0, 0)
-#define aot_dw3x3_s1_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+#define aot_c_dw3x3_s1_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     AOT_DW3_PORTABLE_(1, 4, AOT_DW3_COPY4_(o0, o1, o2, o3), 0, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, 0, 0)
-#define aot_dw3x3_s1_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+#define aot_c_dw3x3_s1_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     AOT_DW3_PORTABLE_(1, 6, AOT_DW3_COPY6_(o0, o1, o2, o3, o4, o5), 0, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, 0, 0)
-#define aot_dw3x3_s2_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+#define aot_c_dw3x3_s2_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     AOT_DW3_PORTABLE_(2, 3, AOT_DW3_COPY3_(o0, o1, o2), 0, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, 0, 0)
-#define aot_dw3x3_s2_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+#define aot_c_dw3x3_s2_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     AOT_DW3_PORTABLE_(2, 4, AOT_DW3_COPY4_(o0, o1, o2, o3), 0, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, 0, 0)
-#define aot_dw3x3_s2_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+#define aot_c_dw3x3_s2_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     AOT_DW3_PORTABLE_(2, 6, AOT_DW3_COPY6_(o0, o1, o2, o3, o4, o5), 0, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, 0, 0)
-#define aot_dw3x3q_s1_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
+#define aot_c_dw3x3q_s1_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
     AOT_DW3_PORTABLE_(1, 3, AOT_DW3_COPY3_(o0, o1, o2), 1, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr)
-#define aot_dw3x3q_s1_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
+#define aot_c_dw3x3q_s1_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
     AOT_DW3_PORTABLE_(1, 4, AOT_DW3_COPY4_(o0, o1, o2, o3), 1, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr)
-#define aot_dw3x3q_s1_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
+#define aot_c_dw3x3q_s1_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
     AOT_DW3_PORTABLE_(1, 6, AOT_DW3_COPY6_(o0, o1, o2, o3, o4, o5), 1, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr)
-#define aot_dw3x3q_s2_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
+#define aot_c_dw3x3q_s2_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
     AOT_DW3_PORTABLE_(2, 3, AOT_DW3_COPY3_(o0, o1, o2), 1, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr)
-#define aot_dw3x3q_s2_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
+#define aot_c_dw3x3q_s2_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
     AOT_DW3_PORTABLE_(2, 4, AOT_DW3_COPY4_(o0, o1, o2, o3), 1, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr)
-#define aot_dw3x3q_s2_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
+#define aot_c_dw3x3q_s2_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
     AOT_DW3_PORTABLE_(2, 6, AOT_DW3_COPY6_(o0, o1, o2, o3, o4, o5), 1, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr)
+/* the public names: the asm form where it fits the register budget (lohi 2x4: 14 registers, or 13 in its
+   narrower form; lohi 1x4: 9; a depthwise window of n outputs: n + 8), else the portable form */
+#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 14
+#define aot_smlad_lohi_2x4 aot_asm_smlad_lohi_2x4
+#elif AOT_DSP_ASM_ && AOT_ASM_REGS >= 13
+#define aot_smlad_lohi_2x4 aot_asm13_smlad_lohi_2x4
+#else
+#define aot_smlad_lohi_2x4 aot_c_smlad_lohi_2x4
 #endif
+#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 9
+#define aot_smlad_lohi_1x4 aot_asm_smlad_lohi_1x4
+#else
+#define aot_smlad_lohi_1x4 aot_c_smlad_lohi_1x4
+#endif
+#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 11
+#define AOT_DW3_FORM3_(name) aot_asm_##name
+#else
+#define AOT_DW3_FORM3_(name) aot_c_##name
+#endif
+#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 12
+#define AOT_DW3_FORM4_(name) aot_asm_##name
+#else
+#define AOT_DW3_FORM4_(name) aot_c_##name
+#endif
+#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 14
+#define AOT_DW3_FORM6_(name) aot_asm_##name
+#else
+#define AOT_DW3_FORM6_(name) aot_c_##name
+#endif
+#define aot_dw3x3_s1_3 AOT_DW3_FORM3_(dw3x3_s1_3)
+#define aot_dw3x3_s2_3 AOT_DW3_FORM3_(dw3x3_s2_3)
+#define aot_dw3x3q_s1_3 AOT_DW3_FORM3_(dw3x3q_s1_3)
+#define aot_dw3x3q_s2_3 AOT_DW3_FORM3_(dw3x3q_s2_3)
+#define aot_dw3x3_s1_4 AOT_DW3_FORM4_(dw3x3_s1_4)
+#define aot_dw3x3_s2_4 AOT_DW3_FORM4_(dw3x3_s2_4)
+#define aot_dw3x3q_s1_4 AOT_DW3_FORM4_(dw3x3q_s1_4)
+#define aot_dw3x3q_s2_4 AOT_DW3_FORM4_(dw3x3q_s2_4)
+#define aot_dw3x3_s1_6 AOT_DW3_FORM6_(dw3x3_s1_6)
+#define aot_dw3x3_s2_6 AOT_DW3_FORM6_(dw3x3_s2_6)
+#define aot_dw3x3q_s1_6 AOT_DW3_FORM6_(dw3x3q_s1_6)
+#define aot_dw3x3q_s2_6 AOT_DW3_FORM6_(dw3x3q_s2_6)
 
 /* Helium (MVE) vector routines of the Cortex-M55 schedules */
 #include "aot_helium.h"
@@ -609,7 +693,6 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
    negative offsets, and the loop ends with LDR of the end pointer (from the stack: the steps use all
    14 registers), CMP, BNE (a C loop around the single steps spent seven instructions: register moves,
    a reload and two pointer increments). */
-#if defined(__GNUC__) && defined(__OPTIMIZE__) && defined(__thumb2__) && defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
 #define AOT_LOHI_MACS_ \
     "smlad %[a1], %[x0], %[w0], %[a1]\n\t" \
     "smlad %[b1], %[x1], %[w0], %[b1]\n\t" \
@@ -625,7 +708,7 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
     "ldrd %[x0], %[x1], [%[c], #" off "]\n\t" \
     "ldrd %[w0], %[w1], [%[w], #" off "]\n\t" \
     AOT_LOHI_MACS_
-#define aot_lohi_2x4_x16(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n) \
+#define aot_asm_lohi_2x4_x16(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n) \
     do { \
         const int32_t *aot_c_ = (cp) + (cw), *aot_w_ = (wp) + (ww); \
         const int32_t *aot_e_ = aot_c_ + 32 * (n); \
@@ -663,18 +746,78 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
                 : [e] "m"(aot_e_) \
                 : "memory", "cc"); \
     } while (0)
-#else
-#define aot_lohi_2x4_x16(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n) \
+/* the same loop in 13 registers: each step's two weight words by two LDRs into one register */
+#define AOT_LOHI13_MACS_(wnext) \
+    "smlad %[a1], %[x0], %[w0], %[a1]\n\t" \
+    "smlad %[b1], %[x1], %[w0], %[b1]\n\t" \
+    "sxtb16 %[w0], %[w0]\n\t" \
+    "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+    "smlad %[b0], %[x1], %[w0], %[b0]\n\t" \
+    "ldr %[w0], [%[w], #" wnext "]\n\t" \
+    "smlad %[a3], %[x0], %[w0], %[a3]\n\t" \
+    "smlad %[b3], %[x1], %[w0], %[b3]\n\t" \
+    "sxtb16 %[w0], %[w0]\n\t" \
+    "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
+    "smlad %[b2], %[x1], %[w0], %[b2]\n\t"
+#define AOT_LOHI13_STEP_(off, wnext) \
+    "ldrd %[x0], %[x1], [%[c], #" off "]\n\t" \
+    "ldr %[w0], [%[w], #" off "]\n\t" \
+    AOT_LOHI13_MACS_(wnext)
+#define aot_asm13_lohi_2x4_x16(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n) \
+    do { \
+        const int32_t *aot_c_ = (cp) + (cw), *aot_w_ = (wp) + (ww); \
+        const int32_t *aot_e_ = aot_c_ + 32 * (n); \
+        int32_t aot_x0_, aot_x1_, aot_w0_; \
+        __asm__("ldrd %[a2], %[a3], [%[w], #8]\n\t" \
+                "ldrd %[b0], %[b1], [%[w]]\n\t" \
+                "ldrd %[b2], %[b3], [%[w], #8]\n\t" \
+                "ldrd %[a0], %[a1], [%[w]], #16\n\t" \
+                "1:\n\t" \
+                "ldrd %[x0], %[x1], [%[c]], #128\n\t" \
+                "ldr %[w0], [%[w]], #128\n\t" \
+                AOT_LOHI13_MACS_("-124") \
+                AOT_LOHI13_STEP_("-120", "-116") \
+                AOT_LOHI13_STEP_("-112", "-108") \
+                AOT_LOHI13_STEP_("-104", "-100") \
+                AOT_LOHI13_STEP_("-96", "-92") \
+                AOT_LOHI13_STEP_("-88", "-84") \
+                AOT_LOHI13_STEP_("-80", "-76") \
+                AOT_LOHI13_STEP_("-72", "-68") \
+                AOT_LOHI13_STEP_("-64", "-60") \
+                AOT_LOHI13_STEP_("-56", "-52") \
+                AOT_LOHI13_STEP_("-48", "-44") \
+                AOT_LOHI13_STEP_("-40", "-36") \
+                AOT_LOHI13_STEP_("-32", "-28") \
+                AOT_LOHI13_STEP_("-24", "-20") \
+                AOT_LOHI13_STEP_("-16", "-12") \
+                AOT_LOHI13_STEP_("-8", "-4") \
+                "ldr %[x0], %[e]\n\t" \
+                "cmp %[c], %[x0]\n\t" \
+                "bne 1b" \
+                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), [a3] "=&r"(o3), \
+                  [b0] "=&r"(o4), [b1] "=&r"(o5), [b2] "=&r"(o6), [b3] "=&r"(o7), \
+                  [c] "+r"(aot_c_), [w] "+r"(aot_w_), \
+                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_) \
+                : [e] "m"(aot_e_) \
+                : "memory", "cc"); \
+    } while (0)
+#define aot_c_lohi_2x4_x16(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n) \
     do { \
         const int32_t *aot_lw_ = (wp) + (ww); \
         int32_t aot_lt_; \
         (o0) = aot_lw_[0]; (o1) = aot_lw_[1]; (o2) = aot_lw_[2]; (o3) = aot_lw_[3]; \
         (o4) = aot_lw_[0]; (o5) = aot_lw_[1]; (o6) = aot_lw_[2]; (o7) = aot_lw_[3]; \
         for (aot_lt_ = 0; aot_lt_ < 16 * (n); ++aot_lt_) { \
-            aot_smlad_lohi_2x4(o0, o1, o2, o3, o4, o5, o6, o7, o0, o1, o2, o3, o4, o5, o6, o7, \
+            aot_c_smlad_lohi_2x4(o0, o1, o2, o3, o4, o5, o6, o7, o0, o1, o2, o3, o4, o5, o6, o7, \
                                (cp) + (cw), 2 * aot_lt_, aot_lw_ + 4, 2 * aot_lt_); \
         } \
     } while (0)
+#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 14
+#define aot_lohi_2x4_x16 aot_asm_lohi_2x4_x16
+#elif AOT_DSP_ASM_ && AOT_ASM_REGS >= 13
+#define aot_lohi_2x4_x16 aot_asm13_lohi_2x4_x16
+#else
+#define aot_lohi_2x4_x16 aot_c_lohi_2x4_x16
 #endif
 
 /* a and b to the two adjacent words at p (aot.kernel.intrinsics.store_pair): with gcc on Thumb-2 one

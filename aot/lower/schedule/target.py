@@ -50,6 +50,20 @@ CPU_FEATURES: Mapping[str, frozenset[str]] = MappingProxyType({
 # cores can never have; generic C and LLVM IR then compile to thumbv6m (libgcc for division).
 ARMV6M_CPUS = frozenset({"cortex-m0", "cortex-m0plus", "cortex-m1"})
 
+# Registers an inline-asm statement of the generated C may take (runtime_c's AOT_ASM_REGS), of the 14
+# that Thumb-2 code allocates (r0-r12, lr). On Armv8.1-M cores gcc may keep a low-overhead loop's count
+# (DLS/LE) in lr around any statement, so one fewer; the wider asm forms then take their narrower or
+# portable form (runtime_c/include/aot_intrinsics.h).
+ASM_REGISTERS = 14
+ARMV81M_CPUS = frozenset({"cortex-m55", "cortex-m85"})
+
+
+def asm_registers(cpu: str | None) -> int | None:
+    """AOT_ASM_REGS for code compiled for `cpu` (None: not an Arm M-profile core with Thumb-2)."""
+    if not cpu or not cpu.startswith("cortex-m") or cpu in ARMV6M_CPUS:
+        return None
+    return ASM_REGISTERS - 1 if cpu in ARMV81M_CPUS else ASM_REGISTERS
+
 
 @dataclass(frozen=True)
 class ScheduleTarget:
