@@ -115,6 +115,7 @@ class BuildMatrix:
         self.jobs = max(1, jobs)
         self.cache_dir = cache_dir
         self._seen: set[str] = set()
+        self._consts: set[str] = set()  # constants files compiled (by text)
         self.cc = shutil.which("arm-none-eabi-gcc")
 
     @staticmethod
@@ -199,18 +200,23 @@ class BuildMatrix:
             return
         write_files(root, files)
         _, incs = runtime_sources("host")
-        srcs = sorted(str(p.relative_to(root)) for p in root.glob("src/*.c"))
+        # a constants file (data and the headers the model's code includes too) compiles once per
+        # text: another core's build of the same text only compiles the code
+        consts = {path: _digest([_toolchain_digest(), "constants", text]) for path, text in files.items()
+                  if path.endswith("_constants.c")}
+        srcs = sorted(path for path in files if path.endswith(".c") and consts.get(path) not in self._consts)
         cmd = [self.cc] + flags + [f"-I{incs[0]}", "-Iinclude", "-Isrc", "-c"] + srcs
         proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        running.append((proc, res, key, root))
+        running.append((proc, res, key, root, set(consts.values())))
 
     def _reap(self, running: list) -> None:
         """Wait for the oldest gcc still running and record its result."""
-        proc, res, key, root = running.pop(0)
+        proc, res, key, root, consts = running.pop(0)
         _, err = proc.communicate()
         if proc.returncode == 0:
             res.status = "ok"
             self._remember(key)
+            self._consts |= consts
         else:
             res.status = "failed"
             res.detail = f"gcc {res.core}: {_first_error(err)}\n{err[-1500:]}"
