@@ -159,7 +159,7 @@ class BuildMatrix:
         from aot.pipeline.driver import compile_model
         backends = tuple(b for b in self.backends if backends is None or b in backends)
         results: list[BuildResult] = []
-        running: list[tuple[subprocess.Popen, BuildResult, str, Path]] = []
+        running: list[tuple[subprocess.Popen, BuildResult, str, Path, set[str]]] = []
         with tempfile.TemporaryDirectory(prefix="aot_fuzzmatrix_") as tmp:
             for n, core in enumerate(c for c in self.cores if cores is None or c.name in cores):
                 try:
