@@ -9,7 +9,9 @@ Outcome statuses: ok; mismatch (ours != TFLM or ours != reference; a finding); c
 exception other than aot.Error while compiling, a gcc failure of the generated C, an error code
 at run time; a finding); refused (the compiler raised aot.Error: the generator made a model the
 compiler does not take); invalid (TFLM refused or crashed on the model: the generator's fault);
-oracle (the numpy reference differs from TFLM while the compiled code agrees with TFLM)."""
+oracle (the numpy reference differs from TFLM while the compiled code agrees with TFLM); build (a
+case with `cores`: the model at the case's option point did not compile, compile-only, for one of
+those cores with gcc -Werror or LLVM; aot.fuzz.matrix)."""
 from __future__ import annotations
 
 import ctypes
@@ -27,7 +29,7 @@ from aot.fuzz.build import build_tflite
 from aot.fuzz.options import OptionPoint
 from aot.fuzz.spec import ModelSpec
 
-FINDINGS = ("mismatch", "crash", "oracle")
+FINDINGS = ("mismatch", "crash", "oracle", "build")
 
 
 # the emulated boards a QEMU sample runs on (`aot boards`)
@@ -40,17 +42,26 @@ class Case:
     point: OptionPoint
     input_seed: int = 0
     board: str | None = None  # also built as firmware for this emulated board and run in QEMU
+    # also compiled, compile-only, for these cores (aot.fuzz.matrix): C always, LLVM when the point's
+    # backend is LLVM
+    cores: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         d = {"spec": self.spec.to_json(), "options": self.point.to_json(), "input_seed": self.input_seed}
         if self.board:
             d["board"] = self.board
+        if self.cores:
+            d["cores"] = list(self.cores)
         return d
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> "Case":
         return Case(ModelSpec.from_json(d["spec"]), OptionPoint.from_json(d["options"]), int(d.get("input_seed", 0)),
-                    d.get("board"))
+                    d.get("board"), tuple(d.get("cores", ())))
+
+    @property
+    def build_backends(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(("c", self.point.backend)))
 
 
 @dataclass
@@ -60,6 +71,7 @@ class Outcome:
     detail: str = ""
     seconds: dict[str, float] = field(default_factory=dict)
     qemu: str = ""  # the QEMU sample: "" (none), "ok <board>", "skipped <board>: why"
+    builds: dict[str, int] = field(default_factory=dict)  # the build matrix: status -> count
 
     @property
     def finding(self) -> bool:
@@ -109,11 +121,21 @@ class _Prepared:
 class Differ:
     """Runs batches of cases; holds a scratch directory and the host runtime objects built once."""
 
-    def __init__(self, workdir: Path | None = None) -> None:
+    def __init__(self, workdir: Path | None = None, build_cache: Path | None = None, build_jobs: int = 2) -> None:
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="aot_fuzzdiff_"))
         self.dir.mkdir(parents=True, exist_ok=True)
         self._runtime: list[Path] | None = None
         self._batch = 0
+        self._matrix: Any = None
+        self._matrix_args = (build_cache, build_jobs)
+
+    @property
+    def matrix(self) -> Any:
+        """The build matrix (aot.fuzz.matrix.BuildMatrix), made when a case first asks for it."""
+        if self._matrix is None:
+            from aot.fuzz.matrix import BuildMatrix
+            self._matrix = BuildMatrix(cache_dir=self._matrix_args[0], jobs=self._matrix_args[1])
+        return self._matrix
 
     def close(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -202,7 +224,38 @@ class Differ:
             outcomes[p.index] = self._compare(o.case, ours[p.index], p.reference, t.outputs)
             if o.case.board and outcomes[p.index].status == "ok":
                 outcomes[p.index] = self._qemu(p, o.case, ours[p.index])
+        for p in preps:  # the build matrix of the models the host compiled (whatever the comparison said)
+            if cases[p.index].cores:
+                outcomes[p.index] = self._builds(p, outcomes[p.index])
         return outcomes
+
+    def run_builds(self, cases: Sequence[Case]) -> list[Outcome]:
+        """Only the build matrix of each case (no host run, no tflite-micro): what shrinking a build
+        finding needs. A model the compiler refuses is refused; one that builds everywhere is ok."""
+        from aot.frontend.tflite import load_tflite
+        out = []
+        for c in cases:
+            try:
+                model = load_tflite(build_tflite(c.spec), name="fuzz")
+            except Error as e:
+                out.append(Outcome(c, "refused", f"load: {type(e).__name__}: {e}"[:600]))
+                continue
+            prep = _Prepared(0, model, None, b"", [], [], c.point.prefix)
+            out.append(self._builds(prep, Outcome(c, "ok")) if c.cores else Outcome(c, "ok"))
+        return out
+
+    def _builds(self, p: _Prepared, o: Outcome) -> Outcome:
+        """The case's model compile-only for its cores; the first failure is the outcome unless the
+        case already is a finding."""
+        from dataclasses import replace as dc_replace
+        from collections import Counter
+        case = o.case
+        results = self.matrix.build(p.model, case.point.compile_kwargs(), case.cores, case.build_backends)
+        counts = dict(Counter(r.status for r in results))
+        bad = [r for r in results if r.status in ("failed", "crash")]
+        if bad and not o.finding:
+            return Outcome(case, "build", bad[0].detail, o.seconds, o.qemu, counts)
+        return dc_replace(o, builds=counts)
 
     def _qemu(self, p: _Prepared, case: Case, ours: list[np.ndarray]) -> Outcome:
         """The model as firmware for case.board (the case's backend, --opt, --planner, --prefix,

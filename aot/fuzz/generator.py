@@ -5,7 +5,9 @@ bool and int32 tensors that comparisons, casts and index ops make on the way.
 
 `generate(seed)` -> ModelSpec (aot.fuzz.spec); aot.fuzz.build.build_tflite writes it as TFLite.
 The op kinds come from the families (aot.fuzz.ops_*: a maker, a weight, the dtypes it extends, an
-emitter). Every tensor stays small (at most MAX_ELEMENTS values) so that a campaign runs many models."""
+emitter). Every tensor stays small (at most MAX_ELEMENTS values) so that a campaign runs many models,
+except in a share (NETWORK_SHARE) of the seeds, which draw layer shapes of real networks instead
+(aot.fuzz.ops_nets: ResNet stages, MobileNet inverted residuals, Conv1D stacks)."""
 from __future__ import annotations
 
 from types import MappingProxyType
@@ -13,11 +15,12 @@ from typing import Mapping
 
 import numpy as np
 
-from aot.fuzz import ops_core, ops_logic, ops_math, ops_movement, ops_recurrent, ops_shape
+from aot.fuzz import ops_core, ops_logic, ops_math, ops_movement, ops_nets, ops_recurrent, ops_shape
 from aot.fuzz.spec import ModelSpec
 from aot.fuzz.state import MAX_ELEMENTS, QUANTIZED, Family, GenState, Maker, requantize, size
 
 MAX_OPS = 8
+NETWORK_SHARE = 0.1  # of the seeds: layer shapes of real networks (ops_nets), not small random graphs
 FAMILIES: Mapping[str, Family] = MappingProxyType(
     ops_core.FAMILIES | ops_shape.FAMILIES | ops_math.FAMILIES | ops_logic.FAMILIES | ops_movement.FAMILIES
     | ops_recurrent.FAMILIES)
@@ -60,6 +63,10 @@ def generate(seed: int, dtype: str | None = None, max_ops: int = MAX_OPS, kinds:
              ) -> ModelSpec:
     """A random valid model; the same seed gives the same model. `kinds` restricts the ops."""
     st = GenState(np.random.default_rng(seed))
+    # decided by a stream of its own, so the small models of the other seeds stay what they were
+    if kinds is None and dtype is None and np.random.default_rng([seed, 7]).random() < NETWORK_SHARE:
+        ops_nets.network(st)
+        return _spec(st, seed)
     dtype = dtype or st.choice(("int8", "int8", "int8", "int16", "float32", "float32"))
     cur = _first_input(st, dtype)
     names = [k for k in FAMILIES if kinds is None or k in kinds]
@@ -87,6 +94,11 @@ def generate(seed: int, dtype: str | None = None, max_ops: int = MAX_OPS, kinds:
             st.wild -= set(range(n_before[0], len(st.tensors) + 64))
             continue
         cur = made
+    return _spec(st, seed, cur)
+
+
+def _spec(st: GenState, seed: int, cur: int = 0) -> ModelSpec:
+    """The drawn model, its outputs the op results nothing consumes."""
     consumed = {i for o in st.ops for i in o.inputs}
     outputs = [o.output for o in st.ops if o.output not in consumed]
     if not outputs:  # no op could be made: a model of one QUANTIZE

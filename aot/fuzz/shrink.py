@@ -1,7 +1,8 @@
 """Shrinking a finding to a small model: greedy steps that keep the finding's signature
 (aot.fuzz.differential.Outcome.signature), tried until none applies or the budget runs out:
-keep one output (and only the ops it needs), bypass an op whose input has the output's shape
-and dtype, bring the option point one field back to its default."""
+build for no core of the build matrix or for one, keep one output (and only the ops it needs),
+bypass an op whose input has the output's shape and dtype, bring the option point one field back
+to its default."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -47,6 +48,11 @@ def _cut(spec: ModelSpec) -> Iterator[ModelSpec]:
 
 
 def candidates(case: Case) -> Iterator[Case]:
+    if case.cores:  # fewer cores first: every later try builds for fewer
+        yield replace(case, cores=())
+        if len(case.cores) > 1:
+            for c in case.cores:
+                yield replace(case, cores=(c,))
     for s in _single_outputs(case.spec):
         yield replace(case, spec=s)
     for s in _cut(case.spec):
@@ -64,6 +70,8 @@ def shrink(outcome: Outcome, differ: Differ, budget: int = 80,
     """The smallest case found that keeps `outcome`'s signature (each try is one run)."""
     want = outcome.signature()
     best = outcome
+    # a build finding needs only the builds of each try (not the host run and tflite-micro)
+    run = differ.run_builds if outcome.status == "build" and hasattr(differ, "run_builds") else differ.run
     tries = 0
     improved = True
     while improved and tries < budget:
@@ -72,7 +80,7 @@ def shrink(outcome: Outcome, differ: Differ, budget: int = 80,
             if tries >= budget:
                 break
             tries += 1
-            got = differ.run([cand])[0]
+            got = run([cand])[0]
             if got.signature() == want:
                 best = got
                 improved = True

@@ -23,12 +23,17 @@ from aot.fuzz.shrink import shrink
 from aot.fuzz.spec import ModelSpec
 from aot.runners.tflm import tflm_available
 
-ALL_REGRESSIONS = sorted((Path(__file__).resolve().parents[1] / "fuzz_diff_regressions").glob("*.json"))
+# (the ONNX arm's cases, onnx_*.json, replay in tests/tools/test_fuzz_matrix.py)
+ALL_REGRESSIONS = sorted(p for p in (Path(__file__).resolve().parents[1] / "fuzz_diff_regressions").glob("*.json")
+                         if not p.name.startswith("onnx_"))
 # a case that hangs (or takes minutes) replays alone, in a child with a deadline, in the slow suite
 HANGS = [p for p in ALL_REGRESSIONS if json.loads(p.read_text()).get("hang")]
 # a case with a board builds firmware and runs it in QEMU: replayed in the slow suite
 QEMU_CASES = [p for p in ALL_REGRESSIONS if p not in HANGS and json.loads(p.read_text())["case"].get("board")]
-REGRESSIONS = [p for p in ALL_REGRESSIONS if p not in HANGS and p not in QEMU_CASES]
+# a case with cores compiles for them with arm-none-eabi-gcc (the build matrix): replayed with the toolchain
+BUILD_CASES = [p for p in ALL_REGRESSIONS if p not in HANGS and p not in QEMU_CASES
+               and json.loads(p.read_text())["case"].get("cores")]
+REGRESSIONS = [p for p in ALL_REGRESSIONS if p not in HANGS and p not in QEMU_CASES and p not in BUILD_CASES]
 HANG_DEADLINE_S = 60
 needs_tflm = pytest.mark.skipif(not tflm_available(), reason="tflite-micro not installed")
 
@@ -221,6 +226,23 @@ def test_regression_replays(path: Path, replayed: dict[str, Outcome]) -> None:
 @pytest.mark.usefixtures("arm_toolchain")
 @pytest.mark.parametrize("path", QEMU_CASES, ids=[p.stem for p in QEMU_CASES])
 def test_qemu_regression_replays(path: Path) -> None:
+    body = json.loads(path.read_text())
+    differ = Differ()
+    try:
+        got = differ.run([Case.from_json(body["case"])])[0]
+    finally:
+        differ.close()
+    if body.get("open"):
+        if got.status == "ok":
+            pytest.fail(f"{path.name} passes now: set \"open\": false")
+        pytest.xfail(f"open finding: {body['detail']}")
+    assert got.status == "ok", got.detail
+
+
+@needs_tflm
+@pytest.mark.usefixtures("arm_toolchain")
+@pytest.mark.parametrize("path", BUILD_CASES, ids=[p.stem for p in BUILD_CASES])
+def test_build_regression_replays(path: Path) -> None:
     body = json.loads(path.read_text())
     differ = Differ()
     try:
