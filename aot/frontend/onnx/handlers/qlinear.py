@@ -112,7 +112,9 @@ def _qgemm(im: Importer, n: Node) -> list[Val | None]:
             raise unsupported("run-time bias")
         sa = float(np.asarray(n.ins[1].const).reshape(-1)[0])  # type: ignore[union-attr]
         sb = np.asarray(n.ins[4].const, dtype=np.float64).reshape(-1)  # type: ignore[union-attr]
-        c = Val(c.shape, "float32", const=(np.asarray(c.const, np.float64) * sa * sb).astype(np.float32))
+        # onnxruntime adds the int32 bias to the accumulator before scaling it by alpha * A_scale * B_scale
+        alpha = float(n.attr("alpha", 1.0))
+        c = Val(c.shape, "float32", const=(np.asarray(c.const, np.float64) * alpha * sa * sb).astype(np.float32))
     fake = Node(n.proto, n.index, "Gemm", n.name, [n.inputs[0], n.inputs[3]] + ([n.inputs[6]] if c else []),
                 n.outputs, {k: v for k, v in n.attrs.items() if k in ("alpha", "transA", "transB")},
                 [a, b] + ([c] if c else []))
