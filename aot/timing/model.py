@@ -185,14 +185,14 @@ class _Memory:
         self.caches = [LruCache(c) for c in memsys.caches if c.enabled]
         self.icaches = [c for c in self.caches if c.spec.serves in ("instruction", "both")]
         self.dcaches = [c for c in self.caches if c.spec.serves in ("data", "both")]
-        self.line = -1
+        self.line = -2  # no line fetched yet (never 'sequential')
         self.line_ready = 0  # the cycle at which the prefetched next line is available
         self.rb = memsys.read_bytes
 
     def fetch(self, pc: int, size: int, now: int) -> int:
         """Stall cycles of fetching the instruction at `pc` at cycle `now`."""
         if not self.is_flash(pc):
-            self.line = -1
+            self.line = -2
             return 0
         stall = 0
         for line in range(pc // self.rb, (pc + size - 1) // self.rb + 1):
