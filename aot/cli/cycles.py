@@ -10,8 +10,8 @@ from aot.errors import Error
 
 
 def cmd_cycles(a: argparse.Namespace) -> int:
-    from aot.board.boards import load_board
-    board = load_board(a.board)
+    from aot.timing.parts import resolve_board
+    board = resolve_board(a.board)
     if a.elf:
         if a.model:
             raise Error("aot cycles takes a MODEL or --elf FILE, not both")
@@ -45,8 +45,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     s = sub.add_parser("cycles", help="estimated cycles and ms of one inference on a board: QEMU's executed "
                                       "instructions priced by the core's timing table and the board's memory system")
     s.add_argument("model", nargs="?", help="the model (omit with --elf)")
-    s.add_argument("--board", required=True, help="any board (aot boards); a real board runs on the emulated "
-                                                  "machine of its core")
+    s.add_argument("--board", required=True, help="any board (aot boards), or a timing-only part ("
+                   "nucleo-u575zi-q, nucleo-h7a3zi-q); a real board runs on the emulated machine of its core")
     s.add_argument("--json", action="store_true", help="print the estimate as JSON")
     s.add_argument("--elf", metavar="FILE", help="estimate an ELF built elsewhere (e.g. a TFLM firmware)")
     s.add_argument("--entry", metavar="SYMBOL", help="with --elf: the function whose call is timed "

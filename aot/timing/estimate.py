@@ -39,7 +39,8 @@ EMULATED_FOR_CPU = {
 
 
 def _board(board: Board | str) -> Board:
-    return board if isinstance(board, Board) else load_board(board)
+    from aot.timing.parts import resolve_board
+    return resolve_board(board)
 
 
 def emulator_for(board: Board) -> Board:
@@ -111,7 +112,7 @@ def estimate_cycles(elf: Path | str, board: Board | str, entry: str = "model_inv
         approximated_core=core.approximated, timing_source=core.source,
         memory=memsys.describe() if real.memory_system else "zero wait states (no memory_system in the board file)",
         emulated_on=f"QEMU {emu.qemu_machine}, plugin trace of {entry}", entry=entry,
-        caches=res["caches"], notes=notes)
+        caches=res["caches"], by_class=res["by_class"], notes=notes)
 
 
 def _emulation_board_file(real: Board, emu: Board, directory: Path) -> Path:

@@ -70,6 +70,8 @@ class CycleEstimate:
     emulated_on: str = ""
     entry: str = ""
     caches: dict[str, dict[str, int]] = field(default_factory=dict)
+    # timing class -> [instructions, core cycles, stall cycles] (where the cycles go)
+    by_class: dict[str, list[int]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -99,6 +101,10 @@ class CycleEstimate:
             f"  memory: {self.memory}",
             f"  timings: {self.timing_source}",
         ]
+        top = sorted(self.by_class.items(), key=lambda kv: -(kv[1][1] + kv[1][2]))[:6]
+        if top:
+            lines.append("  by class (instructions / core cycles / stall cycles): " + ", ".join(
+                f"{k} {v[0]:,}/{v[1]:,}/{v[2]:,}" for k, v in top))
         for name, st in self.caches.items():
             total = st["hits"] + st["misses"]
             rate = st["hits"] / total if total else 0.0
@@ -235,6 +241,7 @@ def simulate(trace: Iterable[Executed], core: CoreTiming, memsys: MemorySystem,
     now = core_total = fetch_total = data_total = n = taken_n = flash_reads = 0
     prev: Insn | None = None
     prev_paired = False
+    by_class: dict[str, list[int]] = {}
     for ex in trace:
         insn = ex.insn
         n += 1
@@ -256,6 +263,12 @@ def simulate(trace: Iterable[Executed], core: CoreTiming, memsys: MemorySystem,
             d += s
             flash_reads += fl and not a.store
         prev_paired = core.dual_issue and c == 0 and insn.cls != "it"
+        row = by_class.get(insn.cls)
+        if row is None:
+            row = by_class[insn.cls] = [0, 0, 0]
+        row[0] += 1
+        row[1] += c
+        row[2] += f + d
         core_total += c
         fetch_total += f
         data_total += d
@@ -265,7 +278,7 @@ def simulate(trace: Iterable[Executed], core: CoreTiming, memsys: MemorySystem,
     for c in mem.caches:
         caches[c.spec.name] = {"hits": c.hits, "misses": c.misses}
     return {"cycles": now, "core": core_total, "fetch": fetch_total, "data": data_total, "instructions": n,
-            "taken": taken_n, "flash_reads": flash_reads, "caches": caches}
+            "taken": taken_n, "flash_reads": flash_reads, "caches": caches, "by_class": by_class}
 
 
 def executed_from_pcs(insns: dict[int, Insn], pcs: Sequence[int],

@@ -84,7 +84,8 @@ def test_kws_on_the_l4r5_board(capsys) -> None:  # noqa: ANN001
     assert rc == 0
     d = json.loads(capsys.readouterr().out)
     assert d["estimated"] is True and d["board"] == "nucleo-l4r5zi" and d["match_host"]
-    # the traced call is the timed call: QEMU's count adds only the timer reads around it
-    assert 0 <= d["instructions_qemu"] - d["instructions"] < 50
+    # the traced call is the timed call: QEMU's count (SysTick ticks of 40 instructions, plus the timer reads
+    # around the call) agrees to a tick or two
+    assert abs(d["instructions_qemu"] - d["instructions"]) < 100
     assert d["cycles"] == d["core_cycles"] + d["fetch_stall_cycles"] + d["data_stall_cycles"]
     assert d["cycles_per_instruction"] > 1
