@@ -10,6 +10,8 @@ Sources:
   "Load/store timings" (neighbouring loads pipeline), and Table 7-1 (FPU instructions).
 - Cortex-M3: TRM (Arm DDI 0337), Table 3.1 (as the M4 but MLA/MLS 2 cycles, long multiplies
   3-5 and 4-7 with early termination, no DSP or FPU).
+- Armv8.1-M low-overhead loops (LE/LETP/WLS, Cortex-M55): 1 cycle, APPROXIMATED (a loop end back
+  to a cached loop start needs no pipeline refill).
 - Cortex-M0+: TRM (Arm DDI 0484), Table 3-1 (two-stage pipeline: loads and stores 2 cycles,
   taken branches 2, BL 3, no load pipelining); Cortex-M0: TRM (Arm DDI 0432), Table 3-1
   (three-stage pipeline: taken branches 3, BL 4).
@@ -25,7 +27,8 @@ Sources:
 
 Data-dependent timings take one documented value: SDIV/UDIV (2 to 12 cycles, early
 termination on the operands' magnitudes) count `div` cycles; the M3's long multiplies count
-the middle of their ranges.
+4 cycles (the middle of SMULL's 3-5, the low end of SMLAL's 4-7: accumulated products of
+int8/int16 values terminate early).
 """
 from __future__ import annotations
 
@@ -62,7 +65,9 @@ _M4 = {
     "fp": 1, "fpmac": 3, "fpdiv": 14, "fpld": 2, "fpst": 2, "fpmov": 1,
     "mve": 1, "mve_ld": 2, "mve_st": 2, "mve_mac": 1,
 }
-_M3 = dict(_M4, mla=2, mull=4, mlal=6)
+# M3 long multiplies terminate early on small operands: SMLAL/UMLAL accumulate int8/int16 products
+# (the low end, 4), SMULL/UMULL mostly requantize by 32-bit multipliers (the middle, 4)
+_M3 = dict(_M4, mla=2, mull=4, mlal=4)
 _M0PLUS = dict(_M4, ld=2, st=2, ldd=2, std=2, mla=1, div=1)
 _M7 = dict(_M4, ld=1, st=1, ldd=1, std=1, fpmac=1, fpld=1, fpst=1)
 

@@ -51,6 +51,8 @@ for _names, _cls in (
     ("bl blx", "bl"),
     ("bx", "bx"),
     ("cbz cbnz", "cbz"),
+    ("le letp wls wlstp", "lob"),
+    ("dls dlstp", "alu"),
     ("tbb tbh", "tb"),
     ("dmb dsb isb", "barrier"),
     ("svc bkpt udf", "other"),

@@ -141,6 +141,8 @@ def instruction_cycles(core: CoreTiming, insn: Insn, taken: bool, target: Insn |
         return core.branch_taken if core.branch_taken is not None else 1 + P
     if cls == "tb":
         return 3 + P
+    if cls == "lob":  # Armv8.1-M low-overhead loops: LE back to a cached loop start costs no refill
+        return 1
     if cls in ("ldm", "stm", "fpldm", "fpstm"):
         c = _multiple_cycles(core, insn.nregs)
         if insn.writes_pc:
@@ -255,7 +257,7 @@ def simulate(trace: Iterable[Executed], core: CoreTiming, memsys: MemorySystem,
         c = instruction_cycles(core, insn, taken, target, prev, prev_paired)
         if taken:
             taken_n += 1
-            if insn.cls not in ("b", "bl", "bx", "cbz", "tb") and not insn.writes_pc:
+            if insn.cls not in ("b", "bl", "bx", "cbz", "tb", "lob") and not insn.writes_pc:
                 c += EXCEPTION_ENTRY_CYCLES  # an exception entered (or returned) here
         d = 0
         for a in ex.accesses:

@@ -14,8 +14,9 @@ def assemble(source: str, cpu: str = "cortex-m4") -> list[Insn]:
         s = Path(tmp) / "s.s"
         o = Path(tmp) / "s.o"
         s.write_text(f".syntax unified\n.thumb\n.text\n{source}\n")
-        fpu = ["-mfpu=fpv4-sp-d16"] if cpu == "cortex-m4" else []
-        subprocess.run(["arm-none-eabi-as", f"-mcpu={cpu}", *fpu, "-o", str(o), str(s)], check=True,
+        flags = {"cortex-m4": ["-mcpu=cortex-m4", "-mfpu=fpv4-sp-d16"],
+                 "cortex-m55": ["-march=armv8.1-m.main"]}.get(cpu, [f"-mcpu={cpu}"])
+        subprocess.run(["arm-none-eabi-as", *flags, "-o", str(o), str(s)], check=True,
                        capture_output=True)
         insns = decode_elf(o)
     return [insns[pc] for pc in sorted(insns)]

@@ -172,3 +172,15 @@ def test_prefetch_hides_flash_latency_of_slow_sequential_code() -> None:
     assert r["fetch"] == 2  # only the first line waits
     r = run(src, "cortex-m4", memsys=MemorySystem(wait_states=2, read_bytes=8), is_flash=_code_flash)
     assert r["fetch"] == 4
+
+
+def test_m55_low_overhead_loop_end_costs_one_cycle() -> None:
+    assert core_timing("cortex-m55").approximated
+    src = "dls lr, r0\n1: adds r1, #1\nle lr, 1b\n"
+    r = run(src, "cortex-m55", path=[0, 1, 2, 1, 2])
+    assert r["cycles"] == 5 and r["taken"] == 1
+
+
+def test_a_jump_from_a_non_branch_is_an_exception_entry() -> None:
+    src = "adds r0, #1\nadds r1, #1\nadds r2, #1\n"
+    assert cycles(src, "cortex-m4", path=[0, 2]) == 1 + 12 + 1
