@@ -67,6 +67,21 @@ def symbol_address(elf: Path, name: str) -> int:
     raise Error(f"{elf}: no function symbol {name!r} (pass the function that runs the model with --entry)")
 
 
+def check_memory_map(elf: Path, emu: Board) -> None:
+    """Refuse an ELF whose loaded segments fall outside the emulated machine's memory (QEMU would
+    not boot it and hang until the timeout)."""
+    from elftools.elf.elffile import ELFFile
+    with open(elf, "rb") as f:
+        for seg in ELFFile(f).iter_segments():
+            if seg["p_type"] != "PT_LOAD" or seg["p_memsz"] == 0:
+                continue
+            for address in {int(seg["p_vaddr"]), int(seg["p_paddr"])}:
+                if not any(r.origin <= address < r.end for r in emu.memory):
+                    raise Error(f"{elf} loads a segment at 0x{address:08x}, outside QEMU {emu.qemu_machine}'s "
+                                f"memory ({', '.join(f'{r.name} 0x{r.origin:08x}' for r in emu.memory)}): build it "
+                                f"for {emu.name}'s memory map, or pass --run-on an emulated board it was built for")
+
+
 def estimate_cycles(elf: Path | str, board: Board | str, entry: str = "model_invoke",
                     run_on: Board | str | None = None, assume_caches: bool = False,
                     timeout_s: float = 600) -> CycleEstimate:
@@ -86,6 +101,7 @@ def estimate_cycles(elf: Path | str, board: Board | str, entry: str = "model_inv
     memsys = memory_system_from_dict(real.memory_system, real.name)
     if assume_caches:
         memsys = memsys.with_caches_enabled()
+    check_memory_map(elf, emu)
     insns = decode_elf(elf)
     entry_pc = symbol_address(elf, entry)
     raw = record(elf, emu.qemu_args(), entry_pc, timeout_s)

@@ -82,20 +82,22 @@ def record(elf: Path, qemu_args: list[str], entry: int, timeout_s: float = 600) 
     return RawTrace(words, proc.stdout)
 
 
+def _words(raw: RawTrace, chunk: int = 1 << 20) -> Iterator[int]:
+    for start in range(0, raw.words.size, chunk):
+        yield from raw.words[start:start + chunk].tolist()
+
+
 def executed(raw: RawTrace, insns: dict[int, Insn]) -> Iterator[Executed]:
     """The executed instructions of a raw trace, decoded with the ELF's disassembly."""
-    words = raw.words.tolist()
-    n = len(words)
-    i = 0
+    words = _words(raw)
     cur: Insn | None = None
     acc: list[Access] = []
-    while i < n:
-        w = words[i]
+    for w in words:
         if w & 1:
-            if i + 1 >= n:
+            address = next(words, None)
+            if address is None:
                 break
-            acc.append(Access(words[i + 1], 1 << ((w >> 1) & 3), bool(w & 8)))
-            i += 2
+            acc.append(Access(address, 1 << ((w >> 1) & 3), bool(w & 8)))
             continue
         insn = insns.get(w)
         if insn is None:
@@ -104,6 +106,5 @@ def executed(raw: RawTrace, insns: dict[int, Insn]) -> Iterator[Executed]:
         if cur is not None:
             yield Executed(cur, w, tuple(acc))
         cur, acc = insn, []
-        i += 1
     if cur is not None:
         yield Executed(cur, None, tuple(acc))

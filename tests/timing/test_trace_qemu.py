@@ -89,3 +89,12 @@ def test_kws_on_the_l4r5_board(capsys) -> None:  # noqa: ANN001
     assert abs(d["instructions_qemu"] - d["instructions"]) < 100
     assert d["cycles"] == d["core_cycles"] + d["fetch_stall_cycles"] + d["data_stall_cycles"]
     assert d["cycles_per_instruction"] > 1
+
+
+def test_an_elf_linked_for_another_memory_map_is_refused(program_elf: Path, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    elf = tmp_path / "high.elf"
+    subprocess.run(["arm-none-eabi-ld", "-Ttext=0x60000000", "-e", "reset", "-o", str(elf),
+                    str(program_elf.with_suffix(".o"))], check=True)
+    rc = main(["cycles", "--elf", str(elf), "--board", "mps2-an386", "--entry", "work"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "outside QEMU mps2-an386's memory" in err
