@@ -67,6 +67,34 @@ def symbol_address(elf: Path, name: str) -> int:
     raise Error(f"{elf}: no function symbol {name!r} (pass the function that runs the model with --entry)")
 
 
+def function_symbols(elf: Path) -> list[tuple[int, int, str]]:
+    """(start, size, name) of the ELF's function symbols, by address."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+    out = []
+    with open(elf, "rb") as f:
+        for sec in ELFFile(f).iter_sections():
+            if isinstance(sec, SymbolTableSection):
+                for sym in sec.iter_symbols():
+                    if sym["st_info"]["type"] == "STT_FUNC" and sym["st_size"] > 0:
+                        out.append((int(sym["st_value"]) & ~1, int(sym["st_size"]), sym.name))
+    return sorted(set(out))
+
+
+def by_function(per_pc: dict[int, list[int]], symbols: list[tuple[int, int, str]]) -> dict[str, list[int]]:
+    """Per-pc [executions, cycles] summed per function ("?" outside every function symbol)."""
+    import bisect
+    starts = [s for s, _, _ in symbols]
+    out: dict[str, list[int]] = {}
+    for pc, (n, c) in per_pc.items():
+        k = bisect.bisect_right(starts, pc) - 1
+        name = symbols[k][2] if k >= 0 and pc < symbols[k][0] + symbols[k][1] else "?"
+        row = out.setdefault(name, [0, 0])
+        row[0] += n
+        row[1] += c
+    return dict(sorted(out.items(), key=lambda kv: -kv[1][1]))
+
+
 def check_memory_map(elf: Path, emu: Board) -> None:
     """Refuse an ELF whose loaded segments fall outside the emulated machine's memory (QEMU would
     not boot it and hang until the timeout)."""
@@ -128,7 +156,8 @@ def estimate_cycles(elf: Path | str, board: Board | str, entry: str = "model_inv
         approximated_core=core.approximated, timing_source=core.source,
         memory=memsys.describe() if real.memory_system else "zero wait states (no memory_system in the board file)",
         emulated_on=f"QEMU {emu.qemu_machine}, plugin trace of {entry}", entry=entry,
-        caches=res["caches"], by_class=res["by_class"], notes=notes)
+        caches=res["caches"], by_class=res["by_class"],
+        by_function=by_function(res["per_pc"], function_symbols(elf)), notes=notes)
 
 
 def _emulation_board_file(real: Board, emu: Board, directory: Path) -> Path:

@@ -72,6 +72,8 @@ class CycleEstimate:
     caches: dict[str, dict[str, int]] = field(default_factory=dict)
     # timing class -> [instructions, core cycles, stall cycles] (where the cycles go)
     by_class: dict[str, list[int]] = field(default_factory=dict)
+    # function of the ELF -> [instructions, cycles] (a model's kernels are functions: per-layer figures)
+    by_function: dict[str, list[int]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -105,6 +107,10 @@ class CycleEstimate:
         if top:
             lines.append("  by class (instructions / core cycles / stall cycles): " + ", ".join(
                 f"{k} {v[0]:,}/{v[1]:,}/{v[2]:,}" for k, v in top))
+        funcs = sorted(self.by_function.items(), key=lambda kv: -kv[1][1])[:5]
+        if funcs:
+            lines.append("  by function (instructions / cycles): " + ", ".join(
+                f"{k} {v[0]:,}/{v[1]:,}" for k, v in funcs))
         for name, st in self.caches.items():
             total = st["hits"] + st["misses"]
             rate = st["hits"] / total if total else 0.0
@@ -238,12 +244,13 @@ class _Memory:
 def simulate(trace: Iterable[Executed], core: CoreTiming, memsys: MemorySystem,
              is_flash: Callable[[int], bool], insns: dict[int, Insn] | None = None) -> dict[str, Any]:
     """Estimated cycles of an executed trace: {"cycles", "core", "fetch", "data", "instructions",
-    "taken", "flash_reads", "caches"}."""
+    "taken", "flash_reads", "caches", "by_class", "per_pc" (pc -> [executions, cycles])}."""
     mem = _Memory(memsys, is_flash)
     now = core_total = fetch_total = data_total = n = taken_n = flash_reads = 0
     prev: Insn | None = None
     prev_paired = False
     by_class: dict[str, list[int]] = {}
+    per_pc: dict[int, list[int]] = {}
     for ex in trace:
         insn = ex.insn
         n += 1
@@ -271,6 +278,11 @@ def simulate(trace: Iterable[Executed], core: CoreTiming, memsys: MemorySystem,
         row[0] += 1
         row[1] += c
         row[2] += f + d
+        at = per_pc.get(insn.pc)
+        if at is None:
+            at = per_pc[insn.pc] = [0, 0]
+        at[0] += 1
+        at[1] += c + f + d
         core_total += c
         fetch_total += f
         data_total += d
@@ -280,7 +292,8 @@ def simulate(trace: Iterable[Executed], core: CoreTiming, memsys: MemorySystem,
     for c in mem.caches:
         caches[c.spec.name] = {"hits": c.hits, "misses": c.misses}
     return {"cycles": now, "core": core_total, "fetch": fetch_total, "data": data_total, "instructions": n,
-            "taken": taken_n, "flash_reads": flash_reads, "caches": caches, "by_class": by_class}
+            "taken": taken_n, "flash_reads": flash_reads, "caches": caches, "by_class": by_class,
+            "per_pc": per_pc}
 
 
 def executed_from_pcs(insns: dict[int, Insn], pcs: Sequence[int],

@@ -38,6 +38,7 @@ work:
     subs r2, #1
     bne 2b
     bx lr
+.size work, . - work
 .ltorg
 .align 3
 table: .word 1, 2, 3, 4
@@ -98,3 +99,8 @@ def test_an_elf_linked_for_another_memory_map_is_refused(program_elf: Path, tmp_
     rc = main(["cycles", "--elf", str(elf), "--board", "mps2-an386", "--entry", "work"])
     err = capsys.readouterr().err
     assert rc == 2 and "outside QEMU mps2-an386's memory" in err
+
+
+def test_cycles_are_attributed_to_functions(program_elf: Path) -> None:
+    est = estimate_cycles(program_elf, "mps2-an386", entry="work")
+    assert est.by_function == {"work": [est.instructions, est.cycles]}
