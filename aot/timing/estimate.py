@@ -189,8 +189,8 @@ def estimate_model(model: Any, board: Board | str, inputs: dict | None = None, a
         from aot.frontend import load
         model = load(str(model))
     if inputs is None:
-        from aot.cli.common import read_inputs
-        inputs = read_inputs(model, None, 0)
+        from aot.ir.evaluate import random_inputs
+        inputs = random_inputs(model, 0)
     tmp = Path(tempfile.mkdtemp(prefix="aot_cycles_")) if keep_dir is None else Path(keep_dir)
     try:
         board_file = emu.name if emu.name == real.name else str(_emulation_board_file(real, emu, tmp))
