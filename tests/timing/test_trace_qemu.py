@@ -104,3 +104,13 @@ def test_an_elf_linked_for_another_memory_map_is_refused(program_elf: Path, tmp_
 def test_cycles_are_attributed_to_functions(program_elf: Path) -> None:
     est = estimate_cycles(program_elf, "mps2-an386", entry="work")
     assert est.by_function == {"work": [est.instructions, est.cycles]}
+
+
+@pytest.mark.parametrize("board, machine", [("stm32f746g-disco", "mps2-an500"), ("nucleo-l4r5zi", "mps2-an386")])
+def test_caches_and_prefetch_on_never_cost_cycles(program_elf: Path, board: str, machine: str) -> None:
+    off = estimate_cycles(program_elf, board, entry="work", run_on=machine)
+    on = estimate_cycles(program_elf, board, entry="work", run_on=machine, assume_caches=True)
+    assert on.core_cycles == off.core_cycles
+    assert on.cycles <= off.cycles
+    if board == "stm32f746g-disco":  # its start-up code leaves the L1 caches off: the loop's passes miss
+        assert on.cycles < off.cycles and off.approximated_core
