@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +201,7 @@ def estimate_model(model: Any, board: Board | str, inputs: dict | None = None, a
                         f"fault {run.fault}, match {run.match})")
         prefix = bb.compiled.options.prefix
         entry = f"{prefix}_invoke" if bb.compiled.options.io_buffers == "pool" else f"{prefix}_run"
-        est = estimate_cycles(elf, replace(real), entry=entry, run_on=bb.board, assume_caches=assume_caches)
+        est = estimate_cycles(elf, real, entry=entry, run_on=bb.board, assume_caches=assume_caches)
         if emu.name != real.name:
             est.emulated_on = f"QEMU {emu.qemu_machine} ({bb.board.name}), plugin trace of {entry}"
         return est, {"instructions_qemu": run.instructions, "match_host": run.match, "elf": str(elf)}

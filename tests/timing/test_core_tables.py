@@ -6,7 +6,7 @@ import pytest
 
 from aot.timing.cores import core_timing
 from aot.timing.memsys import CacheSpec, MemorySystem
-from aot.timing.model import Access, Executed, executed_from_pcs, simulate
+from aot.timing.model import Access, executed_from_pcs, simulate
 from snippets import assemble
 
 pytestmark = pytest.mark.usefixtures("arm_toolchain")
