@@ -71,4 +71,9 @@ def resolve_board(name: str | Board) -> Board:
         return name
     if str(name) in PARTS:
         return load_part(str(name))
-    return load_board(name)
+    try:
+        return load_board(name)
+    except Error as e:
+        if str(e).startswith("unknown board"):
+            raise Error(f"{e}; timing-only parts: {', '.join(part_names())}") from None
+        raise
