@@ -58,3 +58,14 @@ def test_lru_cache_two_ways() -> None:
     assert (c.hits, c.misses) == (1, 5)
     full = LruCache(CacheSpec("f", "data", 32, 8))  # fully associative: 4 lines
     assert [full.access(a) for a in (0, 8, 16, 24, 0, 32, 8)] == [False] * 4 + [True, False, False]
+
+
+@pytest.mark.parametrize("name, cpu, machine", [("nucleo-u575zi-q", "cortex-m33", "mps2-an505"),
+                                                ("nucleo-h7a3zi-q", "cortex-m7", "mps2-an500")])
+def test_timing_only_parts_run_on_the_machine_of_their_core(name: str, cpu: str, machine: str) -> None:
+    from aot.timing.estimate import emulator_for
+    from aot.timing.parts import resolve_board
+    part = resolve_board(name)
+    assert part.cpu == cpu and not part.emulated and part.memory_system
+    assert memory_system_from_dict(part.memory_system, name).caches
+    assert emulator_for(part).name == machine
