@@ -159,6 +159,11 @@ def estimate_cycles(elf: Path | str, board: Board | str, entry: str = "model_inv
         by_function=by_function(res["per_pc"], function_symbols(elf)), notes=notes)
 
 
+def model_entry(prefix: str = "model", io_buffers: str = "pool") -> str:
+    """The function a generated firmware times: <prefix>_invoke (buffers in the pool) or <prefix>_run."""
+    return f"{prefix}_invoke" if io_buffers == "pool" else f"{prefix}_run"
+
+
 def _emulation_board_file(real: Board, emu: Board, directory: Path) -> Path:
     """A board file for the emulator's machine with the real board's core, FPU and sizes (no
     larger than the emulator's), so the model compiles as for the real board."""
@@ -199,8 +204,7 @@ def estimate_model(model: Any, board: Board | str, inputs: dict | None = None, a
         if not run.ok:
             raise Error(f"the firmware did not run cleanly on QEMU {emu.qemu_machine} (status {run.status}, "
                         f"fault {run.fault}, match {run.match})")
-        prefix = bb.compiled.options.prefix
-        entry = f"{prefix}_invoke" if bb.compiled.options.io_buffers == "pool" else f"{prefix}_run"
+        entry = model_entry(bb.compiled.options.prefix, bb.compiled.options.io_buffers)
         est = estimate_cycles(elf, real, entry=entry, run_on=bb.board, assume_caches=assume_caches)
         if emu.name != real.name:
             est.emulated_on = f"QEMU {emu.qemu_machine} ({bb.board.name}), plugin trace of {entry}"
