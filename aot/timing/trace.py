@@ -40,7 +40,13 @@ def build_plugin() -> Path:
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         raise ToolchainError("a host C compiler (cc or gcc) is needed to build the QEMU trace plugin")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:  # no writable home: a per-user directory under the temporary directory
+        out = Path(tempfile.gettempdir()) / f"microaot-{os.getuid()}" / out.name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.is_file():
+            return out
     tmp = out.with_suffix(f".{os.getpid()}.tmp")
     proc = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra", "-Werror",
                            "-o", str(tmp), str(PLUGIN_SOURCE)], capture_output=True, text=True)
