@@ -191,23 +191,34 @@ def _pairs(prev: Insn, insn: Insn) -> bool:
 
 
 class _Memory:
-    """The flash, caches and prefetch state during one simulation."""
+    """The flash, caches and fetch-ahead state during one simulation."""
 
-    def __init__(self, memsys: MemorySystem, is_flash: Callable[[int], bool]) -> None:
+    def __init__(self, memsys: MemorySystem, is_flash: Callable[[int], bool], fetch_buffer: int = 0) -> None:
         self.m = memsys
         self.is_flash = is_flash
         self.caches = [LruCache(c) for c in memsys.caches if c.enabled]
         self.icaches = [c for c in self.caches if c.spec.serves in ("instruction", "both")]
         self.dcaches = [c for c in self.caches if c.spec.serves in ("data", "both")]
+        self.fetch_buffer = fetch_buffer
         self.line = -2  # no line fetched yet (never 'sequential')
-        self.line_ready = 0  # the cycle at which the prefetched next line is available
+        self.arrival = 0  # the cycle at which the current line reached the core
+        self.request: int | None = None  # when the core asked for the next line (its fetch buffer had room)
         self.rb = memsys.read_bytes
 
+    def _asks_next(self, pc: int) -> bool:
+        return pc + self.fetch_buffer >= (self.line + 1) * self.rb
+
     def fetch(self, pc: int, size: int, now: int) -> int:
-        """Stall cycles of fetching the instruction at `pc` at cycle `now`."""
+        """Stall cycles of fetching the instruction at `pc` at cycle `now`.
+
+        The next sequential flash line is read ahead: from the moment the current line arrived
+        when the flash prefetch is on, else from the moment the core's fetch buffer (its bytes
+        ahead of the executing instruction) reaches into it; a read takes 1 + wait states."""
         if not self.is_flash(pc):
             self.line = -2
             return 0
+        if self.request is None and self.line >= 0 and self._asks_next(pc):
+            self.request = now
         stall = 0
         for line in range(pc // self.rb, (pc + size - 1) // self.rb + 1):
             if line == self.line:
@@ -216,15 +227,18 @@ class _Memory:
             hit = False
             for c in self.icaches:
                 hit = c.access(line * self.rb) or hit
+            ahead = self.m.prefetch or self.request is not None
             if hit:
                 cost = 0
-            elif self.m.prefetch and sequential and self.m.miss_cycles is None:
-                cost = max(0, self.line_ready - (now + stall))
+            elif sequential and ahead and self.m.miss_cycles is None:
+                start = self.arrival if self.m.prefetch else max(self.arrival, self.request or 0)
+                cost = max(0, start + 1 + self.m.wait_states - (now + stall))
             else:
                 cost = self.m.flash_stall
             stall += cost
             self.line = line
-            self.line_ready = now + stall + 1 + self.m.wait_states
+            self.arrival = now + stall
+            self.request = self.arrival if self._asks_next(pc) else None
         return stall
 
     def data(self, a: Access) -> tuple[int, bool]:
@@ -245,7 +259,7 @@ def simulate(trace: Iterable[Executed], core: CoreTiming, memsys: MemorySystem,
              is_flash: Callable[[int], bool], insns: dict[int, Insn] | None = None) -> dict[str, Any]:
     """Estimated cycles of an executed trace: {"cycles", "core", "fetch", "data", "instructions",
     "taken", "flash_reads", "caches", "by_class", "per_pc" (pc -> [executions, cycles])}."""
-    mem = _Memory(memsys, is_flash)
+    mem = _Memory(memsys, is_flash, core.fetch_buffer_bytes)
     now = core_total = fetch_total = data_total = n = taken_n = flash_reads = 0
     prev: Insn | None = None
     prev_paired = False

@@ -157,21 +157,34 @@ def test_instruction_fetch_from_flash_without_and_with_cache() -> None:
     # a loop inside one flash line: the line read once stays in the fetch buffer (one 5-cycle stall)
     r = run(loop, "cortex-m4", path=body + body, memsys=WS5, is_flash=_code_flash)
     assert r["fetch"] == 5
-    icache = MemorySystem(wait_states=5, read_bytes=8, caches=(CacheSpec("i", "instruction", 64, 8),))
     straight = "\n".join(["adds r0, #1"] * 8)  # 16 bytes: two lines
-    assert run(straight, "cortex-m4", memsys=WS5, is_flash=_code_flash)["fetch"] == 10
+    # line 0 waits 5; the M4's 12-byte fetch buffer asks for line 1 when line 0 arrives (cycle 5): it is
+    # ready at 5 + 6 = 11, needed at 5 + 4 = 9: 2 more
+    assert run(straight, "cortex-m4", memsys=WS5, is_flash=_code_flash)["fetch"] == 5 + 2
+    icache = MemorySystem(wait_states=5, read_bytes=8, caches=(CacheSpec("i", "instruction", 64, 8),))
     r = run(straight, "cortex-m4", path=list(range(8)) * 2, memsys=icache, is_flash=_code_flash)
-    assert r["fetch"] == 10 and r["caches"]["i"] == {"hits": 2, "misses": 2}
+    assert r["fetch"] == 5 + 2 and r["caches"]["i"] == {"hits": 2, "misses": 2}
 
 
-def test_prefetch_hides_flash_latency_of_slow_sequential_code() -> None:
-    prefetch = MemorySystem(wait_states=2, read_bytes=8, prefetch=True)
-    # 4 x 16-bit SDIV-free slow instructions per line: each line takes >= 3 cycles, the next line is ready
-    src = "\n".join(["ldr r0, [r1]", "adds r1, #4", "ldr r2, [r3]", "adds r3, #4"] * 2)
-    r = run(src, "cortex-m4", memsys=prefetch, is_flash=_code_flash)
-    assert r["fetch"] == 2  # only the first line waits
-    r = run(src, "cortex-m4", memsys=MemorySystem(wait_states=2, read_bytes=8), is_flash=_code_flash)
-    assert r["fetch"] == 4
+SLOW_LINES = "\n".join(["ldr r0, [r1]", "adds r1, #4", "ldr r2, [r3]", "adds r3, #4"] * 2)  # two 8-byte lines
+
+
+def test_the_m4_fetch_buffer_hides_flash_latency_of_slow_sequential_code() -> None:
+    # line 0 waits 2; line 1, asked for at cycle 2, is ready at 5, needed at 2 + 6 = 8
+    r = run(SLOW_LINES, "cortex-m4", memsys=MemorySystem(wait_states=2, read_bytes=8), is_flash=_code_flash)
+    assert r["fetch"] == 2
+
+
+def test_the_flash_prefetch_reads_ahead_for_a_core_without_a_fetch_buffer() -> None:
+    ws5 = MemorySystem(wait_states=5, read_bytes=8)
+    # M0+ (one word ahead): line 1 is asked for when the instruction at 4 starts (cycle 5 + 2 + 1 = 8),
+    # ready at 8 + 6 = 14, needed at 8 + 3 = 11: 3 more
+    r = run(SLOW_LINES, "cortex-m0plus", memsys=ws5, is_flash=_code_flash)
+    assert r["fetch"] == 5 + 3
+    # the flash prefetch reads line 1 from the moment line 0 arrives (5): ready at 11, needed at 11
+    r = run(SLOW_LINES, "cortex-m0plus", memsys=MemorySystem(wait_states=5, read_bytes=8, prefetch=True),
+            is_flash=_code_flash)
+    assert r["fetch"] == 5
 
 
 def test_m55_low_overhead_loop_end_costs_one_cycle() -> None:
