@@ -19,6 +19,9 @@ memory regions and, for emulated boards, the QEMU machine:
   be placed there; flash regions list none.
 - ``flash_region`` receives the vector table, code, read-only data and the .data image;
   ``ram_region`` receives .data, .bss, the heap (if any) and the stack (at its top).
+- ``const_region`` (optional) names a second flash region that receives the model's constant
+  tables (weights, biases, quantization tables: the read-only data named ``<prefix>_const_*``),
+  where the code region is small (the Cortex-M55's 512 KiB ITCM beside 2 MiB of SRAM).
 - ``boot_reserved_bytes`` are kept free at the start of the flash region (RP2040's boot2).
 - ``origin`` and ``size`` may be JSON integers or strings such as ``"0x20000000"``.
 - ``console`` is the UART the firmware prints through: ``{"driver": "cmsdk_uart",
@@ -68,10 +71,10 @@ _FPU_LLVM_FEATURES: dict[str, tuple[str, ...]] = {
 _BOARD_KEYS = {
     "name", "description", "cpu", "fpu", "float_abi", "dsp", "clock_hz", "memory",
     "flash_region", "ram_region", "qemu_machine", "boot_reserved_bytes", "notes",
-    "console", "soc", "stack_bytes", "flash_tool", "qemu_clock_hz", "memory_system",
+    "console", "soc", "stack_bytes", "flash_tool", "qemu_clock_hz", "const_region", "memory_system",
 }
 _OPTIONAL_KEYS = {"description", "qemu_machine", "boot_reserved_bytes", "notes", "soc", "stack_bytes",
-                  "flash_tool", "qemu_clock_hz", "memory_system"}
+                  "flash_tool", "qemu_clock_hz", "const_region", "memory_system"}
 CONSOLE_DRIVERS = ("cmsdk_uart", "stm32_usart_f4", "stm32_usart", "nrf_uart", "nrf_uarte", "pl011_uart")
 _CONSOLE_KEYS = {"driver", "base", "baud", "clock_hz", "tx_pin", "lpuart", "note"}
 FLASH_TOOLS = ("pyocd", "uf2")
@@ -146,6 +149,8 @@ class Board:
     flash_tool: tuple[tuple[str, str], ...] = ()
     # the clock QEMU gives SysTick (the emulated machine's, when it differs from clock_hz)
     qemu_clock_hz: int | None = None
+    # a flash region for the model's constant tables (None: the flash region)
+    const_region: str | None = None
     # flash wait states, caches and TCMs at clock_hz, as plain data (aot.timing.memsys reads it)
     memory_system: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 
@@ -320,6 +325,7 @@ def _board_from_dict(data: dict[str, Any], source: str) -> Board:
         flash_tool=_flash_tool(data.get("flash_tool"), source),
         qemu_clock_hz=(_as_int(data["qemu_clock_hz"], f"{source}: qemu_clock_hz")
                        if data.get("qemu_clock_hz") is not None else None),
+        const_region=str(data["const_region"]) if data.get("const_region") is not None else None,
         memory_system=data.get("memory_system"),
     )
     _validate(board, source)
@@ -377,6 +383,8 @@ def _validate(board: Board, source: str) -> None:
         raise Error(f"{source}: flash_region {board.flash_region!r} is not a flash region")
     if board.region(board.ram_region).kind != "ram":
         raise Error(f"{source}: ram_region {board.ram_region!r} is not a ram region")
+    if board.const_region is not None and board.region(board.const_region).kind != "flash":
+        raise Error(f"{source}: const_region {board.const_region!r} is not a flash region")
     if not 0 <= board.boot_reserved_bytes < board.flash.size:
         raise Error(f"{source}: boot_reserved_bytes does not fit the flash region")
     if not 0 < board.stack_bytes < board.ram.size:

@@ -66,13 +66,16 @@ def check_fit(compiled: CompiledModel, board: Board, stack_bytes: int | None = N
     weights = sum(c.buffer.nbytes for c in compiled.module.consts)
     pool = compiled.plan.activation_bytes
     problems = []
-    if weights > board.flash_bytes:
-        problems.append(f"{weights:,} bytes of weights but {board.flash_bytes:,} bytes of flash")
+    # the constant tables go to the board's const region when it has one, else with the code
+    room, where = ((board.region(board.const_region).size, f"bytes in {board.const_region}") if board.const_region
+                   else (board.flash_bytes, "bytes of flash"))
+    if weights > room:
+        problems.append(f"{weights:,} bytes of weights but {room:,} {where}")
     if pool + stack_bytes > board.ram_bytes:
         problems.append(f"{pool:,} bytes of activations + {stack_bytes:,} bytes of stack but {board.ram_bytes:,} "
                         f"bytes of RAM")
     if problems:
-        if weights > board.flash_bytes:
+        if weights > room:
             big = sorted(compiled.module.consts, key=lambda c: -c.buffer.nbytes)[:3]
             largest = "largest constants: " + ", ".join(f"{c.buffer.name} {c.buffer.nbytes:,} B" for c in big)
         else:

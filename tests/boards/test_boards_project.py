@@ -153,8 +153,9 @@ def test_pool_placement():
     with pytest.raises(Error, match="unknown pools"):
         place_pools(f7, pools, {"nope": "sram"}, 0)
     an547 = load_board("mps3-an547")
-    with pytest.raises(FitError, match="needs 1048576 bytes"):
-        place_pools(an547, [Pool("huge", 1 << 20)], None, 16 << 10)
+    assert place_pools(an547, [Pool("big", 1 << 20)], None, 16 << 10) == {"big": "isram"}  # past the DTCM
+    with pytest.raises(FitError, match="needs 5242880 bytes"):
+        place_pools(an547, [Pool("huge", 5 << 20)], None, 16 << 10)
     custom = Board(
         name="x", description="", cpu="cortex-m4", fpu="none", float_abi="soft", dsp=True,
         clock_hz=1, flash_region="f", ram_region="r",
@@ -211,7 +212,7 @@ def test_generation_errors(tmp_path):
     with pytest.raises(Error, match="prefix"):
         generate_project(lib, board, out, prefix="other", input_bytes=[INPUT], expected_output_bytes=None)
     with pytest.raises(FitError, match="pool 'sram'"):
-        big = write_library(tmp_path / "big", pools=[{"name": "sram", "size": 600 << 10}])
+        big = write_library(tmp_path / "big", pools=[{"name": "sram", "size": 5 << 20}])
         generate_project(big, load_board("mps3-an547"), out, prefix="net", input_bytes=[INPUT],
                          expected_output_bytes=None)
 
@@ -435,9 +436,9 @@ def test_build_errors(tmp_path):
                                expected_output_bytes=None)
     with pytest.raises(ToolchainError, match="undeclared"):
         build_project(project)
-    # 600 KiB of constants cannot fit the 512 KiB ITCM
+    # 2.5 MiB of constants cannot fit the 2 MiB SRAM that takes the constant tables
     huge_body = (
-        "const uint8_t aot_const_big[600 * 1024] = {1};\n"
+        "const uint8_t aot_const_big[2560 * 1024] = {1};\n"
         "int32_t net_run(struct net_inputs *in, struct net_outputs *out) {\n"
         "    out->output[0] = (int8_t)(in->input[0] + (int8_t)aot_const_big[(uint8_t)in->input[1] * 2000u]);\n"
         "    return AOT_OK;\n}\n"
@@ -445,7 +446,7 @@ def test_build_errors(tmp_path):
     huge = write_library(tmp_path / "huge", body=huge_body, pools=[])
     project = generate_project(huge, board, tmp_path / "p2", prefix="net", input_bytes=[INPUT],
                                expected_output_bytes=None)
-    with pytest.raises(FitError, match="ITCM"):
+    with pytest.raises(FitError, match="SRAM"):
         build_project(project)
 
 

@@ -155,6 +155,7 @@ def render_linker_script(
         board=board,
         regions=regions,
         flash={"ld_name": ld_region_name(board.flash)},
+        const={"ld_name": ld_region_name(board.region(board.const_region))} if board.const_region else None,
         ram={"ld_name": ld_region_name(board.ram)},
         boot_reserved_bytes=board.boot_reserved_bytes,
         stack_bytes=stack_bytes,

@@ -1,0 +1,81 @@
+"""The Cortex-M55 board (mps3-an547) with the memories QEMU's AN547 image maps: code in the 512 KiB ITCM,
+the model's constant tables in the 2 MiB FPGA SRAM (the board's const_region), the stack and the first
+activation pool in the 512 KiB DTCM, activations beyond it in the 4 MiB SSE-300 SRAM."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aot
+from aot.board.boards import load_board
+from aot.errors import Error, FitError
+from aot.ir import Quant
+
+pytestmark = pytest.mark.usefixtures("arm_toolchain")
+
+
+def _fc(n_in: int, n_out: int):  # noqa: ANN202
+    rng = np.random.default_rng(0)
+    g = aot.GraphBuilder("wide_fc")
+    x = g.input("x", (1, n_in), "int8", Quant((0.05,), (3,)))
+    w = g.constant(rng.integers(-127, 128, (n_out, n_in), dtype=np.int8), "w", quant=Quant((0.002,), (0,)))
+    g.output(g.fully_connected(x, w, out_quant=Quant((0.5,), (-2,))), "y")
+    return g.finish()
+
+
+def test_board_file_names_the_memories() -> None:
+    b = load_board("mps3-an547")
+    assert b.const_region == "sram" and b.region("sram").kind == "flash" and b.region("sram").size == 2 << 20
+    assert b.region("isram").origin == 0x21000000 and b.region("isram").size == 4 << 20
+    assert b.flash.size == 512 << 10 and b.ram.size == 512 << 10
+
+
+def test_const_region_must_be_a_flash_region() -> None:
+    from aot.board.boards import _board_from_dict
+    data = load_board("mps3-an547").to_dict()
+    data["const_region"] = "dtcm"
+    with pytest.raises(Error, match="const_region 'dtcm' is not a flash region"):
+        _board_from_dict(data, "test")
+
+
+@pytest.mark.slow
+def test_weights_past_the_itcm_run_from_the_sram(tmp_path: Path) -> None:
+    """768 KiB of weights: more than the ITCM, bit-exact on the M55, the tables placed in the SRAM."""
+    from aot.board.flow import run_on_board
+    model = _fc(1024, 768)
+    x = np.random.default_rng(1).integers(-128, 128, (1, 1024), dtype=np.int8)
+    outs, extra = run_on_board(model, {"x": x}, "mps3-an547", keep_dir=tmp_path)
+    np.testing.assert_array_equal(outs["y"], aot.build(model).run({"x": x})["y"])
+    assert extra["match_host"] is True
+    from elftools.elf.elffile import ELFFile
+    with (tmp_path / "project" / "build" / "firmware.elf").open("rb") as fh:
+        sec = ELFFile(fh).get_section_by_name(".aot_const")
+        assert sec is not None and sec["sh_addr"] == 0x01000000 and sec["sh_size"] >= 768 << 10
+
+
+@pytest.mark.slow
+def test_activations_past_the_dtcm_go_to_the_sse_sram(tmp_path: Path) -> None:
+    """A 640 KiB activation peak (a 1x1 conv from 4 to 16 channels at 160x160): past the DTCM, the
+    planner's second pool lands in the SSE-300 SRAM; bit-exact."""
+    from aot.board.flow import run_on_board
+    rng = np.random.default_rng(2)
+    g = aot.GraphBuilder("wide_map")
+    x = g.input("x", (1, 160, 160, 4), "int8", Quant((0.05,), (1,)))
+    w = g.constant(rng.integers(-127, 128, (16, 1, 1, 4), dtype=np.int8), "w", quant=Quant((0.01,), (0,)))
+    g.output(g.conv2d(x, w, out_quant=Quant((0.1,), (-3,))), "y")
+    model = g.finish()
+    x = rng.integers(-128, 128, (1, 160, 160, 4), dtype=np.int8)
+    outs, extra = run_on_board(model, {"x": x}, "mps3-an547", keep_dir=tmp_path)
+    np.testing.assert_array_equal(outs["y"], aot.build(model).run({"x": x})["y"])
+    text = (tmp_path / "project" / "linker.ld").read_text()
+    assert "> ISRAM" in text
+
+
+def test_weights_beyond_the_const_region_are_refused(tmp_path: Path) -> None:
+    from aot.board.flow import make_project
+    model = _fc(2048, 1100)  # 2.2 MB of weights, 2 MiB of SRAM
+    with pytest.raises(FitError, match=r"bytes of weights but 2,097,152 bytes in sram"):
+        make_project(model, "mps3-an547", tmp_path / "p", {"x": np.zeros((1, 2048), np.int8)})
+    assert not (tmp_path / "p").exists()
