@@ -232,7 +232,9 @@ class _Memory:
                 cost = 0
             elif sequential and ahead and self.m.miss_cycles is None:
                 start = self.arrival if self.m.prefetch else max(self.arrival, self.request or 0)
-                cost = max(0, start + 1 + self.m.wait_states - (now + stall))
+                t = now + stall
+                # beyond the one-cycle fetch a zero-wait-state memory needs too (the TRM counts hold it)
+                cost = max(0, start + 1 + self.m.wait_states - t) - max(0, start + 1 - t)
             else:
                 cost = self.m.flash_stall
             stall += cost

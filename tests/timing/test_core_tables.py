@@ -197,3 +197,10 @@ def test_m55_low_overhead_loop_end_costs_one_cycle() -> None:
 def test_a_jump_from_a_non_branch_is_an_exception_entry() -> None:
     src = "adds r0, #1\nadds r1, #1\nadds r2, #1\n"
     assert cycles(src, "cortex-m4", path=[0, 2]) == 1 + 12 + 1
+
+
+def test_zero_wait_states_add_no_fetch_stalls() -> None:
+    # a branch to a 32-bit instruction that straddles two 4-byte lines: both lines are needed at once
+    src = "b.n 1f\nnop\nnop\n1: add.w r0, r1, #4096\n"
+    r = run(src, "cortex-m4", path=[0, 3], memsys=MemorySystem(read_bytes=4), is_flash=_code_flash)
+    assert r["fetch"] == 0 and r["cycles"] == (1 + 3) + 1  # B to an unaligned 32-bit target: P = 3
