@@ -31,6 +31,8 @@ memory regions and, for emulated boards, the QEMU machine:
 - ``soc`` names ``platform/cortex_m/soc/<soc>.c``: clocks and console pins, run before main
   (null: the reset state is enough).
 - ``stack_bytes``: the default stack of the board's projects (16 KiB unless it says).
+- ``memory_system`` (optional): flash wait states at ``clock_hz``, the flash accelerator and
+  caches, TCMs: the memory the firmware runs from, for the cycle estimates (aot.timing.memsys).
 - ``flash_tool``: how ``make flash`` programs a real board: ``{"tool": "pyocd", "target":
   "stm32l4r5zitx"}`` or ``{"tool": "uf2", "family": "0xe48bff56"}``.
 """
@@ -38,7 +40,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -69,10 +71,10 @@ _FPU_LLVM_FEATURES: dict[str, tuple[str, ...]] = {
 _BOARD_KEYS = {
     "name", "description", "cpu", "fpu", "float_abi", "dsp", "clock_hz", "memory",
     "flash_region", "ram_region", "qemu_machine", "boot_reserved_bytes", "notes",
-    "console", "soc", "stack_bytes", "flash_tool", "qemu_clock_hz", "const_region",
+    "console", "soc", "stack_bytes", "flash_tool", "qemu_clock_hz", "const_region", "memory_system",
 }
 _OPTIONAL_KEYS = {"description", "qemu_machine", "boot_reserved_bytes", "notes", "soc", "stack_bytes",
-                  "flash_tool", "qemu_clock_hz", "const_region"}
+                  "flash_tool", "qemu_clock_hz", "const_region", "memory_system"}
 CONSOLE_DRIVERS = ("cmsdk_uart", "stm32_usart_f4", "stm32_usart", "nrf_uart", "nrf_uarte", "pl011_uart")
 _CONSOLE_KEYS = {"driver", "base", "baud", "clock_hz", "tx_pin", "lpuart", "note"}
 FLASH_TOOLS = ("pyocd", "uf2")
@@ -149,6 +151,8 @@ class Board:
     qemu_clock_hz: int | None = None
     # a flash region for the model's constant tables (None: the flash region)
     const_region: str | None = None
+    # flash wait states, caches and TCMs at clock_hz, as plain data (aot.timing.memsys reads it)
+    memory_system: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @property
     def has_dwt(self) -> bool:
@@ -322,8 +326,12 @@ def _board_from_dict(data: dict[str, Any], source: str) -> Board:
         qemu_clock_hz=(_as_int(data["qemu_clock_hz"], f"{source}: qemu_clock_hz")
                        if data.get("qemu_clock_hz") is not None else None),
         const_region=str(data["const_region"]) if data.get("const_region") is not None else None,
+        memory_system=data.get("memory_system"),
     )
     _validate(board, source)
+    if board.memory_system is not None:
+        from aot.timing.memsys import memory_system_from_dict
+        memory_system_from_dict(board.memory_system, source)
     return board
 
 

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from aot.cli import board, demo, model, profile, scale
+from aot.cli import board, cycles, demo, model, profile, scale
 from aot.errors import Error
 
 
@@ -21,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_commands(sub)  # boards, project, bench, footprint
     scale.add_commands(sub)  # sweep, report, tune
     profile.add_commands(sub)  # profile
+    cycles.add_commands(sub)  # cycles
     return p
 
 

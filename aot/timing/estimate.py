@@ -1,0 +1,218 @@
+"""Estimated cycles of a firmware's model call on a board: QEMU trace + core table + memory system.
+
+- `estimate_cycles(elf, board, ...)`: an ELF already built (by `aot project`, or elsewhere: a
+  TFLM firmware) is run in QEMU on an emulated board with the same core, one call of its entry
+  function is traced, and the trace is priced with the core's table and the board's memory
+  system. Addresses in the emulated machine's flash-kind regions count as the board's flash,
+  every other address as its RAM.
+- `estimate_model(model, board, ...)`: builds the model's firmware for the emulated machine of
+  the board's core (the real board's cpu, FPU and flash budget, the emulator's memory map),
+  then `estimate_cycles`.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from aot.board.boards import Board, list_boards, load_board
+from aot.errors import Error
+from aot.timing.cores import core_timing
+from aot.timing.decode import decode_elf
+from aot.timing.memsys import memory_system_from_dict
+from aot.timing.model import CycleEstimate, simulate
+from aot.timing.trace import executed, record
+
+# the emulated machine that runs a core's code when the board itself is not emulated
+EMULATED_FOR_CPU = {
+    "cortex-m0": "microbit",
+    "cortex-m0plus": "mps2-an385",  # ARMv6-M code runs on the M3 machine (the model prices it as an M0+)
+    "cortex-m3": "mps2-an385",
+    "cortex-m4": "mps2-an386",
+    "cortex-m7": "mps2-an500",
+    "cortex-m33": "mps2-an505",
+    "cortex-m55": "mps3-an547",
+}
+
+
+def _board(board: Board | str) -> Board:
+    from aot.timing.parts import resolve_board
+    return resolve_board(board)
+
+
+def emulator_for(board: Board) -> Board:
+    """The board whose QEMU machine runs `board`'s code: itself when emulated."""
+    if board.emulated:
+        return board
+    name = EMULATED_FOR_CPU.get(board.cpu)
+    if name is None:
+        raise Error(f"no emulated machine runs {board.cpu} code (board {board.name})")
+    return load_board(name)
+
+
+def symbol_address(elf: Path, name: str) -> int:
+    """The address of a function symbol of `elf` (Thumb bit clear)."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+    with open(elf, "rb") as f:
+        ef = ELFFile(f)
+        for sec in ef.iter_sections():
+            if isinstance(sec, SymbolTableSection):
+                for sym in sec.get_symbol_by_name(name) or ():
+                    if sym["st_info"]["type"] == "STT_FUNC":
+                        return int(sym["st_value"]) & ~1
+    raise Error(f"{elf}: no function symbol {name!r} (pass the function that runs the model with --entry)")
+
+
+def function_symbols(elf: Path) -> list[tuple[int, int, str]]:
+    """(start, size, name) of the ELF's function symbols, by address."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+    out = []
+    with open(elf, "rb") as f:
+        for sec in ELFFile(f).iter_sections():
+            if isinstance(sec, SymbolTableSection):
+                for sym in sec.iter_symbols():
+                    if sym["st_info"]["type"] == "STT_FUNC" and sym["st_size"] > 0:
+                        out.append((int(sym["st_value"]) & ~1, int(sym["st_size"]), sym.name))
+    return sorted(set(out))
+
+
+def by_function(per_pc: dict[int, list[int]], symbols: list[tuple[int, int, str]]) -> dict[str, list[int]]:
+    """Per-pc [executions, cycles] summed per function ("?" outside every function symbol)."""
+    import bisect
+    starts = [s for s, _, _ in symbols]
+    out: dict[str, list[int]] = {}
+    for pc, (n, c) in per_pc.items():
+        k = bisect.bisect_right(starts, pc) - 1
+        name = symbols[k][2] if k >= 0 and pc < symbols[k][0] + symbols[k][1] else "?"
+        row = out.setdefault(name, [0, 0])
+        row[0] += n
+        row[1] += c
+    return dict(sorted(out.items(), key=lambda kv: -kv[1][1]))
+
+
+def check_memory_map(elf: Path, emu: Board) -> None:
+    """Refuse an ELF whose loaded segments fall outside the emulated machine's memory (QEMU would
+    not boot it and hang until the timeout)."""
+    from elftools.elf.elffile import ELFFile
+    with open(elf, "rb") as f:
+        for seg in ELFFile(f).iter_segments():
+            if seg["p_type"] != "PT_LOAD" or seg["p_memsz"] == 0:
+                continue
+            for address in {int(seg["p_vaddr"]), int(seg["p_paddr"])}:
+                if not any(r.origin <= address < r.end for r in emu.memory):
+                    raise Error(f"{elf} loads a segment at 0x{address:08x}, outside QEMU {emu.qemu_machine}'s "
+                                f"memory ({', '.join(f'{r.name} 0x{r.origin:08x}' for r in emu.memory)}): build it "
+                                f"for {emu.name}'s memory map, or pass --run-on an emulated board it was built for")
+
+
+def estimate_cycles(elf: Path | str, board: Board | str, entry: str = "model_invoke",
+                    run_on: Board | str | None = None, assume_caches: bool = False,
+                    timeout_s: float = 600) -> CycleEstimate:
+    """Estimated cycles of one call of `entry` in `elf` on `board` (labelled an estimate).
+
+    `run_on`: the emulated board that runs the ELF (default: `board` when emulated, else the
+    emulated machine of its core: the ELF must then be built for that machine's memory map).
+    `assume_caches`: price the board with every cache and the prefetch buffer on."""
+    elf = Path(elf)
+    if not elf.is_file():
+        raise Error(f"{elf}: no such ELF file")
+    real = _board(board)
+    emu = _board(run_on) if run_on is not None else emulator_for(real)
+    if not emu.emulated:
+        raise Error(f"board {emu.name} is not emulated: pass an emulated board to run the ELF on")
+    core = core_timing(real.cpu)
+    memsys = memory_system_from_dict(real.memory_system, real.name)
+    if assume_caches:
+        memsys = memsys.with_caches_enabled()
+    check_memory_map(elf, emu)
+    insns = decode_elf(elf)
+    entry_pc = symbol_address(elf, entry)
+    raw = record(elf, emu.qemu_args(), entry_pc, timeout_s)
+    if raw.empty:
+        raise Error(f"{elf}: {entry} was never called in QEMU ({emu.qemu_machine}); is it the model's entry?")
+    flash_ranges = [(r.origin, r.end) for r in emu.memory if r.kind == "flash"]
+
+    def is_flash(address: int) -> bool:
+        return any(lo <= address < hi for lo, hi in flash_ranges)
+
+    res = simulate(executed(raw, insns), core, memsys, is_flash, insns)
+    notes = []
+    if emu.name != real.name:
+        notes.append(f"{real.name} is not emulated: the code ran on QEMU {emu.qemu_machine} ({emu.cpu}) and is "
+                     f"priced with {real.name}'s core table and memory system")
+    if core.approximated:
+        notes.append(f"{real.cpu}: {core.source}")
+    if memsys.note:
+        notes.append(memsys.note)
+    return CycleEstimate(
+        board=real.name, cpu=real.cpu, clock_hz=real.clock_hz, instructions=res["instructions"],
+        cycles=res["cycles"], core_cycles=res["core"], fetch_stall_cycles=res["fetch"],
+        data_stall_cycles=res["data"], taken_branches=res["taken"], flash_data_accesses=res["flash_reads"],
+        approximated_core=core.approximated, timing_source=core.source,
+        memory=memsys.describe() if real.memory_system else "zero wait states (no memory_system in the board file)",
+        emulated_on=f"QEMU {emu.qemu_machine}, plugin trace of {entry}", entry=entry,
+        caches=res["caches"], by_class=res["by_class"],
+        by_function=by_function(res["per_pc"], function_symbols(elf)), notes=notes)
+
+
+def model_entry(prefix: str = "model", io_buffers: str = "pool") -> str:
+    """The function a generated firmware times: <prefix>_invoke (buffers in the pool) or <prefix>_run."""
+    return f"{prefix}_invoke" if io_buffers == "pool" else f"{prefix}_run"
+
+
+def _emulation_board_file(real: Board, emu: Board, directory: Path) -> Path:
+    """A board file for the emulator's machine with the real board's core, FPU and sizes (no
+    larger than the emulator's), so the model compiles as for the real board."""
+    data: dict[str, Any] = emu.to_dict()
+    data["name"] = f"{emu.name}-as-{real.name}"
+    for key in ("cpu", "fpu", "float_abi", "dsp"):
+        data[key] = getattr(real, key)
+    data.pop("memory_system", None)
+    for region in data["memory"]:
+        limit = real.flash_bytes if region["kind"] == "flash" else real.ram_bytes
+        region["size"] = min(region["size"], limit)
+    data["stack_bytes"] = min(real.stack_bytes, emu.ram.size // 2)
+    path = directory / f"{data['name']}.json"
+    path.write_text(json.dumps(data, indent=2))
+    return path
+
+
+def estimate_model(model: Any, board: Board | str, inputs: dict | None = None, assume_caches: bool = False,
+                   keep_dir: Path | None = None, **options: Any) -> tuple[CycleEstimate, dict[str, Any]]:
+    """Build `model` (a path or a Model) for `board`'s core on its emulated machine and estimate one
+    inference. Returns the estimate and {"instructions_qemu", "match_host", "elf"}."""
+    from aot.board.flow import make_project
+    from aot.runners.qemu import build_project, run_elf
+    real = _board(board)
+    emu = emulator_for(real)
+    if isinstance(model, (str, Path)):
+        from aot.frontend import load
+        model = load(str(model))
+    if inputs is None:
+        from aot.ir.evaluate import random_inputs
+        inputs = random_inputs(model, 0)
+    tmp = Path(tempfile.mkdtemp(prefix="aot_cycles_")) if keep_dir is None else Path(keep_dir)
+    try:
+        board_file = emu.name if emu.name == real.name else str(_emulation_board_file(real, emu, tmp))
+        bb = make_project(model, board_file, tmp / "project", inputs, **options)
+        elf = build_project(bb.project_dir)
+        run = run_elf(elf, bb.board)
+        if not run.ok:
+            raise Error(f"the firmware did not run cleanly on QEMU {emu.qemu_machine} (status {run.status}, "
+                        f"fault {run.fault}, match {run.match})")
+        entry = model_entry(bb.compiled.options.prefix, bb.compiled.options.io_buffers)
+        est = estimate_cycles(elf, real, entry=entry, run_on=bb.board, assume_caches=assume_caches)
+        if emu.name != real.name:
+            est.emulated_on = f"QEMU {emu.qemu_machine} ({bb.board.name}), plugin trace of {entry}"
+        return est, {"instructions_qemu": run.instructions, "match_host": run.match, "elf": str(elf)}
+    finally:
+        if keep_dir is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def boards_with_memory_system() -> list[str]:
+    return [b.name for b in list_boards() if b.memory_system]
