@@ -193,7 +193,7 @@ def estimate_model(model: Any, board: Board | str, inputs: dict | None = None, a
         from aot.frontend import load
         model = load(str(model))
     if inputs is None:
-        from aot.ir.evaluate import random_inputs
+        from aot.ir.boundary import random_inputs
         inputs = random_inputs(model, 0)
     tmp = Path(tempfile.mkdtemp(prefix="aot_cycles_")) if keep_dir is None else Path(keep_dir)
     try:
