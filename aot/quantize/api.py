@@ -1,0 +1,89 @@
+"""`quantize`: a float32 TFLite model and calibration data -> a full-integer int8 TFLite model,
+with the accuracy of the result measured on held-out samples."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Union
+
+from aot.errors import Error, UnsupportedError
+from aot.quantize.accuracy import Accuracy, compare, run_quantized
+from aot.quantize.calibrate import Progress, calibrate, run_float
+from aot.quantize.choose import Method, QParams, choose
+from aot.quantize.data import DataSource, load_data, split
+from aot.quantize.graph import FloatGraph, fuse_activations, read_float_model
+from aot.quantize.write import write_int8
+
+ModelSource = Union[str, Path, bytes, bytearray]
+ACTIVATIONS = ("int8",)
+
+
+@dataclass(frozen=True)
+class QuantizeResult:
+    model: bytes                       # the quantized .tflite
+    params: dict[int, QParams]         # activation parameters by the float model's tensor index
+    calibration_samples: int
+    batch: int                         # samples per oracle evaluation
+    calibrate_seconds: float
+    total_seconds: float
+    accuracy: Optional[Accuracy]       # None when evaluation is off or no sample was held out
+    ops: int
+
+
+def _read_model(model: ModelSource) -> tuple[bytes, str]:
+    if isinstance(model, (bytes, bytearray)):
+        return bytes(model), "model"
+    path = Path(model)
+    if path.suffix.lower() == ".onnx":
+        raise UnsupportedError(f"{path}: aot quantize takes float32 .tflite models (ONNX input is not supported yet)")
+    if not path.is_file():
+        raise Error(f"{path}: no such file")
+    return path.read_bytes(), path.stem
+
+
+def _model_inputs(g: FloatGraph) -> list[tuple[str, tuple[int, ...]]]:
+    return [(g.tensors[i].name or f"t{i}", g.tensors[i].shape) for i in g.inputs]
+
+
+def quantize_model(model: ModelSource, calibration: DataSource, *, activations: str = "int8",
+                   per_tensor: bool = False, method: Union[str, Method] = "minmax", float_io: bool = False,
+                   holdout: float = 0.1, eval_data: Optional[DataSource] = None, evaluate: bool = True,
+                   progress: Optional[Progress] = None) -> QuantizeResult:
+    """Quantize a float32 TFLite model (bytes or path) with `calibration` data (an array, a mapping
+    input name -> array, or a .npy/.npz/folder path; samples along the first axis). Options:
+    activations ('int8'), per_tensor (weights per tensor instead of per channel), method
+    ('minmax', 'percentile:P', 'mse'), float_io (float32 model boundary through QUANTIZE and
+    DEQUANTIZE), holdout (fraction of the calibration samples kept out to measure accuracy),
+    eval_data (measure on these instead; all calibration samples calibrate), evaluate."""
+    t0 = time.perf_counter()
+    if activations not in ACTIVATIONS:
+        raise Error(f"--activations {activations!r}: choose {' or '.join(ACTIVATIONS)}")
+    if not 0.0 <= holdout < 1.0:
+        raise Error(f"holdout must be in [0, 1), got {holdout}")
+    m = Method.parse(method) if isinstance(method, str) else method
+    data, name = _read_model(model)
+    g = fuse_activations(read_float_model(data, name))
+    inputs = _model_inputs(g)
+    samples = load_data(calibration, inputs)
+    held = None
+    if eval_data is not None:
+        held = load_data(eval_data, inputs, "evaluation")
+    elif evaluate and holdout > 0:
+        samples, held = split(samples, holdout)
+    cal, _ = calibrate(g, samples, keep_values=m.kind != "minmax", progress=progress)
+    params = choose(g, cal, m, 8)
+    out = write_int8(g, params, per_tensor=per_tensor, float_io=float_io)
+    acc = None
+    if evaluate and held is not None and next(iter(held.values())).shape[0]:
+        ref = run_float(g, held)
+        acc = compare(ref, run_quantized(out, held, name))
+    n_cal = next(iter(samples.values())).shape[0]
+    return QuantizeResult(out, params, n_cal, cal.batch, cal.seconds, time.perf_counter() - t0, acc, len(g.ops))
+
+
+def quantize(model: ModelSource, calibration: DataSource, **options) -> bytes:  # noqa: ANN003
+    """The quantized .tflite bytes (see quantize_model for the options; evaluation is off unless
+    `evaluate=True`)."""
+    options.setdefault("evaluate", False)
+    return quantize_model(model, calibration, **options).model

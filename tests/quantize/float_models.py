@@ -1,0 +1,171 @@
+"""Float32 TFLite models for the quantizer's tests, written with aot.frontend.tflite_writer
+(deterministic random weights, He-initialised; batch normalisation as if folded)."""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from aot.frontend.tflite_writer import TFLiteModelBuilder
+
+ACT = {"none": "NONE", "relu": "RELU", "relu6": "RELU6"}
+
+
+def _out(size: int, k: int, stride: int, padding: str) -> int:
+    return -(-size // stride) if padding == "SAME" else (size - k + stride) // stride
+
+
+class FloatNet:
+    def __init__(self, in_shape: Sequence[int], seed: int = 0, name: str = "net") -> None:
+        self.b = TFLiteModelBuilder(f"float {name}")
+        self.rng = np.random.default_rng(seed)
+        self.shapes: dict[int, tuple[int, ...]] = {}
+        self.input = self.t(in_shape)
+
+    def t(self, shape: Sequence[int], data: np.ndarray | None = None, dtype: str = "float32") -> int:
+        i = self.b.add_tensor(f"t{len(self.shapes)}", shape, dtype, data=data)
+        self.shapes[i] = tuple(int(d) for d in shape)
+        return i
+
+    def conv(self, x: int, cout: int, k: int = 3, stride: int = 1, act: str = "relu", depthwise: bool = False,
+             padding: str = "SAME") -> int:
+        n, h, w, cin = self.shapes[x]
+        cout = cin if depthwise else cout
+        taps = k * k * (1 if depthwise else cin)
+        wshape = (1, k, k, cin) if depthwise else (cout, k, k, cin)
+        wt = self.t(wshape, (self.rng.standard_normal(wshape) * math.sqrt(2.0 / taps)).astype(np.float32))
+        bi = self.t((cout,), self.rng.normal(0.0, 0.1, cout).astype(np.float32))
+        y = self.t((n, _out(h, k, stride, padding), _out(w, k, stride, padding), cout))
+        opts = {"padding": padding, "stride_h": stride, "stride_w": stride, "fused_activation_function": ACT[act],
+                "dilation_h_factor": 1, "dilation_w_factor": 1}
+        if depthwise:
+            self.b.add_operator("DEPTHWISE_CONV_2D", [x, wt, bi], [y], dict(opts, depth_multiplier=1))
+        else:
+            self.b.add_operator("CONV_2D", [x, wt, bi], [y], opts)
+        return y
+
+    def fc(self, x: int, units: int, act: str = "none") -> int:
+        kdim = self.shapes[x][-1]
+        wt = self.t((units, kdim), (self.rng.standard_normal((units, kdim)) * math.sqrt(2.0 / kdim)).astype(np.float32))
+        bi = self.t((units,), self.rng.normal(0.0, 0.1, units).astype(np.float32))
+        y = self.t((self.shapes[x][0], units))
+        self.b.add_operator("FULLY_CONNECTED", [x, wt, bi], [y], {"fused_activation_function": ACT[act]})
+        return y
+
+    def binary(self, op: str, a: int, b: int, act: str = "none") -> int:
+        y = self.t(self.shapes[a])
+        self.b.add_operator(op, [a, b], [y], {"fused_activation_function": ACT[act]})
+        return y
+
+    def pool(self, op: str, x: int, k: int, stride: int | None = None, padding: str = "VALID") -> int:
+        n, h, w, c = self.shapes[x]
+        s = stride or k
+        y = self.t((n, _out(h, k, s, padding), _out(w, k, s, padding), c))
+        self.b.add_operator(op, [x], [y], {"padding": padding, "stride_h": s, "stride_w": s, "filter_height": k,
+                                           "filter_width": k, "fused_activation_function": "NONE"})
+        return y
+
+    def mean(self, x: int) -> int:
+        n, _, _, c = self.shapes[x]
+        axes = self.t((2,), np.array([1, 2], np.int32), "int32")
+        y = self.t((n, c))
+        self.b.add_operator("MEAN", [x, axes], [y], {"keep_dims": False})
+        return y
+
+    def reshape(self, x: int, shape: Sequence[int]) -> int:
+        sh = self.t((len(shape),), np.array(shape, np.int32), "int32")
+        y = self.t(shape)
+        self.b.add_operator("RESHAPE", [x, sh], [y])
+        return y
+
+    def unary(self, op: str, x: int, options: dict | None = None) -> int:
+        y = self.t(self.shapes[x])
+        self.b.add_operator(op, [x], [y], options)
+        return y
+
+    def concat(self, xs: Sequence[int], axis: int = 3) -> int:
+        shape = list(self.shapes[xs[0]])
+        shape[axis] = sum(self.shapes[x][axis] for x in xs)
+        y = self.t(shape)
+        self.b.add_operator("CONCATENATION", list(xs), [y], {"axis": axis, "fused_activation_function": "NONE"})
+        return y
+
+    def pad(self, x: int, p: int) -> int:
+        n, h, w, c = self.shapes[x]
+        pads = self.t((4, 2), np.array([[0, 0], [p, p], [p, p], [0, 0]], np.int32), "int32")
+        y = self.t((n, h + 2 * p, w + 2 * p, c))
+        self.b.add_operator("PAD", [x, pads], [y])
+        return y
+
+    def finish(self, outputs: Sequence[int]) -> bytes:
+        self.b.set_inputs([self.input])
+        self.b.set_outputs(list(outputs))
+        return self.b.finish()
+
+
+def small_cnn(seed: int = 0) -> bytes:
+    """conv / max pool / depthwise / conv / standalone RELU6 / average pool / reshape / FC / softmax."""
+    n = FloatNet((1, 16, 16, 3), seed, "small_cnn")
+    x = n.conv(n.input, 8, stride=1)
+    x = n.pool("MAX_POOL_2D", x, 2)
+    x = n.conv(x, 0, depthwise=True)
+    x = n.conv(x, 16, k=1, act="none")
+    x = n.unary("RELU6", x)
+    x = n.pool("AVERAGE_POOL_2D", x, 8)
+    x = n.reshape(x, (1, 16))
+    return n.finish([n.unary("SOFTMAX", n.fc(x, 10), {"beta": 1.0})])
+
+
+def residual(seed: int = 1) -> bytes:
+    """A residual block (ADD), a gate (LOGISTIC, MUL), MEAN, FC."""
+    n = FloatNet((1, 12, 12, 4), seed, "residual")
+    x = n.conv(n.input, 8)
+    y = n.conv(x, 8)
+    y = n.conv(y, 8, act="none")
+    x = n.binary("ADD", x, y, act="relu")
+    gate = n.unary("LOGISTIC", n.conv(x, 8, k=1, act="none"))
+    x = n.binary("MUL", x, gate)
+    return n.finish([n.fc(n.mean(x), 6)])
+
+
+def concat_net(seed: int = 2) -> bytes:
+    """Two branches concatenated (CONCATENATION), PAD, a valid conv, HARD_SWISH, TANH output."""
+    n = FloatNet((1, 10, 10, 3), seed, "concat")
+    a = n.conv(n.input, 4, k=1)
+    b = n.conv(n.input, 6, k=3, act="relu6")
+    x = n.concat([a, b])
+    x = n.pad(x, 1)
+    x = n.conv(x, 8, padding="VALID", act="none")
+    x = n.unary("HARD_SWISH", x)
+    x = n.pool("AVERAGE_POOL_2D", x, 10)
+    x = n.reshape(x, (1, 8))
+    return n.finish([n.unary("TANH", n.fc(x, 4))])
+
+
+def mobilenet_v2(size: int = 96, alpha: float = 0.35, classes: int = 10, seed: int = 0) -> bytes:
+    """MobileNetV2 (width `alpha`): stride-2 conv, 17 inverted residual blocks (1x1 expand x6,
+    3x3 depthwise, 1x1 linear projection, ADD when shapes agree), 1x1 conv to 1280, mean, FC, softmax."""
+    def ch(c: float) -> int:
+        return max(8, int(c * alpha + 4) // 8 * 8)
+    n = FloatNet((1, size, size, 3), seed, "mobilenet_v2")
+    x = n.conv(n.input, ch(32), stride=2, act="relu6")
+    cfg = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
+    for t, c, reps, s in cfg:
+        for r in range(reps):
+            cin = n.shapes[x][3]
+            y = n.conv(x, cin * t, k=1, act="relu6") if t != 1 else x
+            y = n.conv(y, 0, stride=s if r == 0 else 1, depthwise=True, act="relu6")
+            y = n.conv(y, ch(c), k=1, act="none")
+            x = n.binary("ADD", x, y) if r > 0 and s == 1 and cin == ch(c) else y
+    x = n.conv(x, 1280, k=1, act="relu6")
+    return n.finish([n.unary("SOFTMAX", n.fc(n.mean(x), classes), {"beta": 1.0})])
+
+
+def samples(shape: Sequence[int], n: int, seed: int = 0) -> np.ndarray:
+    """`n` smooth random images in [-1, 1] (low-frequency noise, like natural images more than white noise)."""
+    rng = np.random.default_rng(seed)
+    h, w, c = shape[1], shape[2], shape[3]
+    coarse = rng.uniform(-1.0, 1.0, (n, -(-h // 4), -(-w // 4), c))
+    up = coarse.repeat(4, axis=1).repeat(4, axis=2)[:, :h, :w, :]
+    return np.clip(up + rng.normal(0.0, 0.2, up.shape), -1.0, 1.0).astype(np.float32)
