@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from aot.cli import board, demo, model, profile, scale
+from aot.cli import board, demo, model, profile, quantize, scale
 from aot.errors import Error
 
 
@@ -21,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_commands(sub)  # boards, project, bench, footprint
     scale.add_commands(sub)  # sweep, report, tune
     profile.add_commands(sub)  # profile
+    quantize.add_commands(sub)  # quantize
     return p
 
 

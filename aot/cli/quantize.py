@@ -1,0 +1,72 @@
+"""`aot quantize`: a float32 .tflite and calibration samples -> a full-integer int8 .tflite
+(aot.quantize), with the accuracy of the result on held-out samples."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from aot.errors import Error
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """All or nothing: a temporary file beside `path`, renamed over it."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def cmd_quantize(a: argparse.Namespace) -> int:
+    from aot.quantize import quantize_model
+    from aot.quantize.calibrate import console_progress
+    out = Path(a.output)
+    if out.suffix.lower() != ".tflite":
+        raise Error(f"-o {out}: the output is a TFLite model; name it *.tflite")
+    if not out.parent.is_dir():
+        raise Error(f"-o {out}: no such folder {str(out.parent)!r}")
+    if a.holdout is not None and not 0.0 <= a.holdout < 1.0:
+        raise Error(f"--holdout must be in [0, 1), got {a.holdout}")
+    r = quantize_model(a.model, a.calibration, activations=a.activations, per_tensor=a.per_tensor,
+                       method=a.method, float_io=a.float_io, holdout=0.1 if a.holdout is None else a.holdout,
+                       eval_data=a.eval, evaluate=not a.no_eval, progress=console_progress("calibrating"))
+    _write_atomic(out, r.model)
+    io = "float32 in/out (QUANTIZE/DEQUANTIZE)" if a.float_io else "int8 in/out"
+    print(f"{out}: full-integer int8 TFLite, {r.ops} operators, {io}, {len(r.model):,} bytes")
+    print(f"calibrated on {r.calibration_samples} samples ({a.method}) in {r.calibrate_seconds:.1f} s; "
+          f"total {r.total_seconds:.1f} s")
+    if r.accuracy is not None:
+        print(r.accuracy.line())
+    elif not a.no_eval:
+        print("accuracy: no held-out sample (give --eval DATA, or more calibration samples)", file=sys.stderr)
+    return 0
+
+
+def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    s = sub.add_parser("quantize", help="float32 .tflite + calibration data -> full-integer int8 .tflite, "
+                                        "with its accuracy against the float model")
+    s.add_argument("model", help="a float32 .tflite model")
+    s.add_argument("--calibration", required=True, metavar="DATA",
+                   help="calibration samples: .npy (samples along the first axis), .npz (one array per input "
+                        "name), or a folder of .npy files; float32, scaled as the float model expects")
+    s.add_argument("-o", "--output", required=True, metavar="OUT.tflite")
+    s.add_argument("--activations", default="int8", choices=["int8"], help="activation type (int8)")
+    s.add_argument("--per-tensor", action="store_true",
+                   help="one weight scale per tensor (default: per output channel for convolutions)")
+    s.add_argument("--method", default="minmax", metavar="minmax|percentile:P|mse",
+                   help="activation ranges: min/max (default), a percentile of the values (e.g. percentile:99.99), "
+                        "or the clip with the least quantization error (mse)")
+    s.add_argument("--float-io", action="store_true",
+                   help="float32 input and output (QUANTIZE / DEQUANTIZE at the ends); default int8")
+    s.add_argument("--eval", metavar="DATA", help="measure accuracy on these samples (all calibration samples "
+                                                  "then calibrate)")
+    s.add_argument("--holdout", type=float, metavar="FRACTION",
+                   help="share of the calibration samples held out to measure accuracy (default 0.1)")
+    s.add_argument("--no-eval", action="store_true", help="skip the accuracy measurement (no host build)")
+    s.set_defaults(fn=cmd_quantize)

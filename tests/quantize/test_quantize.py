@@ -1,0 +1,154 @@
+"""aot.quantize: float32 TFLite models written in the tests, quantized with calibration samples;
+the result is a standard full-integer model (TFLite Micro runs it and agrees bit for bit with this
+compiler's host build), laid out as TensorFlow's converter lays one out, and close to the float
+model."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import aot  # noqa: E402
+import float_models as fm  # noqa: E402
+from aot.frontend.tflite import load_tflite  # noqa: E402
+from aot.frontend.tflite.handlers import OPTIONS  # noqa: E402
+from aot.frontend.tflite.parse import parse  # noqa: E402
+from aot.quantize import quantize_model  # noqa: E402
+from aot.quantize.accuracy import snr_db  # noqa: E402
+from aot.quantize.calibrate import run_float  # noqa: E402
+from aot.quantize.graph import fuse_activations, read_float_model  # noqa: E402
+from tflm_util import run_tflm_batch  # noqa: E402
+
+MODELS = {"small_cnn": fm.small_cnn, "residual": fm.residual, "concat": fm.concat_net}
+
+
+def _input_shape(model: bytes) -> tuple[int, ...]:
+    return load_tflite(model).inputs[0].type.shape
+
+
+def _quantize_inputs(model: bytes, x: np.ndarray) -> list[np.ndarray]:
+    v = load_tflite(model).inputs[0]
+    q = v.type.quant
+    return [np.clip(np.round(s / q.scale[0]) + q.zero_point[0], -128, 127).astype(np.int8).reshape(v.type.shape)
+            for s in x]
+
+
+@pytest.fixture(scope="module", params=sorted(MODELS))
+def quantized(request):  # noqa: ANN001, ANN201
+    name = request.param
+    float_model = MODELS[name]()
+    shape = _input_shape(float_model)
+    cal = fm.samples(shape, 64, seed=1)
+    held = fm.samples(shape, 12, seed=2)
+    r = quantize_model(float_model, cal, eval_data=held)
+    return name, float_model, r, held
+
+
+def test_tflm_runs_it_bit_exact_with_the_host_build(quantized) -> None:  # noqa: ANN001
+    name, _, r, held = quantized
+    inputs = _quantize_inputs(r.model, held[:4])
+    tflm = run_tflm_batch([(r.model, [x]) for x in inputs])
+    model = load_tflite(r.model, name)
+    lib = aot.build(model, backend="c")
+    for x, want in zip(inputs, tflm):
+        got = lib.run({model.inputs[0].name: x})[model.outputs[0].name]
+        np.testing.assert_array_equal(got, want[0].reshape(got.shape))
+
+
+def test_output_close_to_the_float_model(quantized) -> None:  # noqa: ANN001
+    name, _, r, held = quantized
+    assert r.accuracy is not None and r.accuracy.samples == len(held)
+    assert r.accuracy.snr_db > 20.0, (name, r.accuracy)
+
+
+def test_layout_as_the_converter_writes_it(quantized) -> None:  # noqa: ANN001
+    """int8 activations and boundary, symmetric per-channel conv weights, int32 biases at input x
+    weight scale, fixed softmax / logistic / tanh outputs, shared scales across pooling, reshape,
+    pad and concatenation."""
+    _, _, r, _ = quantized
+    f = parse(r.model, "q", OPTIONS)
+    t = f.tensors
+    assert all(t[i].type_name == "INT8" for i in (*f.inputs, *f.outputs))
+    for op in f.ops:
+        if op.name in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
+            x, w, b = (t[i] for i in op.inputs[:3])
+            assert w.type_name == "INT8" and set(w.zero_point) == {0}
+            channels = w.shape[3] if op.name == "DEPTHWISE_CONV_2D" else w.shape[0]
+            assert len(w.scale) == (1 if op.name == "FULLY_CONNECTED" else channels)
+            assert w.qdim == (3 if op.name == "DEPTHWISE_CONV_2D" else 0)
+            wq = np.frombuffer(w.data.tobytes(), np.int8)
+            assert wq.min() >= -127
+            assert b.type_name == "INT32"
+            np.testing.assert_allclose(b.scale, np.float32(x.scale[0]) * np.float32(w.scale), rtol=1e-6)
+        fixed = {"SOFTMAX": (1 / 256, -128), "LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}.get(op.name)
+        if fixed:
+            y = t[op.outputs[0]]
+            assert (y.scale[0], y.zero_point[0]) == pytest.approx(fixed)
+        if op.name in ("RESHAPE", "AVERAGE_POOL_2D", "MAX_POOL_2D", "PAD", "CONCATENATION"):
+            ins = op.inputs if op.name == "CONCATENATION" else op.inputs[:1]
+            qs = {(t[i].scale, t[i].zero_point) for i in (*ins, op.outputs[0])}
+            assert len(qs) == 1, (op.label, qs)
+
+
+def test_standalone_relu6_is_fused() -> None:
+    g = fuse_activations(read_float_model(fm.small_cnn(), "small_cnn"))
+    assert "RELU6" not in [op.name for op in g.ops]
+    assert [op.options.get("fused_activation_function") for op in g.ops if op.name == "CONV_2D"][-1] == 3
+
+
+def test_batched_calibration_equals_one_sample_at_a_time() -> None:
+    g = read_float_model(fm.residual(), "residual")
+    x = {g.tensors[g.inputs[0]].name: fm.samples(_input_shape(fm.residual()), 5)}
+    seen: list[dict] = []
+    a = run_float(g, x, batch=5, on_batch=seen.append)
+    b = run_float(g, x, batch=1)
+    assert seen and next(iter(seen[0].values())).shape[0] == 5
+    np.testing.assert_allclose(a[0], b[0], rtol=1e-5, atol=1e-6)
+
+
+def test_float_io_runs_in_tflm_and_matches() -> None:
+    float_model = fm.residual()
+    shape = _input_shape(float_model)
+    r = quantize_model(float_model, fm.samples(shape, 32), float_io=True, evaluate=False)
+    f = parse(r.model, "q", OPTIONS)
+    assert [op.name for op in f.ops][0] == "QUANTIZE" and [op.name for op in f.ops][-1] == "DEQUANTIZE"
+    assert f.tensors[f.inputs[0]].type_name == "FLOAT32"
+    x = fm.samples(shape, 2, seed=5)
+    tflm = run_tflm_batch([(r.model, [s.reshape(shape)]) for s in x])
+    model = load_tflite(r.model)
+    lib = aot.build(model, backend="c")
+    g = read_float_model(float_model, "f")
+    ref = run_float(g, {g.tensors[g.inputs[0]].name: x})[0]
+    for k, s in enumerate(x):
+        got = lib.run({model.inputs[0].name: s.reshape(shape)})[model.outputs[0].name]
+        np.testing.assert_array_equal(got, tflm[k][0].reshape(got.shape))
+        assert snr_db(ref[k], got.reshape(ref[k].shape)) > 20.0
+
+
+@pytest.mark.parametrize("method", ["percentile:99", "mse"])
+def test_other_range_methods_narrow_the_long_tail(method: str) -> None:
+    float_model = fm.small_cnn()
+    shape = _input_shape(float_model)
+    cal = fm.samples(shape, 40)
+    wide = quantize_model(float_model, cal, evaluate=False)
+    narrow = quantize_model(float_model, cal, method=method, evaluate=False)
+    g = read_float_model(float_model, "f")
+    first_conv = g.ops[0].outputs[0]
+    assert narrow.params[first_conv].scale < wide.params[first_conv].scale
+    assert narrow.params[g.ops[-1].outputs[0]] == wide.params[g.ops[-1].outputs[0]]  # softmax: fixed
+
+
+def test_per_tensor_weights() -> None:
+    r = quantize_model(fm.small_cnn(), fm.samples((1, 16, 16, 3), 16), per_tensor=True, evaluate=False)
+    f = parse(r.model, "q", OPTIONS)
+    assert all(len(f.tensors[op.inputs[1]].scale) == 1 for op in f.ops if op.name in ("CONV_2D", "DEPTHWISE_CONV_2D"))
+
+
+def test_the_package_is_callable() -> None:
+    data = aot.quantize(fm.small_cnn(), fm.samples((1, 16, 16, 3), 8))
+    assert data[4:8] == b"TFL3" and load_tflite(data).inputs[0].type.dtype == "int8"
