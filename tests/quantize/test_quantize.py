@@ -152,3 +152,21 @@ def test_per_tensor_weights() -> None:
 def test_the_package_is_callable() -> None:
     data = aot.quantize(fm.small_cnn(), fm.samples((1, 16, 16, 3), 8))
     assert data[4:8] == b"TFL3" and load_tflite(data).inputs[0].type.dtype == "int8"
+
+
+@pytest.mark.slow
+def test_mobilenet_v2_runs_in_tflm_bit_exact() -> None:
+    """A MobileNetV2 0.35 at 96x96 (inverted residuals, ReLU6, MEAN, softmax): TFLite Micro and the
+    host build agree on the quantized model, which stays close to the float one."""
+    float_model = fm.mobilenet_v2(96, 0.35)
+    shape = _input_shape(float_model)
+    held = fm.samples(shape, 6, seed=9)
+    r = quantize_model(float_model, fm.samples(shape, 64), eval_data=held)
+    assert r.accuracy is not None and r.accuracy.snr_db > 15.0, r.accuracy
+    inputs = _quantize_inputs(r.model, held[:2])
+    tflm = run_tflm_batch([(r.model, [x]) for x in inputs])
+    model = load_tflite(r.model)
+    lib = aot.build(model, backend="c")
+    for x, want in zip(inputs, tflm):
+        got = lib.run({model.inputs[0].name: x})[model.outputs[0].name]
+        np.testing.assert_array_equal(got, want[0].reshape(got.shape))
