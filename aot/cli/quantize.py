@@ -37,8 +37,9 @@ def cmd_quantize(a: argparse.Namespace) -> int:
                        method=a.method, float_io=a.float_io, holdout=0.1 if a.holdout is None else a.holdout,
                        eval_data=a.eval, evaluate=not a.no_eval, progress=console_progress("calibrating"))
     _write_atomic(out, r.model)
-    io = "float32 in/out (QUANTIZE/DEQUANTIZE)" if a.float_io else "int8 in/out"
-    print(f"{out}: full-integer int8 TFLite, {r.ops} operators, {io}, {len(r.model):,} bytes")
+    io = "float32 in/out (QUANTIZE/DEQUANTIZE)" if a.float_io else f"{a.activations} in/out"
+    kind = "int8" if a.activations == "int8" else "16x8 (int16 activations, int8 weights)"
+    print(f"{out}: full-integer {kind} TFLite, {r.ops} operators, {io}, {len(r.model):,} bytes")
     print(f"calibrated on {r.calibration_samples} samples ({a.method}) in {r.calibrate_seconds:.1f} s; "
           f"total {r.total_seconds:.1f} s")
     if r.accuracy is not None:
@@ -56,7 +57,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                    help="calibration samples: .npy (samples along the first axis), .npz (one array per input "
                         "name), or a folder of .npy files; float32, scaled as the float model expects")
     s.add_argument("-o", "--output", required=True, metavar="OUT.tflite")
-    s.add_argument("--activations", default="int8", choices=["int8"], help="activation type (int8)")
+    s.add_argument("--activations", default="int8", choices=["int8", "int16"],
+                   help="activation type: int8 (default) or int16 (TFLite's 16x8 scheme: int16 activations, "
+                        "int8 weights, int64 biases)")
     s.add_argument("--per-tensor", action="store_true",
                    help="one weight scale per tensor (default: per output channel for convolutions)")
     s.add_argument("--method", default="minmax", metavar="minmax|percentile:P|mse",

@@ -16,10 +16,11 @@ class Accuracy:
     snr_db: float                  # output SNR of the integer model against the float model (all outputs)
     top1: float | None             # fraction of samples whose arg-max agrees (outputs with > 1 class)
     per_output_snr_db: tuple[float, ...]
+    activations: str = "int8"
 
     def line(self) -> str:
         top1 = f", top-1 agreement {100 * self.top1:.1f}%" if self.top1 is not None else ""
-        return f"int8 vs float on {self.samples} held-out sample{'s' if self.samples != 1 else ''}: " \
+        return f"{self.activations} vs float on {self.samples} held-out sample{'s' if self.samples != 1 else ''}: " \
                f"output SNR {self.snr_db:.1f} dB{top1}"
 
 
@@ -61,11 +62,11 @@ def run_quantized(model_bytes: bytes, data: Arrays, name: str = "quantized") -> 
     return [np.stack(o) for o in outs]
 
 
-def compare(float_outs: list[np.ndarray], quant_outs: list[np.ndarray]) -> Accuracy:
+def compare(float_outs: list[np.ndarray], quant_outs: list[np.ndarray], activations: str = "int8") -> Accuracy:
     n = float_outs[0].shape[0]
     per = tuple(snr_db(f, q.reshape(f.shape)) for f, q in zip(float_outs, quant_outs))
     total = snr_db(np.concatenate([f.reshape(-1) for f in float_outs]),
                    np.concatenate([q.reshape(-1) for q in quant_outs]))
     f0, q0 = float_outs[0].reshape(n, -1), quant_outs[0].reshape(n, -1)
     top1 = float(np.mean(f0.argmax(axis=1) == q0.argmax(axis=1))) if f0.shape[1] > 1 else None
-    return Accuracy(n, total, top1, per)
+    return Accuracy(n, total, top1, per, activations)

@@ -16,7 +16,8 @@ from aot.quantize.graph import FloatGraph, fuse_activations, read_float_model
 from aot.quantize.write import write_int8
 
 ModelSource = Union[str, Path, bytes, bytearray]
-ACTIVATIONS = ("int8",)
+ACTIVATIONS = ("int8", "int16")
+NO_INT16 = ("HARD_SWISH",)  # operators TFLite Micro has no 16x8 kernel of
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def quantize_model(model: ModelSource, calibration: DataSource, *, activations: 
                    progress: Optional[Progress] = None) -> QuantizeResult:
     """Quantize a float32 TFLite model (bytes or path) with `calibration` data (an array, a mapping
     input name -> array, or a .npy/.npz/folder path; samples along the first axis). Options:
-    activations ('int8'), per_tensor (weights per tensor instead of per channel), method
+    activations ('int8', or 'int16': the 16x8 scheme), per_tensor (weights per tensor instead of per channel), method
     ('minmax', 'percentile:P', 'mse'), float_io (float32 model boundary through QUANTIZE and
     DEQUANTIZE), holdout (fraction of the calibration samples kept out to measure accuracy),
     eval_data (measure on these instead; all calibration samples calibrate), evaluate."""
@@ -64,6 +65,11 @@ def quantize_model(model: ModelSource, calibration: DataSource, *, activations: 
     m = Method.parse(method) if isinstance(method, str) else method
     data, name = _read_model(model)
     g = fuse_activations(read_float_model(data, name))
+    if activations == "int16":
+        bad = sorted({op.name for op in g.ops if op.name in NO_INT16})
+        if bad:
+            raise UnsupportedError(f"{name}: cannot quantize {', '.join(bad)} with int16 activations "
+                                   "(TFLite Micro has no 16x8 kernel of it); use --activations int8")
     inputs = _model_inputs(g)
     samples = load_data(calibration, inputs)
     held = None
@@ -72,12 +78,12 @@ def quantize_model(model: ModelSource, calibration: DataSource, *, activations: 
     elif evaluate and holdout > 0:
         samples, held = split(samples, holdout)
     cal, _ = calibrate(g, samples, keep_values=m.kind != "minmax", progress=progress)
-    params = choose(g, cal, m, 8)
-    out = write_int8(g, params, per_tensor=per_tensor, float_io=float_io)
+    params = choose(g, cal, m, 8 if activations == "int8" else 16)
+    out = write_int8(g, params, per_tensor=per_tensor, float_io=float_io, activations=activations)
     acc = None
     if evaluate and held is not None and next(iter(held.values())).shape[0]:
         ref = run_float(g, held)
-        acc = compare(ref, run_quantized(out, held, name))
+        acc = compare(ref, run_quantized(out, held, name), activations)
     n_cal = next(iter(samples.values())).shape[0]
     return QuantizeResult(out, params, n_cal, cal.batch, cal.seconds, time.perf_counter() - t0, acc, len(g.ops))
 

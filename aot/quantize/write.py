@@ -14,8 +14,13 @@ INT32_MAX = 2 ** 31 - 1
 
 
 def write_int8(g: FloatGraph, params: dict[int, QParams], per_tensor: bool = False, float_io: bool = False,
-               description: str = "") -> bytes:
+               description: str = "", activations: str = "int8") -> bytes:
+    """`activations` 'int16': TFLite's 16x8 scheme (int16 activations, symmetric; int8 weights;
+    int64 biases)."""
     from aot.frontend.tflite_writer import TFLiteModelBuilder
+    adt = activations
+    info = np.iinfo(np.dtype(adt))
+    bias_dt, bias_max = ("int32", INT32_MAX) if adt == "int8" else ("int64", 2 ** 63 - 1)
     b = TFLiteModelBuilder(description or f"microaot quantize {g.name}")
     index: dict[int, int] = {}
 
@@ -28,10 +33,10 @@ def write_int8(g: FloatGraph, params: dict[int, QParams], per_tensor: bool = Fal
             shape = g.tensors[t].shape
             if g.is_const(t):
                 d = g.tensors[t].data.astype(np.float64)
-                q = np.clip(np.round(d / p.scale) + p.zero_point, -128, 127).astype(np.int8)
-                index[t] = b.add_tensor(name_of(t), shape, "int8", data=q, scale=p.scale, zero_point=p.zero_point)
+                q = np.clip(np.round(d / p.scale) + p.zero_point, info.min, info.max).astype(adt)
+                index[t] = b.add_tensor(name_of(t), shape, adt, data=q, scale=p.scale, zero_point=p.zero_point)
             else:
-                index[t] = b.add_tensor(name_of(t), shape, "int8", scale=p.scale, zero_point=p.zero_point)
+                index[t] = b.add_tensor(name_of(t), shape, adt, scale=p.scale, zero_point=p.zero_point)
         return index[t]
 
     def plain(t: int) -> int:  # int32 operands (shapes, paddings, axes) as they are
@@ -52,13 +57,16 @@ def write_int8(g: FloatGraph, params: dict[int, QParams], per_tensor: bool = Fal
             if len(op.inputs) > 2 and op.inputs[2] >= 0:
                 bias = g.tensors[op.inputs[2]]
                 bs = (np.float32(params[x].scale) * ws).astype(np.float32)
-                bq = np.clip(np.round(bias.data.astype(np.float64) / bs.astype(np.float64)), -INT32_MAX, INT32_MAX)
-                ins.append(b.add_tensor(name_of(op.inputs[2]), bias.shape, "int32", data=bq.astype(np.int32),
+                bq = np.clip(np.round(bias.data.astype(np.float64) / bs.astype(np.float64)), -bias_max, bias_max)
+                ins.append(b.add_tensor(name_of(op.inputs[2]), bias.shape, bias_dt, data=bq.astype(bias_dt),
                                         scale=bs, zero_point=[0] * bs.size))
             ops.append((op.name, ins, [act(op.outputs[0])], op.options))
         else:
             ins = [-1 if i < 0 else (act(i) if i in params else plain(i)) for i in op.inputs]
-            ops.append((op.name, ins, [act(o) for o in op.outputs], op.options))
+            opts = op.options
+            if adt == "int16" and op.name == "ADD":  # general scales, as the converter's 16x8 models say
+                opts = {**opts, "pot_scale_int16": False}
+            ops.append((op.name, ins, [act(o) for o in op.outputs], opts))
     inputs = [act(i) for i in g.inputs]
     outputs = [act(o) for o in g.outputs]
     if float_io:
