@@ -50,9 +50,9 @@ def cmd_quantize(a: argparse.Namespace) -> int:
 
 
 def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    s = sub.add_parser("quantize", help="float32 .tflite + calibration data -> full-integer int8 .tflite, "
+    s = sub.add_parser("quantize", help="float32 .tflite / .onnx + calibration data -> full-integer int8 .tflite, "
                                         "with its accuracy against the float model")
-    s.add_argument("model", help="a float32 .tflite model")
+    s.add_argument("model", help="a float32 .tflite model, or a float .onnx model (written as an NHWC TFLite model)")
     s.add_argument("--calibration", required=True, metavar="DATA",
                    help="calibration samples: .npy (samples along the first axis), .npz (one array per input "
                         "name), or a folder of .npy files; float32, scaled as the float model expects")

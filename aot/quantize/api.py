@@ -11,7 +11,7 @@ from aot.errors import Error, UnsupportedError
 from aot.quantize.accuracy import Accuracy, compare, run_quantized
 from aot.quantize.calibrate import Progress, calibrate, run_float
 from aot.quantize.choose import Method, QParams, choose
-from aot.quantize.data import DataSource, load_data, split
+from aot.quantize.data import Arrays, DataSource, load_data, split
 from aot.quantize.graph import FloatGraph, fuse_activations, read_float_model
 from aot.quantize.write import write_int8
 
@@ -32,15 +32,40 @@ class QuantizeResult:
     ops: int
 
 
-def _read_model(model: ModelSource) -> tuple[bytes, str]:
+def _read_model(model: ModelSource) -> tuple[FloatGraph, str, dict[str, tuple[int, ...]]]:
+    """The float graph, its name, and for an ONNX model its inputs' NCHW shapes (the graph is
+    loaded NHWC, as TFLite lays activations out; NCHW samples are transposed)."""
     if isinstance(model, (bytes, bytearray)):
-        return bytes(model), "model"
+        return read_float_model(bytes(model), "model"), "model", {}
     path = Path(model)
-    if path.suffix.lower() == ".onnx":
-        raise UnsupportedError(f"{path}: aot quantize takes float32 .tflite models (ONNX input is not supported yet)")
     if not path.is_file():
         raise Error(f"{path}: no such file")
-    return path.read_bytes(), path.stem
+    if path.suffix.lower() == ".onnx":
+        import aot
+        from aot.quantize.from_ir import from_model
+        nhwc = aot.load(path, layout="nhwc")
+        if any(v.type.dtype != "float32" for v in nhwc.inputs):
+            raise UnsupportedError(f"{path}: the model's inputs are not float32; aot quantize takes a float model")
+        nchw = {v.name: v.type.shape for v in aot.load(path).inputs}
+        return from_model(nhwc), path.stem, nchw
+    return read_float_model(path.read_bytes(), path.stem), path.stem, {}
+
+
+def _load_samples(src: DataSource, inputs: list[tuple[str, tuple[int, ...]]], nchw: dict[str, tuple[int, ...]],
+                  what: str) -> Arrays:
+    """Samples in the graph's layout; NCHW samples of an ONNX model's 4-D inputs are transposed."""
+    try:
+        return load_data(src, inputs, what)
+    except Error as first:
+        alt = [(n, nchw.get(n, s)) for n, s in inputs]
+        if not nchw or alt == inputs:
+            raise
+        try:
+            data = load_data(src, alt, what)
+        except Error:
+            raise first from None
+        return {n: (a.transpose(0, 1, 3, 4, 2) if a.ndim == 5 and nchw.get(n) != s else a).reshape((-1,) + s)
+                for (n, s), a in zip(inputs, data.values())}
 
 
 def _model_inputs(g: FloatGraph) -> list[tuple[str, tuple[int, ...]]]:
@@ -51,7 +76,8 @@ def quantize_model(model: ModelSource, calibration: DataSource, *, activations: 
                    per_tensor: bool = False, method: Union[str, Method] = "minmax", float_io: bool = False,
                    holdout: float = 0.1, eval_data: Optional[DataSource] = None, evaluate: bool = True,
                    progress: Optional[Progress] = None) -> QuantizeResult:
-    """Quantize a float32 TFLite model (bytes or path) with `calibration` data (an array, a mapping
+    """Quantize a float32 TFLite model (bytes or path) or a float ONNX model (path; written as an
+    NHWC TFLite model) with `calibration` data (an array, a mapping
     input name -> array, or a .npy/.npz/folder path; samples along the first axis). Options:
     activations ('int8', or 'int16': the 16x8 scheme), per_tensor (weights per tensor instead of per channel), method
     ('minmax', 'percentile:P', 'mse'), float_io (float32 model boundary through QUANTIZE and
@@ -63,18 +89,18 @@ def quantize_model(model: ModelSource, calibration: DataSource, *, activations: 
     if not 0.0 <= holdout < 1.0:
         raise Error(f"holdout must be in [0, 1), got {holdout}")
     m = Method.parse(method) if isinstance(method, str) else method
-    data, name = _read_model(model)
-    g = fuse_activations(read_float_model(data, name))
+    g0, name, nchw = _read_model(model)
+    g = fuse_activations(g0)
     if activations == "int16":
         bad = sorted({op.name for op in g.ops if op.name in NO_INT16})
         if bad:
             raise UnsupportedError(f"{name}: cannot quantize {', '.join(bad)} with int16 activations "
                                    "(TFLite Micro has no 16x8 kernel of it); use --activations int8")
     inputs = _model_inputs(g)
-    samples = load_data(calibration, inputs)
+    samples = _load_samples(calibration, inputs, nchw, "calibration")
     held = None
     if eval_data is not None:
-        held = load_data(eval_data, inputs, "evaluation")
+        held = _load_samples(eval_data, inputs, nchw, "evaluation")
     elif evaluate and holdout > 0:
         samples, held = split(samples, holdout)
     cal, _ = calibrate(g, samples, keep_values=m.kind != "minmax", progress=progress)

@@ -39,6 +39,7 @@ OPTIONS_SPEC: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "RELU": (None, ()),
     "RELU6": (None, ()),
     "HARD_SWISH": (None, ()),
+    "TRANSPOSE": (None, ()),
 }
 SUPPORTED_OPS = tuple(sorted(OPTIONS_SPEC))
 # weights operand (index 1) and its per-channel axis
