@@ -35,7 +35,8 @@ def cmd_quantize(a: argparse.Namespace) -> int:
         raise Error(f"--holdout must be in [0, 1), got {a.holdout}")
     r = quantize_model(a.model, a.calibration, activations=a.activations, per_tensor=a.per_tensor,
                        method=a.method, float_io=a.float_io, holdout=0.1 if a.holdout is None else a.holdout,
-                       eval_data=a.eval, evaluate=not a.no_eval, progress=console_progress("calibrating"))
+                       eval_data=a.eval, evaluate=not a.no_eval, progress=console_progress("calibrating"),
+                       layers=a.layers)
     _write_atomic(out, r.model)
     io = "float32 in/out (QUANTIZE/DEQUANTIZE)" if a.float_io else f"{a.activations} in/out"
     kind = "int8" if a.activations == "int8" else "16x8 (int16 activations, int8 weights)"
@@ -44,7 +45,12 @@ def cmd_quantize(a: argparse.Namespace) -> int:
           f"total {r.total_seconds:.1f} s")
     if r.accuracy is not None:
         print(r.accuracy.line())
-    elif not a.no_eval:
+    if r.layers:
+        print("per-layer output SNR (quantized vs float, where the error enters):")
+        print("  op  operator           shape               SNR      tensor")
+        for row in r.layers:
+            print(row.row())
+    if r.accuracy is None and not a.no_eval:
         print("accuracy: no held-out sample (give --eval DATA, or more calibration samples)", file=sys.stderr)
     return 0
 
@@ -72,4 +78,6 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     s.add_argument("--holdout", type=float, metavar="FRACTION",
                    help="share of the calibration samples held out to measure accuracy (default 0.1)")
     s.add_argument("--no-eval", action="store_true", help="skip the accuracy measurement (no host build)")
+    s.add_argument("--layers", action="store_true",
+                   help="also print each operator's output SNR against the float model (up to 16 evaluation samples)")
     s.set_defaults(fn=cmd_quantize)

@@ -13,7 +13,8 @@ from aot.quantize.calibrate import Progress, calibrate, run_float
 from aot.quantize.choose import Method, QParams, choose
 from aot.quantize.data import Arrays, DataSource, load_data, split
 from aot.quantize.graph import FloatGraph, fuse_activations, read_float_model
-from aot.quantize.write import write_int8
+from aot.quantize.layers import LayerError, layer_errors
+from aot.quantize.write import write_model
 
 ModelSource = Union[str, Path, bytes, bytearray]
 ACTIVATIONS = ("int8", "int16")
@@ -30,6 +31,7 @@ class QuantizeResult:
     total_seconds: float
     accuracy: Optional[Accuracy]       # None when evaluation is off or no sample was held out
     ops: int
+    layers: tuple[LayerError, ...] = ()  # per-operator SNR (with layers=True)
 
 
 def _read_model(model: ModelSource) -> tuple[FloatGraph, str, dict[str, tuple[int, ...]]]:
@@ -75,14 +77,15 @@ def _model_inputs(g: FloatGraph) -> list[tuple[str, tuple[int, ...]]]:
 def quantize_model(model: ModelSource, calibration: DataSource, *, activations: str = "int8",
                    per_tensor: bool = False, method: Union[str, Method] = "minmax", float_io: bool = False,
                    holdout: float = 0.1, eval_data: Optional[DataSource] = None, evaluate: bool = True,
-                   progress: Optional[Progress] = None) -> QuantizeResult:
+                   progress: Optional[Progress] = None, layers: bool = False) -> QuantizeResult:
     """Quantize a float32 TFLite model (bytes or path) or a float ONNX model (path; written as an
     NHWC TFLite model) with `calibration` data (an array, a mapping
     input name -> array, or a .npy/.npz/folder path; samples along the first axis). Options:
     activations ('int8', or 'int16': the 16x8 scheme), per_tensor (weights per tensor instead of per channel), method
     ('minmax', 'percentile:P', 'mse'), float_io (float32 model boundary through QUANTIZE and
     DEQUANTIZE), holdout (fraction of the calibration samples kept out to measure accuracy),
-    eval_data (measure on these instead; all calibration samples calibrate), evaluate."""
+    eval_data (measure on these instead; all calibration samples calibrate), evaluate, layers (each
+    operator's output SNR, quantized against float, on the evaluation samples)."""
     t0 = time.perf_counter()
     if activations not in ACTIVATIONS:
         raise Error(f"--activations {activations!r}: choose {' or '.join(ACTIVATIONS)}")
@@ -105,13 +108,17 @@ def quantize_model(model: ModelSource, calibration: DataSource, *, activations: 
         samples, held = split(samples, holdout)
     cal, _ = calibrate(g, samples, keep_values=m.kind != "minmax", progress=progress)
     params = choose(g, cal, m, 8 if activations == "int8" else 16)
-    out = write_int8(g, params, per_tensor=per_tensor, float_io=float_io, activations=activations)
+    out, index = write_model(g, params, per_tensor=per_tensor, float_io=float_io, activations=activations)
     acc = None
     if evaluate and held is not None and next(iter(held.values())).shape[0]:
         ref = run_float(g, held)
         acc = compare(ref, run_quantized(out, held, name), activations)
+    per_layer: tuple[LayerError, ...] = ()
+    if layers and held is not None and next(iter(held.values())).shape[0]:
+        per_layer = tuple(layer_errors(g, params, out, index, held))
     n_cal = next(iter(samples.values())).shape[0]
-    return QuantizeResult(out, params, n_cal, cal.batch, cal.seconds, time.perf_counter() - t0, acc, len(g.ops))
+    return QuantizeResult(out, params, n_cal, cal.batch, cal.seconds, time.perf_counter() - t0, acc, len(g.ops),
+                          per_layer)
 
 
 def quantize(model: ModelSource, calibration: DataSource, **options) -> bytes:  # noqa: ANN003

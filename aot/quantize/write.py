@@ -17,6 +17,12 @@ def write_int8(g: FloatGraph, params: dict[int, QParams], per_tensor: bool = Fal
                description: str = "", activations: str = "int8") -> bytes:
     """`activations` 'int16': TFLite's 16x8 scheme (int16 activations, symmetric; int8 weights;
     int64 biases)."""
+    return write_model(g, params, per_tensor, float_io, description, activations)[0]
+
+
+def write_model(g: FloatGraph, params: dict[int, QParams], per_tensor: bool = False, float_io: bool = False,
+                description: str = "", activations: str = "int8") -> tuple[bytes, dict[int, int]]:
+    """The quantized model's bytes, and the map float tensor index -> its tensor index in them."""
     from aot.frontend.tflite_writer import TFLiteModelBuilder
     adt = activations
     info = np.iinfo(np.dtype(adt))
@@ -79,4 +85,4 @@ def write_int8(g: FloatGraph, params: dict[int, QParams], per_tensor: bool = Fal
         b.add_operator(name, ins, outs, opts or None)
     b.set_inputs(inputs)
     b.set_outputs(outputs)
-    return b.finish()
+    return b.finish(), dict(index)

@@ -157,7 +157,7 @@ def mobilenet_v2(size: int = 96, alpha: float = 0.35, classes: int = 10, seed: i
             y = n.conv(x, cin * t, k=1, act="relu6") if t != 1 else x
             y = n.conv(y, 0, stride=s if r == 0 else 1, depthwise=True, act="relu6")
             y = n.conv(y, ch(c), k=1, act="none")
-            x = n.binary("ADD", x, y) if r > 0 and s == 1 and cin == ch(c) else y
+            x = n.binary("ADD", x, y) if r > 0 and cin == ch(c) else y
     x = n.conv(x, 1280, k=1, act="relu6")
     return n.finish([n.unary("SOFTMAX", n.fc(n.mean(x), classes), {"beta": 1.0})])
 

@@ -227,3 +227,18 @@ def test_int16_activations_16x8(name: str) -> None:
 def test_int16_refuses_an_op_without_a_16x8_kernel() -> None:
     with pytest.raises(aot.UnsupportedError, match="HARD_SWISH with int16"):
         quantize_model(fm.concat_net(), fm.samples((1, 10, 10, 3), 8), activations="int16")
+
+
+def test_per_layer_snr_shows_where_the_error_enters() -> None:
+    """layers=True: each operator's output SNR; a layer fed a long-tailed activation (one huge
+    calibration sample stretches its input's int8 range) is where the error enters."""
+    float_model = fm.small_cnn()
+    shape = _input_shape(float_model)
+    held = fm.samples(shape, 6, seed=2)
+    r = quantize_model(float_model, fm.samples(shape, 40), eval_data=held, layers=True)
+    assert [e.op for e in r.layers] == [op.name for op in fuse_activations(read_float_model(float_model, "f")).ops]
+    assert all(np.isfinite(e.snr_db) and e.snr_db > 25.0 for e in r.layers), r.layers
+    cal = fm.samples(shape, 40)
+    cal[0] *= 60.0  # an outlier: the input's range (and the first layer's) 60 times too wide
+    bad = quantize_model(float_model, cal, eval_data=held, layers=True)
+    assert bad.layers[0].snr_db < r.layers[0].snr_db - 15.0, (bad.layers[0], r.layers[0])
