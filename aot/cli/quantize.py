@@ -36,13 +36,23 @@ def cmd_quantize(a: argparse.Namespace) -> int:
     r = quantize_model(a.model, a.calibration, activations=a.activations, per_tensor=a.per_tensor,
                        method=a.method, float_io=a.float_io, holdout=0.1 if a.holdout is None else a.holdout,
                        eval_data=a.eval, evaluate=not a.no_eval, progress=console_progress("calibrating"),
-                       layers=a.layers)
+                       layers=a.layers, target_snr=a.target_snr)
     _write_atomic(out, r.model)
     io = "float32 in/out (QUANTIZE/DEQUANTIZE)" if a.float_io else f"{a.activations} in/out"
     kind = "int8" if a.activations == "int8" else "16x8 (int16 activations, int8 weights)"
+    if r.mixed is not None and "int16" in r.mixed.op_dtypes:
+        kind = f"int8 with {r.mixed.op_dtypes.count('int16')} int16 (16x8) operators"
     print(f"{out}: full-integer {kind} TFLite, {r.ops} operators, {io}, {len(r.model):,} bytes")
     print(f"calibrated on {r.calibration_samples} samples ({a.method}) in {r.calibrate_seconds:.1f} s; "
           f"total {r.total_seconds:.1f} s")
+    if r.mixed is not None:
+        from aot.quantize.mixed import describe
+        promoted = [k for s in r.mixed.steps for k in s.promoted]
+        verdict = "reached" if r.mixed.reached else "not reached with every layer promoted"
+        print(f"mixed precision: {len(promoted)} of {r.ops} operators int16 (16x8), target {a.target_snr:g} dB "
+              f"{verdict} ({r.mixed.snr_db:.1f} dB on the evaluation samples)")
+        for step in r.mixed.steps:
+            print(f"  promoted {describe(r.graph, step.promoted)}: {step.snr_db:.1f} dB")
     if r.accuracy is not None:
         print(r.accuracy.line())
     if r.layers:
@@ -78,6 +88,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     s.add_argument("--holdout", type=float, metavar="FRACTION",
                    help="share of the calibration samples held out to measure accuracy (default 0.1)")
     s.add_argument("--no-eval", action="store_true", help="skip the accuracy measurement (no host build)")
+    s.add_argument("--target-snr", type=float, metavar="DB",
+                   help="mixed precision: promote the layers where int8 hurts most to int16 activations (16x8) "
+                        "until the output SNR on the evaluation samples reaches DB")
     s.add_argument("--layers", action="store_true",
                    help="also print each operator's output SNR against the float model (up to 16 evaluation samples)")
     s.set_defaults(fn=cmd_quantize)

@@ -14,6 +14,7 @@ from aot.quantize.choose import Method, QParams, choose
 from aot.quantize.data import Arrays, DataSource, load_data, split
 from aot.quantize.graph import FloatGraph, fuse_activations, read_float_model
 from aot.quantize.layers import LayerError, layer_errors
+from aot.quantize.mixed import MixedResult, promote
 from aot.quantize.write import write_model
 
 ModelSource = Union[str, Path, bytes, bytearray]
@@ -32,6 +33,8 @@ class QuantizeResult:
     accuracy: Optional[Accuracy]       # None when evaluation is off or no sample was held out
     ops: int
     layers: tuple[LayerError, ...] = ()  # per-operator SNR (with layers=True)
+    mixed: Optional[MixedResult] = None  # the int16 promotions (with target_snr)
+    graph: Optional[FloatGraph] = None   # the float graph quantized (operator indices of `layers`, `mixed`)
 
 
 def _read_model(model: ModelSource) -> tuple[FloatGraph, str, dict[str, tuple[int, ...]]]:
@@ -77,7 +80,8 @@ def _model_inputs(g: FloatGraph) -> list[tuple[str, tuple[int, ...]]]:
 def quantize_model(model: ModelSource, calibration: DataSource, *, activations: str = "int8",
                    per_tensor: bool = False, method: Union[str, Method] = "minmax", float_io: bool = False,
                    holdout: float = 0.1, eval_data: Optional[DataSource] = None, evaluate: bool = True,
-                   progress: Optional[Progress] = None, layers: bool = False) -> QuantizeResult:
+                   progress: Optional[Progress] = None, layers: bool = False,
+                   target_snr: Optional[float] = None) -> QuantizeResult:
     """Quantize a float32 TFLite model (bytes or path) or a float ONNX model (path; written as an
     NHWC TFLite model) with `calibration` data (an array, a mapping
     input name -> array, or a .npy/.npz/folder path; samples along the first axis). Options:
@@ -85,13 +89,17 @@ def quantize_model(model: ModelSource, calibration: DataSource, *, activations: 
     ('minmax', 'percentile:P', 'mse'), float_io (float32 model boundary through QUANTIZE and
     DEQUANTIZE), holdout (fraction of the calibration samples kept out to measure accuracy),
     eval_data (measure on these instead; all calibration samples calibrate), evaluate, layers (each
-    operator's output SNR, quantized against float, on the evaluation samples)."""
+    operator's output SNR, quantized against float, on the evaluation samples), target_snr (dB:
+    promote the operators where int8 hurts most to int16 activations until the output SNR on the
+    evaluation samples reaches it; int8 base)."""
     t0 = time.perf_counter()
     if activations not in ACTIVATIONS:
         raise Error(f"--activations {activations!r}: choose {' or '.join(ACTIVATIONS)}")
     if not 0.0 <= holdout < 1.0:
         raise Error(f"holdout must be in [0, 1), got {holdout}")
     m = Method.parse(method) if isinstance(method, str) else method
+    if target_snr is not None and activations != "int8":
+        raise Error("--target-snr promotes int8 layers to int16: use it with --activations int8")
     g0, name, nchw = _read_model(model)
     g = fuse_activations(g0)
     if activations == "int16":
@@ -104,21 +112,33 @@ def quantize_model(model: ModelSource, calibration: DataSource, *, activations: 
     held = None
     if eval_data is not None:
         held = _load_samples(eval_data, inputs, nchw, "evaluation")
-    elif evaluate and holdout > 0:
+    elif (evaluate or target_snr is not None) and holdout > 0:
         samples, held = split(samples, holdout)
+    if target_snr is not None and (held is None or not next(iter(held.values())).shape[0]):
+        raise Error("--target-snr needs evaluation samples: --eval DATA, or a --holdout share of two or more "
+                    "calibration samples")
     cal, _ = calibrate(g, samples, keep_values=m.kind != "minmax", progress=progress)
     params = choose(g, cal, m, 8 if activations == "int8" else 16)
-    out, index = write_model(g, params, per_tensor=per_tensor, float_io=float_io, activations=activations)
+    mixed = None
+    if target_snr is not None:
+        both = {"int8": params, "int16": choose(g, cal, m, 16)}
+        mixed = promote(g, both, held, float(target_snr), per_tensor=per_tensor, float_io=float_io)
+        written = mixed.written
+    else:
+        written = write_model(g, {activations: params}, per_tensor=per_tensor, float_io=float_io,
+                              activations=activations)
+    out = written.model
     acc = None
     if evaluate and held is not None and next(iter(held.values())).shape[0]:
         ref = run_float(g, held)
-        acc = compare(ref, run_quantized(out, held, name), activations)
+        promoted = mixed is not None and "int16" in mixed.op_dtypes
+        acc = compare(ref, run_quantized(out, held, name), "int8/int16" if promoted else activations)
     per_layer: tuple[LayerError, ...] = ()
     if layers and held is not None and next(iter(held.values())).shape[0]:
-        per_layer = tuple(layer_errors(g, params, out, index, held))
+        per_layer = tuple(layer_errors(g, written, held))
     n_cal = next(iter(samples.values())).shape[0]
-    return QuantizeResult(out, params, n_cal, cal.batch, cal.seconds, time.perf_counter() - t0, acc, len(g.ops),
-                          per_layer)
+    return QuantizeResult(out, written.params, n_cal, cal.batch, cal.seconds, time.perf_counter() - t0, acc,
+                          len(g.ops), per_layer, mixed, g)
 
 
 def quantize(model: ModelSource, calibration: DataSource, **options) -> bytes:  # noqa: ANN003

@@ -114,19 +114,26 @@ def activation_tensors(g: FloatGraph) -> list[int]:
     return sorted(out)
 
 
-def choose(g: FloatGraph, cal: Calibration, method: Method, bits: int = 8) -> dict[int, QParams]:
-    """Quantization parameters of every activation tensor (TFLite tensor index -> parameters)."""
-    acts = activation_tensors(g)
-    fixed_table = FIXED_INT8 if bits == 8 else FIXED_INT16
+def same_scale_groups(g: FloatGraph) -> _Groups:
+    """Tensors that share one scale and zero point (the inputs and outputs of SAME_SCALE ops)."""
     groups = _Groups()
-    fixed: dict[int, QParams] = {}
     for op in g.ops:
-        if op.name in fixed_table:
-            fixed[op.outputs[0]] = QParams(*fixed_table[op.name])
         if op.name in SAME_SCALE:
             ins = op.inputs if op.name == "CONCATENATION" else op.inputs[:1]
             for i in ins:
                 groups.union(i, op.outputs[0])
+    return groups
+
+
+def choose(g: FloatGraph, cal: Calibration, method: Method, bits: int = 8) -> dict[int, QParams]:
+    """Quantization parameters of every activation tensor (TFLite tensor index -> parameters)."""
+    acts = activation_tensors(g)
+    fixed_table = FIXED_INT8 if bits == 8 else FIXED_INT16
+    groups = same_scale_groups(g)
+    fixed: dict[int, QParams] = {}
+    for op in g.ops:
+        if op.name in fixed_table:
+            fixed[op.outputs[0]] = QParams(*fixed_table[op.name])
     ranges: dict[int, tuple[float, float]] = {}
     levels = 1 << bits
     for t in acts:

@@ -9,9 +9,9 @@ import numpy as np
 
 from aot.quantize.accuracy import snr_db
 from aot.quantize.calibrate import run_float
-from aot.quantize.choose import QParams
 from aot.quantize.data import Arrays
 from aot.quantize.graph import FloatGraph
+from aot.quantize.write import Written
 
 MAX_SAMPLES = 16
 
@@ -29,13 +29,15 @@ class LayerError:
         return f"{self.index:>4}  {self.op:<18} {shape:<16} {self.snr_db:7.1f} dB  {self.tensor}"
 
 
-def layer_errors(g: FloatGraph, params: dict[int, QParams], model_bytes: bytes, index: dict[int, int],
-                 data: Arrays, limit: int = MAX_SAMPLES) -> list[LayerError]:
+def tensor_errors(g: FloatGraph, written: Written, data: Arrays, limit: int = MAX_SAMPLES
+                  ) -> tuple[dict[int, float], float]:
+    """(float tensor index -> SNR of its quantized value, the SNR of all outputs together) over up
+    to `limit` samples; the quantized model runs in the numpy oracle (TFLite Micro's arithmetic)."""
     import aot
     from aot.frontend.tflite import load_tflite
     data = {k: v[:limit] for k, v in data.items()}
     n = next(iter(data.values())).shape[0]
-    wanted = [op.outputs[0] for op in g.ops]
+    wanted = sorted({o for op in g.ops for o in op.outputs})
     floats: dict[int, list[np.ndarray]] = {t: [] for t in wanted}
 
     def keep(values: dict[int, np.ndarray]) -> None:
@@ -43,9 +45,15 @@ def layer_errors(g: FloatGraph, params: dict[int, QParams], model_bytes: bytes, 
             if t in values:
                 floats[t].append(np.asarray(values[t], np.float32).reshape(-1))
     run_float(g, data, on_batch=keep)
-    model = load_tflite(model_bytes, g.name + "_q")
+    model = load_tflite(written.model, g.name + "_q")
     quants: dict[int, list[np.ndarray]] = {t: [] for t in wanted}
     names = list(data)
+    snrs: dict[int, float] = {}
+    for i, nm in zip(g.inputs, names):  # the inputs' own rounding
+        p = written.params[i]
+        info = np.iinfo(np.dtype(written.dtypes[i]))
+        x = data[nm].astype(np.float64)
+        snrs[i] = snr_db(x, (np.clip(np.round(x / p.scale) + p.zero_point, info.min, info.max) - p.zero_point) * p.scale)
     for k in range(n):
         feeds = {}
         for v, nm in zip(model.inputs, names):
@@ -58,15 +66,21 @@ def layer_errors(g: FloatGraph, params: dict[int, QParams], model_bytes: bytes, 
         aot.reference(model, feeds, trace)
         by_index = {int(kk[1:]): v for kk, v in trace.items() if kk[:1] == "t" and kk[1:].isdigit()}
         for t in wanted:
-            if index.get(t) in by_index:
-                p = params[t]
-                quants[t].append(((by_index[index[t]].astype(np.float64) - p.zero_point) * p.scale).reshape(-1))
-    out = []
-    for i, op in enumerate(g.ops):
-        t = op.outputs[0]
-        if not floats[t] or len(quants[t]) != n:
-            continue
-        f, q = np.concatenate(floats[t]), np.concatenate(quants[t])
-        if f.size == q.size:
-            out.append(LayerError(i, op.name, g.tensors[t].name, g.tensors[t].shape, snr_db(f, q)))
-    return out
+            if written.index.get(t) in by_index:
+                p = written.params[t]
+                quants[t].append(((by_index[written.index[t]].astype(np.float64) - p.zero_point) * p.scale).reshape(-1))
+    for t in wanted:
+        if floats[t] and len(quants[t]) == n:
+            f, q = np.concatenate(floats[t]), np.concatenate(quants[t])
+            if f.size == q.size:
+                snrs[t] = snr_db(f, q)
+    f_out = [np.concatenate(floats[o]) for o in g.outputs if o in snrs]
+    q_out = [np.concatenate(quants[o]) for o in g.outputs if o in snrs]
+    total = snr_db(np.concatenate(f_out), np.concatenate(q_out)) if f_out else float("nan")
+    return snrs, total
+
+
+def layer_errors(g: FloatGraph, written: Written, data: Arrays, limit: int = MAX_SAMPLES) -> list[LayerError]:
+    snrs, _ = tensor_errors(g, written, data, limit)
+    return [LayerError(i, op.name, g.tensors[op.outputs[0]].name, g.tensors[op.outputs[0]].shape,
+                       snrs[op.outputs[0]]) for i, op in enumerate(g.ops) if op.outputs[0] in snrs]

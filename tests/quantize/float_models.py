@@ -169,3 +169,40 @@ def samples(shape: Sequence[int], n: int, seed: int = 0) -> np.ndarray:
     coarse = rng.uniform(-1.0, 1.0, (n, -(-h // 4), -(-w // 4), c))
     up = coarse.repeat(4, axis=1).repeat(4, axis=2)[:, :h, :w, :]
     return np.clip(up + rng.normal(0.0, 0.2, up.shape), -1.0, 1.0).astype(np.float32)
+
+
+def long_tail(seed: int = 3, gain: float = 300.0) -> bytes:
+    """A model with one badly int8-quantizable activation: the second convolution's channel 0 is
+    `gain` times larger than the others, and the depthwise convolution after it scales it back
+    (per-channel weights: exact), so an int8 scale for that tensor leaves the other channels a
+    few levels."""
+    n = FloatNet((1, 12, 12, 4), seed, "long_tail")
+    x = n.conv(n.input, 8)
+    y = n.conv(x, 8, act="none")
+    op = n.b._ops[-1]
+    _scale_const(n, op.inputs[1], lambda a: _rows(a, 0, gain))   # OHWI: output channel 0
+    _scale_const(n, op.inputs[2], lambda a: _rows(a, 0, gain))
+    z = n.conv(y, 0, depthwise=True)
+    _scale_const(n, n.b._ops[-1].inputs[1], lambda a: _cols(a, 1.0 / gain))  # 1HWC: channel 0
+    z = n.conv(z, 8)
+    z = n.conv(z, 8)
+    return n.finish([n.fc(n.mean(z), 6)])
+
+
+def _rows(a: np.ndarray, k: int, f: float) -> np.ndarray:
+    a = a.copy()
+    a[k] *= f
+    return a
+
+
+def _cols(a: np.ndarray, f: float) -> np.ndarray:
+    a = a.copy()
+    a[..., 0] *= f
+    return a
+
+
+def _scale_const(n: FloatNet, t: int, fn) -> None:  # noqa: ANN001
+    """Rewrite constant tensor `t`'s data in the builder (float32)."""
+    tensor = n.b._tensors[t]
+    data = np.frombuffer(n.b._buffers[tensor.buffer], np.float32).reshape(tensor.shape)
+    n.b._buffers[tensor.buffer] = fn(data).astype(np.float32).tobytes()

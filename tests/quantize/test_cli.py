@@ -123,3 +123,17 @@ def test_bad_method_and_output_name(files, capsys, tmp_path) -> None:  # noqa: A
                     "--method", "percentile:200"], tmp_path / "q.tflite", "percentile")
     _fails(capsys, ["quantize", str(model), "--calibration", str(d / "cal.npy"), "-o", str(tmp_path / "q.bin")],
            tmp_path / "q.bin", "*.tflite")
+
+
+def test_target_snr_and_layers_printout(capsys, tmp_path) -> None:  # noqa: ANN001
+    m = tmp_path / "lt.tflite"
+    m.write_bytes(fm.long_tail())
+    np.save(tmp_path / "cal.npy", fm.samples((1, 12, 12, 4), 60))
+    out = tmp_path / "q.tflite"
+    assert main(["quantize", str(m), "--calibration", str(tmp_path / "cal.npy"), "-o", str(out),
+                 "--target-snr", "20", "--layers"]) == 0
+    text = capsys.readouterr().out
+    assert "mixed precision: 2 of 7 operators int16 (16x8), target 20 dB reached" in text, text
+    assert "promoted #" in text and "per-layer output SNR" in text and "int8/int16 vs float" in text
+    _fails(capsys, ["quantize", str(m), "--calibration", str(tmp_path / "cal.npy"), "-o", str(tmp_path / "r.tflite"),
+                    "--target-snr", "20", "--holdout", "0"], tmp_path / "r.tflite", "needs evaluation samples")

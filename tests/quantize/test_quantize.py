@@ -242,3 +242,29 @@ def test_per_layer_snr_shows_where_the_error_enters() -> None:
     cal[0] *= 60.0  # an outlier: the input's range (and the first layer's) 60 times too wide
     bad = quantize_model(float_model, cal, eval_data=held, layers=True)
     assert bad.layers[0].snr_db < r.layers[0].snr_db - 15.0, (bad.layers[0], r.layers[0])
+
+
+def test_target_snr_promotes_the_fewest_layers_to_int16() -> None:
+    """A long-tailed activation (one channel 300 times the others) ruins int8; --target-snr
+    promotes the two operators around it (its producer and its reader) and no more, and the mixed
+    model (QUANTIZE between int8 and int16) runs in TFLite Micro bit-exact with the host build."""
+    float_model = fm.long_tail()
+    shape = _input_shape(float_model)
+    cal, held = fm.samples(shape, 60, seed=1), fm.samples(shape, 10, seed=2)
+    r8 = quantize_model(float_model, cal, eval_data=held)
+    r16 = quantize_model(float_model, cal, eval_data=held, activations="int16")
+    target = r16.accuracy.snr_db - 3.0
+    assert r8.accuracy.snr_db < target - 15.0, (r8.accuracy, r16.accuracy)
+    r = quantize_model(float_model, cal, eval_data=held, target_snr=target)
+    assert r.mixed.reached and r.accuracy.snr_db >= target
+    promoted = sorted(k for s in r.mixed.steps for k in s.promoted)
+    assert promoted == [1, 2], promoted  # the conv making the long tail, the depthwise reading it
+    f = parse(r.model, "q", OPTIONS)
+    assert [op.name for op in f.ops].count("QUANTIZE") == 2  # int8 -> int16 before, int16 -> int8 after
+    inputs = _quantize_inputs(r.model, held[:3])
+    tflm = run_tflm_batch([(r.model, [x]) for x in inputs])
+    model = load_tflite(r.model)
+    lib = aot.build(model, backend="c")
+    for x, want in zip(inputs, tflm):
+        got = lib.run({model.inputs[0].name: x})[model.outputs[0].name]
+        np.testing.assert_array_equal(got, want[0].reshape(got.shape))
