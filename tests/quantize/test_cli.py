@@ -137,3 +137,38 @@ def test_target_snr_and_layers_printout(capsys, tmp_path) -> None:  # noqa: ANN0
     assert "promoted #" in text and "per-layer output SNR" in text and "int8/int16 vs float" in text
     _fails(capsys, ["quantize", str(m), "--calibration", str(tmp_path / "cal.npy"), "-o", str(tmp_path / "r.tflite"),
                     "--target-snr", "20", "--holdout", "0"], tmp_path / "r.tflite", "needs evaluation samples")
+
+
+def test_two_inputs_by_name(capsys, tmp_path) -> None:  # noqa: ANN001
+    """A model with two inputs takes an .npz with one array per input name; a missing name is one line."""
+    n = fm.FloatNet((1, 8, 8, 3))
+    other = n.t((1, 8, 8, 3))
+    s = n.binary("ADD", n.conv(n.input, 3, act="none"), other)
+    n.b.set_inputs([n.input, other])
+    n.b.set_outputs([n.fc(n.mean(s), 4)])
+    m = tmp_path / "two.tflite"
+    m.write_bytes(n.b.finish())
+    a, b = fm.samples((1, 8, 8, 3), 20, seed=1), fm.samples((1, 8, 8, 3), 20, seed=2)
+    np.savez(tmp_path / "cal.npz", t0=a, **{f"t{other}": b})
+    out = tmp_path / "q.tflite"
+    assert main(["quantize", str(m), "--calibration", str(tmp_path / "cal.npz"), "-o", str(out)]) == 0
+    assert "held-out samples: output SNR" in capsys.readouterr().out
+    assert [v.type.dtype for v in load_tflite(out.read_bytes()).inputs] == ["int8", "int8"]
+    np.savez(tmp_path / "bad.npz", t0=a, x=b)
+    _fails(capsys, ["quantize", str(m), "--calibration", str(tmp_path / "bad.npz"), "-o", str(tmp_path / "r.tflite")],
+           tmp_path / "r.tflite", f"no calibration data for input 't{other}'")
+
+
+def test_missing_files_and_empty_folder(files, capsys, tmp_path) -> None:  # noqa: ANN001
+    d, model = files
+    out = tmp_path / "q.tflite"
+    _fails(capsys, ["quantize", str(tmp_path / "none.tflite"), "--calibration", str(d / "cal.npy"), "-o", str(out)],
+           out, "no such file")
+    _fails(capsys, ["quantize", str(model), "--calibration", str(tmp_path / "none.npy"), "-o", str(out)],
+           out, "no such file")
+    (tmp_path / "empty").mkdir()
+    _fails(capsys, ["quantize", str(model), "--calibration", str(tmp_path / "empty"), "-o", str(out)],
+           out, "no .npy files")
+    np.save(tmp_path / "zero.npy", np.zeros((0, 16, 16, 3), np.float32))
+    _fails(capsys, ["quantize", str(model), "--calibration", str(tmp_path / "zero.npy"), "-o", str(out)],
+           out, "holds no samples")
