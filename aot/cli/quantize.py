@@ -33,16 +33,23 @@ def cmd_quantize(a: argparse.Namespace) -> int:
         raise Error(f"-o {out}: no such folder {str(out.parent)!r}")
     if a.holdout is not None and not 0.0 <= a.holdout < 1.0:
         raise Error(f"--holdout must be in [0, 1), got {a.holdout}")
+    if a.report is not None and not Path(a.report).parent.is_dir():
+        raise Error(f"--report {a.report}: no such folder {str(Path(a.report).parent)!r}")
     r = quantize_model(a.model, a.calibration, activations=a.activations, per_tensor=a.per_tensor,
                        method=a.method, float_io=a.float_io, holdout=0.1 if a.holdout is None else a.holdout,
                        eval_data=a.eval, evaluate=not a.no_eval, progress=console_progress("calibrating"),
-                       layers=a.layers, target_snr=a.target_snr)
+                       layers=a.layers or a.report is not None, target_snr=a.target_snr)
     _write_atomic(out, r.model)
+    if a.report is not None:
+        from aot.quantize.report import render
+        opts = {"activations": a.activations, "method": a.method, "per_tensor": a.per_tensor, "float_io": a.float_io,
+                "target_snr": a.target_snr}
+        _write_atomic(Path(a.report), render(r, Path(a.model).name, opts).encode())
     io = "float32 in/out (QUANTIZE/DEQUANTIZE)" if a.float_io else f"{a.activations} in/out"
     kind = "int8" if a.activations == "int8" else "16x8 (int16 activations, int8 weights)"
     if r.mixed is not None and "int16" in r.mixed.op_dtypes:
         kind = f"int8 with {r.mixed.op_dtypes.count('int16')} int16 (16x8) operators"
-    print(f"{out}: full-integer {kind} TFLite, {r.ops} operators, {io}, {len(r.model):,} bytes")
+    print(f"{out}: full-integer TFLite ({kind}), {r.ops} operators, {io}, {len(r.model):,} bytes")
     print(f"calibrated on {r.calibration_samples} samples ({a.method}) in {r.calibrate_seconds:.1f} s; "
           f"total {r.total_seconds:.1f} s")
     if r.mixed is not None:
@@ -55,7 +62,9 @@ def cmd_quantize(a: argparse.Namespace) -> int:
             print(f"  promoted {describe(r.graph, step.promoted)}: {step.snr_db:.1f} dB")
     if r.accuracy is not None:
         print(r.accuracy.line())
-    if r.layers:
+    if a.report is not None:
+        print(f"report: {a.report}")
+    if r.layers and a.layers:
         print("per-layer output SNR (quantized vs float, where the error enters):")
         print("  op  operator           shape               SNR      tensor")
         for row in r.layers:
@@ -91,6 +100,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     s.add_argument("--target-snr", type=float, metavar="DB",
                    help="mixed precision: promote the layers where int8 hurts most to int16 activations (16x8) "
                         "until the output SNR on the evaluation samples reaches DB")
+    s.add_argument("--report", metavar="REPORT.html",
+                   help="write an HTML page: accuracy, per-layer SNR, int16 promotions, output histograms")
     s.add_argument("--layers", action="store_true",
                    help="also print each operator's output SNR against the float model (up to 16 evaluation samples)")
     s.set_defaults(fn=cmd_quantize)

@@ -35,6 +35,7 @@ class QuantizeResult:
     layers: tuple[LayerError, ...] = ()  # per-operator SNR (with layers=True)
     mixed: Optional[MixedResult] = None  # the int16 promotions (with target_snr)
     graph: Optional[FloatGraph] = None   # the float graph quantized (operator indices of `layers`, `mixed`)
+    outputs: Optional[tuple] = None      # (float, dequantized integer) first output on the evaluation samples
 
 
 def _read_model(model: ModelSource) -> tuple[FloatGraph, str, dict[str, tuple[int, ...]]]:
@@ -129,16 +130,19 @@ def quantize_model(model: ModelSource, calibration: DataSource, *, activations: 
                               activations=activations)
     out = written.model
     acc = None
+    outputs: Optional[tuple] = None
     if evaluate and held is not None and next(iter(held.values())).shape[0]:
         ref = run_float(g, held)
         promoted = mixed is not None and "int16" in mixed.op_dtypes
-        acc = compare(ref, run_quantized(out, held, name), "int8/int16" if promoted else activations)
+        got = run_quantized(out, held, name)
+        acc = compare(ref, got, "int8/int16" if promoted else activations)
+        outputs = (ref[0], got[0])
     per_layer: tuple[LayerError, ...] = ()
     if layers and held is not None and next(iter(held.values())).shape[0]:
         per_layer = tuple(layer_errors(g, written, held))
     n_cal = next(iter(samples.values())).shape[0]
     return QuantizeResult(out, written.params, n_cal, cal.batch, cal.seconds, time.perf_counter() - t0, acc,
-                          len(g.ops), per_layer, mixed, g)
+                          len(g.ops), per_layer, mixed, g, outputs)
 
 
 def quantize(model: ModelSource, calibration: DataSource, **options) -> bytes:  # noqa: ANN003

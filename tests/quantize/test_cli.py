@@ -172,3 +172,16 @@ def test_missing_files_and_empty_folder(files, capsys, tmp_path) -> None:  # noq
     np.save(tmp_path / "zero.npy", np.zeros((0, 16, 16, 3), np.float32))
     _fails(capsys, ["quantize", str(model), "--calibration", str(tmp_path / "zero.npy"), "-o", str(out)],
            out, "holds no samples")
+
+
+def test_html_report(files, capsys, tmp_path) -> None:  # noqa: ANN001
+    d, model = files
+    out, page = tmp_path / "q.tflite", tmp_path / "r.html"
+    assert main(["quantize", str(model), "--calibration", str(d / "cal.npy"), "-o", str(out),
+                 "--report", str(page)]) == 0
+    assert f"report: {page}" in capsys.readouterr().out
+    text = page.read_text()
+    assert text.count("<tr><td>") == 8  # one row per operator of the small CNN (RELU6 fused)
+    assert "<svg" in text and "held-out samples: output SNR" in text
+    _fails(capsys, ["quantize", str(model), "--calibration", str(d / "cal.npy"), "-o", str(tmp_path / "s.tflite"),
+                    "--report", str(tmp_path / "no" / "r.html")], tmp_path / "s.tflite", "no such folder")
