@@ -58,14 +58,18 @@ def _traced(model, feeds: dict[str, np.ndarray]) -> dict[int, np.ndarray]:  # no
 
 
 def run_float(g: FloatGraph, data: Arrays, batch: int | None = None, progress: Optional[Progress] = None,
-              on_batch: Optional[Callable[[dict[int, np.ndarray]], None]] = None) -> list[np.ndarray]:
+              on_batch: Optional[Callable[[dict[int, np.ndarray]], None]] = None,
+              used: Optional[dict[str, int]] = None) -> list[np.ndarray]:
     """The float model's outputs for every sample (stacked per output), in batches; `on_batch`
-    sees each batch's traced tensors (TFLite tensor index -> value) with the inputs included."""
+    sees each batch's traced tensors (TFLite tensor index -> value) with the inputs included;
+    `used["batch"]` is set to the batch size that ran."""
     from aot.frontend.tflite import load_tflite
     n = next(iter(data.values())).shape[0]
     if batch is None:
         batch = max(1, min(MAX_BATCH, n, BATCH_BYTES // max(activation_bytes(g), 1)))
     names = [g.tensors[i].name or f"t{i}" for i in g.inputs]
+    if any(g.tensors[i].shape[:1] != (1,) for i in g.inputs):
+        batch = 1  # no batch dimension to grow
     single = load_tflite(write_float(g, 1), g.name)
     models = {1: single}
     if batch > 1:
@@ -83,7 +87,13 @@ def run_float(g: FloatGraph, data: Arrays, batch: int | None = None, progress: O
             model = models[k] = load_tflite(write_float(g, k), g.name)
         feeds = {v.name: data[nm][done:done + k].reshape(v.type.shape)
                  for v, nm in zip(model.inputs, names)}
-        values = _traced(model, feeds)
+        try:
+            values = _traced(model, feeds)
+        except Exception:  # noqa: BLE001 - a batched rewrite the model does not take: one at a time
+            if k == 1:
+                raise
+            batch, checked = 1, True
+            continue
         if not checked:  # the batched model must agree with the model on its first sample
             ref = _traced(single, {v.name: data[nm][:1].reshape(v.type.shape)
                                    for v, nm in zip(single.inputs, names)})
@@ -102,6 +112,8 @@ def run_float(g: FloatGraph, data: Arrays, batch: int | None = None, progress: O
         done += k
         if progress is not None:
             progress(done, n)
+    if used is not None:
+        used["batch"] = batch
     return [np.concatenate(o) for o in outs]
 
 
@@ -118,8 +130,9 @@ def calibrate(g: FloatGraph, data: Arrays, keep_values: bool, progress: Optional
 
     n = next(iter(data.values())).shape[0]
     batch = max(1, min(MAX_BATCH, n, BATCH_BYTES // max(activation_bytes(g), 1)))
-    outs = run_float(g, data, batch, progress, record)
-    return Calibration(stats, n, batch, time.perf_counter() - t0), outs
+    used: dict[str, int] = {}
+    outs = run_float(g, data, batch, progress, record, used)
+    return Calibration(stats, n, used["batch"], time.perf_counter() - t0), outs
 
 
 def console_progress(label: str) -> Progress:

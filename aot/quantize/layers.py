@@ -29,14 +29,9 @@ class LayerError:
         return f"{self.index:>4}  {self.op:<18} {shape:<16} {self.snr_db:7.1f} dB  {self.tensor}"
 
 
-def tensor_errors(g: FloatGraph, written: Written, data: Arrays, limit: int = MAX_SAMPLES
-                  ) -> tuple[dict[int, float], float]:
-    """(float tensor index -> SNR of its quantized value, the SNR of all outputs together) over up
-    to `limit` samples; the quantized model runs in the numpy oracle (TFLite Micro's arithmetic)."""
-    import aot
-    from aot.frontend.tflite import load_tflite
+def float_values(g: FloatGraph, data: Arrays, limit: int = MAX_SAMPLES) -> dict[int, list[np.ndarray]]:
+    """Every operator output of the float model (flattened, per batch) on up to `limit` samples."""
     data = {k: v[:limit] for k, v in data.items()}
-    n = next(iter(data.values())).shape[0]
     wanted = sorted({o for op in g.ops for o in op.outputs})
     floats: dict[int, list[np.ndarray]] = {t: [] for t in wanted}
 
@@ -45,6 +40,21 @@ def tensor_errors(g: FloatGraph, written: Written, data: Arrays, limit: int = MA
             if t in values:
                 floats[t].append(np.asarray(values[t], np.float32).reshape(-1))
     run_float(g, data, on_batch=keep)
+    return floats
+
+
+def tensor_errors(g: FloatGraph, written: Written, data: Arrays, limit: int = MAX_SAMPLES,
+                  floats: dict[int, list[np.ndarray]] | None = None) -> tuple[dict[int, float], float]:
+    """(float tensor index -> SNR of its quantized value, the SNR of all outputs together) over up
+    to `limit` samples; the quantized model runs in the numpy oracle (TFLite Micro's arithmetic).
+    `floats`: the float values (float_values) when already computed."""
+    import aot
+    from aot.frontend.tflite import load_tflite
+    if floats is None:
+        floats = float_values(g, data, limit)
+    data = {k: v[:limit] for k, v in data.items()}
+    n = next(iter(data.values())).shape[0]
+    wanted = sorted(floats)
     model = load_tflite(written.model, g.name + "_q")
     quants: dict[int, list[np.ndarray]] = {t: [] for t in wanted}
     names = list(data)

@@ -14,7 +14,7 @@ from typing import Sequence
 from aot.quantize.choose import QParams, same_scale_groups
 from aot.quantize.data import Arrays
 from aot.quantize.graph import FloatGraph
-from aot.quantize.layers import tensor_errors
+from aot.quantize.layers import float_values, tensor_errors
 from aot.quantize.write import Written, write_model
 
 NO_INT16 = ("HARD_SWISH",)  # operators TFLite Micro has no 16x8 kernel of
@@ -58,10 +58,11 @@ def promote(g: FloatGraph, params: dict[str, dict[int, QParams]], data: Arrays, 
     dts = ["int8"] * len(g.ops)
     candidates = [c for c in clusters(g) if not any(g.ops[k].name in NO_INT16 for k in c)]
     steps: list[Step] = []
+    floats = float_values(g, data)
 
     def build() -> tuple[Written, dict[int, float], float]:
         w = write_model(g, params, per_tensor=per_tensor, float_io=float_io, activations="int8", op_dtypes=dts)
-        snrs, total = tensor_errors(g, w, data)
+        snrs, total = tensor_errors(g, w, data, floats=floats)
         return w, snrs, total
 
     written, snrs, total = build()

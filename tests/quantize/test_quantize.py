@@ -268,3 +268,13 @@ def test_target_snr_promotes_the_fewest_layers_to_int16() -> None:
     for x, want in zip(inputs, tflm):
         got = lib.run({model.inputs[0].name: x})[model.outputs[0].name]
         np.testing.assert_array_equal(got, want[0].reshape(got.shape))
+
+
+def test_a_model_without_a_batch_dimension() -> None:
+    """An input whose first dimension is not 1 cannot be batched: calibration runs one sample at a
+    time and gives the same model as the float graph's values say."""
+    n = fm.FloatNet((4, 8))
+    m = n.finish([n.unary("LOGISTIC", n.fc(n.input, 5))])
+    x = np.random.default_rng(0).uniform(-1, 1, (30, 4, 8)).astype(np.float32)
+    r = quantize_model(m, x, eval_data=x[:5])
+    assert r.batch == 1 and r.accuracy.snr_db > 20.0, r.accuracy
