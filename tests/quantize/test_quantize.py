@@ -54,10 +54,31 @@ def test_tflm_runs_it_bit_exact_with_the_host_build(quantized) -> None:  # noqa:
     inputs = _quantize_inputs(r.model, held[:4])
     tflm = run_tflm_batch([(r.model, [x]) for x in inputs])
     model = load_tflite(r.model, name)
-    lib = aot.build(model, backend="c")
-    for x, want in zip(inputs, tflm):
-        got = lib.run({model.inputs[0].name: x})[model.outputs[0].name]
-        np.testing.assert_array_equal(got, want[0].reshape(got.shape))
+    for backend in ("c", "llvm"):
+        lib = aot.build(model, backend=backend)
+        for x, want in zip(inputs, tflm):
+            got = lib.run({model.inputs[0].name: x})[model.outputs[0].name]
+            np.testing.assert_array_equal(got, want[0].reshape(got.shape), err_msg=backend)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("arm_toolchain")
+def test_quantized_model_runs_on_the_cortex_m4_board(tmp_path: Path) -> None:
+    """The quantized residual model, built for mps2-an386 and run in QEMU, gives TFLite Micro's output."""
+    import subprocess
+    float_model = fm.residual()
+    shape = _input_shape(float_model)
+    r = quantize_model(float_model, fm.samples(shape, 40), evaluate=False)
+    (tmp_path / "q.tflite").write_bytes(r.model)
+    x = _quantize_inputs(r.model, fm.samples(shape, 1, seed=7))[0]
+    np.save(tmp_path / "x.npy", x)
+    run = subprocess.run([sys.executable, "-m", "aot", "run", str(tmp_path / "q.tflite"), "--target", "qemu",
+                          "--board", "mps2-an386", "--input", str(tmp_path / "x.npy"), "--output",
+                          str(tmp_path / "o.npy")], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert run.returncode == 0, run.stderr
+    want = run_tflm_batch([(r.model, [x])])[0][0]
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy").reshape(want.shape), want)
 
 
 def test_output_close_to_the_float_model(quantized) -> None:  # noqa: ANN001
