@@ -14,7 +14,7 @@ from aot.quantize.data import Arrays
 class Accuracy:
     samples: int
     snr_db: float                  # output SNR of the integer model against the float model (all outputs)
-    top1: float | None             # fraction of samples whose arg-max agrees (outputs with > 1 class)
+    top1: float | None             # share of arg-maxes over the first output's last axis that agree
     per_output_snr_db: tuple[float, ...]
     activations: str = "int8"
 
@@ -67,6 +67,7 @@ def compare(float_outs: list[np.ndarray], quant_outs: list[np.ndarray], activati
     per = tuple(snr_db(f, q.reshape(f.shape)) for f, q in zip(float_outs, quant_outs))
     total = snr_db(np.concatenate([f.reshape(-1) for f in float_outs]),
                    np.concatenate([q.reshape(-1) for q in quant_outs]))
-    f0, q0 = float_outs[0].reshape(n, -1), quant_outs[0].reshape(n, -1)
-    top1 = float(np.mean(f0.argmax(axis=1) == q0.argmax(axis=1))) if f0.shape[1] > 1 else None
+    last = float_outs[0].shape[-1] if float_outs[0].ndim > 1 else 1
+    f0, q0 = float_outs[0].reshape(-1, last), quant_outs[0].reshape(-1, last)
+    top1 = float(np.mean(f0.argmax(axis=1) == q0.argmax(axis=1))) if last > 1 else None
     return Accuracy(n, total, top1, per, activations)

@@ -17,7 +17,8 @@ from aot.quantize.graph import ELEMENTWISE_CONST_OPS, FloatGraph
 FIXED_INT8 = {"LOGISTIC": (1 / 256, -128), "SOFTMAX": (1 / 256, -128), "TANH": (1 / 128, 0)}
 FIXED_INT16 = {"LOGISTIC": (1 / 32768, 0), "SOFTMAX": (1 / 32768, 0), "TANH": (1 / 32768, 0)}
 # operators whose inputs and outputs share one scale and zero point
-SAME_SCALE = ("RESHAPE", "AVERAGE_POOL_2D", "MAX_POOL_2D", "PAD", "CONCATENATION", "TRANSPOSE")
+SAME_SCALE = ("RESHAPE", "AVERAGE_POOL_2D", "MAX_POOL_2D", "PAD", "CONCATENATION", "TRANSPOSE",
+              "RESIZE_NEAREST_NEIGHBOR", "STRIDED_SLICE")
 MIN_RANGE = 1e-4   # a constant tensor still gets a usable scale
 
 

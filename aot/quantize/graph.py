@@ -40,14 +40,25 @@ OPTIONS_SPEC: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "RELU6": (None, ()),
     "HARD_SWISH": (None, ()),
     "TRANSPOSE": (None, ()),
+    "SUB": ("SubOptions", ("FusedActivationFunction",)),
+    "LEAKY_RELU": ("LeakyReluOptions", ("Alpha",)),
+    "SQUEEZE": (None, ()),        # written as RESHAPE
+    "EXPAND_DIMS": (None, ()),    # written as RESHAPE
+    "RESIZE_NEAREST_NEIGHBOR": ("ResizeNearestNeighborOptions", ("AlignCorners", "HalfPixelCenters")),
+    "STRIDED_SLICE": ("StridedSliceOptions", ("BeginMask", "EndMask", "EllipsisMask", "NewAxisMask",
+                                              "ShrinkAxisMask", "Offset")),
+    "TRANSPOSE_CONV": ("TransposeConvOptions", ("Padding", "StrideW", "StrideH", "FusedActivationFunction")),
 }
 SUPPORTED_OPS = tuple(sorted(OPTIONS_SPEC))
-# weights operand (index 1) and its per-channel axis
-MAC_OPS = {"CONV_2D": 0, "DEPTHWISE_CONV_2D": 3, "FULLY_CONNECTED": 0}
+# the multiply-accumulate ops: the per-channel axis of their weights (operand 1)
+MAC_OPS = {"CONV_2D": 0, "DEPTHWISE_CONV_2D": 3, "FULLY_CONNECTED": 0, "TRANSPOSE_CONV": 0}
+# and the operand positions of their (input, weights, bias)
+MAC_OPERANDS = {"CONV_2D": (0, 1, 2), "DEPTHWISE_CONV_2D": (0, 1, 2), "FULLY_CONNECTED": (0, 1, 2),
+                "TRANSPOSE_CONV": (2, 1, 3)}
 # ops whose float32 constant inputs are quantized as int8 activations (own asymmetric range)
-ELEMENTWISE_CONST_OPS = ("ADD", "MUL", "CONCATENATION")
+ELEMENTWISE_CONST_OPS = ("ADD", "SUB", "MUL", "CONCATENATION")
 # an op followed by RELU/RELU6 takes it as its fused activation (TFLite ActivationFunctionType)
-FUSABLE = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MUL")
+FUSABLE = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL")
 ACTIVATION_CODE = {"RELU": 1, "RELU6": 3}
 
 _FLOAT, _INT32 = 0, 2
@@ -131,9 +142,22 @@ def read_float_model(data: bytes, name: str) -> FloatGraph:
             raise ModelFormatError(f"{name}: {op.label} has no options table")
         opts = {_snake(k): v for k, v in (op.options or {}).items()}
         ops.append(QOp(op.name, list(op.inputs), list(op.outputs), opts))
-    g = FloatGraph(name, tensors, ops, list(f.inputs), list(f.outputs))
+    g = _as_reshapes(FloatGraph(name, tensors, ops, list(f.inputs), list(f.outputs)))
     _check_operands(g)
     return g
+
+
+def _as_reshapes(g: FloatGraph) -> FloatGraph:
+    """SQUEEZE and EXPAND_DIMS as the RESHAPE they are (static shapes): one operator fewer to support."""
+    tensors, ops = list(g.tensors), []
+    for op in g.ops:
+        if op.name in ("SQUEEZE", "EXPAND_DIMS"):
+            shape = g.tensors[op.outputs[0]].shape
+            tensors.append(QTensor(len(tensors), f"{g.tensors[op.outputs[0]].name}_shape", (len(shape),), "int32",
+                                   np.array(shape, np.int32)))
+            op = QOp("RESHAPE", [op.inputs[0], len(tensors) - 1], list(op.outputs))
+        ops.append(op)
+    return replace(g, tensors=tensors, ops=ops)
 
 
 def _check_operands(g: FloatGraph) -> None:
@@ -142,10 +166,12 @@ def _check_operands(g: FloatGraph) -> None:
             if i >= 0 and g.tensors[i].dtype != "float32" and not g.is_const(i):
                 raise UnsupportedError(f"{g.name}: {op.name} reads the {g.tensors[i].dtype} tensor "
                                        f"{g.tensors[i].name!r} computed at run time; aot quantize takes float models")
-        if op.name in MAC_OPS and (len(op.inputs) < 2 or not g.is_const(op.inputs[1])):
-            raise UnsupportedError(f"{g.name}: {op.name} with weights computed at run time cannot be quantized")
-        if op.name in MAC_OPS and len(op.inputs) > 2 and op.inputs[2] >= 0 and not g.is_const(op.inputs[2]):
-            raise UnsupportedError(f"{g.name}: {op.name} with a bias computed at run time cannot be quantized")
+        if op.name in MAC_OPERANDS:
+            xi, wi, bi = MAC_OPERANDS[op.name]
+            if len(op.inputs) <= max(xi, wi) or not g.is_const(op.inputs[wi]):
+                raise UnsupportedError(f"{g.name}: {op.name} with weights computed at run time cannot be quantized")
+            if len(op.inputs) > bi and op.inputs[bi] >= 0 and not g.is_const(op.inputs[bi]):
+                raise UnsupportedError(f"{g.name}: {op.name} with a bias computed at run time cannot be quantized")
 
 
 def fuse_activations(g: FloatGraph) -> FloatGraph:
@@ -176,6 +202,7 @@ def write_float(g: FloatGraph, batch: int = 1) -> bytes:
     from aot.frontend.tflite_writer import TFLiteModelBuilder
     b = TFLiteModelBuilder(f"microaot quantize calibration {g.name}")
     reshape_shapes = {op.inputs[1] for op in g.ops if op.name == "RESHAPE" and len(op.inputs) > 1}
+    reshape_shapes |= {op.inputs[0] for op in g.ops if op.name == "TRANSPOSE_CONV"}
     for t in g.tensors:
         shape, data = list(t.shape), t.data
         if data is None and shape and shape[0] == 1:

@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from aot.quantize.choose import QParams, quantize_weights
-from aot.quantize.graph import MAC_OPS, FloatGraph
+from aot.quantize.graph import MAC_OPERANDS, MAC_OPS, FloatGraph
 
 INT32_MAX = 2 ** 31 - 1
 
@@ -80,26 +80,28 @@ def write_model(g: FloatGraph, params: dict[str, dict[int, QParams]], per_tensor
         return plain_index[t]
 
     for op, adt in zip(g.ops, dts):
-        if op.name in MAC_OPS:
+        if op.name in MAC_OPERANDS:
             bias_dt, bias_max = ("int32", INT32_MAX) if adt == "int8" else ("int64", 2 ** 63 - 1)
-            x, w = op.inputs[0], op.inputs[1]
+            xi, wi, bi = MAC_OPERANDS[op.name]
+            x, w = op.inputs[xi], op.inputs[wi]
             axis = None if per_tensor or op.name == "FULLY_CONNECTED" else MAC_OPS[op.name]
             wq, ws = quantize_weights(g.tensors[w].data, axis)
             xin = act(x, adt)
             wt = b.add_tensor(name_of(w), g.tensors[w].shape, "int8", data=wq, scale=ws,
                               zero_point=[0] * ws.size, quantized_dimension=0 if axis is None else axis)
-            ins = [xin, wt]
-            if len(op.inputs) > 2 and op.inputs[2] >= 0:
-                bias = g.tensors[op.inputs[2]]
+            # TRANSPOSE_CONV: (output shape, weights, input, bias); the others: (input, weights, bias)
+            ins = [plain(op.inputs[0]), wt, xin] if op.name == "TRANSPOSE_CONV" else [xin, wt]
+            if len(op.inputs) > bi and op.inputs[bi] >= 0:
+                bias = g.tensors[op.inputs[bi]]
                 bs = (np.float32(params[adt][x].scale) * ws).astype(np.float32)
                 bq = np.clip(np.round(bias.data.astype(np.float64) / bs.astype(np.float64)), -bias_max, bias_max)
-                ins.append(b.add_tensor(name_of(op.inputs[2]), bias.shape, bias_dt, data=bq.astype(bias_dt),
+                ins.append(b.add_tensor(name_of(op.inputs[bi]), bias.shape, bias_dt, data=bq.astype(bias_dt),
                                         scale=bs, zero_point=[0] * bs.size))
             ops.append((op.name, ins, [act(op.outputs[0], adt)], op.options))
         else:
             ins = [-1 if i < 0 else (act(i, adt) if i in params[adt] else plain(i)) for i in op.inputs]
             opts = op.options
-            if adt == "int16" and op.name == "ADD":  # general scales, as the converter's 16x8 models say
+            if adt == "int16" and op.name in ("ADD", "SUB"):  # general scales, as the converter's 16x8 models say
                 opts = {**opts, "pot_scale_int16": False}
             ops.append((op.name, ins, [act(o, adt) for o in op.outputs], opts))
     inputs = [act(i, native[i]) for i in g.inputs]

@@ -206,3 +206,39 @@ def _scale_const(n: FloatNet, t: int, fn) -> None:  # noqa: ANN001
     tensor = n.b._tensors[t]
     data = np.frombuffer(n.b._buffers[tensor.buffer], np.float32).reshape(tensor.shape)
     n.b._buffers[tensor.buffer] = fn(data).astype(np.float32).tobytes()
+
+
+def unet(seed: int = 4) -> bytes:
+    """A small U-Net: conv, max pool, conv, TRANSPOSE_CONV back up, CONCATENATION with the skip,
+    RESIZE_NEAREST_NEIGHBOR, STRIDED_SLICE, SUB, LEAKY_RELU, SQUEEZE / EXPAND_DIMS (written as
+    RESHAPE), and a 1x1 conv head."""
+    n = FloatNet((1, 8, 8, 3), seed, "unet")
+    skip = n.conv(n.input, 4)
+    x = n.pool("MAX_POOL_2D", skip, 2)
+    x = n.conv(x, 8)
+    w = n.t((4, 2, 2, 8), (n.rng.standard_normal((4, 2, 2, 8)) * 0.35).astype(np.float32))
+    bias = n.t((4,), n.rng.normal(0, 0.1, 4).astype(np.float32))
+    out_shape = n.t((4,), np.array([1, 8, 8, 4], np.int32), "int32")
+    up = n.t((1, 8, 8, 4))
+    n.b.add_operator("TRANSPOSE_CONV", [out_shape, w, x, bias], [up],
+                     {"padding": "SAME", "stride_h": 2, "stride_w": 2})
+    x = n.concat([up, skip])
+    x = n.conv(x, 4, act="none")
+    x = n.unary("LEAKY_RELU", x, {"alpha": 0.1})
+    small = n.pool("AVERAGE_POOL_2D", x, 2)
+    size = n.t((2,), np.array([8, 8], np.int32), "int32")
+    big = n.t((1, 8, 8, 4))
+    n.b.add_operator("RESIZE_NEAREST_NEIGHBOR", [small, size], [big], {"align_corners": False,
+                                                                       "half_pixel_centers": False})
+    x = n.binary("SUB", x, big)
+    b0, e0, s0 = (n.t((4,), np.array(v, np.int32), "int32") for v in ([0, 0, 0, 0], [1, 8, 8, 2], [1, 1, 1, 1]))
+    x2 = n.t((1, 8, 8, 2))
+    n.b.add_operator("STRIDED_SLICE", [x, b0, e0, s0], [x2], {"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0,
+                                                              "new_axis_mask": 0, "shrink_axis_mask": 0})
+    x = n.conv(x2, 2, k=1, act="none")
+    sq = n.t((8, 8, 2))
+    n.b.add_operator("SQUEEZE", [x], [sq], {"squeeze_dims": [0]})
+    axis = n.t((1,), np.array([0], np.int32), "int32")
+    y = n.t((1, 8, 8, 2))
+    n.b.add_operator("EXPAND_DIMS", [sq, axis], [y])
+    return n.finish([y])

@@ -24,7 +24,7 @@ from aot.quantize.calibrate import run_float  # noqa: E402
 from aot.quantize.graph import fuse_activations, read_float_model  # noqa: E402
 from tflm_util import run_tflm_batch  # noqa: E402
 
-MODELS = {"small_cnn": fm.small_cnn, "residual": fm.residual, "concat": fm.concat_net}
+MODELS = {"small_cnn": fm.small_cnn, "residual": fm.residual, "concat": fm.concat_net, "unet": fm.unet}
 
 
 def _input_shape(model: bytes) -> tuple[int, ...]:
@@ -96,8 +96,8 @@ def test_layout_as_the_converter_writes_it(quantized) -> None:  # noqa: ANN001
     t = f.tensors
     assert all(t[i].type_name == "INT8" for i in (*f.inputs, *f.outputs))
     for op in f.ops:
-        if op.name in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
-            x, w, b = (t[i] for i in op.inputs[:3])
+        if op.name in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV"):
+            x, w, b = (t[op.inputs[k]] for k in ((2, 1, 3) if op.name == "TRANSPOSE_CONV" else (0, 1, 2)))
             assert w.type_name == "INT8" and set(w.zero_point) == {0}
             channels = w.shape[3] if op.name == "DEPTHWISE_CONV_2D" else w.shape[0]
             assert len(w.scale) == (1 if op.name == "FULLY_CONNECTED" else channels)
@@ -110,7 +110,8 @@ def test_layout_as_the_converter_writes_it(quantized) -> None:  # noqa: ANN001
         if fixed:
             y = t[op.outputs[0]]
             assert (y.scale[0], y.zero_point[0]) == pytest.approx(fixed)
-        if op.name in ("RESHAPE", "AVERAGE_POOL_2D", "MAX_POOL_2D", "PAD", "CONCATENATION"):
+        if op.name in ("RESHAPE", "AVERAGE_POOL_2D", "MAX_POOL_2D", "PAD", "CONCATENATION", "RESIZE_NEAREST_NEIGHBOR",
+                       "STRIDED_SLICE"):
             ins = op.inputs if op.name == "CONCATENATION" else op.inputs[:1]
             qs = {(t[i].scale, t[i].zero_point) for i in (*ins, op.outputs[0])}
             assert len(qs) == 1, (op.label, qs)
