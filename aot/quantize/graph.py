@@ -50,6 +50,12 @@ OPTIONS_SPEC: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "TRANSPOSE_CONV": ("TransposeConvOptions", ("Padding", "StrideW", "StrideH", "FusedActivationFunction")),
 }
 SUPPORTED_OPS = tuple(sorted(OPTIONS_SPEC))
+# integer operators computing static values (a Keras Flatten's SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE
+# target): folded into constants before quantizing
+FOLD_SPEC: dict[str, tuple[str | None, tuple[str, ...]]] = {
+    "SHAPE": (None, ()), "CAST": (None, ()), "PACK": ("PackOptions", ("ValuesCount", "Axis")),
+    "GATHER": ("GatherOptions", ("Axis", "BatchDims")),
+}
 # the multiply-accumulate ops: the per-channel axis of their weights (operand 1)
 MAC_OPS = {"CONV_2D": 0, "DEPTHWISE_CONV_2D": 3, "FULLY_CONNECTED": 0, "TRANSPOSE_CONV": 0}
 # and the operand positions of their (input, weights, bias)
@@ -108,7 +114,7 @@ def read_float_model(data: bytes, name: str) -> FloatGraph:
     (one error naming them)."""
     from aot.frontend.tflite.parse import check_graph, parse
     from aot.frontend.tflite.records import TFL_DTYPES
-    f = parse(bytes(data), name, OPTIONS_SPEC)
+    f = parse(bytes(data), name, {**OPTIONS_SPEC, **FOLD_SPEC})
     if f.n_subgraphs != 1:
         raise UnsupportedError(f"{name}: the model has {f.n_subgraphs} subgraphs; aot quantize takes "
                                "single-subgraph models")
@@ -117,7 +123,10 @@ def read_float_model(data: bytes, name: str) -> FloatGraph:
         t = next((f.tensors[i] for i in f.inputs if f.tensors[i] in quantized), quantized[0])
         raise UnsupportedError(f"{name}: the model is already quantized ({t.label} is {t.type_name}); "
                                "aot quantize takes a float32 model")
-    bad = sorted({op.name for op in f.ops if op.name not in OPTIONS_SPEC})
+    def computes_floats(op) -> bool:  # noqa: ANN001
+        return any(f.tensors[o].tfl_type == _FLOAT for o in op.outputs)
+    bad = sorted({op.name for op in f.ops if op.name not in OPTIONS_SPEC
+                  and (op.name not in FOLD_SPEC or computes_floats(op))})
     if bad:
         raise UnsupportedError(f"{name}: cannot quantize operator{'s' if len(bad) > 1 else ''} {', '.join(bad)} "
                                f"(aot quantize takes {', '.join(SUPPORTED_OPS)})")
@@ -138,13 +147,65 @@ def read_float_model(data: bytes, name: str) -> FloatGraph:
                                    "takes models with float32 inputs")
     ops = []
     for op in order:
-        if op.options is None and OPTIONS_SPEC[op.name][0] is not None:
+        if op.options is None and {**OPTIONS_SPEC, **FOLD_SPEC}[op.name][0] is not None:
             raise ModelFormatError(f"{name}: {op.label} has no options table")
         opts = {_snake(k): v for k, v in (op.options or {}).items()}
         ops.append(QOp(op.name, list(op.inputs), list(op.outputs), opts))
-    g = _as_reshapes(FloatGraph(name, tensors, ops, list(f.inputs), list(f.outputs)))
+    g = _as_reshapes(_fold_integers(FloatGraph(name, tensors, ops, list(f.inputs), list(f.outputs))))
     _check_operands(g)
     return g
+
+
+def _strided_slice(x: np.ndarray, begin: np.ndarray, end: np.ndarray, strides: np.ndarray,
+                   opts: dict[str, Any]) -> np.ndarray:
+    if opts.get("ellipsis_mask", 0) or opts.get("new_axis_mask", 0) or opts.get("offset", False):
+        raise UnsupportedError("STRIDED_SLICE with an ellipsis, new axis or offset mask")
+    index: list[Any] = []
+    for i in range(x.ndim):
+        if i >= len(begin):
+            index.append(slice(None))
+            continue
+        if opts.get("shrink_axis_mask", 0) >> i & 1:
+            index.append(int(begin[i]))
+            continue
+        b = None if opts.get("begin_mask", 0) >> i & 1 else int(begin[i])
+        e = None if opts.get("end_mask", 0) >> i & 1 else int(end[i])
+        index.append(slice(b, e, int(strides[i])))
+    return np.asarray(x[tuple(index)])
+
+
+def _fold_integers(g: FloatGraph) -> FloatGraph:
+    """Operators with integer outputs only (shape arithmetic) evaluated into constants: with static
+    shapes their values never change. One that reads a run-time value is left for the operand check."""
+    tensors, ops = list(g.tensors), []
+    for op in g.ops:
+        outs = [tensors[o] for o in op.outputs]
+        ins = [tensors[i] if i >= 0 else None for i in op.inputs]
+        if any(t.dtype == "float32" for t in outs) or not (op.name == "SHAPE" or all(
+                t is None or t.data is not None for t in ins)):
+            ops.append(op)
+            continue
+        data = [t.data if t is not None else None for t in ins]
+        o = op.options
+        if op.name == "SHAPE":
+            value = np.array(ins[0].shape)
+        elif op.name == "CAST":
+            value = data[0]
+        elif op.name == "PACK":
+            value = np.stack(data, axis=int(o.get("axis", 0)))
+        elif op.name == "CONCATENATION":
+            value = np.concatenate(data, axis=int(o.get("axis", 0)))
+        elif op.name == "GATHER":
+            value = np.take(data[0], data[1], axis=int(o.get("axis", 0)))
+        elif op.name == "STRIDED_SLICE":
+            value = _strided_slice(data[0], data[1], data[2], data[3], o)
+        elif op.name in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS"):
+            value = data[0]
+        else:
+            raise UnsupportedError(f"{g.name}: cannot quantize {op.name} computing {outs[0].dtype} values")
+        t = outs[0]
+        tensors[t.index] = replace(t, data=np.asarray(value).astype(t.dtype).reshape(t.shape))
+    return replace(g, tensors=tensors, ops=ops)
 
 
 def _as_reshapes(g: FloatGraph) -> FloatGraph:

@@ -242,3 +242,23 @@ def unet(seed: int = 4) -> bytes:
     y = n.t((1, 8, 8, 2))
     n.b.add_operator("EXPAND_DIMS", [sq, axis], [y])
     return n.finish([y])
+
+
+def keras_flatten(seed: int = 5) -> bytes:
+    """A Keras Flatten as the converter writes it for a model with an unknown batch: the RESHAPE
+    target computed at run time by SHAPE -> STRIDED_SLICE -> PACK."""
+    n = FloatNet((1, 12, 12, 3), seed, "flatten")
+    x = n.conv(n.input, 4, stride=2)
+    shp = n.t((4,), dtype="int32")
+    n.b.add_operator("SHAPE", [x], [shp])
+    b0, e0, s0 = (n.t((1,), np.array([v], np.int32), "int32") for v in (0, 1, 1))
+    batch = n.t((), dtype="int32")
+    n.b.add_operator("STRIDED_SLICE", [shp, b0, e0, s0], [batch], {"begin_mask": 0, "end_mask": 0,
+                                                                  "ellipsis_mask": 0, "new_axis_mask": 0,
+                                                                  "shrink_axis_mask": 1})
+    minus1 = n.t((), np.array(-1, np.int32), "int32")
+    target = n.t((2,), dtype="int32")
+    n.b.add_operator("PACK", [batch, minus1], [target], {"values_count": 2, "axis": 0})
+    flat = n.t((1, 144))
+    n.b.add_operator("RESHAPE", [x, target], [flat])
+    return n.finish([n.unary("SOFTMAX", n.fc(flat, 5), {"beta": 1.0})])

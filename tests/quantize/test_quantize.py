@@ -24,7 +24,8 @@ from aot.quantize.calibrate import run_float  # noqa: E402
 from aot.quantize.graph import fuse_activations, read_float_model  # noqa: E402
 from tflm_util import run_tflm_batch  # noqa: E402
 
-MODELS = {"small_cnn": fm.small_cnn, "residual": fm.residual, "concat": fm.concat_net, "unet": fm.unet}
+MODELS = {"small_cnn": fm.small_cnn, "residual": fm.residual, "concat": fm.concat_net, "unet": fm.unet,
+          "keras_flatten": fm.keras_flatten}
 
 
 def _input_shape(model: bytes) -> tuple[int, ...]:
@@ -300,3 +301,11 @@ def test_a_model_without_a_batch_dimension() -> None:
     x = np.random.default_rng(0).uniform(-1, 1, (30, 4, 8)).astype(np.float32)
     r = quantize_model(m, x, eval_data=x[:5])
     assert r.batch == 1 and r.accuracy.snr_db > 20.0, r.accuracy
+
+
+def test_shape_arithmetic_is_folded() -> None:
+    """SHAPE -> STRIDED_SLICE -> PACK feeding a RESHAPE (a Keras Flatten with an unknown batch)
+    become a constant target: the quantized model holds no integer arithmetic."""
+    g = read_float_model(fm.keras_flatten(), "f")
+    assert [op.name for op in g.ops] == ["CONV_2D", "RESHAPE", "FULLY_CONNECTED", "SOFTMAX"]
+    np.testing.assert_array_equal(g.tensors[g.ops[1].inputs[1]].data, [1, -1])
