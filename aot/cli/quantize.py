@@ -60,6 +60,9 @@ def cmd_quantize(a: argparse.Namespace) -> int:
               f"{verdict} ({r.mixed.snr_db:.1f} dB on the evaluation samples)")
         for step in r.mixed.steps:
             print(f"  promoted {describe(r.graph, step.promoted)}: {step.snr_db:.1f} dB")
+        if r.activation_bytes is not None:
+            a8, am = r.activation_bytes
+            print(f"  activation RAM: {a8:,} bytes all-int8, {am:,} bytes mixed ({100.0 * (am - a8) / max(a8, 1):+.0f}%)")
     if r.accuracy is not None:
         print(r.accuracy.line())
     if a.report is not None:

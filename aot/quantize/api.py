@@ -36,6 +36,7 @@ class QuantizeResult:
     mixed: Optional[MixedResult] = None  # the int16 promotions (with target_snr)
     graph: Optional[FloatGraph] = None   # the float graph quantized (operator indices of `layers`, `mixed`)
     outputs: Optional[tuple] = None      # (float, dequantized integer) first output on the evaluation samples
+    activation_bytes: Optional[tuple[int, int]] = None  # planned activation RAM: all-int8, mixed (target_snr)
 
 
 def _read_model(model: ModelSource) -> tuple[FloatGraph, str, dict[str, tuple[int, ...]]]:
@@ -121,10 +122,14 @@ def quantize_model(model: ModelSource, calibration: DataSource, *, activations: 
     cal, _ = calibrate(g, samples, keep_values=m.kind != "minmax", progress=progress)
     params = choose(g, cal, m, 8 if activations == "int8" else 16)
     mixed = None
+    ram: Optional[tuple[int, int]] = None
     if target_snr is not None:
         both = {"int8": params, "int16": choose(g, cal, m, 16)}
         mixed = promote(g, both, held, float(target_snr), per_tensor=per_tensor, float_io=float_io)
         written = mixed.written
+        if "int16" in mixed.op_dtypes:
+            base = write_model(g, {"int8": params}, per_tensor=per_tensor, float_io=float_io).model
+            ram = (_activation_bytes(base, name), _activation_bytes(written.model, name))
     else:
         written = write_model(g, {activations: params}, per_tensor=per_tensor, float_io=float_io,
                               activations=activations)
@@ -142,7 +147,14 @@ def quantize_model(model: ModelSource, calibration: DataSource, *, activations: 
         per_layer = tuple(layer_errors(g, written, held))
     n_cal = next(iter(samples.values())).shape[0]
     return QuantizeResult(out, written.params, n_cal, cal.batch, cal.seconds, time.perf_counter() - t0, acc,
-                          len(g.ops), per_layer, mixed, g, outputs)
+                          len(g.ops), per_layer, mixed, g, outputs, ram)
+
+
+def _activation_bytes(model: bytes, name: str) -> int:
+    """The activation memory this compiler plans for the model (host build options)."""
+    from aot.frontend.tflite import load_tflite
+    from aot.pipeline.driver import CompileOptions, compile_model
+    return int(compile_model(load_tflite(model, name), CompileOptions()).plan.activation_bytes)
 
 
 def quantize(model: ModelSource, calibration: DataSource, **options) -> bytes:  # noqa: ANN003

@@ -135,6 +135,7 @@ def test_target_snr_and_layers_printout(capsys, tmp_path) -> None:  # noqa: ANN0
     text = capsys.readouterr().out
     assert "mixed precision: 2 of 7 operators int16 (16x8), target 20 dB reached" in text, text
     assert "promoted #" in text and "per-layer output SNR" in text and "int8/int16 vs float" in text
+    assert "activation RAM: " in text and "bytes mixed (+" in text
     _fails(capsys, ["quantize", str(m), "--calibration", str(tmp_path / "cal.npy"), "-o", str(tmp_path / "r.tflite"),
                     "--target-snr", "20", "--holdout", "0"], tmp_path / "r.tflite", "needs evaluation samples")
 

@@ -282,6 +282,8 @@ def test_target_snr_promotes_the_fewest_layers_to_int16() -> None:
     assert r.mixed.reached and r.accuracy.snr_db >= target
     promoted = sorted(k for s in r.mixed.steps for k in s.promoted)
     assert promoted == [1, 2], promoted  # the conv making the long tail, the depthwise reading it
+    a8, mixed = r.activation_bytes  # int16 tensors take twice the bytes of int8 ones
+    assert a8 < mixed <= 2 * a8, r.activation_bytes
     f = parse(r.model, "q", OPTIONS)
     assert [op.name for op in f.ops].count("QUANTIZE") == 2  # int8 -> int16 before, int16 -> int8 after
     inputs = _quantize_inputs(r.model, held[:3])
