@@ -79,6 +79,31 @@ class _Builder:
         return ACT[a]
 
 
+def _nearest_index(n_in: int, n_out: int, half_pixel: bool) -> tuple[int, ...]:
+    """TFLite's RESIZE_NEAREST_NEIGHBOR source index per output index (align_corners off)."""
+    scale = n_in / n_out
+    off = 0.5 if half_pixel else 0.0
+    return tuple(min(int(np.floor((i + off) * scale)), n_in - 1) for i in range(n_out))
+
+
+def _nearest_options(name: str, in_shape: tuple[int, ...], out_shape: tuple[int, ...], maps: Any) -> dict:  # noqa: ANN401
+    """The TFLite options giving the resize's index maps over H and W, or an error."""
+    if len(in_shape) != 4 or in_shape[0] != out_shape[0] or in_shape[3] != out_shape[3]:
+        raise UnsupportedError(f"{name}: a resize of other axes than height and width cannot be quantized")
+    for half in (False, True):
+        ok = True
+        for axis in (1, 2):
+            m = maps[axis] if axis < len(maps) else ()
+            want = _nearest_index(in_shape[axis], out_shape[axis], half)
+            got = tuple(int(v) for v in m[1]) if m else tuple(range(in_shape[axis]))
+            if (m and m[0] != "nearest") or got != want:
+                ok = False
+        if ok:
+            return {"align_corners": False, "half_pixel_centers": half}
+    raise UnsupportedError(f"{name}: this resize has no TFLite RESIZE_NEAREST_NEIGHBOR form (nearest, "
+                           "without aligned corners)")
+
+
 def from_model(model: Any) -> FloatGraph:  # noqa: ANN401 - aot.ir.Model
     from aot.ir import FunctionRef
     b = _Builder(model.name)
@@ -115,7 +140,24 @@ def from_model(model: Any) -> FloatGraph:  # noqa: ANN401 - aot.ir.Model
             b.ops.append(QOp("FULLY_CONNECTED", ins, [b.value(c.out)],
                              {"fused_activation_function": b.act(c), "weights_format": 0,
                               "keep_num_dims": bool(a.get("keep_num_dims", False))}))
-        elif op in ("add", "mul"):
+        elif op == "leaky_relu":
+            b.ops.append(QOp("LEAKY_RELU", [b.value(args[0])], [b.value(c.out)], {"alpha": float(a.get("alpha", 0.2))}))
+        elif op == "resize":
+            b.ops.append(QOp("RESIZE_NEAREST_NEIGHBOR", [b.value(args[0]), b.ints(f"{c.out.name}_size",
+                                                                              list(c.out.type.shape[1:3]))],
+                             [b.value(c.out)], _nearest_options(model.name, args[0].type.shape, c.out.type.shape,
+                                                                a.get("maps", ()))))
+        elif op == "strided_slice":
+            begin, size = [int(v) for v in a["begin"]], [int(v) for v in a["size"]]
+            step = [int(v) for v in a.get("step", (1,) * len(begin))]
+            if any(st < 1 for st in step):
+                raise UnsupportedError(f"{model.name}: a slice with a negative step cannot be quantized")
+            end = [bg + (sz - 1) * st + 1 for bg, sz, st in zip(begin, size, step)]
+            b.ops.append(QOp("STRIDED_SLICE", [b.value(args[0]), b.ints(f"{c.out.name}_begin", begin),
+                                               b.ints(f"{c.out.name}_end", end), b.ints(f"{c.out.name}_strides", step)],
+                             [b.value(c.out)], {"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0,
+                                                "new_axis_mask": 0, "shrink_axis_mask": 0}))
+        elif op in ("add", "sub", "mul"):
             b.ops.append(QOp(op.upper(), [b.value(v) for v in args], [b.value(c.out)],
                              {"fused_activation_function": b.act(c)}))
         elif op in ("avg_pool2d", "max_pool2d"):

@@ -122,3 +122,47 @@ def test_an_onnx_op_it_cannot_quantize(tmp_path: Path) -> None:
     onnx.save(m, tmp_path / "e.onnx")
     with pytest.raises(aot.UnsupportedError, match="cannot quantize operator exp"):
         quantize_model(tmp_path / "e.onnx", np.zeros((4, 1, 4), np.float32))
+
+
+def _movement_model(path: Path) -> Path:
+    """Sub of a constant, LeakyRelu, a 2x nearest Resize, a channel Slice, a conv head."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(1)
+    inits = [numpy_helper.from_array(rng.normal(0, 0.3, (1, 3, 1, 1)).astype(np.float32), "k"),
+             numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
+             numpy_helper.from_array(np.array([0], np.int64), "st"), numpy_helper.from_array(np.array([2], np.int64), "en"),
+             numpy_helper.from_array(np.array([1], np.int64), "ax"),
+             numpy_helper.from_array((rng.standard_normal((4, 2, 3, 3)) * 0.4).astype(np.float32), "W")]
+    n = helper.make_node
+    nodes = [n("Sub", ["x", "k"], ["s"]), n("LeakyRelu", ["s"], ["l"], alpha=0.1),
+             n("Resize", ["l", "", "scales"], ["r"], mode="nearest"), n("Slice", ["r", "st", "en", "ax"], ["sl"]),
+             n("Conv", ["sl", "W"], ["y"], pads=[1, 1, 1, 1])]
+    g = helper.make_graph(nodes, "moves", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 32, 32])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path
+
+
+def test_onnx_movement_ops(tmp_path: Path) -> None:
+    path = _movement_model(tmp_path / "moves.onnx")
+    g, _, _ = _read_model(path)
+    assert [op.name for op in g.ops] == ["SUB", "LEAKY_RELU", "RESIZE_NEAREST_NEIGHBOR", "STRIDED_SLICE", "CONV_2D"]
+    x = _samples(3, 3)
+    ours = run_float(g, {"x": x.transpose(0, 2, 3, 1)})[0]
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    want = np.concatenate([sess.run(None, {"x": s[None]})[0] for s in x]).transpose(0, 2, 3, 1)
+    np.testing.assert_allclose(ours.reshape(want.shape), want, rtol=1e-4, atol=1e-5)
+    r = quantize_model(path, _samples(40, 1), eval_data=_samples(6, 2))
+    assert r.accuracy.snr_db > 25.0, r.accuracy
+    model = load_tflite(r.model)
+    v = model.inputs[0]
+    q = v.type.quant
+    xs = [np.clip(np.round(s.transpose(1, 2, 0) / q.scale[0]) + q.zero_point[0], -128, 127).astype(np.int8)[None]
+          for s in _samples(2, 4)]
+    tflm = run_tflm_batch([(r.model, [xx]) for xx in xs])
+    lib = aot.build(model, backend="c")
+    for xx, w in zip(xs, tflm):
+        got = lib.run({v.name: xx})[model.outputs[0].name]
+        np.testing.assert_array_equal(got, w[0].reshape(got.shape))
