@@ -1,5 +1,6 @@
-"""`quantize`: a float32 TFLite model and calibration data -> a full-integer int8 TFLite model,
-with the accuracy of the result measured on held-out samples."""
+"""`quantize`: a float model (TFLite float32, or ONNX) and calibration data -> a full-integer
+TFLite model (int8, 16x8, or int8 with int16 operators where int8 hurts), with the accuracy of
+the result measured on held-out samples."""
 from __future__ import annotations
 
 import time
@@ -14,12 +15,11 @@ from aot.quantize.choose import Method, QParams, choose
 from aot.quantize.data import Arrays, DataSource, load_data, split
 from aot.quantize.graph import FloatGraph, fuse_activations, read_float_model
 from aot.quantize.layers import LayerError, layer_errors
-from aot.quantize.mixed import MixedResult, promote
+from aot.quantize.mixed import NO_INT16, MixedResult, promote
 from aot.quantize.write import write_model
 
 ModelSource = Union[str, Path, bytes, bytearray]
 ACTIVATIONS = ("int8", "int16")
-NO_INT16 = ("HARD_SWISH",)  # operators TFLite Micro has no 16x8 kernel of
 
 
 @dataclass(frozen=True)
@@ -85,15 +85,20 @@ def quantize_model(model: ModelSource, calibration: DataSource, *, activations: 
                    progress: Optional[Progress] = None, layers: bool = False,
                    target_snr: Optional[float] = None) -> QuantizeResult:
     """Quantize a float32 TFLite model (bytes or path) or a float ONNX model (path; written as an
-    NHWC TFLite model) with `calibration` data (an array, a mapping
-    input name -> array, or a .npy/.npz/folder path; samples along the first axis). Options:
-    activations ('int8', or 'int16': the 16x8 scheme), per_tensor (weights per tensor instead of per channel), method
-    ('minmax', 'percentile:P', 'mse'), float_io (float32 model boundary through QUANTIZE and
-    DEQUANTIZE), holdout (fraction of the calibration samples kept out to measure accuracy),
-    eval_data (measure on these instead; all calibration samples calibrate), evaluate, layers (each
-    operator's output SNR, quantized against float, on the evaluation samples), target_snr (dB:
-    promote the operators where int8 hurts most to int16 activations until the output SNR on the
-    evaluation samples reaches it; int8 base)."""
+    NHWC TFLite model) with `calibration` data (an array, a mapping input name -> array, or a
+    .npy/.npz/folder path; samples along the first axis). Options:
+
+    - activations: 'int8', or 'int16' (the 16x8 scheme)
+    - per_tensor: one weight scale per tensor instead of per output channel
+    - method: 'minmax', 'percentile:P' or 'mse' (or a Method)
+    - float_io: a float32 boundary through QUANTIZE and DEQUANTIZE
+    - holdout: the share of the calibration samples kept out to measure accuracy
+    - eval_data: measure on these instead (every calibration sample then calibrates)
+    - evaluate: measure the accuracy (host C build of the result)
+    - layers: each operator's output SNR against the float model
+    - target_snr: dB; promote the operators where int8 hurts most to int16 activations until the
+      output SNR on the evaluation samples reaches it
+    - progress: called with (samples done, total) during calibration"""
     t0 = time.perf_counter()
     if activations not in ACTIVATIONS:
         raise Error(f"--activations {activations!r}: choose {' or '.join(ACTIVATIONS)}")
