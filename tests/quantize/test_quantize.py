@@ -134,10 +134,11 @@ def test_batched_calibration_equals_one_sample_at_a_time() -> None:
     np.testing.assert_allclose(a[0], b[0], rtol=1e-5, atol=1e-6)
 
 
-def test_float_io_runs_in_tflm_and_matches() -> None:
+@pytest.mark.parametrize("activations", ["int8", "int16"])
+def test_float_io_runs_in_tflm_and_matches(activations: str) -> None:
     float_model = fm.residual()
     shape = _input_shape(float_model)
-    r = quantize_model(float_model, fm.samples(shape, 32), float_io=True, evaluate=False)
+    r = quantize_model(float_model, fm.samples(shape, 32), float_io=True, evaluate=False, activations=activations)
     f = parse(r.model, "q", OPTIONS)
     assert [op.name for op in f.ops][0] == "QUANTIZE" and [op.name for op in f.ops][-1] == "DEQUANTIZE"
     assert f.tensors[f.inputs[0]].type_name == "FLOAT32"
@@ -170,6 +171,11 @@ def test_per_tensor_weights() -> None:
     r = quantize_model(fm.small_cnn(), fm.samples((1, 16, 16, 3), 16), per_tensor=True, evaluate=False)
     f = parse(r.model, "q", OPTIONS)
     assert all(len(f.tensors[op.inputs[1]].scale) == 1 for op in f.ops if op.name in ("CONV_2D", "DEPTHWISE_CONV_2D"))
+    x = _quantize_inputs(r.model, fm.samples((1, 16, 16, 3), 1, seed=3))[0]
+    want = run_tflm_batch([(r.model, [x])])[0][0]
+    model = load_tflite(r.model)
+    got = aot.build(model, backend="c").run({model.inputs[0].name: x})[model.outputs[0].name]
+    np.testing.assert_array_equal(got, want.reshape(got.shape))
 
 
 def test_the_package_is_callable() -> None:
