@@ -27,8 +27,9 @@ def cmd_quantize(a: argparse.Namespace) -> int:
     from aot.quantize import quantize_model
     from aot.quantize.calibrate import console_progress
     out = Path(a.output)
-    if out.suffix.lower() != ".tflite":
-        raise Error(f"-o {out}: the output is a TFLite model; name it *.tflite")
+    if out.suffix.lower() not in (".tflite", ".onnx"):
+        raise Error(f"-o {out}: name the output *.tflite (a TFLite model) or *.onnx (QDQ ONNX, from an ONNX model)")
+    qdq = out.suffix.lower() == ".onnx"
     if not out.parent.is_dir():
         raise Error(f"-o {out}: no such folder {str(out.parent)!r}")
     if a.holdout is not None and not 0.0 <= a.holdout < 1.0:
@@ -38,7 +39,7 @@ def cmd_quantize(a: argparse.Namespace) -> int:
     r = quantize_model(a.model, a.calibration, activations=a.activations, per_tensor=a.per_tensor,
                        method=a.method, float_io=a.float_io, holdout=0.1 if a.holdout is None else a.holdout,
                        eval_data=a.eval, evaluate=not a.no_eval, progress=console_progress("calibrating"),
-                       layers=a.layers or a.report is not None, target_snr=a.target_snr)
+                       layers=a.layers or a.report is not None, target_snr=a.target_snr, qdq=qdq)
     _write_atomic(out, r.model)
     if a.report is not None:
         from aot.quantize.report import render
@@ -49,7 +50,9 @@ def cmd_quantize(a: argparse.Namespace) -> int:
     kind = "int8" if a.activations == "int8" else "16x8 (int16 activations, int8 weights)"
     if r.mixed is not None and "int16" in r.mixed.op_dtypes:
         kind = f"int8 with {r.mixed.op_dtypes.count('int16')} int16 (16x8) operators"
-    print(f"{out}: full-integer TFLite ({kind}), {r.ops} operators, {io}, {len(r.model):,} bytes")
+    if qdq:
+        kind, io = "QDQ ONNX: QuantizeLinear/DequantizeLinear around every activation, int8 weights", "float in/out"
+    print(f"{out}: {'full-integer TFLite (' + kind + ')' if not qdq else kind}, {r.ops} operators, {io}, {len(r.model):,} bytes")
     print(f"calibrated on {r.calibration_samples} samples ({a.method}) in {r.calibrate_seconds:.1f} s; "
           f"total {r.total_seconds:.1f} s")
     if r.mixed is not None:
@@ -84,7 +87,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     s.add_argument("--calibration", required=True, metavar="DATA",
                    help="calibration samples: .npy (samples along the first axis), .npz (one array per input "
                         "name), or a folder of .npy files; float32, scaled as the float model expects")
-    s.add_argument("-o", "--output", required=True, metavar="OUT.tflite")
+    s.add_argument("-o", "--output", required=True, metavar="OUT.tflite",
+                   help="the quantized model: .tflite, or .onnx for a QDQ ONNX model (ONNX input)")
     s.add_argument("--activations", default="int8", choices=["int8", "int16"],
                    help="activation type: int8 (default) or int16 (TFLite's 16x8 scheme: int16 activations, "
                         "int8 weights, int64 biases)")

@@ -83,7 +83,7 @@ def quantize_model(model: ModelSource, calibration: DataSource, *, activations: 
                    per_tensor: bool = False, method: Union[str, Method] = "minmax", float_io: bool = False,
                    holdout: float = 0.1, eval_data: Optional[DataSource] = None, evaluate: bool = True,
                    progress: Optional[Progress] = None, layers: bool = False,
-                   target_snr: Optional[float] = None) -> QuantizeResult:
+                   target_snr: Optional[float] = None, qdq: bool = False) -> QuantizeResult:
     """Quantize a float32 TFLite model (bytes or path) or a float ONNX model (path; written as an
     NHWC TFLite model) with `calibration` data (an array, a mapping input name -> array, or a
     .npy/.npz/folder path; samples along the first axis). Options:
@@ -98,7 +98,9 @@ def quantize_model(model: ModelSource, calibration: DataSource, *, activations: 
     - layers: each operator's output SNR against the float model
     - target_snr: dB; promote the operators where int8 hurts most to int16 activations until the
       output SNR on the evaluation samples reaches it
-    - progress: called with (samples done, total) during calibration"""
+    - progress: called with (samples done, total) during calibration
+    - qdq: (ONNX models) the result is a QDQ ONNX model with the same parameters instead of a
+      TFLite one; its accuracy is measured in onnxruntime"""
     t0 = time.perf_counter()
     if activations not in ACTIVATIONS:
         raise Error(f"--activations {activations!r}: choose {' or '.join(ACTIVATIONS)}")
@@ -108,6 +110,10 @@ def quantize_model(model: ModelSource, calibration: DataSource, *, activations: 
     if target_snr is not None and activations != "int8":
         raise Error("--target-snr promotes int8 layers to int16: use it with --activations int8")
     g0, name, nchw = _read_model(model)
+    if qdq and (isinstance(model, (bytes, bytearray)) or Path(model).suffix.lower() != ".onnx"):
+        raise Error("a QDQ ONNX output (-o OUT.onnx) needs an ONNX model as input")
+    if qdq and (activations != "int8" or target_snr is not None):
+        raise Error("a QDQ ONNX output is int8: no --activations int16 or --target-snr")
     g = fuse_activations(g0)
     if activations == "int16":
         bad = sorted({op.name for op in g.ops if op.name in NO_INT16})
@@ -141,14 +147,21 @@ def quantize_model(model: ModelSource, calibration: DataSource, *, activations: 
     out = written.model
     acc = None
     outputs: Optional[tuple] = None
-    if evaluate and held is not None and next(iter(held.values())).shape[0]:
+    if qdq:
+        from aot.quantize.qdq import run_onnx, write_qdq
+        out = write_qdq(Path(model), g, written.params, per_tensor=per_tensor)
+        if evaluate and held is not None and next(iter(held.values())).shape[0]:
+            ref, got = run_onnx(Path(model), held, nchw), run_onnx(out, held, nchw)
+            acc = compare(ref, got, "int8 QDQ")
+            outputs = (ref[0], got[0])
+    elif evaluate and held is not None and next(iter(held.values())).shape[0]:
         ref = run_float(g, held)
         promoted = mixed is not None and "int16" in mixed.op_dtypes
         got = run_quantized(out, held, name)
         acc = compare(ref, got, "int8/int16" if promoted else activations)
         outputs = (ref[0], got[0])
     per_layer: tuple[LayerError, ...] = ()
-    if layers and held is not None and next(iter(held.values())).shape[0]:
+    if layers and not qdq and held is not None and next(iter(held.values())).shape[0]:
         per_layer = tuple(layer_errors(g, written, held))
     n_cal = next(iter(samples.values())).shape[0]
     return QuantizeResult(out, written.params, n_cal, cal.batch, cal.seconds, time.perf_counter() - t0, acc,

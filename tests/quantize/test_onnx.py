@@ -166,3 +166,33 @@ def test_onnx_movement_ops(tmp_path: Path) -> None:
     for xx, w in zip(xs, tflm):
         got = lib.run({v.name: xx})[model.outputs[0].name]
         np.testing.assert_array_equal(got, w[0].reshape(got.shape))
+
+
+def test_qdq_onnx_output(onnx_model: Path) -> None:
+    """-o OUT.onnx: the ONNX model with QuantizeLinear/DequantizeLinear around its activations and
+    int8 weights (the TFLite model's parameters); onnxruntime runs it as close to the float model
+    as the TFLite model is."""
+    cal, held = _samples(60, 1), _samples(10, 2)
+    q = quantize_model(onnx_model, cal, eval_data=held, qdq=True)
+    t = quantize_model(onnx_model, cal, eval_data=held)
+    m = onnx.load_from_string(q.model)
+    kinds = [n.op_type for n in m.graph.node]
+    assert kinds.count("QuantizeLinear") >= 10 and "DequantizeLinear" in kinds
+    weights = {i.name: i for i in m.graph.initializer}
+    for n in m.graph.node:
+        if n.op_type in ("Conv", "Gemm"):
+            assert n.input[1].endswith("_dq") and n.input[1] not in weights  # through DequantizeLinear
+    assert {onnx.helper.tensor_dtype_to_np_dtype(weights["W_q"].data_type)} == {np.dtype(np.int8)}
+    assert q.accuracy.snr_db > 20.0 and abs(q.accuracy.snr_db - t.accuracy.snr_db) < 3.0, (q.accuracy, t.accuracy)
+
+
+def test_qdq_needs_an_onnx_model(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import float_models as fm
+    from aot.cli import main
+    (tmp_path / "m.tflite").write_bytes(fm.small_cnn())
+    np.save(tmp_path / "c.npy", fm.samples((1, 16, 16, 3), 8))
+    assert main(["quantize", str(tmp_path / "m.tflite"), "--calibration", str(tmp_path / "c.npy"),
+                 "-o", str(tmp_path / "q.onnx")]) == 2
+    assert "needs an ONNX model" in capsys.readouterr().err
+    assert not (tmp_path / "q.onnx").exists()
