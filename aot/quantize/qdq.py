@@ -37,7 +37,7 @@ def write_qdq(onnx_path: Path, g: FloatGraph, params: dict[int, QParams], per_te
         new_nodes.append(helper.make_node("DequantizeLinear", [f"{name}_q", s, z], [f"{name}_dq"], name=f"{name}_DQ"))
         return f"{name}_dq"
 
-    def weights(name: str, axis: int | None, in_scale: float) -> tuple[str, np.ndarray]:
+    def weights(name: str, axis: int | None) -> tuple[str, np.ndarray]:
         w = numpy_helper.to_array(inits[name]).astype(np.float32)
         wq, ws = quantize_weights(w, None if per_tensor else axis)
         s, z = f"{name}_scale", f"{name}_zero_point"
@@ -78,7 +78,7 @@ def write_qdq(onnx_path: Path, g: FloatGraph, params: dict[int, QParams], per_te
             axis = 0 if node.op_type == "Conv" else None
             if node.op_type != "Conv" and not transb:
                 axis = None
-            ins[1], ws = weights(ins[1], axis, x_scale)
+            ins[1], ws = weights(ins[1], axis)
             if len(ins) > 2 and ins[2] in inits:
                 ins[2] = bias(ins[2], np.float32(x_scale) * ws)
         ins = [dq_of.get(i, i) for i in ins]
