@@ -170,9 +170,9 @@ def quantize_model(model: ModelSource, calibration: DataSource, *, activations: 
 
 def _activation_bytes(model: bytes, name: str) -> int:
     """The activation memory this compiler plans for the model (host build options)."""
+    import aot
     from aot.frontend.tflite import load_tflite
-    from aot.pipeline.driver import CompileOptions, compile_model
-    return int(compile_model(load_tflite(model, name), CompileOptions()).plan.activation_bytes)
+    return int(aot.compile_model(load_tflite(model, name), aot.CompileOptions()).plan.activation_bytes)
 
 
 def quantize(model: ModelSource, calibration: DataSource, **options) -> bytes:  # noqa: ANN003
