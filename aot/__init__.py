@@ -5,10 +5,11 @@ from aot.oracle import reference
 from aot.api import Library, build
 from aot.pipeline.driver import CompileOptions, compile_model
 from aot.frontend import load
+from aot import quantize  # a callable module: aot.quantize(model, calibration, **options) -> bytes
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Error", "FitError", "ModelFormatError", "ShapeError", "ToolchainError", "UnsupportedError", "VerifyError",
-    "GraphBuilder", "reference", "Library", "build", "CompileOptions", "compile_model", "load", "__version__",
+    "GraphBuilder", "reference", "Library", "build", "CompileOptions", "compile_model", "load", "quantize", "__version__",
 ]

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from aot.cli import board, cycles, demo, model, profile, scale
+from aot.cli import board, cycles, demo, model, profile, quantize, scale
 from aot.errors import Error
 
 
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     scale.add_commands(sub)  # sweep, report, tune
     profile.add_commands(sub)  # profile
     cycles.add_commands(sub)  # cycles
+    quantize.add_commands(sub)  # quantize
     return p
 
 
