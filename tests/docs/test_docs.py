@@ -48,6 +48,7 @@ def _workdir(tmp_path: Path) -> dict[str, str]:
         shutil.copyfile(person, tmp_path / "person_detect.tflite")
     for name in ("kws_int8.tflite", "micro_speech_quantized.tflite"):
         shutil.copyfile(shared_model(name), tmp_path / name)
+    shutil.copyfile(shared_model("kws_int8.input.npy"), tmp_path / "x.npy")  # "your input", for model.tflite
     bin_dir = tmp_path / ".bin"
     bin_dir.mkdir()
     shim = bin_dir / "aot"
