@@ -81,15 +81,17 @@ def _option_row(action: argparse.Action) -> str:
             names += f" `{metavar if isinstance(metavar, str) else ' '.join(metavar)}`"
     else:
         names = f"`{action.metavar or action.dest}`"
-    text = (action.help or "").replace("|", "\\|").replace("\n", " ")
     if action.help == argparse.SUPPRESS:
         return ""
+    parts = [(action.help or ("the model file (.tflite or .onnx)" if action.dest.lower() == "model" else ""))]
     if action.choices and not isinstance(action, argparse._SubParsersAction):
-        text += (" " if text else "") + "One of: " + ", ".join(f"`{c}`" for c in action.choices) + "."
+        parts.append("One of: " + ", ".join(f"`{c}`" for c in action.choices))
     if action.default not in (None, False, argparse.SUPPRESS) and action.nargs != 0 and action.option_strings:
-        text += (" " if text else "") + f"Default: `{action.default}`."
+        parts.append(f"Default: `{action.default}`")
     if isinstance(action, argparse._AppendAction):
-        text += " Repeatable."
+        parts.append("Repeatable")
+    text = " ".join(p if p.endswith(".") else p + "." for p in parts if p)
+    text = text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
     return f"| {names} | {text.strip()} |"
 
 
