@@ -46,7 +46,7 @@ def _workdir(tmp_path: Path) -> dict[str, str]:
     person = SHARED / "tflm-models" / "models" / "person_detect.tflite"
     if person.is_file():
         shutil.copyfile(person, tmp_path / "person_detect.tflite")
-    for name in ("kws_int8.tflite", "micro_speech_quantized.tflite"):
+    for name in ("kws_int8.tflite", "ad_int8.tflite", "micro_speech_quantized.tflite"):
         shutil.copyfile(shared_model(name), tmp_path / name)
     shutil.copyfile(shared_model("kws_int8.input.npy"), tmp_path / "x.npy")  # "your input", for model.tflite
     bin_dir = tmp_path / ".bin"
