@@ -199,7 +199,7 @@ GROUPS = (
           "run ended without a status or with an error code.",
           "Run `make setup` (it installs the toolchains and the Python packages); a QEMU run that fails after "
           "building is a defect worth reporting with the printed output."),
-    Group(("aot/tools/", "aot/execute/"), "Tools: bench, compare, profile, sweep, tune, zoo",
+    Group(("aot/tools/", "aot/execute/", "aot/fuzz/"), "Tools: bench, compare, profile, sweep, tune, zoo, fuzz",
           "A tool's input does not suit it (a model without static shapes for `bench`, a missing anchors file, "
           "an unknown zoo model, a failed cell on a cluster).",
           "Follow the message; `aot COMMAND --help` lists the tool's options."),
@@ -320,9 +320,9 @@ def errors_md() -> str:
             msg = s.message.replace("|", "\\|").replace("`", "'").replace("<", "&lt;")
             lines.append(f"| `{msg}` | {s.kind} | `{s.path}` |" if msg != "…" else f"| (built at run time) | {s.kind} | `{s.path}` |")
         lines.append("")
-    if "Other" in by_group:
-        raise RuntimeError("error raise sites outside every documented group: "
-                           + ", ".join(sorted({s.path for s in by_group['Other']})))
+    if "Other" in by_group:  # tests/docs fails on these: give their files a group above
+        lines += ["## Other", "", "**Cause and fix.** Follow the message.", "", "| message | type | raised in |",
+                  "|---|---|---|", *(f"| `{s.message}` | {s.kind} | `{s.path}` |" for s in by_group["Other"]), ""]
     return "\n".join(lines)
 
 
