@@ -1,10 +1,11 @@
-# microaot: `make demo` sets everything up and runs the demo; `make test` runs the test suite.
+# microaot: `make demo` sets everything up and runs the demo; `make test` runs the test suite;
+# `make docs` builds the user guide into site/.
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc make cmake chromium cppcheck
 JOBS ?= 2
 
-.PHONY: setup demo test test-fast fuzz fuzz-diff clean
+.PHONY: setup demo test test-fast fuzz fuzz-diff docs clean
 FUZZ_SECONDS ?= 600
 
 setup:
@@ -14,7 +15,7 @@ setup:
 		echo "installing Debian packages:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
-	$(PIP) install -q -e ".[test]"
+	$(PIP) install -q -e ".[test,docs]"
 
 demo: setup
 	$(PYTHON) -m aot demo
@@ -31,5 +32,8 @@ fuzz: setup
 fuzz-diff: setup
 	$(PYTHON) -m aot.fuzz.campaign --seconds $(FUZZ_SECONDS) --jobs $$(nproc)
 
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf build dist *.egg-info .pytest_cache out
+	rm -rf build dist *.egg-info .pytest_cache out site

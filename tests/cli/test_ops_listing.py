@@ -86,22 +86,17 @@ def test_every_new_listed_dtype_is_tested_against_tflm(family, covered) -> None:
                 assert (op, dt) in covered, f"{op} {dt} is listed but not tested against TFLM"
 
 
-def test_readme_tflite_table_equals_the_listing() -> None:
-    import re
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    table = dict(re.findall(r"^\| ([A-Z0-9_]+|CUSTOM\([A-Za-z0-9_]+\)) \| ([a-z0-9, ]+) \|$", readme, re.M))
-    listed = json.loads(aot_cli("ops", "--tflite", "--json"))
-    assert {k: v.split(", ") for k, v in table.items()} == listed
-
-
 def test_readme_counts_the_tflm_operators_taken() -> None:
-    """The README's count of TFLM operators equals the listing, at least 112 of TFLM's 118 (issue 18),
-    and every TFLM registration the listing lacks is named in the README with its reason."""
+    """The README's count of TFLM operators equals the listing, at least 112 of TFLM's 118, and
+    every TFLM registration the listing lacks is named in the guide with its reason (the guide's
+    operator table is generated from the listing: tests/docs)."""
     import re
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
     listed = json.loads(aot_cli("ops", "--tflite", "--json"))
-    n = int(re.search(r"It takes (\d+) of the 118 operators", readme).group(1))
+    n = int(re.search(r"(\d+) of the 118 operators", readme).group(1))
     assert n == len(listed) >= 112
+    guide = (root / "docs" / "model.md").read_text()
     for name in ("`IF`", "`WHILE`", "`BasicClassifier`", "`ethos-u`"):
-        assert name in readme
+        assert name in guide
     assert "IF" not in listed and "WHILE" not in listed
