@@ -178,7 +178,7 @@ GROUPS = (
           "mismatched broadcast shapes, an axis out of range.",
           "The model is malformed for this operator or was produced by an unusual converter: re-convert it; "
           "from the Python API, check the arguments given to the `GraphBuilder` method."),
-    Group(("aot/ir/",), "Building a graph and model limits",
+    Group(("aot/ir/", "aot/graph_builder.py", "aot/oracle.py"), "Building a graph and model limits",
           "A `GraphBuilder` call with inconsistent arguments, or a model over the limits checked before any work "
           "(rank at most 8, 64 M elements per tensor, 256 MiB of constants, 20,000 operators).",
           "Fix the builder call the message names; a model over the limits is too large for a microcontroller."),
@@ -203,6 +203,16 @@ GROUPS = (
           "A tool's input does not suit it (a model without static shapes for `bench`, a missing anchors file, "
           "an unknown zoo model, a failed cell on a cluster).",
           "Follow the message; `aot COMMAND --help` lists the tool's options."),
+    Group(("aot/quantize/",), "Quantizing a float model (aot quantize)",
+          "The calibration data does not match the model (shape, dtype, NaN or infinite samples, an empty file), "
+          "the model is already integer, or one of its operators has no integer form here (named).",
+          "Give one calibration sample per row (or per .npy file) of the model input's shape and dtype; quantize the "
+          "float model, not an integer one; see [From a float model](../quantize.md) for the operators covered."),
+    Group(("aot/timing/",), "Estimating cycles (aot cycles)",
+          "The board has no memory-system description or no emulated core to run on, the ELF lacks the entry "
+          "symbol, or the QEMU trace plugin could not be built or run.",
+          "Pick a board that `aot boards` lists, name the entry symbol with `--entry`, and run `make setup` (it "
+          "installs the host compiler the trace plugin needs); see [Speed](../speed.md#estimated-cycles-and-milliseconds-aot-cycles)."),
     Group(("aot/api.py", "aot/artifact/", "aot/assets.py"), "Python API and library files",
           "A call of `aot.build`, `Library.run` or `export` with arguments that do not match the model (input names, "
           "shapes or dtypes), or an output directory that cannot be written.",

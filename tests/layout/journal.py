@@ -10,7 +10,9 @@ from typing import Iterable
 JOURNAL = re.compile(
     r"\b(?:sessions?|issues?)\s+#?\d+"                        # session 8, issues 14 and 16, issue #3
     r"|\b(?:this|next|previous|last|that|same) session\b"      # this session's changes
-    r"|\bthe issue's\b",                                       # the issue's five named exclusions
+    r"|\(#\d+\)|\bitem\s+#\d+"                                # (#16), item #3
+    r"|\bwork[- ]items?\b"                                    # a work item
+    r"|\bthe issue'?s\b",                                     # the issue's five named exclusions
     re.IGNORECASE)
 TEXT_SUFFIXES = {".md", ".py", ".c", ".h", ".S", ".s", ".j2", ".txt", ".cmake", ".ld", ".json", ".yml", ".yaml",
                  ".toml", ".cfg", ".sh", ".html", ".css", ".js"}

@@ -4,43 +4,14 @@ and messages in aot/, codegen_c/, runtime_c/, platform/ and boards/ name no numb
 issue's limit"); measured figures stay, stated as facts. And no stray file at the top."""
 from __future__ import annotations
 
-import re
+import sys
 from pathlib import Path
-from typing import Iterable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from journal import find_journal_refs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE_DIRS = ("aot", "codegen_c", "runtime_c", "platform", "boards")
-SUFFIXES = {".py", ".c", ".h", ".S", ".s", ".j2", ".ld", ".json", ".toml", ".cmake", ".txt", ".md", ".yml", ".yaml"}
-
-# Words that date a sentence to the development log rather than the product.
-JOURNAL = re.compile(
-    r"\bsessions?\s+\d+"  # numbered work periods
-    r"|\bissues?\s+#?\d+"  # tracker items by number
-    r"|\(#\d+\)|\bitem\s+#\d+"  # (#16), item #3
-    r"|\bwork[- ]items?\b"
-    r"|\bthe issue'?s\b",  # "the issue's limit": a tracker item by another name
-    re.IGNORECASE,
-)
-
-
-def find_journal_refs(paths: Iterable[Path]) -> list[str]:
-    """`path:line: text` for every line of the given files (directories: their source files) that
-    names a work period or a work item."""
-    hits: list[str] = []
-    for path in paths:
-        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES) if path.is_dir() \
-            else [path]
-        for f in files:
-            if "__pycache__" in f.parts:
-                continue
-            try:
-                text = f.read_text(encoding="utf-8")
-            except (UnicodeDecodeError, OSError):
-                continue
-            for n, line in enumerate(text.splitlines(), 1):
-                if JOURNAL.search(line):
-                    hits.append(f"{f.relative_to(ROOT) if f.is_relative_to(ROOT) else f}:{n}: {line.strip()[:120]}")
-    return hits
 
 
 def test_the_pattern_finds_journal_words_and_spares_code(tmp_path: Path) -> None:
