@@ -1,0 +1,157 @@
+"""The choice of a patch plan (aot.transform.patch) within the user's RAM budget.
+
+Candidates are every cut of the model's leading stage and every number of strips from 2 to
+MAX_PATCHES. Each is ranked by two estimates computed on the graph: its extra MACs (halo rows
+recomputed) as a fraction of the model's MACs, scaled by INSTRUCTIONS_PER_EXTRA_MAC into an
+instruction overhead, and a live-bytes bound of its plan (aot.transform.patch.live_peak). The
+chosen candidate is then compiled and its real plan checked:
+
+* budget None (the default): today's plan, unless a candidate saves >= 25% of the estimated RAM
+  for <= 5% estimated instructions (then the smallest such);
+* budget BYTES: the whole model if its plan fits, else the candidates whose estimate fits, fewest
+  extra instructions first, until one's real pool fits (at most TRIES builds); none: an error
+  naming the smallest pool reachable and the plan that reaches it;
+* budget "min": the TRIES candidates of smallest estimate built, the smallest real pool kept.
+
+The budget counts the planned pools (activations and kernel scratch; the model's input and
+output too under --io-buffers pool), the figure `aot plan` reports as the pool.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from aot.errors import FitError
+from aot.ir import Model
+from aot.transform.patch import Cut, call_macs, live_peak, patch_stage, patched_macs, stage_cuts, stage_macs
+
+MAX_PATCHES = 16
+MAX_DOWNSAMPLE = 16  # cuts beyond a 16x drop in resolution recompute too much to pay
+TRIES = 3
+AUTO_SAVING = 0.25  # the default patches only for >= 25% less RAM ...
+AUTO_OVERHEAD = 0.05  # ... at <= 5% more instructions
+# QEMU instructions per extra MAC of the halo rows, relative to the model's instructions per MAC:
+# measured on mps2-an386 (aot bench, C backend), see docs/_fragments/patch.md
+INSTRUCTIONS_PER_EXTRA_MAC = 1.0
+
+
+@dataclass(frozen=True)
+class PatchChoice:
+    """A candidate patch plan and its estimates (the whole model when cut is None)."""
+    cut: Cut | None
+    patches: int
+    stage_macs: int
+    patched_macs: int
+    model_macs: int
+    peak_estimate: int  # live-bytes bound of the plan
+    whole_estimate: int  # the same bound for the unpatched model
+
+    @property
+    def extra_macs(self) -> int:
+        return self.patched_macs - self.stage_macs
+
+    @property
+    def overhead(self) -> float:
+        """Estimated extra instructions as a fraction of the whole model's."""
+        return INSTRUCTIONS_PER_EXTRA_MAC * self.extra_macs / max(1, self.model_macs)
+
+    def describe(self) -> str:
+        if self.cut is None:
+            return "no patches"
+        return (f"cut {self.cut.tensor} {'x'.join(map(str, self.cut.shape[1:]))}, {self.patches}x1 patches "
+                f"(+{100 * self.overhead:.1f}% MACs)")
+
+    def record(self) -> dict[str, Any] | None:
+        """The plan as metadata.json and `aot plan` report it (None: not patched)."""
+        if self.cut is None:
+            return None
+        return {"cut": self.cut.tensor, "cut_shape": list(self.cut.shape), "grid": [self.patches, 1],
+                "downsample": self.cut.downsample, "stage_macs": self.stage_macs,
+                "patched_stage_macs": self.patched_macs, "halo_macs": self.extra_macs,
+                "halo_overhead": round(self.patched_macs / max(1, self.stage_macs) - 1, 4),
+                "estimated_instruction_overhead": round(self.overhead, 4)}
+
+
+def candidates(model: Model) -> tuple[PatchChoice, list[PatchChoice]]:
+    """The whole model's estimate and every patch candidate's."""
+    total = sum(call_macs(c) for c in model.main.body if isinstance(c.op, str))
+    whole_peak = live_peak(model)
+    whole = PatchChoice(None, 1, 0, 0, total, whole_peak, whole_peak)
+    out: list[PatchChoice] = []
+    for cut in stage_cuts(model):
+        if cut.downsample > MAX_DOWNSAMPLE:
+            continue
+        macs = stage_macs(model, cut)
+        for n in range(2, min(cut.shape[1], MAX_PATCHES) + 1):
+            patched = patch_stage(model, cut, n)
+            out.append(PatchChoice(cut, n, macs, patched_macs(model, cut, n), total, live_peak(patched), whole_peak))
+    return whole, out
+
+
+def apply(model: Model, choice: PatchChoice | None) -> Model:
+    """Pass: the model with the chosen plan applied (unchanged without one)."""
+    if choice is None or choice.cut is None:
+        return model
+    return patch_stage(model, choice.cut, choice.patches)
+
+
+def _by_overhead(c: PatchChoice) -> tuple[float, int]:
+    return c.overhead, c.peak_estimate
+
+
+def _by_peak(c: PatchChoice) -> tuple[int, float]:
+    return c.peak_estimate, c.overhead
+
+
+def parse_budget(value: "int | str | None") -> "int | str | None":
+    """None, a non-negative number of bytes, or "min" (one-line error otherwise)."""
+    from aot.errors import Error
+    if value is None or value == "min":
+        return value
+    try:
+        b = int(value)
+    except (TypeError, ValueError):
+        raise Error(f"ram budget {value!r}: give a number of bytes or 'min'") from None
+    if b < 0:
+        raise Error(f"ram budget {b} must not be negative")
+    return b
+
+
+def compile_within_budget(model: Model, budget: "int | str | None", prepare: Callable[[Model], Model],
+                          build: Callable[[PatchChoice | None], Any], pool_bytes: Callable[[Any], int]) -> Any:
+    """The compiled model of the plan chosen for `budget` (module docstring). `prepare` gives the
+    graph the patch pass sees (after the folding passes), `build(choice)` compiles with a choice,
+    `pool_bytes(compiled)` reads the planned pool."""
+    budget = parse_budget(budget)
+    prepared = prepare(model)
+    whole, cands = candidates(prepared)
+    if budget is None:
+        good = [c for c in cands if c.peak_estimate <= (1 - AUTO_SAVING) * whole.peak_estimate
+                and c.overhead <= AUTO_OVERHEAD]
+        return build(min(good, key=_by_peak) if good else None)
+    if budget == "min":
+        best = None
+        for choice in [whole] + sorted(cands, key=_by_peak)[:TRIES]:
+            got = build(choice if choice.cut is not None else None)
+            if best is None or pool_bytes(got) < pool_bytes(best):
+                best = got
+        return best
+    if whole.peak_estimate <= budget or not cands:
+        got = build(None)
+        if pool_bytes(got) <= budget or not cands:
+            return _fits_or_fail(got, budget, pool_bytes, whole, build)
+    fitting = sorted((c for c in cands if c.peak_estimate <= budget), key=_by_overhead)
+    for choice in fitting[:TRIES]:
+        got = build(choice)
+        if pool_bytes(got) <= budget:
+            return got
+    smallest = min(cands, key=_by_peak)
+    return _fits_or_fail(build(smallest), budget, pool_bytes, smallest, build)
+
+
+def _fits_or_fail(got: Any, budget: int, pool_bytes: Callable[[Any], int], choice: PatchChoice,
+                  build: Callable[[PatchChoice | None], Any]) -> Any:
+    if pool_bytes(got) <= budget:
+        return got
+    raise FitError(f"ram budget {budget:,} B cannot be met: the smallest pool reachable is {pool_bytes(got):,} B "
+                   f"({choice.describe()})")

@@ -1,0 +1,300 @@
+"""Patch-based execution of a network's first stage (MCUNetV2).
+
+The first layers of an image network work at full resolution, and their largest single op
+(a 48x48 map expanded 6x in MobileNetV2) bounds the RAM of any plan that runs op by op. Here the
+stage up to a cut tensor T (where the resolution has dropped) is split into horizontal strips
+of T's rows. For each strip the pass computes, backwards through the stage, the rows of every
+intermediate tensor the strip needs (its receptive field, halo rows included), and emits the
+stage's ops once per strip on those rows only:
+
+* the model input's rows are taken by a `strided_slice`;
+* a window op (conv2d, depthwise_conv2d, max/avg pool) keeps its padding on the image's own
+  top / bottom only where the strip touches that border, and none inside the image;
+* an elementwise op (a residual ADD, an activation) runs on the strip's rows; an operand
+  computed over more rows (a residual skip that also feeds a 3x3 layer's halo) is cropped by a
+  `strided_slice`.
+
+The strips' pieces of T are joined by a concatenation along the height (the outermost non-unit
+axis of a batch-1 NHWC image), which the planner turns into storage the producers write in
+place (aot.pipeline.alias): the full-resolution intermediates never exist. Every op is the same
+op on fewer rows with the same quantization, so results are bit-exact with the whole-stage
+build. Each strip's chain runs to the end before the next strip starts, so only one strip's
+intermediates are live at a time; kernels of equal-shaped interior strips are shared by
+aot.kernel.share.
+
+`stage_cuts` lists the cuts a model admits, `patch_stage` rewrites one (a pure pass), and
+`estimate` gives the MACs and a live-bytes bound of a candidate, for the choice in
+aot.pipeline.patching.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from aot.errors import Error
+from aot.ir import Call, Constant, Function, Model, Var
+from aot.ir.graph import freeze_attrs
+from aot.ops import REGISTRY
+
+WINDOW_OPS = ("conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d")
+
+Rows = tuple[int, int]  # [lo, hi) rows of a tensor
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A stage the model admits: body[:index + 1] computes `tensor` from the model input alone,
+    and nothing after it reads another of the stage's tensors."""
+    index: int
+    tensor: str
+    shape: tuple[int, ...]
+    input_shape: tuple[int, ...]  # the model input's shape
+    downsample: int  # input rows / cut rows
+
+
+def _window(c: Call) -> tuple[int, int, int, int] | None:
+    """(kernel rows, stride, dilation, top padding) of a window op over height, else None."""
+    a = c.attrs
+    if c.op_name in ("conv2d", "depthwise_conv2d"):
+        if int(a.get("groups", 1)) != 1:
+            return None
+        kh = c.args[1].type.shape[1]
+        dh = a.get("dilation", (1, 1))[0]
+    else:
+        if a.get("count_include_pad", False) or "count_padding" in a:
+            return None
+        kh = a["pool_size"][0]
+        dh = a.get("dilations", (1, 1))[0]
+    return int(kh), int(a["strides"][0]), int(dh), int(a["padding"][0])
+
+
+def _is_image(t: Var | Constant) -> bool:
+    return len(t.type.shape) == 4 and t.type.shape[0] == 1
+
+
+def _supported(c: Call) -> bool:
+    if not isinstance(c.op, str) or not _is_image(c.out):
+        return False
+    if c.op in WINDOW_OPS:
+        return _is_image(c.args[0]) and isinstance(c.args[0], Var) and _window(c) is not None \
+            and all(isinstance(a, Constant) for a in c.args[1:])
+    try:
+        op = REGISTRY.get(c.op)
+    except Exception:  # noqa: BLE001 (an op unknown here cannot be patched)
+        return False
+    if op.kind != "elementwise" or not op.pointwise:
+        return False
+    for a in c.args:
+        if isinstance(a, Var):
+            if a.type.shape != c.out.type.shape:
+                return False
+        else:  # a constant operand broadcast along the height only
+            shape = (1,) * (4 - len(a.type.shape)) + tuple(a.type.shape)
+            if len(shape) != 4 or shape[1] != 1:
+                return False
+    return True
+
+
+def stage_cuts(model: Model) -> list[Cut]:
+    """Every cut of the entry's leading run of patchable ops, in order (nearest the input first).
+    Only models with one 4-D batch-1 input and no state qualify."""
+    fn = model.main
+    if len(model.inputs) != 1 or model.states or not _is_image(model.inputs[0]):
+        return []
+    x = model.inputs[0]
+    last_use: dict[int, int] = {}
+    for i, c in enumerate(fn.body):
+        for a in c.args:
+            if isinstance(a, Var):
+                last_use[id(a)] = i
+    end = len(fn.body)
+    for r in fn.results:
+        last_use[id(r)] = end
+    cuts: list[Cut] = []
+    produced: set[int] = {id(x)}
+    for i, c in enumerate(fn.body):
+        if not _supported(c) or any(isinstance(a, Var) and id(a) not in produced for a in c.args):
+            break
+        produced.add(id(c.out))
+        # the stage body[:i+1]: only c.out may be read after it (the input neither)
+        crossing = [v for v in produced if last_use.get(v, -1) > i]
+        if crossing == [id(c.out)] and last_use[id(c.out)] < end and c.out.type.shape[1] > 1:
+            h_in, h_out = x.type.shape[1], c.out.type.shape[1]
+            cuts.append(Cut(i, c.out.name, tuple(c.out.type.shape), tuple(x.type.shape), max(1, h_in // h_out)))
+    return cuts
+
+
+def strips(rows: int, n: int) -> list[Rows]:
+    """`rows` split into n strips as even as possible (the larger ones last)."""
+    return [(rows * p // n, rows * (p + 1) // n) for p in range(n)]
+
+
+def _needed(stage: tuple[Call, ...], out_rows: Rows) -> dict[int, Rows]:
+    """id(tensor) -> the rows of it the strip `out_rows` of the stage's last tensor needs."""
+    need: dict[int, Rows] = {id(stage[-1].out): out_rows}
+    for c in reversed(stage):
+        lo, hi = need[id(c.out)]
+        if c.op_name in WINDOW_OPS:
+            kh, s, d, pt = _window(c)  # type: ignore[misc]
+            h = c.args[0].type.shape[1]
+            nlo, nhi = max(0, lo * s - pt), min(h, (hi - 1) * s - pt + (kh - 1) * d + 1)
+            if nlo >= nhi:
+                raise Error(f"{c.out.name}: rows {lo}..{hi} read only padding")
+            ins: list[tuple[Var, Rows]] = [(c.args[0], (nlo, nhi))]  # type: ignore[list-item]
+        else:
+            ins = [(a, (lo, hi)) for a in c.args if isinstance(a, Var)]
+        for a, (nlo, nhi) in ins:
+            old = need.get(id(a))
+            need[id(a)] = (nlo, nhi) if old is None else (min(old[0], nlo), max(old[1], nhi))
+    return need
+
+
+def _with_rows(v: Var, rows: int, name: str) -> Var:
+    shape = tuple(v.type.shape)
+    return Var(name, replace(v.type, shape=(shape[0], rows) + shape[2:]), v.origin)
+
+
+def _crop(v: Var, have: Rows, want: Rows, name: str, body: list[Call]) -> Var:
+    """`v` holds rows `have` of a tensor: rows `want` of it (a strided_slice when they differ)."""
+    if have == want:
+        return v
+    shape = tuple(v.type.shape)
+    out = _with_rows(v, want[1] - want[0], name)
+    attrs = {"begin": (0, want[0] - have[0], 0, 0), "size": (shape[0], want[1] - want[0]) + shape[2:],
+             "step": (1, 1, 1, 1)}
+    body.append(Call("strided_slice", (v,), out, freeze_attrs(attrs)))
+    return out
+
+
+def _patch_calls(stage: tuple[Call, ...], x: Var, p: int, out_rows: Rows, body: list[Call]) -> Var:
+    """Append strip p's calls to `body`; the strip's piece of the stage's last tensor."""
+    need = _needed(stage, out_rows)
+    full_x = (0, x.type.shape[1])
+    env: dict[int, tuple[Var, Rows]] = {id(x): (_crop(x, full_x, need[id(x)], f"{x.name}_p{p}", body), need[id(x)])}
+    for c in stage:
+        rows = need[id(c.out)]
+        out = _with_rows(c.out, rows[1] - rows[0], f"{c.out.name}_p{p}")
+        attrs = dict(c.attrs)
+        if c.op_name in WINDOW_OPS:
+            kh, s, d, pt = _window(c)  # type: ignore[misc]
+            h = c.args[0].type.shape[1]
+            lo, hi = rows[0] * s - pt, (rows[1] - 1) * s - pt + (kh - 1) * d + 1
+            want = (max(0, lo), min(h, hi))
+            v, have = env[id(c.args[0])]
+            arg0 = _crop(v, have, want, f"{c.args[0].name}_p{p}_w", body)  # type: ignore[union-attr]
+            pad = tuple(attrs["padding"])
+            attrs["padding"] = (max(0, -lo), max(0, hi - h), pad[2], pad[3])
+            args: tuple = (arg0,) + tuple(c.args[1:])
+        else:
+            args = tuple(_crop(*env[id(a)], rows, f"{a.name}_p{p}_e", body) if isinstance(a, Var) else a
+                         for a in c.args)
+        body.append(Call(c.op, args, out, freeze_attrs(attrs)))
+        env[id(c.out)] = (out, rows)
+    return env[id(stage[-1].out)][0]
+
+
+def _stage(model: Model, cut: Cut) -> tuple[Call, ...]:
+    body = model.main.body
+    if cut.index >= len(body) or body[cut.index].out.name != cut.tensor:
+        raise Error(f"patch cut {cut.tensor!r} is not the output of call {cut.index}")
+    return tuple(body[:cut.index + 1])
+
+
+def patch_stage(model: Model, cut: Cut, patches: int) -> Model:
+    """Pass: the stage up to `cut` run as `patches` horizontal strips of the cut tensor's rows,
+    joined by a height concatenation into the cut tensor itself (module docstring)."""
+    if patches < 2:
+        return model
+    if patches > cut.shape[1]:
+        raise Error(f"{patches} patches of {cut.tensor}: it has only {cut.shape[1]} rows")
+    stage = _stage(model, cut)
+    x = model.inputs[0]
+    body: list[Call] = []
+    pieces = [_patch_calls(stage, x, p, rows, body) for p, rows in enumerate(strips(cut.shape[1], patches))]
+    body.append(Call("concat", tuple(pieces), stage[-1].out, freeze_attrs({"axis": 1})))
+    fn = model.main
+    main = Function(fn.name, fn.params, tuple(body) + fn.body[cut.index + 1:], fn.results, fn.primitive)
+    return model.replace_functions({**model.functions, fn.name: main})
+
+
+# ---------------------------------------------------------------------- estimates
+def call_macs(c: Call) -> int:
+    op = REGISTRY.get(c.op_name)
+    if op.macs is None:
+        return c.out.type.size
+    return int(op.macs([a.type for a in c.args], c.out.type, c.attrs))
+
+
+def stage_macs(model: Model, cut: Cut) -> int:
+    return sum(call_macs(c) for c in _stage(model, cut))
+
+
+def patched_macs(model: Model, cut: Cut, patches: int) -> int:
+    """MACs of the stage's strips (halo rows recomputed); slices and the join count nothing."""
+    if patches < 2:
+        return stage_macs(model, cut)
+    patched = patch_stage(model, cut, patches)
+    n = len(patched.main.body) - (len(model.main.body) - cut.index - 1)
+    return sum(call_macs(c) for c in patched.main.body[:n] if c.op_name not in ("strided_slice", "concat"))
+
+
+def live_peak(model: Model) -> int:
+    """The largest sum of bytes live at one call of the entry (inputs, outputs and tensors held
+    across), with the sharing the planner gives the patched stage: a strip's piece of the cut
+    tensor lives in the concatenation's output, a strided_slice read only by the next call is
+    inlined into it, and an elementwise op writes over an operand of its size dying there."""
+    fn = model.main
+    body = fn.body
+    last: dict[int, int] = {}
+    for i, c in enumerate(body):
+        for a in c.args:
+            if isinstance(a, Var):
+                last[id(a)] = i
+    end = len(body)
+    for r in fn.results:
+        last[id(r)] = end
+    uses: dict[int, int] = {}
+    for c in body:
+        for a in c.args:
+            if isinstance(a, Var):
+                uses[id(a)] = uses.get(id(a), 0) + 1
+    owner: dict[int, int] = {}  # id(var) -> id(var whose storage it uses)
+    for c in body:
+        if c.op_name == "concat" and c.attrs.get("axis") == 1:
+            for a in c.args:
+                owner[id(a)] = id(c.out)
+        if c.op_name == "strided_slice" and uses.get(id(c.out)) == 1:
+            owner[id(c.out)] = -1  # inlined: no storage
+    first: dict[int, int] = {}
+    size: dict[int, int] = {}
+    for v in fn.params:
+        first[id(v)] = 0
+        size[id(v)] = v.type.nbytes
+    for i, c in enumerate(body):
+        first.setdefault(id(c.out), i)
+        size[id(c.out)] = c.out.type.nbytes
+    span: dict[int, list[int]] = {}
+    for v, f in first.items():
+        root = owner.get(v, v)
+        if root == -1:
+            continue
+        lo, hi = f, last.get(v, f)
+        s = span.setdefault(root, [lo, hi])
+        s[0], s[1] = min(s[0], lo), max(s[1], hi)
+    inplace: set[int] = set()  # outputs written over a same-size operand dying at their call
+    for i, c in enumerate(body):
+        kind = REGISTRY.get(c.op_name).kind if isinstance(c.op, str) else ""
+        if kind == "elementwise" and c.op_name != "strided_slice":
+            if any(isinstance(a, Var) and last.get(id(a)) == i and a.type.nbytes == c.out.type.nbytes
+                   and id(a) not in owner for a in c.args):
+                inplace.add(id(c.out))
+    delta = [0] * (len(body) + 2)
+    for v, (lo, hi) in span.items():
+        start = lo + 1 if v in inplace else lo  # written over its operand at its first call
+        if start <= hi:
+            delta[start] += size[v]
+            delta[hi + 1] -= size[v]
+    peak = live = 0
+    for i in range(len(body)):
+        live += delta[i]
+        peak = max(peak, live)
+    return peak
