@@ -7,7 +7,8 @@ instruction overhead, and a live-bytes bound of its plan (aot.transform.patch.li
 chosen candidate is then compiled and its real plan checked:
 
 * budget None (the default): today's plan, unless a candidate saves >= 25% of the estimated RAM
-  for <= 5% estimated instructions (then the smallest such);
+  for <= 5% estimated instructions: the smallest such is built, and kept when its real pool is
+  >= 25% below today's;
 * budget BYTES: the whole model if its plan fits, else the candidates whose estimate fits, fewest
   extra instructions first, until one's real pool fits (at most TRIES builds); none: an error
   naming the smallest pool reachable and the plan that reaches it;
@@ -128,7 +129,11 @@ def compile_within_budget(model: Model, budget: "int | str | None", prepare: Cal
     if budget is None:
         good = [c for c in cands if c.peak_estimate <= (1 - AUTO_SAVING) * whole.peak_estimate
                 and c.overhead <= AUTO_OVERHEAD]
-        return build(min(good, key=_by_peak) if good else None)
+        plain = build(None)
+        if not good:
+            return plain
+        patched = build(min(good, key=_by_peak))  # the estimate ignores in-place sharing: the real plans decide
+        return patched if pool_bytes(patched) <= (1 - AUTO_SAVING) * pool_bytes(plain) else plain
     if budget == "min":
         best = None
         for choice in [whole] + sorted(cands, key=_by_peak)[:TRIES]:
