@@ -12,7 +12,7 @@ chosen candidate is then compiled and its real plan checked:
 * budget BYTES: the whole model if its plan fits, else the candidates whose estimate fits, fewest
   extra instructions first, until one's real pool fits (at most TRIES builds); none: an error
   naming the smallest pool reachable and the plan that reaches it;
-* budget "min": the TRIES candidates of smallest estimate built, the smallest real pool kept.
+* budget "min": the MIN_TRIES candidates of smallest estimate built, the smallest real pool kept.
 
 The budget counts the planned pools (activations and kernel scratch; the model's input and
 output too under --io-buffers pool), the figure `aot plan` reports as the pool.
@@ -29,6 +29,7 @@ from aot.transform.patch import Cut, call_macs, live_peak, patch_stage, patched_
 MAX_PATCHES = 16
 MAX_DOWNSAMPLE = 16  # cuts beyond a 16x drop in resolution recompute too much to pay
 TRIES = 3
+MIN_TRIES = 5  # "min": candidates of smallest estimate built (the estimate ignores in-place sharing)
 AUTO_SAVING = 0.25  # the default patches only for >= 25% less RAM ...
 AUTO_OVERHEAD = 0.05  # ... at <= 5% more instructions
 # QEMU instructions per extra MAC of the halo rows, relative to the model's instructions per MAC:
@@ -136,7 +137,7 @@ def compile_within_budget(model: Model, budget: "int | str | None", prepare: Cal
         return patched if pool_bytes(patched) <= (1 - AUTO_SAVING) * pool_bytes(plain) else plain
     if budget == "min":
         best = None
-        for choice in [whole] + sorted(cands, key=_by_peak)[:TRIES]:
+        for choice in [whole] + sorted(cands, key=_by_peak)[:MIN_TRIES]:
             got = build(choice if choice.cut is not None else None)
             if best is None or pool_bytes(got) < pool_bytes(best):
                 best = got
