@@ -57,9 +57,9 @@ class CompileOptions:
     # the model's inputs and outputs: "app" = the application's buffers, passed to <prefix>_run;
     # "pool" = planned buffers in the pools (<prefix>_invoke; board firmware's default)
     io_buffers: str = "app"
-    # patch-based execution of the first stage (aot.transform.patch, aot.pipeline.patching): None =
-    # only when it saves >= 25% RAM for <= 5% instructions; bytes = the fewest extra instructions
-    # whose planned pools fit; "min" = the smallest pools; "off" = never
+    # patch-based execution of the first stage (aot.transform.patch, aot.pipeline.patching): None or
+    # "off" = never; "auto" = when it saves >= 25% RAM for <= 5% instructions; bytes = the fewest extra
+    # instructions whose planned pools fit; "min" = the smallest pools
     ram_budget: "int | str | None" = None
 
     def __post_init__(self) -> None:
@@ -80,8 +80,7 @@ class CompileOptions:
             raise Error(f"flash budget {self.flash_budget!r}: give a number of bytes or 'auto'")
         if self.io_buffers not in ("app", "pool"):
             raise Error(f"io buffers {self.io_buffers!r}: choose app or pool")
-        if self.ram_budget != "off":
-            parse_budget(self.ram_budget)
+        parse_budget(self.ram_budget)
         if self.pool_size is not None and self.pool_size < 0:
             raise Error(f"pool size {self.pool_size} must not be negative")
 
@@ -160,7 +159,7 @@ def _lower_for_target(model: Model, o: CompileOptions) -> K.KernelModule:
 
 def compile_model(model: Model, options: CompileOptions | None = None) -> CompiledModel:
     o = options or CompileOptions()
-    if o.ram_budget == "off":
+    if o.ram_budget in (None, "off"):
         return _compile(model, o, None)
     check_limits(model)
     if o.verify:

@@ -197,13 +197,25 @@ def test_no_fit_names_the_smallest_reachable() -> None:
         CompileOptions(ram_budget=-1)
 
 
-def test_default_keeps_todays_plan_without_a_large_saving() -> None:
-    """A model whose patch plans save too little (or cost too much) compiles exactly as with 'off'."""
+def test_default_and_auto() -> None:
+    """No option: today's plan. auto: a model whose patch plans save too little (ResNet-8: its stage
+    keeps the input's resolution) compiles exactly as without; the 32x32 MobileNetV2 stem is patched
+    only when the real plan saves >= 25%."""
     model = load_tflite(zoo.build("resnet8"), "resnet8")
-    a = compile_model(model, CompileOptions())
-    b = compile_model(model, CompileOptions(ram_budget="off"))
-    assert a.patch is None
+    a = compile_model(model, CompileOptions(ram_budget="auto"))
+    b = compile_model(model, CompileOptions())
+    assert a.patch is None and b.patch is None
     assert a.plan.activation_bytes == b.plan.activation_bytes and a.plan.step_kernels == b.plan.step_kernels
+    m = stem()
+    o = dict(cpu="cortex-m4", policy="micro")
+    plain = compile_model(m, CompileOptions(**o))
+    auto = compile_model(m, CompileOptions(**o, ram_budget="auto"))
+    assert plain.patch is None
+    if auto.patch is not None:
+        assert auto.plan.activation_bytes <= 0.75 * plain.plan.activation_bytes
+        assert auto.patch["estimated_instruction_overhead"] <= 0.05
+    else:
+        assert auto.plan.activation_bytes == plain.plan.activation_bytes
 
 
 def test_patched_peak_estimate_drops_with_more_strips() -> None:
@@ -222,6 +234,7 @@ def test_cli_budget(tmp_path: Path) -> None:
     assert "smallest pool reachable" in bad.stderr
     ok = subprocess.run(run + ["--ram-budget", "min"], capture_output=True, text=True, cwd=ROOT)
     assert ok.returncode == 0 and "patches: " in ok.stdout
+    assert "patches: " not in subprocess.run(run, capture_output=True, text=True, cwd=ROOT).stdout
     word = subprocess.run(run + ["--ram-budget", "lots"], capture_output=True, text=True, cwd=ROOT)
     assert word.returncode == 2 and "--ram-budget" in word.stderr
     out = tmp_path / "lib"
