@@ -12,7 +12,8 @@ chosen candidate is then compiled and its real plan checked:
 * budget BYTES: the whole model if its plan fits, else the candidates whose estimate fits (within
   SLACK), fewest extra instructions first, until one's real pool fits (at most TRIES builds); none: an error
   naming the smallest pool reachable and the plan that reaches it;
-* budget "min": the MIN_TRIES candidates of smallest estimate built, the smallest real pool kept.
+* budget "min": the MIN_TRIES smallest estimates (the cheapest candidate of each) built, the
+  smallest real pool kept.
 
 The budget counts the planned pools (activations and kernel scratch; the model's input and
 output too under --io-buffers pool), the figure `aot plan` reports as the pool.
@@ -46,12 +47,13 @@ INSTRUCTIONS_PER_EXTRA_MAC = 2.3
 class PatchChoice:
     """A candidate patch plan and its estimates (the whole model when cut is None)."""
     cut: Cut | None
-    patches: int
+    patches: int  # rows of patches
     stage_macs: int
     patched_macs: int
     model_macs: int
     peak_estimate: int  # live-bytes bound of the plan
     whole_estimate: int  # the same bound for the unpatched model
+    cols: int = 1  # columns of patches
 
     @property
     def extra_macs(self) -> int:
@@ -65,14 +67,14 @@ class PatchChoice:
     def describe(self) -> str:
         if self.cut is None:
             return "no patches"
-        return (f"cut {self.cut.tensor} {'x'.join(map(str, self.cut.shape[1:]))}, {self.patches}x1 patches "
+        return (f"cut {self.cut.tensor} {'x'.join(map(str, self.cut.shape[1:]))}, {self.patches}x{self.cols} patches "
                 f"(+{100 * self.overhead:.1f}% instructions, estimated)")
 
     def record(self) -> dict[str, Any] | None:
         """The plan as metadata.json and `aot plan` report it (None: not patched)."""
         if self.cut is None:
             return None
-        return {"cut": self.cut.tensor, "cut_shape": list(self.cut.shape), "grid": [self.patches, 1],
+        return {"cut": self.cut.tensor, "cut_shape": list(self.cut.shape), "grid": [self.patches, self.cols],
                 "downsample": self.cut.downsample, "stage_macs": self.stage_macs,
                 "patched_stage_macs": self.patched_macs, "halo_macs": self.extra_macs,
                 "halo_overhead": round(self.patched_macs / max(1, self.stage_macs) - 1, 4),
@@ -89,17 +91,29 @@ def candidates(model: Model) -> tuple[PatchChoice, list[PatchChoice]]:
         if not MIN_DOWNSAMPLE <= cut.downsample <= MAX_DOWNSAMPLE:
             continue
         macs = stage_macs(model, cut)
-        for n in range(2, min(cut.shape[1], MAX_PATCHES) + 1):
-            patched = patch_stage(model, cut, n)
-            out.append(PatchChoice(cut, n, macs, patched_macs(model, cut, n), total, live_peak(patched), whole_peak))
+        for rows, cols in grids(cut.shape[1], cut.shape[2]):
+            patched = patch_stage(model, cut, rows, cols)
+            out.append(PatchChoice(cut, rows, macs, patched_macs(model, cut, rows, cols, patched), total, live_peak(patched),
+                                   whole_peak, cols))
     return whole, out
+
+
+def grids(height: int, width: int) -> list[tuple[int, int]]:
+    """The grids tried at a cut of height x width: strips of 2..MAX_PATCHES rows, and grids of n x n
+    and (n + 1) x n patches up to MAX_PATCHES in all (columns share the halo with fewer rows)."""
+    out = [(n, 1) for n in range(2, min(height, MAX_PATCHES) + 1)]
+    for n in range(2, min(height, width) + 1):
+        for rows in (n, n + 1):
+            if rows * n <= MAX_PATCHES and rows <= height:
+                out.append((rows, n))
+    return out
 
 
 def apply(model: Model, choice: PatchChoice | None) -> Model:
     """Pass: the model with the chosen plan applied (unchanged without one)."""
     if choice is None or choice.cut is None:
         return model
-    return patch_stage(model, choice.cut, choice.patches)
+    return patch_stage(model, choice.cut, choice.patches, choice.cols)
 
 
 def _by_overhead(c: PatchChoice) -> tuple[float, int]:
@@ -145,7 +159,10 @@ def compile_within_budget(model: Model, budget: "int | str | None", prepare: Cal
         return patched if pool_bytes(patched) <= (1 - AUTO_SAVING) * pool_bytes(plain) else plain
     if budget == "min":
         best = None
-        for choice in [whole] + sorted(cands, key=_by_peak)[:MIN_TRIES]:
+        cheapest: dict[int, PatchChoice] = {}  # per estimated peak, the fewest extra instructions
+        for c in sorted(cands, key=_by_overhead):
+            cheapest.setdefault(c.peak_estimate, c)
+        for choice in [whole] + sorted(cheapest.values(), key=_by_peak)[:MIN_TRIES]:
             got = build(choice if choice.cut is not None else None)
             if best is None or pool_bytes(got) < pool_bytes(best):
                 best = got

@@ -53,20 +53,22 @@ class Cut:
     downsample: int  # input rows / cut rows
 
 
-def _window(c: Call) -> tuple[int, int, int, int] | None:
-    """(kernel rows, stride, dilation, top padding) of a window op over height, else None."""
+def _window(c: Call) -> tuple[tuple[int, int, int, int], tuple[int, int, int, int]] | None:
+    """Per axis (height, width): (kernel size, stride, dilation, padding before) of a window op."""
     a = c.attrs
     if c.op_name in ("conv2d", "depthwise_conv2d"):
         if int(a.get("groups", 1)) != 1:
             return None
-        kh = c.args[1].type.shape[1]
-        dh = a.get("dilation", (1, 1))[0]
+        k = c.args[1].type.shape[1:3]
+        d = a.get("dilation", (1, 1))
     else:
         if a.get("count_include_pad", False) or "count_padding" in a:
             return None
-        kh = a["pool_size"][0]
-        dh = a.get("dilations", (1, 1))[0]
-    return int(kh), int(a["strides"][0]), int(dh), int(a["padding"][0])
+        k = a["pool_size"]
+        d = a.get("dilations", (1, 1))
+    pad = a["padding"]
+    return ((int(k[0]), int(a["strides"][0]), int(d[0]), int(pad[0])),
+            (int(k[1]), int(a["strides"][1]), int(d[1]), int(pad[2])))
 
 
 def _is_image(t: Var | Constant) -> bool:
@@ -130,69 +132,85 @@ def strips(rows: int, n: int) -> list[Rows]:
     return [(rows * p // n, rows * (p + 1) // n) for p in range(n)]
 
 
-def _needed(stage: tuple[Call, ...], out_rows: Rows) -> dict[int, Rows]:
-    """id(tensor) -> the rows of it the strip `out_rows` of the stage's last tensor needs."""
-    need: dict[int, Rows] = {id(stage[-1].out): out_rows}
+Region = tuple[Rows, Rows]  # ([lo, hi) rows, [lo, hi) columns) of a tensor
+
+
+def _reads(w: tuple[int, int, int, int], lo: int, hi: int) -> tuple[int, int]:
+    """The input span (possibly beyond the image) output positions [lo, hi) of a window axis read."""
+    k, s, d, before = w
+    return lo * s - before, (hi - 1) * s - before + (k - 1) * d + 1
+
+
+def _needed(stage: tuple[Call, ...], out: Region) -> dict[int, Region]:
+    """id(tensor) -> the region of it the patch `out` of the stage's last tensor needs."""
+    need: dict[int, Region] = {id(stage[-1].out): out}
     for c in reversed(stage):
-        lo, hi = need[id(c.out)]
+        region = need[id(c.out)]
         if c.op_name in WINDOW_OPS:
-            kh, s, d, pt = _window(c)  # type: ignore[misc]
-            h = c.args[0].type.shape[1]
-            nlo, nhi = max(0, lo * s - pt), min(h, (hi - 1) * s - pt + (kh - 1) * d + 1)
-            if nlo >= nhi:
-                raise Error(f"{c.out.name}: rows {lo}..{hi} read only padding")
-            ins: list[tuple[Var, Rows]] = [(c.args[0], (nlo, nhi))]  # type: ignore[list-item]
+            axes = _window(c)
+            assert axes is not None
+            got = []
+            for axis, w, (lo, hi) in zip((1, 2), axes, region):
+                size = c.args[0].type.shape[axis]
+                a, b = _reads(w, lo, hi)
+                if max(0, a) >= min(size, b):
+                    raise Error(f"{c.out.name}: positions {lo}..{hi} of axis {axis} read only padding")
+                got.append((max(0, a), min(size, b)))
+            ins: list[tuple[Var, Region]] = [(c.args[0], (got[0], got[1]))]  # type: ignore[list-item]
         else:
-            ins = [(a, (lo, hi)) for a in c.args if isinstance(a, Var)]
-        for a, (nlo, nhi) in ins:
+            ins = [(a, region) for a in c.args if isinstance(a, Var)]
+        for a, r in ins:
             old = need.get(id(a))
-            need[id(a)] = (nlo, nhi) if old is None else (min(old[0], nlo), max(old[1], nhi))
+            need[id(a)] = r if old is None else tuple(  # type: ignore[assignment]
+                (min(o[0], n[0]), max(o[1], n[1])) for o, n in zip(old, r))
     return need
 
 
-def _with_rows(v: Var, rows: int, name: str) -> Var:
+def _with_region(v: Var, region: Region, name: str) -> Var:
     shape = tuple(v.type.shape)
-    return Var(name, replace(v.type, shape=(shape[0], rows) + shape[2:]), v.origin)
+    (r0, r1), (c0, c1) = region
+    return Var(name, replace(v.type, shape=(shape[0], r1 - r0, c1 - c0) + shape[3:]), v.origin)
 
 
-def _crop(v: Var, have: Rows, want: Rows, name: str, body: list[Call]) -> Var:
-    """`v` holds rows `have` of a tensor: rows `want` of it (a strided_slice when they differ)."""
+def _crop(v: Var, have: Region, want: Region, name: str, body: list[Call]) -> Var:
+    """`v` holds region `have` of a tensor: region `want` of it (a strided_slice when they differ)."""
     if have == want:
         return v
-    shape = tuple(v.type.shape)
-    out = _with_rows(v, want[1] - want[0], name)
+    out = _with_region(v, want, name)
     # materialize: a copy of its own, never inlined into the kernel reading it (aot.transform.fuse), whose
     # schedules need a buffer (person_detect's first layer: 0.35 MAC/instruction inlined, 0.67 materialized)
-    attrs = {"begin": (0, want[0] - have[0], 0, 0), "size": (shape[0], want[1] - want[0]) + shape[2:],
+    attrs = {"begin": (0, want[0][0] - have[0][0], want[1][0] - have[1][0], 0), "size": tuple(out.type.shape),
              "step": (1, 1, 1, 1), "materialize": True}
     body.append(Call("strided_slice", (v,), out, freeze_attrs(attrs)))
     return out
 
 
-def _patch_calls(stage: tuple[Call, ...], x: Var, p: int, out_rows: Rows, body: list[Call]) -> Var:
-    """Append strip p's calls to `body`; the strip's piece of the stage's last tensor."""
-    need = _needed(stage, out_rows)
-    full_x = (0, x.type.shape[1])
-    env: dict[int, tuple[Var, Rows]] = {id(x): (_crop(x, full_x, need[id(x)], f"{x.name}_p{p}", body), need[id(x)])}
+def _patch_calls(stage: tuple[Call, ...], x: Var, tag: str, region: Region, body: list[Call]) -> Var:
+    """Append one patch's calls to `body`; the patch's piece of the stage's last tensor."""
+    need = _needed(stage, region)
+    full_x = ((0, x.type.shape[1]), (0, x.type.shape[2]))
+    env: dict[int, tuple[Var, Region]] = {id(x): (_crop(x, full_x, need[id(x)], f"{x.name}_{tag}", body),
+                                                  need[id(x)])}
     for c in stage:
-        rows = need[id(c.out)]
-        out = _with_rows(c.out, rows[1] - rows[0], f"{c.out.name}_p{p}")
+        reg = need[id(c.out)]
+        out = _with_region(c.out, reg, f"{c.out.name}_{tag}")
         attrs = dict(c.attrs)
         if c.op_name in WINDOW_OPS:
-            kh, s, d, pt = _window(c)  # type: ignore[misc]
-            h = c.args[0].type.shape[1]
-            lo, hi = rows[0] * s - pt, (rows[1] - 1) * s - pt + (kh - 1) * d + 1
-            want = (max(0, lo), min(h, hi))
+            axes = _window(c)
+            assert axes is not None
+            spans = [_reads(w, lo, hi) for w, (lo, hi) in zip(axes, reg)]
+            sizes = c.args[0].type.shape[1:3]
+            want = tuple((max(0, a), min(n, b)) for (a, b), n in zip(spans, sizes))
             v, have = env[id(c.args[0])]
-            arg0 = _crop(v, have, want, f"{c.args[0].name}_p{p}_w", body)  # type: ignore[union-attr]
-            pad = tuple(attrs["padding"])
-            attrs["padding"] = (max(0, -lo), max(0, hi - h), pad[2], pad[3])
+            arg0 = _crop(v, have, want, f"{c.args[0].name}_{tag}_w", body)  # type: ignore[arg-type, union-attr]
+            (a0, b0), (a1, b1) = spans
+            attrs["padding"] = (max(0, -a0), max(0, b0 - sizes[0]), max(0, -a1), max(0, b1 - sizes[1]))
             args: tuple = (arg0,) + tuple(c.args[1:])
         else:
-            args = tuple(_crop(*env[id(a)], rows, f"{a.name}_p{p}_e", body) if isinstance(a, Var) else a
+            args = tuple(_crop(*env[id(a)], reg, f"{a.name}_{tag}_e", body) if isinstance(a, Var) else a
                          for a in c.args)
         body.append(Call(c.op, args, out, freeze_attrs(attrs)))
-        env[id(c.out)] = (out, rows)
+        env[id(c.out)] = (out, reg)
     return env[id(stage[-1].out)][0]
 
 
@@ -203,18 +221,33 @@ def _stage(model: Model, cut: Cut) -> tuple[Call, ...]:
     return tuple(body[:cut.index + 1])
 
 
-def patch_stage(model: Model, cut: Cut, patches: int) -> Model:
-    """Pass: the stage up to `cut` run as `patches` horizontal strips of the cut tensor's rows,
-    joined by a height concatenation into the cut tensor itself (module docstring)."""
-    if patches < 2:
+def patch_stage(model: Model, cut: Cut, rows: int, cols: int = 1) -> Model:
+    """Pass: the stage up to `cut` run as a grid of rows x cols patches of the cut tensor, joined
+    into the cut tensor itself (module docstring): each row of patches by a width concatenation
+    (a copy of the row's small pieces), the rows by a height concatenation its producers write in
+    place."""
+    if rows * cols < 2:
         return model
-    if patches > cut.shape[1]:
-        raise Error(f"{patches} patches of {cut.tensor}: it has only {cut.shape[1]} rows")
+    if rows > cut.shape[1] or cols > cut.shape[2]:
+        raise Error(f"{rows}x{cols} patches of {cut.tensor}: it has only {cut.shape[1]}x{cut.shape[2]} pixels")
     stage = _stage(model, cut)
+    t = stage[-1].out
     x = model.inputs[0]
     body: list[Call] = []
-    pieces = [_patch_calls(stage, x, p, rows, body) for p, rows in enumerate(strips(cut.shape[1], patches))]
-    body.append(Call("concat", tuple(pieces), stage[-1].out, freeze_attrs({"axis": 1})))
+    row_vars: list[Var] = []
+    for r, rr in enumerate(strips(cut.shape[1], rows)):
+        pieces = [_patch_calls(stage, x, f"p{r}_{k}" if cols > 1 else f"p{r}", (rr, cc), body)
+                  for k, cc in enumerate(strips(cut.shape[2], cols))]
+        if cols == 1:
+            row_vars.append(pieces[0])
+        elif rows == 1:
+            body.append(Call("concat", tuple(pieces), t, freeze_attrs({"axis": 2})))
+        else:
+            row = _with_region(t, (rr, (0, cut.shape[2])), f"{t.name}_r{r}")
+            body.append(Call("concat", tuple(pieces), row, freeze_attrs({"axis": 2})))
+            row_vars.append(row)
+    if row_vars:
+        body.append(Call("concat", tuple(row_vars), t, freeze_attrs({"axis": 1})))
     fn = model.main
     main = Function(fn.name, fn.params, tuple(body) + fn.body[cut.index + 1:], fn.results, fn.primitive)
     return model.replace_functions({**model.functions, fn.name: main})
@@ -232,11 +265,12 @@ def stage_macs(model: Model, cut: Cut) -> int:
     return sum(call_macs(c) for c in _stage(model, cut))
 
 
-def patched_macs(model: Model, cut: Cut, patches: int) -> int:
-    """MACs of the stage's strips (halo rows recomputed); slices and the join count nothing."""
-    if patches < 2:
+def patched_macs(model: Model, cut: Cut, rows: int, cols: int = 1, patched: Model | None = None) -> int:
+    """MACs of the stage's patches (halo recomputed); slices and the joins count nothing. `patched`:
+    patch_stage(model, cut, rows, cols) when the caller has it."""
+    if rows * cols < 2:
         return stage_macs(model, cut)
-    patched = patch_stage(model, cut, patches)
+    patched = patched or patch_stage(model, cut, rows, cols)
     n = len(patched.main.body) - (len(model.main.body) - cut.index - 1)
     return sum(call_macs(c) for c in patched.main.body[:n] if c.op_name not in ("strided_slice", "concat"))
 
