@@ -275,12 +275,21 @@ def patched_macs(model: Model, cut: Cut, rows: int, cols: int = 1, patched: Mode
     return sum(call_macs(c) for c in patched.main.body[:n] if c.op_name not in ("strided_slice", "concat"))
 
 
+def _dw_in_place(c: Call) -> bool:
+    """A stride-1 depthwise convolution or 1x1 product shaped as its input: written over it on DSP
+    cores (a line buffer of the rows it overwrote, a column per pixel), which the estimate assumes."""
+    if c.op_name == "conv2d" and tuple(c.args[1].type.shape[1:3]) != (1, 1):
+        return False
+    return c.op_name in ("depthwise_conv2d", "conv2d") and tuple(c.attrs.get("strides", (1, 1))) == (1, 1) \
+        and c.args[0].type.shape == c.out.type.shape and c.args[0].type.dtype == c.out.type.dtype
+
+
 def live_peak(model: Model) -> int:
     """The largest sum of bytes live at one call of the entry (inputs, outputs and tensors held
     across), with the sharing the planner gives the patched stage: a strip's piece of the cut
     tensor lives in the concatenation's output, a strided_slice read only by the next call is
-    inlined into it (unless marked materialize), and an elementwise op writes over an operand of
-    its size dying there."""
+    inlined into it (unless marked materialize), and an elementwise op, a stride-1 depthwise
+    convolution or a 1x1 product writes over an operand of its shape dying there."""
     fn = model.main
     body = fn.body
     last: dict[int, int] = {}
@@ -322,7 +331,7 @@ def live_peak(model: Model) -> int:
     inplace: set[int] = set()  # outputs written over a same-size operand dying at their call
     for i, c in enumerate(body):
         kind = REGISTRY.get(c.op_name).kind if isinstance(c.op, str) else ""
-        if kind == "elementwise" and c.op_name != "strided_slice":
+        if kind == "elementwise" and c.op_name != "strided_slice" or _dw_in_place(c):
             if any(isinstance(a, Var) and last.get(id(a)) == i and a.type.nbytes == c.out.type.nbytes
                    and id(a) not in owner for a in c.args):
                 inplace.add(id(c.out))

@@ -20,7 +20,7 @@ from aot.ir import Quant, verify
 from aot.ops import infer_call
 from aot.pipeline.driver import CompileOptions, compile_model, graph_pipeline
 from aot.pipeline.manager import run_passes
-from aot.pipeline.patching import candidates
+from aot.pipeline.patching import SLACK, TRIES, candidates
 from aot.runners.kernel_module import run_kernel_module
 from aot.tools import zoo
 from aot.transform.patch import live_peak, patch_stage, stage_cuts, strips
@@ -118,14 +118,16 @@ def test_every_cut_and_grid_is_bit_exact_in_the_reference(make) -> None:  # noqa
     x = _input(model)
     want = _ref(model, x)
     for cut in cuts:
-        for n in sorted({2, 3, cut.shape[1]}):
-            if n > cut.shape[1]:
+        h, w = cut.shape[1:3]
+        for rows, cols in sorted({(2, 1), (3, 1), (h, 1), (1, 2), (2, 2), (3, 2), (h, w)}):
+            if rows > h or cols > w:
                 continue
-            patched = patch_stage(model, cut, n)
+            patched = patch_stage(model, cut, rows, cols)
             verify(patched, infer_call)
-            ops = Counter(c.op_name for c in patched.main.body)
-            assert ops["concat"] == 1
-            np.testing.assert_array_equal(_ref(patched, x), want, err_msg=f"{cut.tensor} x{n}")
+            joins = [c for c in patched.main.body if c.op_name == "concat"]
+            # one width concatenation per row of patches (when there are columns), one of the rows
+            assert len(joins) == (rows if cols > 1 else 0) + (1 if rows > 1 else 0)
+            np.testing.assert_array_equal(_ref(patched, x), want, err_msg=f"{cut.tensor} {rows}x{cols}")
 
 
 def test_the_cut_ends_where_the_stage_stops() -> None:
@@ -161,6 +163,22 @@ def test_patched_builds_are_bit_exact_on_every_backend_and_plan_less(make, cpu) 
             np.testing.assert_array_equal(got, want, err_msg=backend)
 
 
+@pytest.mark.parametrize("make,cpu", [(chain_int8, "cortex-m4"), (stem, None), (stem, "cortex-m4")],
+                         ids=["int8-m4", "mobilenet_v2", "mobilenet_v2-m4"])
+def test_grids_of_patches_are_bit_exact_on_every_backend(make, cpu) -> None:  # noqa: ANN001
+    """A 2x2 and a 3x2 grid (width concatenations copied, the rows joined in place), compiled as given."""
+    model = _prepared(make())
+    x = _input(model)
+    want = _ref(model, x)
+    cut = max((c for c in stage_cuts(model) if c.downsample >= 2 and min(c.shape[1:3]) >= 3), key=lambda c: c.index)
+    for rows, cols in ((2, 2), (3, 2)):
+        cm = compile_model(patch_stage(model, cut, rows, cols), CompileOptions(cpu=cpu, policy="micro"))
+        for backend in ("interp", "c") + (() if cpu else ("llvm",)):
+            got = run_kernel_module(cm.module, [x], backend)[0].reshape(want.shape)
+            np.testing.assert_array_equal(got, want, err_msg=f"{rows}x{cols} {backend}")
+
+
+@pytest.mark.slow
 def test_mobilenet_v2_stem_plan_needs_far_less_ram() -> None:
     """The 32x32 MobileNetV2 at its smallest patched plan: under 0.6x of the unpatched pool, the
     estimate used for the choice never below the real plan of the whole model by more than 10%."""
@@ -173,6 +191,7 @@ def test_mobilenet_v2_stem_plan_needs_far_less_ram() -> None:
     assert whole.peak_estimate >= 0.9 * plain.plan.activation_bytes
 
 
+@pytest.mark.slow
 def test_a_budget_picks_the_fewest_extra_macs_that_fit() -> None:
     model = stem()
     o = dict(cpu="cortex-m4", policy="micro")
@@ -183,9 +202,8 @@ def test_a_budget_picks_the_fewest_extra_macs_that_fit() -> None:
     got = compile_model(model, CompileOptions(**o, ram_budget=budget))
     assert got.patch is not None and got.plan.activation_bytes <= budget
     _, cands = candidates(_prepared(model))
-    fitting = [c for c in cands if c.peak_estimate <= budget]
-    assert got.patch["halo_macs"] == min(c.extra_macs for c in fitting) or \
-        got.patch["halo_macs"] in sorted(c.extra_macs for c in fitting)[:3]
+    fitting = sorted(c.extra_macs for c in cands if c.peak_estimate <= SLACK * budget)
+    assert got.patch["halo_macs"] in fitting[:TRIES]  # the cheapest whose real plan fits
 
 
 def test_no_fit_names_the_smallest_reachable() -> None:
@@ -197,6 +215,7 @@ def test_no_fit_names_the_smallest_reachable() -> None:
         CompileOptions(ram_budget=-1)
 
 
+@pytest.mark.slow
 def test_default_and_auto() -> None:
     """No option: today's plan. auto: a model whose patch plans save too little (ResNet-8: its stage
     keeps the input's resolution) compiles exactly as without; the 32x32 MobileNetV2 stem is patched
@@ -225,6 +244,7 @@ def test_patched_peak_estimate_drops_with_more_strips() -> None:
     assert peaks[1] < peaks[0] < live_peak(model)
 
 
+@pytest.mark.slow
 def test_cli_budget(tmp_path: Path) -> None:
     path = tmp_path / "m.tflite"
     path.write_bytes(stem_bytes())
