@@ -123,7 +123,7 @@ def stage_cuts(model: Model) -> list[Cut]:
         crossing = [v for v in produced if last_use.get(v, -1) > i]
         if crossing == [id(c.out)] and last_use[id(c.out)] < end and c.out.type.shape[1] > 1:
             h_in, h_out = x.type.shape[1], c.out.type.shape[1]
-            cuts.append(Cut(i, c.out.name, tuple(c.out.type.shape), tuple(x.type.shape), max(1, h_in // h_out)))
+            cuts.append(Cut(i, c.out.name, tuple(c.out.type.shape), tuple(x.type.shape), max(1, round(h_in / h_out))))
     return cuts
 
 

@@ -127,7 +127,12 @@ def test_every_cut_and_grid_is_bit_exact_in_the_reference(make) -> None:  # noqa
             joins = [c for c in patched.main.body if c.op_name == "concat"]
             # one width concatenation per row of patches (when there are columns), one of the rows
             assert len(joins) == (rows if cols > 1 else 0) + (1 if rows > 1 else 0)
-            np.testing.assert_array_equal(_ref(patched, x), want, err_msg=f"{cut.tensor} {rows}x{cols}")
+            got = _ref(patched, x)
+            if want.dtype == np.float32:  # numpy's float matmul sums in a shape-dependent order: the
+                # kernels' bit-exactness is checked on the backends (test_patched_builds_...)
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{cut.tensor} {rows}x{cols}")
+            else:
+                np.testing.assert_array_equal(got, want, err_msg=f"{cut.tensor} {rows}x{cols}")
 
 
 def test_the_cut_ends_where_the_stage_stops() -> None:
