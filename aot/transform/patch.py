@@ -2,27 +2,27 @@
 
 The first layers of an image network work at full resolution, and their largest single op
 (a 48x48 map expanded 6x in MobileNetV2) bounds the RAM of any plan that runs op by op. Here the
-stage up to a cut tensor T (where the resolution has dropped) is split into horizontal strips
-of T's rows. For each strip the pass computes, backwards through the stage, the rows of every
-intermediate tensor the strip needs (its receptive field, halo rows included), and emits the
-stage's ops once per strip on those rows only:
+stage up to a cut tensor T (where the resolution has dropped) is split into a grid of patches of
+T (rows x columns; strips when one column). For each patch the pass computes, backwards through
+the stage, the region of every intermediate tensor the patch needs (its receptive field, halo
+included), and emits the stage's ops once per patch on those regions only:
 
-* the model input's rows are taken by a `strided_slice`;
-* a window op (conv2d, depthwise_conv2d, max/avg pool) keeps its padding on the image's own
-  top / bottom only where the strip touches that border, and none inside the image;
-* an elementwise op (a residual ADD, an activation) runs on the strip's rows; an operand
-  computed over more rows (a residual skip that also feeds a 3x3 layer's halo) is cropped by a
-  `strided_slice`.
+* the model input's region is taken by a `strided_slice`;
+* a window op (conv2d, depthwise_conv2d, max/avg pool) keeps its padding only on the sides where
+  the patch touches the image's border, and none inside the image;
+* an elementwise op (a residual ADD, an activation) runs on the patch's region; an operand
+  computed over a larger region (a residual skip that also feeds a 3x3 layer's halo) is cropped
+  by a `strided_slice`.
 
-The strips' pieces of T are joined by a concatenation along the height (the outermost non-unit
-axis of a batch-1 NHWC image), which the planner turns into storage the producers write in
-place (aot.pipeline.alias): the full-resolution intermediates never exist. The slices are small
-copies of their own (attr materialize: never inlined into the kernel reading them, whose
-schedules need a buffer). Every op is the same
-op on fewer rows with the same quantization, so results are bit-exact with the whole-stage
-build. Each strip's chain runs to the end before the next strip starts, so only one strip's
-intermediates are live at a time; kernels of equal-shaped interior strips are shared by
-aot.kernel.share.
+The slices are small copies of their own (attr materialize: never inlined into the kernel
+reading them, whose schedules need a buffer). Each row of patches is joined by a width
+concatenation (a copy of the row's small pieces), and the rows by a height concatenation (the
+outermost non-unit axis of a batch-1 NHWC image), which the planner turns into storage its
+producers write in place (aot.pipeline.alias): the full-resolution intermediates never exist.
+Every op is the same op on a smaller tensor with the same quantization, so results are bit-exact
+with the whole-stage build. Each patch's chain runs to the end before the next patch starts, so
+only one patch's intermediates are live at a time; kernels of equal-shaped interior patches are
+shared by aot.kernel.share.
 
 `stage_cuts` lists the cuts a model admits, `patch_stage` rewrites one (a pure pass), and
 `patched_macs` / `live_peak` give the MACs and a live-bytes bound of a candidate, for the choice in
