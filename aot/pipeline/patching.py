@@ -1,9 +1,10 @@
 """The choice of a patch plan (aot.transform.patch) within the user's RAM budget.
 
 Candidates are every cut of the model's leading stage where the resolution has dropped 2-16x,
-and every number of strips from 2 to MAX_PATCHES. Each is ranked by two estimates computed on the graph: its extra MACs (halo rows
-recomputed) as a fraction of the model's MACs, scaled by INSTRUCTIONS_PER_EXTRA_MAC into an
-instruction overhead, and a live-bytes bound of its plan (aot.transform.patch.live_peak). The
+and every number of strips from 2 to MAX_PATCHES. Each is ranked by two estimates computed on the graph: an instruction overhead (its extra
+MACs, the halo recomputed, as a fraction of the model's, times INSTRUCTIONS_PER_EXTRA_MAC, plus
+PER_PATCH per extra patch times the stage's share of the MACs), and a live-bytes bound of its
+plan (aot.transform.patch.live_peak). The
 chosen candidate is then compiled and its real plan checked:
 
 * budget "auto": today's plan, unless a candidate saves >= 25% of the estimated RAM for <= 5%
@@ -37,10 +38,14 @@ SLACK = 1.15
 MIN_TRIES = 5  # "min": candidates of smallest estimate built (the estimate ignores in-place sharing)
 AUTO_SAVING = 0.25  # the default patches only for >= 25% less RAM ...
 AUTO_OVERHEAD = 0.05  # ... at <= 5% more instructions
-# extra QEMU instructions per extra MAC of the halo rows, relative to the model's instructions per MAC
-# (halo MACs run in small strips, and the strips' extra kernels leave less flash for pre-widened weights):
-# measured on mps2-an386 (aot bench, C backend), see docs/_fragments/patch.md
-INSTRUCTIONS_PER_EXTRA_MAC = 2.3
+# The instruction overhead, fitted (least squares) to eight QEMU measurements on mps2-an386 (aot bench,
+# C backend; MobileNetV2 0.35 6x1, 2x2, 4x4 and person_detect 4x1, 2x2, 3x3 at two cuts, 4x4): extra
+# instructions per extra MAC of the halo, relative to the model's instructions per MAC (the halo runs in
+# small patches, and the patches' extra kernels leave less flash for pre-widened weights) ...
+INSTRUCTIONS_PER_EXTRA_MAC = 2.4
+# ... plus, per patch beyond the first, this fraction of the stage's share of the model's MACs (smaller
+# patches run the kernels' edge cases more often)
+PER_PATCH = 0.036
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,11 @@ class PatchChoice:
     @property
     def overhead(self) -> float:
         """Estimated extra instructions as a fraction of the whole model's."""
-        return INSTRUCTIONS_PER_EXTRA_MAC * self.extra_macs / max(1, self.model_macs)
+        if self.cut is None:
+            return 0.0
+        share = self.stage_macs / max(1, self.model_macs)
+        return (INSTRUCTIONS_PER_EXTRA_MAC * self.extra_macs / max(1, self.model_macs)
+                + PER_PATCH * (self.patches * self.cols - 1) * share)
 
     def describe(self) -> str:
         if self.cut is None:
