@@ -1,11 +1,11 @@
 """The choice of a patch plan (aot.transform.patch) within the user's RAM budget.
 
 Candidates are every cut of the model's leading stage where the resolution has dropped 2-16x,
-and every number of strips from 2 to MAX_PATCHES. Each is ranked by two estimates computed on the graph: an instruction overhead (its extra
-MACs, the halo recomputed, as a fraction of the model's, times INSTRUCTIONS_PER_EXTRA_MAC, plus
-PER_PATCH per extra patch times the stage's share of the MACs), and a live-bytes bound of its
-plan (aot.transform.patch.live_peak). The
-chosen candidate is then compiled and its real plan checked:
+with strips of 2..MAX_PATCHES rows and n x n / (n+1) x n grids (`grids`). Each is ranked by two
+estimates computed on the graph: an instruction overhead (its extra MACs, the halo recomputed,
+as a fraction of the model's, times INSTRUCTIONS_PER_EXTRA_MAC, plus PER_PATCH per extra patch
+times the stage's share of the MACs), and a live-bytes bound of its plan
+(aot.transform.patch.live_peak). The chosen candidate is then compiled and its real plan checked:
 
 * budget "auto": today's plan, unless a candidate saves >= 25% of the estimated RAM for <= 5%
   estimated instructions: the smallest such is built, and kept when its real pool is >= 25% below
