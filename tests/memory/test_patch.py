@@ -185,15 +185,15 @@ def test_grids_of_patches_are_bit_exact_on_every_backend(make, cpu) -> None:  # 
 
 @pytest.mark.slow
 def test_mobilenet_v2_stem_plan_needs_far_less_ram() -> None:
-    """The 32x32 MobileNetV2 at its smallest patched plan: under 0.6x of the unpatched pool, the
-    estimate used for the choice never below the real plan of the whole model by more than 10%."""
+    """The 32x32 MobileNetV2 at its smallest patched plan: under 0.6x of the unpatched pool; the
+    live-bytes estimate the choice ranks by within 25% of the whole model's real plan."""
     model = stem()
     o = dict(cpu="cortex-m4", policy="micro", io_buffers="pool")
     plain = compile_model(model, CompileOptions(**o, ram_budget="off"))
     small = compile_model(model, CompileOptions(**o, ram_budget="min"))
     assert small.plan.activation_bytes < 0.6 * plain.plan.activation_bytes
     whole, _ = candidates(_prepared(model))
-    assert whole.peak_estimate >= 0.9 * plain.plan.activation_bytes
+    assert 0.75 * plain.plan.activation_bytes <= whole.peak_estimate <= 1.25 * plain.plan.activation_bytes
 
 
 @pytest.mark.slow
