@@ -76,6 +76,7 @@ def metadata(compiled: Any, backend: str) -> dict[str, Any]:
             "state_bytes": sum(c.buffer.nbytes for c in compiled.module.states)} if compiled.module.states else {}),
         "activation_bytes": p.activation_bytes,
         "lower_bound_bytes": p.lower_bound_bytes,
+        "patch": compiled.patch,  # the first stage run patch by patch (cut, grid, halo overhead), or null
         "constant_bytes": sum(c.buffer.nbytes for c in compiled.module.consts),
         "widened_weight_bytes": widened_weight_bytes(compiled.module),
         "kernels": list(p.step_kernels),

@@ -134,6 +134,10 @@ def add_compile_options(sp: argparse.ArgumentParser) -> None:
                     help="the model's inputs and outputs: the application's buffers passed to <prefix>_run (app, "
                          "the default for libraries and host runs) or planned buffers in the pool, run by "
                          "<prefix>_invoke (pool, the default for board firmware: project, run --target qemu, bench)")
+    sp.add_argument("--ram-budget", metavar="BYTES|min|auto|off",
+                    help="planned pool bytes to fit by running the first stage patch by patch (the fewest extra "
+                         "instructions that fit); 'min': the smallest pool; 'auto': only when it saves >= 25%% for "
+                         "<= 5%% instructions; 'off' (default): never")
     sp.add_argument("--tuning-log", metavar="FILE",
                     help="apply the best feasible record of this model in an `aot tune` log (per-layer schedules)")
     sp.add_argument("--guards", action="store_true",
@@ -158,6 +162,9 @@ def compile_kwargs(a: argparse.Namespace) -> dict[str, Any]:
         kw["schedules"] = _tuned(a)
     if getattr(a, "guards", False):
         kw["guards"] = True
+    budget = getattr(a, "ram_budget", None)
+    if budget is not None:
+        kw["ram_budget"] = budget if budget in ("min", "auto", "off") else _bytes(budget, "--ram-budget")
     pools = getattr(a, "pool", None) or []
     parsed = []
     for spec in pools:
@@ -171,6 +178,13 @@ def compile_kwargs(a: argparse.Namespace) -> dict[str, Any]:
     elif parsed:
         kw["pools"] = tuple(parsed)
     return kw
+
+
+def _bytes(text: str, flag: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise Error(f"{flag} expects a number of bytes, 'min', 'auto' or 'off', got {text!r}") from None
 
 
 def _tuned(a: argparse.Namespace) -> tuple:

@@ -92,6 +92,11 @@ def cmd_plan(a: argparse.Namespace) -> int:
     print(f"pool {p.pool}: {p.activation_bytes:,} bytes planned ({p.planner}), lower bound {p.lower_bound_bytes:,} bytes")
     from aot.artifact.abi import io_summary
     print(io_summary(compiled.module))
+    if compiled.patch:
+        pt = compiled.patch
+        print(f"patches: {pt['grid'][0]}x{pt['grid'][1]} over the stage up to {pt['cut']} "
+              f"({'x'.join(map(str, pt['cut_shape'][1:]))}), halo recompute +{100 * pt['halo_overhead']:.1f}% of "
+              f"its MACs (estimated +{100 * pt['estimated_instruction_overhead']:.1f}% instructions)")
     if a.png:
         from aot.memory import BufferRequest, MemoryPlan
         from aot.memory.plot import draw_plan

@@ -23,6 +23,7 @@ from aot.pipeline.manager import Pass, PassTimings, run_passes
 from aot.pipeline.guards import add_guards
 from aot.pipeline.plan import PlanReport, plan_memory
 from aot.transform import fold_constants, fold_pads, fuse, materialize_outputs
+from aot.pipeline.patching import PatchChoice, apply as apply_patch, compile_within_budget, parse_budget
 from aot.pipeline.scratch import lower_scratch
 from aot.transform.order import order_calls
 
@@ -56,6 +57,10 @@ class CompileOptions:
     # the model's inputs and outputs: "app" = the application's buffers, passed to <prefix>_run;
     # "pool" = planned buffers in the pools (<prefix>_invoke; board firmware's default)
     io_buffers: str = "app"
+    # patch-based execution of the first stage (aot.transform.patch, aot.pipeline.patching): None or
+    # "off" = never; "auto" = when it saves >= 25% RAM for <= 5% instructions; bytes = the fewest extra
+    # instructions whose planned pools fit; "min" = the smallest pools
+    ram_budget: "int | str | None" = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.prefix, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,31}", self.prefix) \
@@ -75,6 +80,7 @@ class CompileOptions:
             raise Error(f"flash budget {self.flash_budget!r}: give a number of bytes or 'auto'")
         if self.io_buffers not in ("app", "pool"):
             raise Error(f"io buffers {self.io_buffers!r}: choose app or pool")
+        parse_budget(self.ram_budget)
         if self.pool_size is not None and self.pool_size < 0:
             raise Error(f"pool size {self.pool_size} must not be negative")
 
@@ -87,6 +93,7 @@ class CompiledModel:
     plan: PlanReport
     options: CompileOptions
     timings: dict[str, float] = field(default_factory=dict)
+    patch: dict[str, Any] | None = None  # the patch plan of the first stage (PatchChoice.record)
 
 
 def _verify_instrument(p: Pass, before: Any, after: Any) -> None:
@@ -96,13 +103,17 @@ def _verify_instrument(p: Pass, before: Any, after: Any) -> None:
         verify_kernel_module(after)
 
 
-def graph_pipeline() -> list[Pass]:
-    return [
+def graph_pipeline(patch: PatchChoice | None = None) -> list[Pass]:
+    passes = [
         Pass("fold_constants", fold_constants, "ops on constants are computed once, at compile time"),
         Pass("materialize_outputs", materialize_outputs, "every output needs storage of its own"),
         Pass("fold_pads", fold_pads, "a PAD read only by a convolution becomes the convolution's own padding"),
-        Pass("fuse", fuse, "one loop nest per group: elementwise ops inline into producers and consumers"),
     ]
+    if patch is not None and patch.cut is not None:
+        passes.append(Pass("patch_stage", lambda m: apply_patch(m, patch),
+                           "the first stage runs strip by strip: its full-resolution maps never exist"))
+    passes.append(Pass("fuse", fuse, "one loop nest per group: elementwise ops inline into producers and consumers"))
+    return passes
 
 
 AUTO_TRIES = 4  # builds of a flash_budget "auto" choice before it falls back to int8
@@ -148,6 +159,16 @@ def _lower_for_target(model: Model, o: CompileOptions) -> K.KernelModule:
 
 def compile_model(model: Model, options: CompileOptions | None = None) -> CompiledModel:
     o = options or CompileOptions()
+    if o.ram_budget in (None, "off"):
+        return _compile(model, o, None)
+    check_limits(model)
+    if o.verify:
+        verify(model, infer_call)
+    return compile_within_budget(model, o.ram_budget, lambda m: run_passes(m, graph_pipeline()[:-1]),
+                                 lambda choice: _compile(model, o, choice), lambda cm: cm.plan.activation_bytes)
+
+
+def _compile(model: Model, o: CompileOptions, patch: PatchChoice | None) -> CompiledModel:
     policy = o.policy if isinstance(o.policy, Mapping) else get_policy(o.policy, o.stack_limit)
     policy_name = "mixed" if isinstance(policy, Mapping) else policy.name
     timings = PassTimings()
@@ -155,7 +176,7 @@ def compile_model(model: Model, options: CompileOptions | None = None) -> Compil
     check_limits(model)
     if o.verify:
         verify(model, infer_call)
-    fused = run_passes(model, graph_pipeline(), instruments, timings)
+    fused = run_passes(model, graph_pipeline(patch), instruments, timings)
     kernel_passes = [
         Pass("lower", lambda m: _lower_for_target(m, o), "each primitive function becomes one kernel, "
              "scheduled for the target core"),
@@ -177,4 +198,5 @@ def compile_model(model: Model, options: CompileOptions | None = None) -> Compil
         planned, report = add_guards(planned, report, dict(o.pools) if o.pools else {o.pool: o.pool_size})
     if o.verify:
         verify_kernel_module(planned, planned=True)
-    return CompiledModel(model, fused, planned, report, o, dict(timings.seconds))
+    return CompiledModel(model, fused, planned, report, o, dict(timings.seconds),
+                         patch.record() if patch is not None else None)

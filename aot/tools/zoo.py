@@ -7,6 +7,10 @@ deterministic random weights and the quantization the TFLite converter would pro
 * ``mobilenet_v1_025``: the MLPerf Tiny visual-wake-words MobileNetV1 (alpha 0.25, 96x96x3
   or x1): a stride-2 3x3 conv of 8, 13 depthwise/pointwise pairs (14 convolutions and 13
   depthwise convolutions in all), 3x3 average pool, FC 2, softmax.
+* ``mobilenet_v2``: Keras's MobileNetV2 (alpha 0.35, 96x96x3) as TensorFlow's converter lays it
+  out: a stride-2 3x3 conv of 16, 17 inverted residual blocks (1x1 expansion x6 except the first,
+  3x3 depthwise, linear 1x1 projection; a residual ADD where stride and width allow), a 1x1
+  conv of 1280, ReLU6 fused into every activated layer, MEAN over height and width, FC, softmax.
 
 Every layer is ReLU-activated like the Keras models (batch normalisation folded into the
 weights and biases). A model is recorded once and written twice (``Net``): as float32, whose
@@ -32,7 +36,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["MODELS", "Net", "build", "resnet8", "mobilenet_v1_025", "main"]
+__all__ = ["MODELS", "Net", "build", "resnet8", "mobilenet_v1_025", "mobilenet_v2", "main"]
 
 ACT = {"none": "NONE", "relu": "RELU", "relu6": "RELU6"}
 CALIBRATION_INPUTS = 8
@@ -104,6 +108,14 @@ class Net:
         self.ops.append(("AVERAGE_POOL_2D", [x], [y], {"padding": "VALID", "stride_h": k, "stride_w": k,
                                                        "filter_height": k, "filter_width": k,
                                                        "fused_activation_function": "NONE"}))
+        return y
+
+    def mean(self, x: int) -> int:
+        """MEAN over height and width (Keras's GlobalAveragePooling2D as the converter writes it)."""
+        n, _, _, c = self.shape(x)
+        axes = self._t("param", (2,), data=np.array([1, 2], np.int32))
+        y = self._t("act", (n, c))
+        self.ops.append(("MEAN", [x, axes], [y], {"keep_dims": False}))
         return y
 
     def reshape(self, x: int, shape: Sequence[int]) -> int:
@@ -258,12 +270,43 @@ def mobilenet_v1_025(seed: int = 0, channels: int = 3, size: int = 96, classes: 
     return n
 
 
-MODELS: dict[str, Callable[..., Net]] = {"resnet8": resnet8, "mobilenet_v1_025": mobilenet_v1_025}
+def _divisible(v: float, divisor: int = 8) -> int:
+    """Keras's _make_divisible: the nearest multiple of `divisor`, never 10% below `v`."""
+    new = max(divisor, int(v + divisor / 2) // divisor * divisor)
+    return new + divisor if new < 0.9 * v else new
+
+
+# (expansion t, channels c, repeats n, first stride s) of MobileNetV2's inverted residual stages
+MOBILENET_V2_STAGES = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                       (6, 160, 3, 2), (6, 320, 1, 1))
+
+
+def mobilenet_v2(seed: int = 0, alpha: float = 0.35, size: int = 96, channels: int = 3,
+                 classes: int = 1000) -> Net:
+    """Keras MobileNetV2 (alpha 0.35 by default, size x size x channels -> classes)."""
+    n = Net("mobilenet_v2", (1, size, size, channels), seed)
+    x = n.conv(n.input, _divisible(32 * alpha), stride=2, act="relu6")
+    for t, c, repeats, first_stride in MOBILENET_V2_STAGES:
+        out = _divisible(c * alpha)
+        for i in range(repeats):
+            stride = first_stride if i == 0 else 1
+            cin = n.shape(x)[3]
+            y = n.conv(x, cin * t, k=1, act="relu6") if t != 1 else x
+            y = n.conv(y, 0, stride=stride, depthwise=True, act="relu6")
+            y = n.conv(y, out, k=1, act="none")
+            x = n.add(x, y) if stride == 1 and cin == out else y
+    x = n.conv(x, 1280 if alpha <= 1.0 else _divisible(1280 * alpha), k=1, act="relu6")
+    n.softmax(n.fc(n.mean(x), classes))
+    return n
+
+
+MODELS: dict[str, Callable[..., Net]] = {"resnet8": resnet8, "mobilenet_v1_025": mobilenet_v1_025,
+                                         "mobilenet_v2": mobilenet_v2}
 
 
 def build(name: str, **params: Any) -> bytes:
     """The calibrated int8 .tflite bytes of zoo model `name` (params: seed, and for
-    mobilenet_v1_025 channels, size, classes)."""
+    mobilenet_v1_025 / mobilenet_v2 channels, size, classes; mobilenet_v2 alpha)."""
     from aot.errors import UnsupportedError
     if name not in MODELS:
         raise UnsupportedError(f"no zoo model {name!r}; choose one of {', '.join(MODELS)}")
@@ -276,12 +319,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("model", choices=sorted(MODELS))
     ap.add_argument("out", type=Path, help="the .tflite file to write")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--channels", type=int, default=None, help="mobilenet_v1_025: input channels (3 or 1)")
+    ap.add_argument("--channels", type=int, default=None, help="mobilenet_v1_025 / mobilenet_v2: input channels")
     args = ap.parse_args(argv)
     params: dict[str, Any] = {"seed": args.seed}
     if args.channels is not None:
-        if args.model != "mobilenet_v1_025":
-            ap.error("--channels applies to mobilenet_v1_025 only")
+        if args.model not in ("mobilenet_v1_025", "mobilenet_v2"):
+            ap.error("--channels applies to mobilenet_v1_025 and mobilenet_v2 only")
         params["channels"] = args.channels
     data = build(args.model, **params)
     args.out.write_bytes(data)

@@ -112,8 +112,8 @@ def _group_calls(fn: Function) -> list[_Group | Call]:
             p = group_of.get(id(a)) if isinstance(a, Var) else None
             if p is None or p.has_kernel or not single_use(a) or p.tail.out is not a:
                 continue
-            if kind == "kernel" and not p.cheap:
-                continue
+            if kind == "kernel" and (not p.cheap or any(q.attrs.get("materialize") for q in p.calls)):
+                continue  # (a slice marked materialize keeps its own buffer: the kernel's schedules need one)
             if _repeats_twice(c, p):
                 continue
             del group_of[id(a)]

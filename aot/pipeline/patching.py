@@ -1,0 +1,197 @@
+"""The choice of a patch plan (aot.transform.patch) within the user's RAM budget.
+
+Candidates are every cut of the model's leading stage where the resolution has dropped 2-16x,
+with strips of 2..MAX_PATCHES rows and n x n / (n+1) x n grids (`grids`). Each is ranked by two
+estimates computed on the graph: an instruction overhead (its extra MACs, the halo recomputed,
+as a fraction of the model's, times INSTRUCTIONS_PER_EXTRA_MAC, plus PER_PATCH per extra patch
+times the stage's share of the MACs), and a live-bytes bound of its plan
+(aot.transform.patch.live_peak). The chosen candidate is then compiled and its real plan checked:
+
+* budget "auto": today's plan, unless a candidate saves >= 25% of the estimated RAM for <= 5%
+  estimated instructions: the smallest such is built, and kept when its real pool is >= 25% below
+  today's (not yet the default: it changes person_detect's firmware, see docs/_fragments/patch.md);
+* budget BYTES: the whole model if its plan fits, else the candidates whose estimate fits (within
+  SLACK), fewest extra instructions first, until one's real pool fits (at most TRIES builds); none: an error
+  naming the smallest pool reachable and the plan that reaches it;
+* budget "min": the MIN_TRIES smallest estimates (the cheapest candidate of each) built, the
+  smallest real pool kept.
+
+The budget counts the planned pools (activations and kernel scratch; the model's input and
+output too under --io-buffers pool), the figure `aot plan` reports as the pool.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from aot.errors import FitError
+from aot.ir import Model
+from aot.transform.patch import Cut, call_macs, live_peak, patch_stage, patched_macs, stage_cuts, stage_macs
+
+MAX_PATCHES = 16
+MIN_DOWNSAMPLE = 2  # a stage that keeps the input's resolution has nothing to gain from strips
+MAX_DOWNSAMPLE = 16  # cuts beyond a 16x drop in resolution recompute too much to pay
+TRIES = 3
+# a budget tries candidates whose estimate is up to 15% above it: the real plan shares more (in-place
+# kernels, the order pass) than the estimate sees (MobileNetV2 0.35: 53,760 B planned, 59,904 estimated)
+SLACK = 1.15
+MIN_TRIES = 5  # "min": candidates of smallest estimate built (the estimate ignores in-place sharing)
+AUTO_SAVING = 0.25  # the default patches only for >= 25% less RAM ...
+AUTO_OVERHEAD = 0.05  # ... at <= 5% more instructions
+# The instruction overhead, fitted (least squares) to eight QEMU measurements on mps2-an386 (aot bench,
+# C backend; MobileNetV2 0.35 6x1, 2x2, 4x4 and person_detect 4x1, 2x2, 3x3 at two cuts, 4x4): extra
+# instructions per extra MAC of the halo, relative to the model's instructions per MAC (the halo runs in
+# small patches, and the patches' extra kernels leave less flash for pre-widened weights) ...
+INSTRUCTIONS_PER_EXTRA_MAC = 2.4
+# ... plus, per patch beyond the first, this fraction of the stage's share of the model's MACs (smaller
+# patches run the kernels' edge cases more often)
+PER_PATCH = 0.036
+
+
+@dataclass(frozen=True)
+class PatchChoice:
+    """A candidate patch plan and its estimates (the whole model when cut is None)."""
+    cut: Cut | None
+    patches: int  # rows of patches
+    stage_macs: int
+    patched_macs: int
+    model_macs: int
+    peak_estimate: int  # live-bytes bound of the plan
+    whole_estimate: int  # the same bound for the unpatched model
+    cols: int = 1  # columns of patches
+
+    @property
+    def extra_macs(self) -> int:
+        return self.patched_macs - self.stage_macs
+
+    @property
+    def overhead(self) -> float:
+        """Estimated extra instructions as a fraction of the whole model's."""
+        if self.cut is None:
+            return 0.0
+        share = self.stage_macs / max(1, self.model_macs)
+        return (INSTRUCTIONS_PER_EXTRA_MAC * self.extra_macs / max(1, self.model_macs)
+                + PER_PATCH * (self.patches * self.cols - 1) * share)
+
+    def describe(self) -> str:
+        if self.cut is None:
+            return "no patches"
+        return (f"cut {self.cut.tensor} {'x'.join(map(str, self.cut.shape[1:]))}, {self.patches}x{self.cols} patches "
+                f"(+{100 * self.overhead:.1f}% instructions, estimated)")
+
+    def record(self) -> dict[str, Any] | None:
+        """The plan as metadata.json and `aot plan` report it (None: not patched)."""
+        if self.cut is None:
+            return None
+        return {"cut": self.cut.tensor, "cut_shape": list(self.cut.shape), "grid": [self.patches, self.cols],
+                "downsample": self.cut.downsample, "stage_macs": self.stage_macs,
+                "patched_stage_macs": self.patched_macs, "halo_macs": self.extra_macs,
+                "halo_overhead": round(self.patched_macs / max(1, self.stage_macs) - 1, 4),
+                "estimated_instruction_overhead": round(self.overhead, 4)}
+
+
+def candidates(model: Model) -> tuple[PatchChoice, list[PatchChoice]]:
+    """The whole model's estimate and every patch candidate's."""
+    total = sum(call_macs(c) for c in model.main.body if isinstance(c.op, str))
+    whole_peak = live_peak(model)
+    whole = PatchChoice(None, 1, 0, 0, total, whole_peak, whole_peak)
+    out: list[PatchChoice] = []
+    for cut in stage_cuts(model):
+        if not MIN_DOWNSAMPLE <= cut.downsample <= MAX_DOWNSAMPLE:
+            continue
+        macs = stage_macs(model, cut)
+        for rows, cols in grids(cut.shape[1], cut.shape[2]):
+            patched = patch_stage(model, cut, rows, cols)
+            out.append(PatchChoice(cut, rows, macs, patched_macs(model, cut, rows, cols, patched), total, live_peak(patched),
+                                   whole_peak, cols))
+    return whole, out
+
+
+def grids(height: int, width: int) -> list[tuple[int, int]]:
+    """The grids tried at a cut of height x width: strips of 2..MAX_PATCHES rows, and grids of n x n
+    and (n + 1) x n patches up to MAX_PATCHES in all (columns share the halo with fewer rows)."""
+    out = [(n, 1) for n in range(2, min(height, MAX_PATCHES) + 1)]
+    for n in range(2, min(height, width) + 1):
+        for rows in (n, n + 1):
+            if rows * n <= MAX_PATCHES and rows <= height:
+                out.append((rows, n))
+    return out
+
+
+def apply(model: Model, choice: PatchChoice | None) -> Model:
+    """Pass: the model with the chosen plan applied (unchanged without one)."""
+    if choice is None or choice.cut is None:
+        return model
+    return patch_stage(model, choice.cut, choice.patches, choice.cols)
+
+
+def _by_overhead(c: PatchChoice) -> tuple[float, int]:
+    return c.overhead, c.peak_estimate
+
+
+def _by_peak(c: PatchChoice) -> tuple[int, float]:
+    return c.peak_estimate, c.overhead
+
+
+def parse_budget(value: "int | str | None") -> "int | str | None":
+    """None / "off" (no patches), "auto", "min", or a non-negative number of bytes (one-line error
+    otherwise)."""
+    from aot.errors import Error
+    if value is None or value in ("off", "auto", "min"):
+        return value
+    try:
+        b = int(value)
+    except (TypeError, ValueError):
+        raise Error(f"ram budget {value!r}: give a number of bytes, 'min', 'auto' or 'off'") from None
+    if b < 0:
+        raise Error(f"ram budget {b} must not be negative")
+    return b
+
+
+def compile_within_budget(model: Model, budget: "int | str | None", prepare: Callable[[Model], Model],
+                          build: Callable[[PatchChoice | None], Any], pool_bytes: Callable[[Any], int]) -> Any:
+    """The compiled model of the plan chosen for `budget` (module docstring). `prepare` gives the
+    graph the patch pass sees (after the folding passes), `build(choice)` compiles with a choice,
+    `pool_bytes(compiled)` reads the planned pool."""
+    budget = parse_budget(budget)
+    if budget in (None, "off"):
+        return build(None)
+    prepared = prepare(model)
+    whole, cands = candidates(prepared)
+    if budget == "auto":
+        good = [c for c in cands if c.peak_estimate <= (1 - AUTO_SAVING) * whole.peak_estimate
+                and c.overhead <= AUTO_OVERHEAD]
+        plain = build(None)
+        if not good:
+            return plain
+        patched = build(min(good, key=_by_peak))  # the estimate ignores in-place sharing: the real plans decide
+        return patched if pool_bytes(patched) <= (1 - AUTO_SAVING) * pool_bytes(plain) else plain
+    if budget == "min":
+        best = None
+        cheapest: dict[int, PatchChoice] = {}  # per estimated peak, the fewest extra instructions
+        for c in sorted(cands, key=_by_overhead):
+            cheapest.setdefault(c.peak_estimate, c)
+        for choice in [whole] + sorted(cheapest.values(), key=_by_peak)[:MIN_TRIES]:
+            got = build(choice if choice.cut is not None else None)
+            if best is None or pool_bytes(got) < pool_bytes(best):
+                best = got
+        return best
+    if whole.peak_estimate <= budget or not cands:
+        got = build(None)
+        if pool_bytes(got) <= budget or not cands:
+            return _fits_or_fail(got, budget, pool_bytes, whole, build)
+    fitting = sorted((c for c in cands if c.peak_estimate <= SLACK * budget), key=_by_overhead)
+    for choice in fitting[:TRIES]:
+        got = build(choice)
+        if pool_bytes(got) <= budget:
+            return got
+    smallest = min(cands, key=_by_peak)
+    return _fits_or_fail(build(smallest), budget, pool_bytes, smallest, build)
+
+
+def _fits_or_fail(got: Any, budget: int, pool_bytes: Callable[[Any], int], choice: PatchChoice,
+                  build: Callable[[PatchChoice | None], Any]) -> Any:
+    if pool_bytes(got) <= budget:
+        return got
+    raise FitError(f"ram budget {budget:,} B cannot be met: the smallest pool reachable is {pool_bytes(got):,} B "
+                   f"({choice.describe()})")

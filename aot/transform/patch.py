@@ -1,0 +1,348 @@
+"""Patch-based execution of a network's first stage (MCUNetV2).
+
+The first layers of an image network work at full resolution, and their largest single op
+(a 48x48 map expanded 6x in MobileNetV2) bounds the RAM of any plan that runs op by op. Here the
+stage up to a cut tensor T (where the resolution has dropped) is split into a grid of patches of
+T (rows x columns; strips when one column). For each patch the pass computes, backwards through
+the stage, the region of every intermediate tensor the patch needs (its receptive field, halo
+included), and emits the stage's ops once per patch on those regions only:
+
+* the model input's region is taken by a `strided_slice`;
+* a window op (conv2d, depthwise_conv2d, max/avg pool) keeps its padding only on the sides where
+  the patch touches the image's border, and none inside the image;
+* an elementwise op (a residual ADD, an activation) runs on the patch's region; an operand
+  computed over a larger region (a residual skip that also feeds a 3x3 layer's halo) is cropped
+  by a `strided_slice`.
+
+The slices are small copies of their own (attr materialize: never inlined into the kernel
+reading them, whose schedules need a buffer). Each row of patches is joined by a width
+concatenation (a copy of the row's small pieces), and the rows by a height concatenation (the
+outermost non-unit axis of a batch-1 NHWC image), which the planner turns into storage its
+producers write in place (aot.pipeline.alias): the full-resolution intermediates never exist.
+Every op is the same op on a smaller tensor with the same quantization, so results are bit-exact
+with the whole-stage build. Each patch's chain runs to the end before the next patch starts, so
+only one patch's intermediates are live at a time; kernels of equal-shaped interior patches are
+shared by aot.kernel.share.
+
+`stage_cuts` lists the cuts a model admits, `patch_stage` rewrites one (a pure pass), and
+`patched_macs` / `live_peak` give the MACs and a live-bytes bound of a candidate, for the choice in
+aot.pipeline.patching.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from aot.errors import Error
+from aot.ir import Call, Constant, Function, Model, Var
+from aot.ir.graph import freeze_attrs
+from aot.ops import REGISTRY
+
+WINDOW_OPS = ("conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d")
+
+Rows = tuple[int, int]  # [lo, hi) rows of a tensor
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A stage the model admits: body[:index + 1] computes `tensor` from the model input alone,
+    and nothing after it reads another of the stage's tensors."""
+    index: int
+    tensor: str
+    shape: tuple[int, ...]
+    input_shape: tuple[int, ...]  # the model input's shape
+    downsample: int  # input rows / cut rows
+
+
+def _window(c: Call) -> tuple[tuple[int, int, int, int], tuple[int, int, int, int]] | None:
+    """Per axis (height, width): (kernel size, stride, dilation, padding before) of a window op."""
+    a = c.attrs
+    if c.op_name in ("conv2d", "depthwise_conv2d"):
+        if int(a.get("groups", 1)) != 1:
+            return None
+        k = c.args[1].type.shape[1:3]
+        d = a.get("dilation", (1, 1))
+    else:
+        if a.get("count_include_pad", False) or "count_padding" in a:
+            return None
+        k = a["pool_size"]
+        d = a.get("dilations", (1, 1))
+    pad = a["padding"]
+    return ((int(k[0]), int(a["strides"][0]), int(d[0]), int(pad[0])),
+            (int(k[1]), int(a["strides"][1]), int(d[1]), int(pad[2])))
+
+
+def _is_image(t: Var | Constant) -> bool:
+    return len(t.type.shape) == 4 and t.type.shape[0] == 1
+
+
+def _supported(c: Call) -> bool:
+    if not isinstance(c.op, str) or not _is_image(c.out):
+        return False
+    if c.op in WINDOW_OPS:
+        return _is_image(c.args[0]) and isinstance(c.args[0], Var) and _window(c) is not None \
+            and all(isinstance(a, Constant) for a in c.args[1:])
+    try:
+        op = REGISTRY.get(c.op)
+    except Exception:  # noqa: BLE001 (an op unknown here cannot be patched)
+        return False
+    if op.kind != "elementwise" or not op.pointwise:
+        return False
+    for a in c.args:
+        if isinstance(a, Var):
+            if a.type.shape != c.out.type.shape:
+                return False
+        else:  # a constant operand broadcast along the height only
+            shape = (1,) * (4 - len(a.type.shape)) + tuple(a.type.shape)
+            if len(shape) != 4 or shape[1] != 1:
+                return False
+    return True
+
+
+def stage_cuts(model: Model) -> list[Cut]:
+    """Every cut of the entry's leading run of patchable ops, in order (nearest the input first).
+    Only models with one 4-D batch-1 input and no state qualify."""
+    fn = model.main
+    if len(model.inputs) != 1 or model.states or not _is_image(model.inputs[0]):
+        return []
+    x = model.inputs[0]
+    last_use: dict[int, int] = {}
+    for i, c in enumerate(fn.body):
+        for a in c.args:
+            if isinstance(a, Var):
+                last_use[id(a)] = i
+    end = len(fn.body)
+    for r in fn.results:
+        last_use[id(r)] = end
+    cuts: list[Cut] = []
+    produced: set[int] = {id(x)}
+    for i, c in enumerate(fn.body):
+        if not _supported(c) or any(isinstance(a, Var) and id(a) not in produced for a in c.args):
+            break
+        produced.add(id(c.out))
+        # the stage body[:i+1]: only c.out may be read after it (the input neither)
+        crossing = [v for v in produced if last_use.get(v, -1) > i]
+        if crossing == [id(c.out)] and last_use[id(c.out)] < end and c.out.type.shape[1] > 1:
+            h_in, h_out = x.type.shape[1], c.out.type.shape[1]
+            cuts.append(Cut(i, c.out.name, tuple(c.out.type.shape), tuple(x.type.shape), max(1, round(h_in / h_out))))
+    return cuts
+
+
+def strips(rows: int, n: int) -> list[Rows]:
+    """`rows` split into n strips as even as possible (the larger ones last)."""
+    return [(rows * p // n, rows * (p + 1) // n) for p in range(n)]
+
+
+Region = tuple[Rows, Rows]  # ([lo, hi) rows, [lo, hi) columns) of a tensor
+
+
+def _reads(w: tuple[int, int, int, int], lo: int, hi: int) -> tuple[int, int]:
+    """The input span (possibly beyond the image) output positions [lo, hi) of a window axis read."""
+    k, s, d, before = w
+    return lo * s - before, (hi - 1) * s - before + (k - 1) * d + 1
+
+
+def _needed(stage: tuple[Call, ...], out: Region) -> dict[int, Region]:
+    """id(tensor) -> the region of it the patch `out` of the stage's last tensor needs."""
+    need: dict[int, Region] = {id(stage[-1].out): out}
+    for c in reversed(stage):
+        region = need[id(c.out)]
+        if c.op_name in WINDOW_OPS:
+            axes = _window(c)
+            assert axes is not None
+            got = []
+            for axis, w, (lo, hi) in zip((1, 2), axes, region):
+                size = c.args[0].type.shape[axis]
+                a, b = _reads(w, lo, hi)
+                if max(0, a) >= min(size, b):
+                    raise Error(f"{c.out.name}: positions {lo}..{hi} of axis {axis} read only padding")
+                got.append((max(0, a), min(size, b)))
+            ins: list[tuple[Var, Region]] = [(c.args[0], (got[0], got[1]))]  # type: ignore[list-item]
+        else:
+            ins = [(a, region) for a in c.args if isinstance(a, Var)]
+        for a, r in ins:
+            old = need.get(id(a))
+            need[id(a)] = r if old is None else tuple(  # type: ignore[assignment]
+                (min(o[0], n[0]), max(o[1], n[1])) for o, n in zip(old, r))
+    return need
+
+
+def _with_region(v: Var, region: Region, name: str) -> Var:
+    shape = tuple(v.type.shape)
+    (r0, r1), (c0, c1) = region
+    return Var(name, replace(v.type, shape=(shape[0], r1 - r0, c1 - c0) + shape[3:]), v.origin)
+
+
+def _crop(v: Var, have: Region, want: Region, name: str, body: list[Call]) -> Var:
+    """`v` holds region `have` of a tensor: region `want` of it (a strided_slice when they differ)."""
+    if have == want:
+        return v
+    out = _with_region(v, want, name)
+    # materialize: a copy of its own, never inlined into the kernel reading it (aot.transform.fuse), whose
+    # schedules need a buffer (person_detect's first layer: 0.35 MAC/instruction inlined, 0.67 materialized)
+    attrs = {"begin": (0, want[0][0] - have[0][0], want[1][0] - have[1][0], 0), "size": tuple(out.type.shape),
+             "step": (1, 1, 1, 1), "materialize": True}
+    body.append(Call("strided_slice", (v,), out, freeze_attrs(attrs)))
+    return out
+
+
+def _patch_calls(stage: tuple[Call, ...], x: Var, tag: str, region: Region, body: list[Call]) -> Var:
+    """Append one patch's calls to `body`; the patch's piece of the stage's last tensor."""
+    need = _needed(stage, region)
+    full_x = ((0, x.type.shape[1]), (0, x.type.shape[2]))
+    env: dict[int, tuple[Var, Region]] = {id(x): (_crop(x, full_x, need[id(x)], f"{x.name}_{tag}", body),
+                                                  need[id(x)])}
+    for c in stage:
+        reg = need[id(c.out)]
+        out = _with_region(c.out, reg, f"{c.out.name}_{tag}")
+        attrs = dict(c.attrs)
+        if c.op_name in WINDOW_OPS:
+            axes = _window(c)
+            assert axes is not None
+            spans = [_reads(w, lo, hi) for w, (lo, hi) in zip(axes, reg)]
+            sizes = c.args[0].type.shape[1:3]
+            want = tuple((max(0, a), min(n, b)) for (a, b), n in zip(spans, sizes))
+            v, have = env[id(c.args[0])]
+            arg0 = _crop(v, have, want, f"{c.args[0].name}_{tag}_w", body)  # type: ignore[arg-type, union-attr]
+            (a0, b0), (a1, b1) = spans
+            attrs["padding"] = (max(0, -a0), max(0, b0 - sizes[0]), max(0, -a1), max(0, b1 - sizes[1]))
+            args: tuple = (arg0,) + tuple(c.args[1:])
+        else:
+            args = tuple(_crop(*env[id(a)], reg, f"{a.name}_{tag}_e", body) if isinstance(a, Var) else a
+                         for a in c.args)
+        body.append(Call(c.op, args, out, freeze_attrs(attrs)))
+        env[id(c.out)] = (out, reg)
+    return env[id(stage[-1].out)][0]
+
+
+def _stage(model: Model, cut: Cut) -> tuple[Call, ...]:
+    body = model.main.body
+    if cut.index >= len(body) or body[cut.index].out.name != cut.tensor:
+        raise Error(f"patch cut {cut.tensor!r} is not the output of call {cut.index}")
+    return tuple(body[:cut.index + 1])
+
+
+def patch_stage(model: Model, cut: Cut, rows: int, cols: int = 1) -> Model:
+    """Pass: the stage up to `cut` run as a grid of rows x cols patches of the cut tensor, joined
+    into the cut tensor itself (module docstring): each row of patches by a width concatenation
+    (a copy of the row's small pieces), the rows by a height concatenation its producers write in
+    place."""
+    if rows * cols < 2:
+        return model
+    if rows > cut.shape[1] or cols > cut.shape[2]:
+        raise Error(f"{rows}x{cols} patches of {cut.tensor}: it has only {cut.shape[1]}x{cut.shape[2]} pixels")
+    stage = _stage(model, cut)
+    t = stage[-1].out
+    x = model.inputs[0]
+    body: list[Call] = []
+    row_vars: list[Var] = []
+    for r, rr in enumerate(strips(cut.shape[1], rows)):
+        pieces = [_patch_calls(stage, x, f"p{r}_{k}" if cols > 1 else f"p{r}", (rr, cc), body)
+                  for k, cc in enumerate(strips(cut.shape[2], cols))]
+        if cols == 1:
+            row_vars.append(pieces[0])
+        elif rows == 1:
+            body.append(Call("concat", tuple(pieces), t, freeze_attrs({"axis": 2})))
+        else:
+            row = _with_region(t, (rr, (0, cut.shape[2])), f"{t.name}_r{r}")
+            body.append(Call("concat", tuple(pieces), row, freeze_attrs({"axis": 2})))
+            row_vars.append(row)
+    if row_vars:
+        body.append(Call("concat", tuple(row_vars), t, freeze_attrs({"axis": 1})))
+    fn = model.main
+    main = Function(fn.name, fn.params, tuple(body) + fn.body[cut.index + 1:], fn.results, fn.primitive)
+    return model.replace_functions({**model.functions, fn.name: main})
+
+
+# ---------------------------------------------------------------------- estimates
+def call_macs(c: Call) -> int:
+    op = REGISTRY.get(c.op_name)
+    if op.macs is None:
+        return c.out.type.size
+    return int(op.macs([a.type for a in c.args], c.out.type, c.attrs))
+
+
+def stage_macs(model: Model, cut: Cut) -> int:
+    return sum(call_macs(c) for c in _stage(model, cut))
+
+
+def patched_macs(model: Model, cut: Cut, rows: int, cols: int = 1, patched: Model | None = None) -> int:
+    """MACs of the stage's patches (halo recomputed); slices and the joins count nothing. `patched`:
+    patch_stage(model, cut, rows, cols) when the caller has it."""
+    if rows * cols < 2:
+        return stage_macs(model, cut)
+    patched = patched or patch_stage(model, cut, rows, cols)
+    n = len(patched.main.body) - (len(model.main.body) - cut.index - 1)
+    return sum(call_macs(c) for c in patched.main.body[:n] if c.op_name not in ("strided_slice", "concat"))
+
+
+def _dw_in_place(c: Call) -> bool:
+    """A stride-1 depthwise convolution or 1x1 product shaped as its input: written over it on DSP
+    cores (a line buffer of the rows it overwrote, a column per pixel), which the estimate assumes."""
+    if c.op_name == "conv2d" and tuple(c.args[1].type.shape[1:3]) != (1, 1):
+        return False
+    return c.op_name in ("depthwise_conv2d", "conv2d") and tuple(c.attrs.get("strides", (1, 1))) == (1, 1) \
+        and c.args[0].type.shape == c.out.type.shape and c.args[0].type.dtype == c.out.type.dtype
+
+
+def live_peak(model: Model) -> int:
+    """The largest sum of bytes live at one call of the entry (inputs, outputs and tensors held
+    across), with the sharing the planner gives the patched stage: a strip's piece of the cut
+    tensor lives in the concatenation's output, a strided_slice read only by the next call is
+    inlined into it (unless marked materialize), and an elementwise op, a stride-1 depthwise
+    convolution or a 1x1 product writes over an operand of its shape dying there."""
+    fn = model.main
+    body = fn.body
+    last: dict[int, int] = {}
+    for i, c in enumerate(body):
+        for a in c.args:
+            if isinstance(a, Var):
+                last[id(a)] = i
+    end = len(body)
+    for r in fn.results:
+        last[id(r)] = end
+    uses: dict[int, int] = {}
+    for c in body:
+        for a in c.args:
+            if isinstance(a, Var):
+                uses[id(a)] = uses.get(id(a), 0) + 1
+    owner: dict[int, int] = {}  # id(var) -> id(var whose storage it uses)
+    for c in body:
+        if c.op_name == "concat" and c.attrs.get("axis") == 1:
+            for a in c.args:
+                owner[id(a)] = id(c.out)
+        if c.op_name == "strided_slice" and uses.get(id(c.out)) == 1 and not c.attrs.get("materialize"):
+            owner[id(c.out)] = -1  # inlined: no storage
+    first: dict[int, int] = {}
+    size: dict[int, int] = {}
+    for v in fn.params:
+        first[id(v)] = 0
+        size[id(v)] = v.type.nbytes
+    for i, c in enumerate(body):
+        first.setdefault(id(c.out), i)
+        size[id(c.out)] = c.out.type.nbytes
+    span: dict[int, list[int]] = {}
+    for v, f in first.items():
+        root = owner.get(v, v)
+        if root == -1:
+            continue
+        lo, hi = f, last.get(v, f)
+        s = span.setdefault(root, [lo, hi])
+        s[0], s[1] = min(s[0], lo), max(s[1], hi)
+    inplace: set[int] = set()  # outputs written over a same-size operand dying at their call
+    for i, c in enumerate(body):
+        kind = REGISTRY.get(c.op_name).kind if isinstance(c.op, str) else ""
+        if kind == "elementwise" and c.op_name != "strided_slice" or _dw_in_place(c):
+            if any(isinstance(a, Var) and last.get(id(a)) == i and a.type.nbytes == c.out.type.nbytes
+                   and id(a) not in owner for a in c.args):
+                inplace.add(id(c.out))
+    delta = [0] * (len(body) + 2)
+    for v, (lo, hi) in span.items():
+        start = lo + 1 if v in inplace else lo  # written over its operand at its first call
+        if start <= hi:
+            delta[start] += size[v]
+            delta[hi + 1] -= size[v]
+    peak = live = 0
+    for i in range(len(body)):
+        live += delta[i]
+        peak = max(peak, live)
+    return peak
