@@ -5,7 +5,7 @@ PIP ?= $(PYTHON) -m pip
 APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc make cmake chromium cppcheck
 JOBS ?= 2
 
-.PHONY: setup demo test test-fast fuzz fuzz-diff docs clean
+.PHONY: setup demo test test-fast fuzz fuzz-diff board-matrix docs clean
 FUZZ_SECONDS ?= 600
 
 setup:
@@ -31,6 +31,10 @@ fuzz: setup
 
 fuzz-diff: setup
 	$(PYTHON) -m aot.fuzz.campaign --seconds $(FUZZ_SECONDS) --jobs $$(nproc)
+
+# every model of ../shared on every emulated board, C and LLVM, each run in QEMU against the host build
+board-matrix: setup
+	$(PYTHON) -m aot.tools.matrix ../shared/models ../shared/tflm-models --jobs $(JOBS)
 
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict --site-dir site
