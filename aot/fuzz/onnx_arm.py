@@ -425,18 +425,8 @@ def candidates(case: OnnxCase) -> Iterator[OnnxCase]:
 
 def shrink_onnx(outcome: OnnxOutcome, differ: OnnxDiffer, budget: int = 60) -> OnnxOutcome:
     """The smallest case found that keeps `outcome`'s signature."""
-    want, best, tries, improved = outcome.signature(), outcome, 0, True
-    while improved and tries < budget:
-        improved = False
-        for cand in candidates(best.case):
-            if tries >= budget:
-                break
-            tries += 1
-            got = differ.run_one(cand)
-            if got.signature() == want:
-                best, improved = got, True
-                break
-    return best
+    from aot.fuzz.shrink import greedy
+    return greedy(outcome, candidates, differ.run_one, budget)
 
 
 def dumps(case: OnnxCase) -> str:

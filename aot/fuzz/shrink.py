@@ -6,7 +6,7 @@ to its default."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from aot.fuzz.differential import Case, Differ, Outcome
 from aot.fuzz.spec import ModelSpec
@@ -65,26 +65,29 @@ def candidates(case: Case) -> Iterator[Case]:
         yield replace(case, board=None)
 
 
-def shrink(outcome: Outcome, differ: Differ, budget: int = 80,
-           log: Callable[[str], None] | None = None) -> Outcome:
-    """The smallest case found that keeps `outcome`'s signature (each try is one run)."""
-    want = outcome.signature()
-    best = outcome
-    # a build finding needs only the builds of each try (not the host run and tflite-micro)
-    run = differ.run_builds if outcome.status == "build" and hasattr(differ, "run_builds") else differ.run
-    tries = 0
-    improved = True
+def greedy(outcome: Any, candidates_of: Callable[[Any], Iterable[Any]], run_one: Callable[[Any], Any],
+           budget: int, log: Callable[[str], None] | None = None) -> Any:
+    """Greedy shrinking: the first smaller case (from `candidates_of` the best so far) whose run keeps
+    `outcome`'s signature becomes the best, until none does or `budget` runs are spent."""
+    want, best, tries, improved = outcome.signature(), outcome, 0, True
     while improved and tries < budget:
         improved = False
-        for cand in candidates(best.case):
+        for cand in candidates_of(best.case):
             if tries >= budget:
                 break
             tries += 1
-            got = run([cand])[0]
+            got = run_one(cand)
             if got.signature() == want:
-                best = got
-                improved = True
+                best, improved = got, True
                 if log:
-                    log(f"shrunk to {cand.spec.summary()} [{cand.point.cli()}]")
+                    log(f"shrunk to {cand.spec.summary()}" + (f" [{cand.point.cli()}]" if hasattr(cand, "point") else ""))
                 break
     return best
+
+
+def shrink(outcome: Outcome, differ: Differ, budget: int = 80,
+           log: Callable[[str], None] | None = None) -> Outcome:
+    """The smallest case found that keeps `outcome`'s signature (each try is one run)."""
+    # a build finding needs only the builds of each try (not the host run and tflite-micro)
+    run = differ.run_builds if outcome.status == "build" and hasattr(differ, "run_builds") else differ.run
+    return greedy(outcome, candidates, lambda cand: run([cand])[0], budget, log)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -144,23 +144,13 @@ class CompareReport:
             head += (f"first difference at {first.key} ({first.op}): max |diff| {_num(first.max_abs_diff)}, "
                      f"{first.n_diff} of {first.size} elements differ")
         lines = [head, f"  {'tensor':8} {'op':26} {'shape':16} {'dtype':7} {'max|diff|':>9} {'differ':>13}"]
-        rows = list(enumerate(self.rows))
-        if len(rows) > max_rows:
-            k = self.rows.index(first) if first is not None else len(rows) - 1
-            lo = max(0, min(k - max_rows // 2, len(rows) - max_rows))
-            rows = rows[lo:lo + max_rows]
-        prev = -1
-        for i, r in rows:
-            if i != prev + 1:
-                lines.append(f"  ... {i - prev - 1} tensors")
-            prev = i
+        def render(r: TensorDiff) -> str:
             shape = "x".join(map(str, r.shape)) or "scalar"
             mark = "  <-- first difference" if r is first else ""
             diff = f"{r.n_diff}/{r.size}" if not r.note else r.note
-            lines.append(f"  {r.key:8} {r.op[:26]:26} {shape[:16]:16} {r.dtype:7} {_num(r.max_abs_diff):>9} "
-                         f"{diff:>13}{mark}")
-        if prev < len(self.rows) - 1:
-            lines.append(f"  ... {len(self.rows) - 1 - prev} tensors")
+            return (f"  {r.key:8} {r.op[:26]:26} {shape[:16]:16} {r.dtype:7} {_num(r.max_abs_diff):>9} "
+                    f"{diff:>13}{mark}")
+        lines += windowed_rows(self.rows, first, max_rows, render)
         if self.missing:
             lines.append(f"  not reported by TFLite Micro: {', '.join(self.missing[:10])}"
                          + (" ..." if len(self.missing) > 10 else ""))
@@ -169,6 +159,40 @@ class CompareReport:
 
     def __str__(self) -> str:
         return self.format_report()
+
+
+def named_inputs(model: Model, inputs: "Mapping[str, np.ndarray] | Sequence[np.ndarray] | None", seed: int,
+                 name: str) -> dict[str, np.ndarray]:
+    """The comparison's inputs by model input name: seeded random ones when none are given, a sequence
+    taken in the model's input order."""
+    if inputs is None:
+        from aot.ir.boundary import random_inputs
+        return random_inputs(model, seed)
+    if isinstance(inputs, Mapping):
+        return dict(inputs)
+    seq = list(inputs)
+    if len(seq) != len(model.inputs):
+        raise Error(f"{name} takes {len(model.inputs)} inputs, {len(seq)} given")
+    return {v.name: a for v, a in zip(model.inputs, seq)}
+
+
+def windowed_rows(rows: Sequence[Any], focus: Any, max_rows: int, render: Callable[[Any], str]) -> list[str]:
+    """A report table's lines: at most `max_rows` rows around `focus` (the last rows without one),
+    each drawn by `render`, the rows left out as "... N tensors" lines."""
+    shown = list(enumerate(rows))
+    if len(shown) > max_rows:
+        k = rows.index(focus) if focus is not None else len(shown) - 1
+        lo = max(0, min(k - max_rows // 2, len(shown) - max_rows))
+        shown = shown[lo:lo + max_rows]
+    lines, prev = [], -1
+    for i, r in shown:
+        if i != prev + 1:
+            lines.append(f"  ... {i - prev - 1} tensors")
+        prev = i
+        lines.append(render(r))
+    if prev < len(rows) - 1:
+        lines.append(f"  ... {len(rows) - 1 - prev} tensors")
+    return lines
 
 
 def _num(v: float) -> str:
@@ -216,14 +240,7 @@ def compare_with_tflm(model_path: "str | Path", inputs: "Mapping[str, np.ndarray
     data = path.read_bytes()
     if data[4:8] != b"TFL3":
         raise Error(f"{path}: comparing with TensorFlow Lite Micro needs a .tflite model")
-    if inputs is None:
-        from aot.ir.boundary import random_inputs
-        inputs = random_inputs(model, seed)
-    elif not isinstance(inputs, Mapping):
-        seq = list(inputs)
-        if len(seq) != len(model.inputs):
-            raise Error(f"{path.stem} takes {len(model.inputs)} inputs, {len(seq)} given")
-        inputs = {v.name: a for v, a in zip(model.inputs, seq)}
+    inputs = named_inputs(model, inputs, seed, path.stem)
     args = check_inputs(model, inputs)
     producer = producers_of(data, path.stem)  # tensor index -> "CONV_2D #3"
     ours = intermediates(model, inputs, backend, **build_options)

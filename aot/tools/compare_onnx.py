@@ -31,6 +31,7 @@ import numpy as np
 
 from aot.errors import Error
 from aot.ir import Model, Var
+from aot.tools.compare import named_inputs, windowed_rows
 
 INSTALL_HINT = "pip install onnxruntime"
 OPTIMIZATION = ("all", "extended", "basic", "none")
@@ -113,19 +114,8 @@ class CompareOnnxReport:
         lines = [head, verdict,
                  f"  {'tensor':34} {'layer':28} {'shape':14} {'kind':5} {'end to end':>11} {'differ':>11} "
                  f"{'op alone':>11}"]
-        rows = list(enumerate(self.rows))
-        if len(rows) > max_rows:
-            k = self.rows.index(first) if first is not None else len(rows) - 1
-            lo = max(0, min(k - max_rows // 2, len(rows) - max_rows))
-            rows = rows[lo:lo + max_rows]
-        prev = -1
-        for i, r in rows:
-            if i != prev + 1:
-                lines.append(f"  ... {i - prev - 1} tensors")
-            prev = i
-            lines.append(_row(r, "  <-- first departure" if r is first else ""))
-        if prev < len(self.rows) - 1:
-            lines.append(f"  ... {len(self.rows) - 1 - prev} tensors")
+        lines += windowed_rows(self.rows, first, max_rows,
+                               lambda r: _row(r, "  <-- first departure" if r is first else ""))
         lines.append("outputs of the model as given: " + ", ".join(
             f"{r.tensor} {r.describe()} ({r.n_diff} of {r.size} elements differ)" for r in self.outputs))
         if self.outputs_moved:
@@ -417,7 +407,6 @@ def compare_with_onnxruntime(model_path: "str | Path",
     Raises aot.Error when onnxruntime is not installed."""
     from importlib.util import find_spec
     from aot.frontend.onnx import load_onnx_traced
-    from aot.ir.boundary import random_inputs
     if find_spec("onnxruntime") is None:
         raise Error(f"comparing with onnxruntime needs the onnxruntime package: {INSTALL_HINT}")
     import onnx
@@ -430,11 +419,5 @@ def compare_with_onnxruntime(model_path: "str | Path",
     proto = onnx.load_model_from_string(data)
     if proto.graph.initializer and any(t.data_location == onnx.TensorProto.EXTERNAL for t in proto.graph.initializer):
         onnx.load_external_data_for_model(proto, str(path.parent))
-    if inputs is None:
-        inputs = random_inputs(model, seed)
-    elif not isinstance(inputs, Mapping):
-        seq = list(inputs)
-        if len(seq) != len(model.inputs):
-            raise Error(f"{path.stem} takes {len(model.inputs)} inputs, {len(seq)} given")
-        inputs = {v.name: a for v, a in zip(model.inputs, seq)}
+    inputs = named_inputs(model, inputs, seed, path.stem)
     return compare_onnx(proto, model, links, inputs, backend, optimization, steps, rtol, **build_options)

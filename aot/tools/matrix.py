@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-__all__ = ["Cell", "model_files", "run_cell", "emulated_boards", "main"]
+__all__ = ["Cell", "emulated_boards", "integer_model", "main", "model_files", "run_cell"]
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,8 @@ def model_files(paths: Iterable[str | Path]) -> list[Path]:
     return out
 
 
-def _integer_model(path: Path):  # noqa: ANN202
+def integer_model(path: Path):  # noqa: ANN201
+    """The model at `path`, or None for a float model or one the loader refuses."""
     import aot
     from aot.errors import UnsupportedError
     try:
@@ -82,7 +83,7 @@ def run_cell(cell: Cell) -> Cell:
         return Cell(cell.model, cell.board, cell.backend, result, detail.strip().splitlines()[0][:300] if detail else "",
                     round(time.perf_counter() - t0, 2), instructions)
     try:
-        model = _integer_model(Path(cell.model))
+        model = integer_model(Path(cell.model))
         if model is None:
             return done("skipped", "float or unsupported model")
         inputs = random_inputs(model, seed=1)

@@ -321,6 +321,21 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
 #endif
 /* The asm forms below are defined everywhere (a macro costs nothing until used); the public names
    (aot_smlad_lohi_2x4, ...) are bound after the portable forms, by AOT_DSP_ASM_ and AOT_ASM_REGS. */
+/* Half of a lohi 2-pixel x 4-channel step, as asm text: the weight word in register w holds two
+   channels' int8 pairs; its odd bytes (SMLAD of the whole word: bytes 1 and 3 against the pixel's
+   int16 lanes) go to the "hi" accumulators of both pixels, then SXTB16 extends its even bytes for
+   the "lo" ones. The pixels' column words are x0, x1. */
+#define AOT_LOHI_HALF_(w, a_hi, b_hi, a_lo, b_lo) \
+    "smlad %[" a_hi "], %[x0], %[" w "], %[" a_hi "]\n\t" \
+    "smlad %[" b_hi "], %[x1], %[" w "], %[" b_hi "]\n\t" \
+    "sxtb16 %[" w "], %[" w "]\n\t" \
+    "smlad %[" a_lo "], %[x0], %[" w "], %[" a_lo "]\n\t" \
+    "smlad %[" b_lo "], %[x1], %[" w "], %[" b_lo "]\n\t"
+/* the whole step's MACs: with the two weight words in w0, w1 (14 registers), or both through w0, the
+   second loaded by `load1` between the halves (13 registers) */
+#define AOT_LOHI_MACS_ AOT_LOHI_HALF_("w0", "a1", "b1", "a0", "b0") AOT_LOHI_HALF_("w1", "a3", "b3", "a2", "b2")
+#define AOT_LOHI13_MACS_(load1) AOT_LOHI_HALF_("w0", "a1", "b1", "a0", "b0") load1 \
+    AOT_LOHI_HALF_("w0", "a3", "b3", "a2", "b2")
 /* one lohi 2-pixel x 4-channel step in 13 registers: the two weight words by two LDRs into one register
    (13 instructions for 16 MACs instead of 12) */
 #define aot_asm13_smlad_lohi_2x4(o0, o1, o2, o3, o4, o5, o6, o7, i0, i1, i2, i3, i4, i5, i6, i7, cp, cw, wp, ww) \
@@ -328,17 +343,7 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
         int32_t aot_x0_, aot_x1_, aot_w0_; \
         __asm__("ldrd %[x0], %[x1], [%[c], %[co]]\n\t" \
                 "ldr %[w0], [%[w], %[wo]]\n\t" \
-                "smlad %[a1], %[x0], %[w0], %[a1]\n\t" \
-                "smlad %[b1], %[x1], %[w0], %[b1]\n\t" \
-                "sxtb16 %[w0], %[w0]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlad %[b0], %[x1], %[w0], %[b0]\n\t" \
-                "ldr %[w0], [%[w], %[wo4]]\n\t" \
-                "smlad %[a3], %[x0], %[w0], %[a3]\n\t" \
-                "smlad %[b3], %[x1], %[w0], %[b3]\n\t" \
-                "sxtb16 %[w0], %[w0]\n\t" \
-                "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
-                "smlad %[b2], %[x1], %[w0], %[b2]" \
+                AOT_LOHI13_MACS_("ldr %[w0], [%[w], %[wo4]]\n\t") \
                 : [a0] "=r"(o0), [a1] "=r"(o1), [a2] "=r"(o2), [a3] "=r"(o3), \
                   [b0] "=r"(o4), [b1] "=r"(o5), [b2] "=r"(o6), [b3] "=r"(o7), \
                   [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_) \
@@ -355,16 +360,7 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
         int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
         __asm__("ldrd %[x0], %[x1], [%[c], %[co]]\n\t" \
                 "ldrd %[w0], %[w1], [%[w], %[wo]]\n\t" \
-                "smlad %[a1], %[x0], %[w0], %[a1]\n\t" \
-                "smlad %[b1], %[x1], %[w0], %[b1]\n\t" \
-                "sxtb16 %[w0], %[w0]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlad %[b0], %[x1], %[w0], %[b0]\n\t" \
-                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "smlad %[b3], %[x1], %[w1], %[b3]\n\t" \
-                "sxtb16 %[w1], %[w1]\n\t" \
-                "smlad %[a2], %[x0], %[w1], %[a2]\n\t" \
-                "smlad %[b2], %[x1], %[w1], %[b2]" \
+                AOT_LOHI_MACS_ \
                 : [a0] "=r"(o0), [a1] "=r"(o1), [a2] "=r"(o2), [a3] "=r"(o3), \
                   [b0] "=r"(o4), [b1] "=r"(o5), [b2] "=r"(o6), [b3] "=r"(o7), \
                   [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
@@ -693,17 +689,15 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
    negative offsets, and the loop ends with LDR of the end pointer (from the stack: the steps use all
    14 registers), CMP, BNE (a C loop around the single steps spent seven instructions: register moves,
    a reload and two pointer increments). */
-#define AOT_LOHI_MACS_ \
-    "smlad %[a1], %[x0], %[w0], %[a1]\n\t" \
-    "smlad %[b1], %[x1], %[w0], %[b1]\n\t" \
-    "sxtb16 %[w0], %[w0]\n\t" \
-    "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-    "smlad %[b0], %[x1], %[w0], %[b0]\n\t" \
-    "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
-    "smlad %[b3], %[x1], %[w1], %[b3]\n\t" \
-    "sxtb16 %[w1], %[w1]\n\t" \
-    "smlad %[a2], %[x0], %[w1], %[a2]\n\t" \
-    "smlad %[b2], %[x1], %[w1], %[b2]\n\t"
+/* the 16-step loop's start: both pixels' accumulators from the four biases (w advanced past them), then
+   the first step's column words (c advanced by the whole iteration) */
+#define AOT_LOHI_LOOP_HEAD_ \
+    "ldrd %[a2], %[a3], [%[w], #8]\n\t" \
+    "ldrd %[b0], %[b1], [%[w]]\n\t" \
+    "ldrd %[b2], %[b3], [%[w], #8]\n\t" \
+    "ldrd %[a0], %[a1], [%[w]], #16\n\t" \
+    "1:\n\t" \
+    "ldrd %[x0], %[x1], [%[c]], #128\n\t"
 #define AOT_LOHI_STEP_(off) \
     "ldrd %[x0], %[x1], [%[c], #" off "]\n\t" \
     "ldrd %[w0], %[w1], [%[w], #" off "]\n\t" \
@@ -713,12 +707,7 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
         const int32_t *aot_c_ = (cp) + (cw), *aot_w_ = (wp) + (ww); \
         const int32_t *aot_e_ = aot_c_ + 32 * (n); \
         int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
-        __asm__("ldrd %[a2], %[a3], [%[w], #8]\n\t" \
-                "ldrd %[b0], %[b1], [%[w]]\n\t" \
-                "ldrd %[b2], %[b3], [%[w], #8]\n\t" \
-                "ldrd %[a0], %[a1], [%[w]], #16\n\t" \
-                "1:\n\t" \
-                "ldrd %[x0], %[x1], [%[c]], #128\n\t" \
+        __asm__(AOT_LOHI_LOOP_HEAD_ \
                 "ldrd %[w0], %[w1], [%[w]], #128\n\t" \
                 AOT_LOHI_MACS_ \
                 AOT_LOHI_STEP_("-120") \
@@ -747,35 +736,18 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
                 : "memory", "cc"); \
     } while (0)
 /* the same loop in 13 registers: each step's two weight words by two LDRs into one register */
-#define AOT_LOHI13_MACS_(wnext) \
-    "smlad %[a1], %[x0], %[w0], %[a1]\n\t" \
-    "smlad %[b1], %[x1], %[w0], %[b1]\n\t" \
-    "sxtb16 %[w0], %[w0]\n\t" \
-    "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-    "smlad %[b0], %[x1], %[w0], %[b0]\n\t" \
-    "ldr %[w0], [%[w], #" wnext "]\n\t" \
-    "smlad %[a3], %[x0], %[w0], %[a3]\n\t" \
-    "smlad %[b3], %[x1], %[w0], %[b3]\n\t" \
-    "sxtb16 %[w0], %[w0]\n\t" \
-    "smlad %[a2], %[x0], %[w0], %[a2]\n\t" \
-    "smlad %[b2], %[x1], %[w0], %[b2]\n\t"
 #define AOT_LOHI13_STEP_(off, wnext) \
     "ldrd %[x0], %[x1], [%[c], #" off "]\n\t" \
     "ldr %[w0], [%[w], #" off "]\n\t" \
-    AOT_LOHI13_MACS_(wnext)
+    AOT_LOHI13_MACS_("ldr %[w0], [%[w], #" wnext "]\n\t")
 #define aot_asm13_lohi_2x4_x16(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n) \
     do { \
         const int32_t *aot_c_ = (cp) + (cw), *aot_w_ = (wp) + (ww); \
         const int32_t *aot_e_ = aot_c_ + 32 * (n); \
         int32_t aot_x0_, aot_x1_, aot_w0_; \
-        __asm__("ldrd %[a2], %[a3], [%[w], #8]\n\t" \
-                "ldrd %[b0], %[b1], [%[w]]\n\t" \
-                "ldrd %[b2], %[b3], [%[w], #8]\n\t" \
-                "ldrd %[a0], %[a1], [%[w]], #16\n\t" \
-                "1:\n\t" \
-                "ldrd %[x0], %[x1], [%[c]], #128\n\t" \
+        __asm__(AOT_LOHI_LOOP_HEAD_ \
                 "ldr %[w0], [%[w]], #128\n\t" \
-                AOT_LOHI13_MACS_("-124") \
+                AOT_LOHI13_MACS_("ldr %[w0], [%[w], #-124]\n\t") \
                 AOT_LOHI13_STEP_("-120", "-116") \
                 AOT_LOHI13_STEP_("-112", "-108") \
                 AOT_LOHI13_STEP_("-104", "-100") \

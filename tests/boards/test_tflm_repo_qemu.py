@@ -11,7 +11,8 @@ import pytest
 
 import aot
 from aot.board.flow import run_on_board
-from aot.errors import FitError, UnsupportedError
+from aot.errors import FitError
+from aot.tools.matrix import integer_model as _integer_model
 from aot.ir.boundary import random_inputs
 from conftest import ROOT
 
@@ -22,15 +23,6 @@ FILES = sorted(p.relative_to(FOLDER).as_posix() for p in FOLDER.rglob("*.tflite"
 # Too long for the suite's QEMU share (~300M MACs, about two minutes of emulation alone); its host C
 # build and LLVM JIT are bit-exact with tflite-micro in tests/frontend/test_tflm_repo_bit_exact.py
 QEMU_TOO_LONG = {"third_party/xtensa/examples/pytorch_to_tflite/mobilenet_v2_quantized_1x3x224x224.tflite"}
-
-
-def _integer_model(path: Path):  # noqa: ANN202
-    try:
-        model = aot.load(str(path))
-    except UnsupportedError:
-        return None
-    dts = {v.type.dtype for v in model.main.params} | {c.out.type.dtype for c in model.main.body}
-    return None if "float32" in dts else model
 
 
 @pytest.mark.parametrize("rel", [f for f in FILES if f not in QEMU_TOO_LONG])
