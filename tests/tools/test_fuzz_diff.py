@@ -77,6 +77,16 @@ def test_option_points_cover_the_space() -> None:
     assert OptionPoint.from_json(json.loads(json.dumps(pts[3].to_json()))) == pts[3]
 
 
+def expect_replay(path: Path, body: dict, got) -> None:  # noqa: ANN001
+    """A kept finding replayed: fixed ones must pass; an open one is an expected failure, and a
+    failing test once it passes (so that its "open" flag is cleared)."""
+    if body.get("open"):
+        if got.status == "ok":
+            pytest.fail(f"{path.name} passes now: set \"open\": false")
+        pytest.xfail(f"open finding: {body.get('reason') or body['detail']}")
+    assert got.status == "ok", got.detail
+
+
 @needs_tflm
 def test_a_wrong_output_is_a_mismatch(monkeypatch: pytest.MonkeyPatch) -> None:
     differ = Differ()
@@ -214,11 +224,7 @@ def replayed() -> dict[str, Outcome]:
 def test_regression_replays(path: Path, replayed: dict[str, Outcome]) -> None:
     body = json.loads(path.read_text())
     got = replayed[path.name]
-    if body.get("open"):
-        if got.status == "ok":
-            pytest.fail(f"{path.name} passes now: set \"open\": false")
-        pytest.xfail(f"open finding: {body['detail']}")
-    assert got.status == "ok", got.detail
+    expect_replay(path, body, got)
 
 
 @needs_tflm
@@ -232,11 +238,7 @@ def test_qemu_regression_replays(path: Path) -> None:
         got = differ.run([Case.from_json(body["case"])])[0]
     finally:
         differ.close()
-    if body.get("open"):
-        if got.status == "ok":
-            pytest.fail(f"{path.name} passes now: set \"open\": false")
-        pytest.xfail(f"open finding: {body['detail']}")
-    assert got.status == "ok", got.detail
+    expect_replay(path, body, got)
 
 
 @needs_tflm
@@ -249,11 +251,7 @@ def test_build_regression_replays(path: Path) -> None:
         got = differ.run([Case.from_json(body["case"])])[0]
     finally:
         differ.close()
-    if body.get("open"):
-        if got.status == "ok":
-            pytest.fail(f"{path.name} passes now: set \"open\": false")
-        pytest.xfail(f"open finding: {body['detail']}")
-    assert got.status == "ok", got.detail
+    expect_replay(path, body, got)
 
 
 def _replay_child(case_json: dict, conn) -> None:  # noqa: ANN001

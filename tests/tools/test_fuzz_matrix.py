@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from aot.board.boards import list_boards
+from test_fuzz_diff import expect_replay
 from aot.frontend.tflite import load_tflite
 from aot.fuzz.build import build_tflite
 from aot.fuzz.campaign import Plan, make_case, run_campaign, save_regression
@@ -190,11 +191,7 @@ def test_onnx_regression_replays(path: Path) -> None:
         got = differ.run_one(OnnxCase.from_json(body["case"]))
     finally:
         differ.close()
-    if body.get("open"):
-        if got.status == "ok":
-            pytest.fail(f"{path.name} passes now: set \"open\": false")
-        pytest.xfail(f"open finding: {body.get('reason') or body['detail']}")
-    assert got.status == "ok", got.detail
+    expect_replay(path, body, got)
 
 
 def test_the_campaign_refuses_an_unknown_core(capsys: pytest.CaptureFixture[str]) -> None:
