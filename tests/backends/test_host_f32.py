@@ -1,4 +1,4 @@
-"""Issue 20: float32 x86-64 host schedules (aot/lower/schedule/host_f32.py, the routines x86_sgemm /
+"""Float32 x86-64 host schedules (aot/lower/schedule/host_f32.py, the routines x86_sgemm /
 x86_sdw of aot/kernel/intrinsics_x86.py, aot/llvm/x86_f32.py, runtime_c/include/aot_x86.h).
 
 They are bit-exact, not merely within a tolerance: every output is summed in TFLite Micro's order

@@ -1,4 +1,4 @@
-"""Issue 20: aot.build(..., threads=N): the host routines split their large layers across the host
+"""aot.build(..., threads=N): the host routines split their large layers across the host
 thread pool (platform/host/aot_threads.c); the results equal the one-thread results bit for bit,
 on the LLVM JIT and the C backend's portable routines."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 16, LLVM at parity: what the LLVM backend does for Arm objects so that its boards builds
+"""LLVM at parity: what the LLVM backend does for Arm objects so that its boards builds
 come near gcc -O2's instruction counts. Small DSP multiply-accumulate loops are printed
 unrolled (and still compute what the interpreter does), stack buffers never make the code
 generator realign the stack (a reserved frame pointer), the machine-scheduler option is set
@@ -139,7 +139,7 @@ def _allocations(s: K.Stmt) -> list[K.Allocate]:
     return out
 
 
-# ----------------------------------------------------------------------------- issue 16, second pass
+# ----------------------------------------------------------------------------- second pass
 M33 = LLVMTarget("thumbv8m.main-none-eabihf", "cortex-m33", "+dsp,+fp-armv8d16sp,-fp64")
 
 

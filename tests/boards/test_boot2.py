@@ -1,4 +1,4 @@
-"""Issue 15: the Pico boots. boot2 (platform/cortex_m/boot2/w25q080.S) fits before its checksum,
+"""The Pico boots. boot2 (platform/cortex_m/boot2/w25q080.S) fits before its checksum,
 the shipped binary is what the source assembles to, and the 256 bytes in the built image carry
 the CRC32 the RP2040 boot ROM computes (recomputed here bit by bit, independently of aot)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 15: firmware that runs on a real board. Every board's default image prints through its
+"""Firmware that runs on a real board. Every board's default image prints through its
 console UART and links no newlib heap or syscall, and executes no semihosting call; the three
 emulated boards added here (netduinoplus2, microbit, mps2-an505) run shared models bit-exact
 through that UART in QEMU (C, and LLVM objects on netduinoplus2 and the ARMv6-M microbit);

@@ -69,7 +69,7 @@ def test_code_estimate_covers_the_int8_and_the_default_firmware(name, tmp_path, 
         cands, keys = chosen[-1]
         layer = [c for c in cands if c.pixels == 36 and c.pairs == 32]
         assert len(layer) == 1 and layer[0].key in keys
-        assert code <= 32 * 1024  # issue 16's network code limit
+        assert code <= 32 * 1024  # the network code limit
     _, code8 = _build(path, tmp_path / "int8", flash_budget=0)
     assert code8 <= seen[0][0]  # the first module weighed is the int8 build
     # a tight estimate: within 4 KiB + 15% (widen.CODE_MARGIN) of the real code on these models (the

@@ -1,4 +1,4 @@
-"""Issue 15: `aot project --library-only` writes a CMake library target that an existing CMake
+"""`aot project --library-only` writes a CMake library target that an existing CMake
 firmware consumes with add_subdirectory() + target_link_libraries(app PRIVATE <prefix>); built
 here with arm-none-eabi-gcc into a small application, which then runs in QEMU."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 5: the shared models in QEMU on all four emulated boards, bit-exact with the host and
+"""The shared models in QEMU on all four emulated boards, bit-exact with the host and
 with TensorFlow Lite Micro; real boards build; Makefile and CMake; the fit check; footprint."""
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def test_real_board_projects_compile_and_link(board: str, tmp_path: Path) -> Non
     b = aot.board.boards.load_board(board)
     assert fp.flash <= b.flash_bytes and fp.ram_static <= b.ram_bytes
     assert not b.emulated
-    from test_firmware_uart import HEAP_SYMBOLS, elf_facts  # issue 15: no heap, no semihosting
+    from test_firmware_uart import HEAP_SYMBOLS, elf_facts  # no heap, no semihosting
     names, bkpts = elf_facts(elf)
     assert not names & set(HEAP_SYMBOLS) and bkpts == 0 and "aot_console_write" in names
     assert elf.with_suffix(".bin").is_file() and elf.with_suffix(".hex").is_file()

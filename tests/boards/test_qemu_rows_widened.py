@@ -1,4 +1,4 @@
-"""ad_int8 (ten fully connected rows) with a flash budget on mps2-an386 (issue 16): the one-pixel
+"""ad_int8 (ten fully connected rows) with a flash budget on mps2-an386: the one-pixel
 pre-widened schedule (aot.lower.schedule.row_widened) bit-exact with TensorFlow Lite Micro in QEMU
 through the C and the LLVM backend, its flash above the model file's (pre-widened pairs), and the
 LLVM firmware within 1.05x of the C firmware's instructions."""

@@ -1,4 +1,4 @@
-"""Hostile names, reproducible output, run-time argument checks, documented limits (issue 9)."""
+"""Hostile names, reproducible output, run-time argument checks, documented limits."""
 from __future__ import annotations
 
 import ctypes

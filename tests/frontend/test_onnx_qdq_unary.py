@@ -1,4 +1,4 @@
-"""Quantized ONNX unary ops follow the model's own scales (issue 21's silent wrong results).
+"""Quantized ONNX unary ops follow the model's own scales (no silent wrong results).
 
 DequantizeLinear -> op -> QuantizeLinear means: dequantize with the input's scale, apply the
 float op, quantize with the QuantizeLinear's scale and zero point. TFLite's int8 LOGISTIC and

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Iterable
 
 JOURNAL = re.compile(
-    r"\b(?:sessions?|issues?)\s+#?\d+"                        # session 8, issues 14 and 16, issue #3
+    r"\b(?:sessions?|issues?)(?:\s+#?|-)\d+"                  # session 8, issues 14 and 16, issue #3, session-4
     r"|\b(?:this|next|previous|last|that|same) session\b"      # this session's changes
     r"|\(#\d+\)|\bitem\s+#\d+"                                # (#16), item #3
     r"|\bwork[- ]items?\b"                                    # a work item

@@ -1,4 +1,4 @@
-"""Helpers of the issue-14 sharing tests: random branching int8 models (residual ADDs, concatenations
+"""Helpers of the buffer-sharing tests: random branching int8 models (residual ADDs, concatenations
 along a contiguous or a strided axis) built with the GraphBuilder, a compile that keeps the kernel
 module before the order pass and before planning, and a kernel interpreter that runs the planned
 module while tracking which buffer owns every pool byte: a load that finds a byte last written for

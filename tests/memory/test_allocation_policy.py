@@ -1,4 +1,4 @@
-"""Static memory planning, the allocation policy and workspace lowering (issue 4 tests 1-4)."""
+"""Static memory planning, the allocation policy and workspace lowering."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Issue 14: CONCATENATION without a copy. A concatenation along the outermost non-unit axis copies
+"""CONCATENATION without a copy. A concatenation along the outermost non-unit axis copies
 each input into one contiguous block of its output (aot.pipeline.alias.copy_blocks); when every
 input is written by one kernel and read only by the concatenation, each producer writes straight
 into its slice, the copy disappears from the entry and the slices are views of one buffer whose

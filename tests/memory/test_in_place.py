@@ -1,4 +1,4 @@
-"""Issue 14: kernels that write their output over their input. On a DSP core the depthwise
+"""Kernels that write their output over their input. On a DSP core the depthwise
 schedule keeps a line buffer of the rows it has overwritten and the 1x1 product copies each
 pixel group into its column before storing, so the planner may give the output the input's
 storage. Random DS-CNN-style chains must stay bit-exact (interpreter, C, LLVM) with the numpy

@@ -1,4 +1,4 @@
-"""Issue 14: a residual ADD (and any same-shape elementwise op fused after a kernel) writes its result
+"""A residual ADD (and any same-shape elementwise op fused after a kernel) writes its result
 over an input that dies at the call. aot.lower.function.epilogue_inplace declares such inputs when
 every read of them is inside the store of the output element at the same index; the standalone
 elementwise kernels (inplace_candidates) also allow an output element narrower than the input's.

@@ -1,4 +1,4 @@
-"""Issue 14: memory-aware operator order. aot.memory.order finds the topological order of least
+"""Memory-aware operator order. aot.memory.order finds the topological order of least
 modelled peak (exact: checked against every order of small random step graphs); the order pass
 (aot.transform.order) keeps a new order only when the real plan is smaller. A property test over
 random branching models runs each planned module in the kernel interpreter while tracking which

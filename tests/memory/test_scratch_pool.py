@@ -1,4 +1,4 @@
-"""Issue 14, smaller stack: under the micro policy kernel scratch (however small) goes to the planned
+"""Smaller stack: under the micro policy kernel scratch (however small) goes to the planned
 pool when it fits beside the activations of its step; scratch (up to 1024 bytes) that would be live
 when the pool peaks stays on its kernel's stack (aot.pipeline.scratch): moving it would only move
 bytes from the stack to the pool. An explicit --stack-limit is obeyed as given."""

@@ -1,4 +1,4 @@
-"""Issue 8: kernel schedules for Cortex-M (aot/lower/schedule). Every schedule is bit-exact with the
+"""Kernel schedules for Cortex-M (aot/lower/schedule). Every schedule is bit-exact with the
 numpy reference (TFLite Micro's integer arithmetic) on the kernel interpreter, host C and the
 LLVM JIT, for small awkward shapes and every target kind; the new intrinsics agree on all
 three; the DSP path runs in QEMU on a Cortex-M4 and the portable one on a Cortex-M3."""
@@ -118,7 +118,7 @@ CHAINS = {
     # a small DS-CNN block: conv -> dw -> pw -> fc
     "dscnn": ((1, 10, 4, 2), [dict(kind="conv", oc=8, k=(3, 3), s=(2, 1)), dict(kind="dw", k=(3, 3)),
                               dict(kind="conv", oc=12, k=(1, 1)), dict(kind="fc", oc=4)]),
-    # issue 13: depthwise without padding taps (VALID; SAME with a 1x1 kernel) crashed at opt size
+    # depthwise without padding taps (VALID; SAME with a 1x1 kernel) crashed at opt size
     "dw-no-pad-taps": ((1, 6, 5, 6), [dict(kind="dw", k=(3, 3), pad="valid"), dict(kind="dw", k=(1, 1))]),
     # the line-buffer depthwise (channels in quads): in place (stride 1, SAME), stride 2 with
     # asymmetric padding, a kernel taller than wide, VALID (tap pairs); big bias and weights (SMMLAR
@@ -146,7 +146,7 @@ CHAINS = {
     "dw-pairs-groups": ((1, 6, 13, 72), [dict(kind="dw", k=(3, 3)),
                                          dict(kind="dw", k=(3, 3), pad=(0, 2, 1, 1), act="relu6"),
                                          dict(kind="dw", k=(3, 3), s=(2, 2))]),
-    # issue 13: depthwise over a width-1 input (a streaming keyword model) printed an unused variable
+    # depthwise over a width-1 input (a streaming keyword model) printed an unused variable
     "dw-width-1": ((1, 30, 1, 40), [dict(kind="dw", k=(3, 1)), dict(kind="dw", k=(3, 3), m=2, act="none")]),
 }
 

@@ -1,4 +1,4 @@
-"""Issue 13: the DSP schedule of the 16x8 CONV_2D and FULLY_CONNECTED (aot/lower/schedule/gemm16.py):
+"""The DSP schedule of the 16x8 CONV_2D and FULLY_CONNECTED (aot/lower/schedule/gemm16.py):
 int16 activations packed in pairs, weights pre-widened, SMLAD into int32 chunks added into the
 int64 accumulator. Bit-exact with the numpy reference (aot.quant.reference16) on the kernel
 interpreter, host C (-Werror) and the LLVM JIT, for odd channel counts, padding, strides,

@@ -1,4 +1,4 @@
-"""Issue 16: the 3x3 window of a tap-pair depthwise block (aot/lower/schedule/depthwise_pairs.py) as
+"""The 3x3 window of a tap-pair depthwise block (aot/lower/schedule/depthwise_pairs.py) as
 one multi-result intrinsic (K.MultiAssign of dw3x3_s{stride}_{n}, aot.kernel.intrinsics_multi): its
 semantics against the single SMLAD/SMLAxy products of the schedule's tap pairs, its expansion into
 plain IR (the LLVM backend's form), and depthwise layers using it (strides 1 and 2, SAME and VALID,

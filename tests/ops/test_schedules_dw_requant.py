@@ -1,4 +1,4 @@
-"""Issue 16: the 3x3 depthwise window step that also requantizes (dw3x3q_s{stride}_{n},
+"""The 3x3 depthwise window step that also requantizes (dw3x3q_s{stride}_{n},
 aot.kernel.intrinsics_multi; aot/lower/schedule/depthwise_pairs.py _fused_requant): with one shift
 for all channels (Requant mode "mma") and the full int8 clamp, the step's results are the outputs
 ssat8(requant_mma(acc, m, h, r)), m and h the channel record's words after the bias. Its semantics

@@ -1,4 +1,4 @@
-"""Issue 16: the tap-pair depthwise (aot/lower/schedule/depthwise_pairs.py) at any stride, and the
+"""The tap-pair depthwise (aot/lower/schedule/depthwise_pairs.py) at any stride, and the
 requantizations of the DSP schedules without the sign correction (requant_mm_nn, ReLU-like clamps)
 and with one shift for all channels (requant_mma, Requant.use_uniform).
 

@@ -1,4 +1,4 @@
-"""Issue 16: Helium (MVE) schedules for Cortex-M55 (aot/lower/schedule/helium.py, the vector
+"""Helium (MVE) schedules for Cortex-M55 (aot/lower/schedule/helium.py, the vector
 routines of aot/kernel/intrinsics_mve.py, runtime_c/include/aot_helium.h, aot/llvm/helium.py).
 Bit-exact with the numpy reference (TFLite Micro's arithmetic) on the interpreter, the portable
 host C and the LLVM JIT; in QEMU on mps3-an547 (MVE) with both backends; the shared models
@@ -178,7 +178,7 @@ def test_helium_chains_in_qemu_bit_exact(backend: str) -> None:
 
 
 # measured 2026-12-01 (C backend): kws_int8 859,468 and ad_int8 59,500 QEMU instructions (before
-# the Helium schedules: 3,837,500 and 352,468); the budgets are issue 16's targets (3 MAC/instr.
+# the Helium schedules: 3,837,500 and 352,468); the budgets are the targets (3 MAC/instr.
 # for kws), a few percent above the measurements for toolchain noise
 BUDGETS = {"kws_int8": 885_000, "ad_int8": 75_000}
 

@@ -1,4 +1,4 @@
-"""Issue 20: x86-64 host schedules (aot/lower/schedule/host_x86.py, the routines of
+"""X86-64 host schedules (aot/lower/schedule/host_x86.py, the routines of
 aot/kernel/intrinsics_x86.py, aot/llvm/x86.py with AVX-512 VNNI, runtime_c/include/aot_x86.h).
 Bit-exact with the numpy reference (TFLite Micro's arithmetic) on the interpreter, the portable
 C twin and the LLVM JIT (VNNI and portable vector IR); chosen only for targets with "x86";

@@ -1,4 +1,4 @@
-"""Issue 20: the x86-64 int8 depthwise host schedule (aot/lower/schedule/host_dw.py, the routine
+"""The x86-64 int8 depthwise host schedule (aot/lower/schedule/host_dw.py, the routine
 x86_dw_vnni of aot/kernel/intrinsics_x86.py, aot/llvm/x86_dw.py with AVX-512 VNNI, the C twin in
 runtime_c/include/aot_x86.h). Bit-exact with the numpy reference (TFLite Micro's arithmetic) on
 the interpreter, the portable C twin and the LLVM JIT, and with TFLite Micro itself; chosen only

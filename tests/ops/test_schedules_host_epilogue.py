@@ -1,4 +1,4 @@
-"""Issue 20: a convolution's fused epilogue of two int8 operands (a residual ADD) as one exact
+"""A convolution's fused epilogue of two int8 operands (a residual ADD) as one exact
 affine form clamp((A x + B y + C) >> S) (aot.lower.schedule.host_epilogue), taken only when it
 equals the epilogue on all 65,536 operand pairs. The fit against TFLite's int8 ADD (the numpy
 reference), the refusal of tables that are not affine, and residual blocks of odd channel counts,

@@ -1,4 +1,4 @@
-"""Issue 20: x86-64 host convolutions with a window read every window in place from a padded
+"""X86-64 host convolutions with a window read every window in place from a padded
 copy of the input (aot.lower.schedule.host_x86.pad_plan; for AVX-512 VNNI stored xor 0x80, the
 routine's `xu`), and a fused residual ADD is computed in place through the output chunk with its
 int8 requantizations rewritten (aot.lower.schedule.host_requant) or as one exact affine form

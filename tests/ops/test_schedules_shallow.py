@@ -1,4 +1,4 @@
-"""Issue 16: the shallow-convolution schedule (aot/lower/schedule/shallow.py: one to four input
+"""The shallow-convolution schedule (aot/lower/schedule/shallow.py: one to four input
 channels on DSP cores, pairs made in registers from the input, border pixels through a patch) is
 bit-exact with the numpy reference on the kernel interpreter, host C and LLVM, with TFLite Micro,
 and in QEMU on a Cortex-M4; it is chosen only where it applies."""

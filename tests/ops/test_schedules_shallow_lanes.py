@@ -1,4 +1,4 @@
-"""Issue 16: one-channel first layers of three-tap kernel rows (person_detect's depthwise 1 -> 8) make
+"""One-channel first layers of three-tap kernel rows (person_detect's depthwise 1 -> 8) make
 two pixels' pairs from words (aot.lower.schedule.shallow.lanes3_entries: SXTB16 lanes, PKHBT / PKHTB
 for the middle taps) instead of byte loads, the weights in the matching order (lanes3_pairs); the first
 column entry of a quad block is read with load64_fresh. Bit-exact with the numpy reference on the

@@ -1,4 +1,4 @@
-"""Issue 16: the short-reduction schedule (aot/lower/schedule/short.py: 1x1 products of depth <= 32
+"""The short-reduction schedule (aot/lower/schedule/short.py: 1x1 products of depth <= 32
 on DSP cores, four pixels x two channels from a column of pairs, one record table per layer) is
 bit-exact with the numpy reference on the kernel interpreter, host C and LLVM, with TFLite Micro,
 and in QEMU on a Cortex-M4; it is chosen only where it applies."""

@@ -1,4 +1,4 @@
-"""Fuzzing (issue 9): every saved finding replays cleanly; a 60-second smoke campaign over both
+"""Fuzzing: every saved finding replays cleanly; a 60-second smoke campaign over both
 frontends finds no crash and no hang; the harness itself detects a contract violation."""
 from __future__ import annotations
 

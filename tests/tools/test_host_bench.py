@@ -1,4 +1,4 @@
-"""Issue 20: `aot bench --host` (aot/tools/host_bench.py): time per inference on this machine,
+"""`aot bench --host` (aot/tools/host_bench.py): time per inference on this machine,
 our C and LLVM host builds beside TFLM's host interpreter and LiteRT+XNNPACK."""
 from __future__ import annotations
 

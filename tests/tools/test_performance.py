@@ -1,4 +1,4 @@
-"""Issue 8's targets, as deterministic QEMU instruction counts (-icount shift=0): a regression
+"""The speed targets, as deterministic QEMU instruction counts (-icount shift=0): a regression
 in a kernel schedule fails here. Not timed: the counts are exact for a given build."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from conftest import SHARED, shared_model
 
 pytestmark = [pytest.mark.usefixtures("arm_toolchain"), pytest.mark.slow]  # QEMU / arm-none-eabi-gcc
 
-# (model, board) -> most QEMU instructions per inference allowed (issue 8: 0.67x TFLM + CMSIS-NN on
+# (model, board) -> most QEMU instructions per inference allowed (0.67x TFLM + CMSIS-NN on
 # mps2-an386, 0.33x TFLM's reference kernels on mps2-an385)
 TARGETS = {("kws_int8", "mps2-an386"): 5_160_000, ("ad_int8", "mps2-an386"): 390_000,
            ("kws_int8", "mps2-an385"): 14_200_000}

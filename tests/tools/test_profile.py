@@ -1,4 +1,4 @@
-"""Issue 16: `aot profile` (aot/tools/profile.py): per-layer QEMU instructions from one
+"""`aot profile` (aot/tools/profile.py): per-layer QEMU instructions from one
 instrumented run; the per-layer sum plus the entry's own instructions equals the whole-model
 count of that run; layers line up with TFLite Micro's per-operator anchors."""
 from __future__ import annotations
