@@ -130,6 +130,8 @@ def test_site_builds_strict(site: Path) -> None:
         assert (site / page).is_file(), page
     api = (site / "reference" / "api.html").read_text()
     assert "CompileOptions" in api and "GraphBuilder" in api and "ModelFormatError" in api
+    for method in ("conv2d", "depthwise_conv2d", "fully_connected", "hard_swish", "concat"):  # every op method
+        assert f"GraphBuilder.{method}" in api or f"id=\"aot.GraphBuilder.{method}\"" in api, method
     assert not (site / "_fragments").exists() and not (site / "_gen").exists()
 
 
