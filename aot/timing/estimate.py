@@ -171,7 +171,7 @@ def _emulation_board_file(real: Board, emu: Board, directory: Path) -> Path:
     data["name"] = f"{emu.name}-as-{real.name}"
     for key in ("cpu", "fpu", "float_abi", "dsp"):
         data[key] = getattr(real, key)
-    data.pop("memory_system", None)
+    data["memory_system"] = real.memory_system  # the real board's: a cycles-optimised build places for it
     for region in data["memory"]:
         limit = real.flash_bytes if region["kind"] == "flash" else real.ram_bytes
         region["size"] = min(region["size"], limit)
@@ -216,3 +216,27 @@ def estimate_model(model: Any, board: Board | str, inputs: dict | None = None, a
 
 def boards_with_memory_system() -> list[str]:
     return [b.name for b in list_boards() if b.memory_system]
+
+
+def run_and_estimate(model: Any, inputs: dict, board: Board | str, **options: Any) -> tuple[dict, dict[str, Any],
+                                                                                          CycleEstimate]:
+    """`aot.board.flow.run_on_board` for any board, with the estimated cycles of the same firmware's
+    timed call: a board QEMU does not emulate runs on the emulated machine of its core (built for the
+    real board's core and sizes). Returns the outputs, run_on_board's figures and the estimate."""
+    from aot.board.flow import run_on_board
+    real = _board(board)
+    emu = emulator_for(real)
+    tmp = Path(tempfile.mkdtemp(prefix="aot_bench_"))
+    try:
+        run_board = emu if emu.name == real.name else load_board(str(_emulation_board_file(real, emu, tmp)))
+        outs, extra = run_on_board(model, inputs, run_board, keep_dir=tmp / "build", **options)
+        extra["board"] = real.name
+        meta = json.loads((tmp / "build" / "project" / "project.json").read_text())
+        elf = tmp / "build" / "project" / meta["elf"]
+        entry = model_entry(options.get("prefix", "model"), str(extra.get("io_buffers", "pool")))
+        est = estimate_cycles(elf, real, entry=entry, run_on=run_board)
+        if emu.name != real.name:
+            est.emulated_on = f"QEMU {emu.qemu_machine} ({run_board.name}), plugin trace of {entry}"
+        return outs, extra, est
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
