@@ -8,7 +8,7 @@ accesses that go to flash: a flash read costs its wait states unless a cache hol
 (or, for sequential code, the prefetch buffer has read it ahead in time).
 
 What the model ignores (documented in the user guide): result-use interlocks beyond the load
-rule, bus contention between instruction fetches and data reads of the same flash, write
+and address-generation rules, bus contention between instruction fetches and data reads of the same flash, write
 buffers, unaligned-access penalties, data-dependent divide and multiply early termination
 (one value per instruction), interrupt latency beyond a fixed 12-cycle exception entry, and
 branch prediction on the M7 (predicted branches assumed).
@@ -27,6 +27,9 @@ EXCEPTION_ENTRY_CYCLES = 12
 _REG_OFFSET = re.compile(r"\[\s*\w+\s*,\s*(r\d+|ip|lr|sl|fp|sb)\b")
 _MEMORY = frozenset({"ld", "st", "ldd", "std", "ldm", "stm", "fpld", "fpst", "fpldm", "fpstm", "mve_ld", "mve_st"})
 _MULTIPLY = frozenset({"mul", "mla", "mull", "mlal", "dspmul", "dspmac", "div"})
+# data-processing classes whose result reaches a following load/store's address a cycle late (M3/M4)
+_DATA_PROCESSING = frozenset({"alu", "mul", "mla", "mull", "mlal", "dspmul", "dspmac", "div"})
+_ADDRESS = re.compile(r"\[([^\]]*)\]")
 _PAIRABLE = frozenset({"alu", "nop", "ld", "st", "mul", "mla", "dspmul", "dspmac", "fp", "fpld", "fpst", "fpmov"})
 
 
@@ -127,10 +130,32 @@ def _multiple_cycles(core: CoreTiming, n: int) -> int:
     return core.multiple_base + n
 
 
+def address_registers(insn: Insn) -> set[str]:
+    """The registers a load or store computes its address from (base and offset register)."""
+    from aot.timing.decode import _regs
+    m = _ADDRESS.search(insn.operands)
+    regs = set(_regs(m.group(1))) if m else set()
+    if insn.base:
+        regs.add(insn.base)
+    return regs
+
+
+def agu_stall(core: CoreTiming, insn: Insn, prev: Insn | None) -> int:
+    """1 when `insn` is a load/store whose address the data-processing instruction before it wrote."""
+    if not core.agu_interlock or prev is None or prev.cls not in _DATA_PROCESSING or insn.cls not in _MEMORY:
+        return 0
+    return 1 if set(prev.writes) & address_registers(insn) else 0
+
+
 def instruction_cycles(core: CoreTiming, insn: Insn, taken: bool, target: Insn | None,
                        prev: Insn | None, prev_paired: bool = False) -> int:
     """Cycles of one instruction at zero wait states, given the instruction before it and, for
     a taken branch, the instruction branched to."""
+    return _cycles(core, insn, taken, target, prev, prev_paired) + agu_stall(core, insn, prev)
+
+
+def _cycles(core: CoreTiming, insn: Insn, taken: bool, target: Insn | None,
+            prev: Insn | None, prev_paired: bool = False) -> int:
     cls = insn.cls
     table = core.cycles
     P = refill_cycles(core, target.size, target.pc) if target is not None else core.refill
