@@ -181,10 +181,43 @@ def _emulation_board_file(real: Board, emu: Board, directory: Path) -> Path:
     return path
 
 
+def cycle_candidates(options: dict[str, Any]) -> list[dict[str, Any]]:
+    """The builds `optimize="cycles"` chooses among by estimated cycles: the options as given and, unless
+    the flash budget is set, the same with int8 weights only (flash_budget 0: pre-widened 16-bit weights
+    save instructions, but their fully unrolled kernels can outgrow a small flash cache)."""
+    if options.get("optimize") != "cycles" or "flash_budget" in options:
+        return [options]
+    return [{**options, "flash_budget": "auto"}, {**options, "flash_budget": 0}]
+
+
+def _cheapest(candidates: list[dict[str, Any]], run: Any) -> Any:
+    """run(options) for each candidate; the result whose estimate (its last element or first) has the
+    fewest cycles, with the chosen options' differences noted in the estimate."""
+    best = None
+    for opts in candidates:
+        res = run(opts)
+        est = res[-1] if isinstance(res[-1], CycleEstimate) else res[0]
+        if best is None or est.cycles < best[1].cycles:
+            best = (res, est, opts)
+    assert best is not None
+    res, est, opts = best
+    if len(candidates) > 1:
+        chosen = "int8 weights (flash budget 0)" if opts.get("flash_budget") == 0 else "the default flash budget"
+        est.notes.append(f"--optimize cycles: of {len(candidates)} builds, {chosen} has the fewest estimated cycles")
+    return res
+
+
 def estimate_model(model: Any, board: Board | str, inputs: dict | None = None, assume_caches: bool = False,
                    keep_dir: Path | None = None, **options: Any) -> tuple[CycleEstimate, dict[str, Any]]:
     """Build `model` (a path or a Model) for `board`'s core on its emulated machine and estimate one
-    inference. Returns the estimate and {"instructions_qemu", "match_host", "elf"}."""
+    inference. Returns the estimate and {"instructions_qemu", "match_host", "elf"}. With
+    optimize="cycles" the build with the fewest estimated cycles among cycle_candidates."""
+    candidates = cycle_candidates(options)
+    if len(candidates) > 1:
+        if isinstance(model, (str, Path)):
+            from aot.frontend import load
+            model = load(str(model))
+        return _cheapest(candidates, lambda o: estimate_model(model, board, inputs, assume_caches, keep_dir, **o))
     from aot.board.flow import make_project
     from aot.runners.qemu import build_project, run_elf
     real = _board(board)
@@ -222,8 +255,12 @@ def run_and_estimate(model: Any, inputs: dict, board: Board | str, **options: An
                                                                                           CycleEstimate]:
     """`aot.board.flow.run_on_board` for any board, with the estimated cycles of the same firmware's
     timed call: a board QEMU does not emulate runs on the emulated machine of its core (built for the
-    real board's core and sizes). Returns the outputs, run_on_board's figures and the estimate."""
+    real board's core and sizes). Returns the outputs, run_on_board's figures and the estimate. With
+    optimize="cycles" the build with the fewest estimated cycles among cycle_candidates."""
     from aot.board.flow import run_on_board
+    candidates = cycle_candidates(options)
+    if len(candidates) > 1:
+        return _cheapest(candidates, lambda o: run_and_estimate(model, inputs, board, **o))
     real = _board(board)
     emu = emulator_for(real)
     tmp = Path(tempfile.mkdtemp(prefix="aot_bench_"))
