@@ -15,7 +15,7 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from aot.board.boards import Board, list_boards, load_board
 from aot.errors import Error
@@ -111,12 +111,13 @@ def check_memory_map(elf: Path, emu: Board) -> None:
 
 def estimate_cycles(elf: Path | str, board: Board | str, entry: str = "model_invoke",
                     run_on: Board | str | None = None, assume_caches: bool = False,
-                    timeout_s: float = 600) -> CycleEstimate:
+                    timeout_s: float = 600, layer_functions: Sequence[str] = ()) -> CycleEstimate:
     """Estimated cycles of one call of `entry` in `elf` on `board` (labelled an estimate).
 
     `run_on`: the emulated board that runs the ELF (default: `board` when emulated, else the
     emulated machine of its core: the ELF must then be built for that machine's memory map).
-    `assume_caches`: price the board with every cache and the prefetch buffer on."""
+    `assume_caches`: price the board with every cache and the prefetch buffer on.
+    `layer_functions`: functions whose every call starts a layer (the estimate's by_layer)."""
     elf = Path(elf)
     if not elf.is_file():
         raise Error(f"{elf}: no such ELF file")
@@ -139,7 +140,10 @@ def estimate_cycles(elf: Path | str, board: Board | str, entry: str = "model_inv
     def is_flash(address: int) -> bool:
         return any(lo <= address < hi for lo, hi in flash_ranges)
 
-    res = simulate(executed(raw, insns), core, memsys, is_flash, insns)
+    symbols = function_symbols(elf)
+    wanted = set(layer_functions)
+    starts = {start: name for start, _, name in symbols if name in wanted}
+    res = simulate(executed(raw, insns), core, memsys, is_flash, insns, starts)
     notes = []
     if emu.name != real.name:
         notes.append(f"{real.name} is not emulated: the code ran on QEMU {emu.qemu_machine} ({emu.cpu}) and is "
@@ -156,7 +160,7 @@ def estimate_cycles(elf: Path | str, board: Board | str, entry: str = "model_inv
         memory=memsys.describe() if real.memory_system else "zero wait states (no memory_system in the board file)",
         emulated_on=f"QEMU {emu.qemu_machine}, plugin trace of {entry}", entry=entry,
         caches=res["caches"], by_class=res["by_class"],
-        by_function=by_function(res["per_pc"], function_symbols(elf)), notes=notes)
+        by_function=by_function(res["per_pc"], symbols), by_layer=res["segments"] if starts else [], notes=notes)
 
 
 def model_entry(prefix: str = "model", io_buffers: str = "pool") -> str:
@@ -251,8 +255,8 @@ def boards_with_memory_system() -> list[str]:
     return [b.name for b in list_boards() if b.memory_system]
 
 
-def run_and_estimate(model: Any, inputs: dict, board: Board | str, **options: Any) -> tuple[dict, dict[str, Any],
-                                                                                          CycleEstimate]:
+def run_and_estimate(model: Any, inputs: dict, board: Board | str, layer_functions: Sequence[str] = (),
+                     **options: Any) -> tuple[dict, dict[str, Any], CycleEstimate]:
     """`aot.board.flow.run_on_board` for any board, with the estimated cycles of the same firmware's
     timed call: a board QEMU does not emulate runs on the emulated machine of its core (built for the
     real board's core and sizes). Returns the outputs, run_on_board's figures and the estimate. With
@@ -260,7 +264,7 @@ def run_and_estimate(model: Any, inputs: dict, board: Board | str, **options: An
     from aot.board.flow import run_on_board
     candidates = cycle_candidates(options)
     if len(candidates) > 1:
-        return _cheapest(candidates, lambda o: run_and_estimate(model, inputs, board, **o))
+        return _cheapest(candidates, lambda o: run_and_estimate(model, inputs, board, layer_functions, **o))
     real = _board(board)
     emu = emulator_for(real)
     tmp = Path(tempfile.mkdtemp(prefix="aot_bench_"))
@@ -271,7 +275,7 @@ def run_and_estimate(model: Any, inputs: dict, board: Board | str, **options: An
         meta = json.loads((tmp / "build" / "project" / "project.json").read_text())
         elf = tmp / "build" / "project" / meta["elf"]
         entry = model_entry(options.get("prefix", "model"), str(extra.get("io_buffers", "pool")))
-        est = estimate_cycles(elf, real, entry=entry, run_on=run_board)
+        est = estimate_cycles(elf, real, entry=entry, run_on=run_board, layer_functions=layer_functions)
         if emu.name != real.name:
             est.emulated_on = f"QEMU {emu.qemu_machine} ({run_board.name}), plugin trace of {entry}"
         return outs, extra, est

@@ -77,6 +77,8 @@ class CycleEstimate:
     by_class: dict[str, list[int]] = field(default_factory=dict)
     # function of the ELF -> [instructions, cycles] (a model's kernels are functions: per-layer figures)
     by_function: dict[str, list[int]] = field(default_factory=dict)
+    # [kernel, instructions, cycles] per call of a layer's kernel, in order (when asked for: layer_functions)
+    by_layer: list[list[Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -283,18 +285,24 @@ class _Memory:
 
 
 def simulate(trace: Iterable[Executed], core: CoreTiming, memsys: MemorySystem,
-             is_flash: Callable[[int], bool], insns: dict[int, Insn] | None = None) -> dict[str, Any]:
+             is_flash: Callable[[int], bool], insns: dict[int, Insn] | None = None,
+             starts: dict[int, str] | None = None) -> dict[str, Any]:
     """Estimated cycles of an executed trace: {"cycles", "core", "fetch", "data", "instructions",
-    "taken", "flash_reads", "caches", "by_class", "per_pc" (pc -> [executions, cycles])}."""
+    "taken", "flash_reads", "caches", "by_class", "per_pc" (pc -> [executions, cycles]), "segments"}.
+    `starts` (pc -> name): executing one of these addresses starts a new segment (a layer's kernel
+    call); "segments" lists [name, instructions, cycles] in order ("" before the first start)."""
     mem = _Memory(memsys, is_flash, core.fetch_buffer_bytes)
     now = core_total = fetch_total = data_total = n = taken_n = flash_reads = 0
     prev: Insn | None = None
     prev_paired = False
     by_class: dict[str, list[int]] = {}
     per_pc: dict[int, list[int]] = {}
+    segments: list[list[Any]] = [["", 0, 0]]
     for ex in trace:
         insn = ex.insn
         n += 1
+        if starts and insn.pc in starts:
+            segments.append([starts[insn.pc], n - 1, now])
         f = mem.fetch(insn.pc, insn.size, now)
         nxt = ex.next_pc
         if nxt is None:  # the last instruction of the trace: the return of the measured function
@@ -329,12 +337,15 @@ def simulate(trace: Iterable[Executed], core: CoreTiming, memsys: MemorySystem,
         data_total += d
         now += c + f + d
         prev = insn
+    bounds = [(name, i0, c0) for name, i0, c0 in segments] + [("", n, now)]
+    segs = [[bounds[k][0], bounds[k + 1][1] - bounds[k][1], bounds[k + 1][2] - bounds[k][2]]
+            for k in range(len(segments)) if k or bounds[1][1] > 0]
     caches = {}
     for c in mem.caches:
         caches[c.spec.name] = {"hits": c.hits, "misses": c.misses}
     return {"cycles": now, "core": core_total, "fetch": fetch_total, "data": data_total, "instructions": n,
             "taken": taken_n, "flash_reads": flash_reads, "caches": caches, "by_class": by_class,
-            "per_pc": per_pc}
+            "per_pc": per_pc, "segments": segs}
 
 
 def executed_from_pcs(insns: dict[int, Insn], pcs: Sequence[int],
