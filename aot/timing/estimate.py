@@ -201,6 +201,8 @@ def _cheapest(candidates: list[dict[str, Any]], run: Any) -> Any:
     for opts in candidates:
         res = run(opts)
         est = res[-1] if isinstance(res[-1], CycleEstimate) else res[0]
+        if not isinstance(est, CycleEstimate):
+            return res  # no timing table for the core: nothing to choose by
         if best is None or est.cycles < best[1].cycles:
             best = (res, est, opts)
     assert best is not None
@@ -256,16 +258,21 @@ def boards_with_memory_system() -> list[str]:
 
 
 def run_and_estimate(model: Any, inputs: dict, board: Board | str, layer_functions: Sequence[str] = (),
-                     **options: Any) -> tuple[dict, dict[str, Any], CycleEstimate]:
+                     **options: Any) -> tuple[dict, dict[str, Any], CycleEstimate | None]:
     """`aot.board.flow.run_on_board` for any board, with the estimated cycles of the same firmware's
     timed call: a board QEMU does not emulate runs on the emulated machine of its core (built for the
-    real board's core and sizes). Returns the outputs, run_on_board's figures and the estimate. With
+    real board's core and sizes). Returns the outputs, run_on_board's figures and the estimate (None for
+    an emulated core without a timing table). With
     optimize="cycles" the build with the fewest estimated cycles among cycle_candidates."""
     from aot.board.flow import run_on_board
     candidates = cycle_candidates(options)
     if len(candidates) > 1:
         return _cheapest(candidates, lambda o: run_and_estimate(model, inputs, board, layer_functions, **o))
     real = _board(board)
+    from aot.timing.cores import CORES
+    if real.cpu not in CORES and real.emulated:  # no timing table for this core: the run alone, no estimate
+        outs, extra = run_on_board(model, inputs, real, **options)
+        return outs, extra, None
     emu = emulator_for(real)
     tmp = Path(tempfile.mkdtemp(prefix="aot_bench_"))
     try:

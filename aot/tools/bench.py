@@ -154,7 +154,9 @@ def bench_model(path: Path, board: str, anchors: Path | None = None, with_tflm: 
 
 
 def estimate_fields(est: Any) -> dict[str, Any]:
-    """A bench row's estimated-cycles fields from an aot.timing CycleEstimate."""
+    """A bench row's estimated-cycles fields from an aot.timing CycleEstimate (none without one)."""
+    if est is None:
+        return {}
     d = est.to_dict()
     keep = ("estimated", "instructions", "core_cycles", "fetch_stall_cycles", "data_stall_cycles", "memory",
             "approximated_core", "timing_source", "emulated_on", "notes")

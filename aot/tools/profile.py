@@ -301,8 +301,8 @@ def profile_model(model_path: "str | Path | Any", board: str, inputs: dict[str, 
         from aot.timing.estimate import run_and_estimate
         _, extra, est = run_and_estimate(model, inputs, board, [k for k, _ in ticks], **options, backend=backend)
         plain_count = extra.get("instructions")
-        calls = [row for row in est.by_layer if row[0]]
-        if [row[0] for row in calls] == [layer.kernel for layer in layers]:
+        calls = [row for row in est.by_layer if row[0]] if est is not None else []
+        if calls and [row[0] for row in calls] == [layer.kernel for layer in layers]:
             for layer, row in zip(layers, calls):
                 layer.estimated_cycles = int(row[2])
     return Profile(getattr(model, "name", str(model_path)), board, layers, entry_instr, total_instr, total,

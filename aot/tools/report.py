@@ -180,7 +180,8 @@ def collect(model_path: Path, board: str, opt: str = "speed", progress: bool = T
         "ram_bytes": ram_total, "pool_bytes": pools, "static_bytes": ram["static"] - pools, "stack_bytes": stack,
         "lower_bound_bytes": p.lower_bound_bytes, "bit_exact_with_host": bool(extra["match_host"]),
         # aot.timing's estimate of the same call on the board's core and memory system (not a measurement)
-        "estimated_cycles": est.cycles, "estimated_ms": round(est.ms, 3), "clock_hz": est.clock_hz,
+        "estimated_cycles": est.cycles if est else None, "estimated_ms": round(est.ms, 3) if est else None,
+        "clock_hz": est.clock_hz if est else None,
     }
     layers = _layers(compiled, fp)
     prof = _profile(model_path, board, options) if profile else "aot report ran with --no-profile."

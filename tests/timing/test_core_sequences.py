@@ -88,3 +88,18 @@ def test_m55_mve_beats_overlap_memory_and_arithmetic() -> None:
     assert cycles("vldrw.u32 q0, [r0]\nvldrw.u32 q1, [r1]\n", "cortex-m55") == 4
     assert cycles("vldrw.u32 q0, [r0]\nvmla.u32 q1, q0, r2\n", "cortex-m55") == 3
     assert cycles("vmla.u32 q1, q0, r2\nvmla.u32 q2, q0, r2\n", "cortex-m55") == 4
+
+
+def test_segments_cut_the_trace_at_layer_entries_and_sum_to_the_total() -> None:
+    # a "layer" function called twice from straight-line code: two segments of it, one before
+    src = "movs r0, #1\nbl 1f\nbl 1f\nb 2f\n1: adds r0, #1\nbx lr\n2: nop\n"
+    insns = assemble(src)
+    by_pc = {i.pc: i for i in insns}
+    path = [0, 1, 4, 5, 2, 4, 5, 3, 6]
+    trace = executed_from_pcs(by_pc, [insns[k].pc for k in path])
+    res = simulate(trace, core_timing("cortex-m4"), MemorySystem(), lambda a: False, by_pc,
+                   starts={insns[4].pc: "layer"})
+    segs = res["segments"]
+    assert [s[0] for s in segs] == ["", "layer", "layer"]
+    assert [s[1] for s in segs] == [2, 3, 4]  # movs, bl | adds, bx, bl | adds, bx, b, nop
+    assert sum(s[1] for s in segs) == res["instructions"] and sum(s[2] for s in segs) == res["cycles"]

@@ -35,7 +35,8 @@ def test_bench_estimates_cycles_on_a_real_board_and_optimizes_for_them() -> None
     # the weights read from RAM: no flash data stalls left beyond the literal pools, the same instructions
     assert fast["cycle_estimate"]["data_stall_cycles"] < plain["cycle_estimate"]["data_stall_cycles"] / 10
     assert fast["estimated_cycles"] < plain["estimated_cycles"]
-    assert abs(fast["instructions"] - plain["instructions"]) < 100
+    # of the two builds (default flash budget, int8 weights) the one with fewer estimated cycles, said so
+    assert any("--optimize cycles: of 2 builds" in n for n in fast["cycle_estimate"]["notes"])
     # footprint: the tables are in RAM now (and their image still in flash)
-    assert fast["ram_bytes"] >= plain["ram_bytes"] + fast["weights_bytes"] - 64
-    assert fast["weights_bytes"] == plain["weights_bytes"]
+    assert fast["ram_bytes"] >= fast["pool_bytes"] + fast["weights_bytes"]
+    assert plain["ram_bytes"] < plain["pool_bytes"] + plain["weights_bytes"]
