@@ -33,6 +33,7 @@ def board_options(board: Board, options: Mapping[str, Any]) -> CompileOptions:
     """Board builds default to the `micro` policy (no heap) and a pool sized to the RAM left
     after the stack, so the planner itself refuses what cannot fit."""
     opts = dict(options)
+    opts.pop("optimize", None)  # a project option (make_project), not a compile option
     opts.setdefault("policy", "micro")
     opts.setdefault("io_buffers", "pool")  # the firmware's input and output are planned in the pool
     from aot.lower.schedule.target import target_for_board
@@ -128,6 +129,8 @@ def make_project(model: Model, board: "Board | str | Path", out_dir: Path, input
     board = board_of(board)
     options = dict(options)
     input_lcg = bool(options.pop("input_lcg", False))  # main.c generates the inputs (aot.board.lcg)
+    from aot.timing.placement import check_optimize, constants_in_ram
+    optimize = check_optimize(options.pop("optimize", "instructions"))  # cycles: constants to RAM (fast)
     stack = int(options.get("stack_bytes", board.stack_bytes))
     io = str(options.get("io", "uart"))
     t0 = time.perf_counter()
@@ -135,6 +138,9 @@ def make_project(model: Model, board: "Board | str | Path", out_dir: Path, input
     compile_seconds = time.perf_counter() - t0
     args = check_inputs(model, inputs)
     expected = host_expected(compiled, inputs)
+    const_ram = optimize == "cycles" and constants_in_ram(
+        board.memory_system, board.ram_bytes, sum(c.buffer.nbytes for c in compiled.module.consts),
+        compiled.plan.activation_bytes, stack)
     out_dir = Path(out_dir)
     with tempfile.TemporaryDirectory(prefix="aot_lib_") as tmp:
         lib_dir = export_for_board(compiled, board, Path(tmp) / "lib", backend)
@@ -142,7 +148,8 @@ def make_project(model: Model, board: "Board | str | Path", out_dir: Path, input
             generate_project(lib_dir, board, staging, prefix=compiled.options.prefix,
                              input_bytes=[a.tobytes() for a in args],
                              expected_output_bytes=[e.tobytes() for e in expected], stack_bytes=stack,
-                             pool_placement=pool_placement(board, compiled), io=io, input_lcg=input_lcg)
+                             pool_placement=pool_placement(board, compiled), io=io, input_lcg=input_lcg,
+                             const_ram=const_ram)
     return BoardBuild(board, compiled, out_dir, expected, compile_seconds)
 
 

@@ -277,7 +277,7 @@ def _section_class(section) -> str | None:
         return None
     if flags & SH_FLAGS.SHF_EXECINSTR:
         return "code"
-    if not flags & SH_FLAGS.SHF_WRITE:
+    if not flags & SH_FLAGS.SHF_WRITE and section.name != ".data":  # read-only tables copied to RAM: data
         return "rodata"
     if section["sh_type"] != "SHT_NOBITS":
         return "data"

@@ -5,7 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
-from aot.cli.common import add_compile_options, compile_kwargs, load_model, read_inputs
+from aot.cli.common import add_compile_options, add_optimize_option, compile_kwargs, load_model, read_inputs
 from aot.errors import Error
 
 
@@ -139,6 +139,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     p.add_argument("--library-only", action="store_true",
                    help="write only a CMake library target (add_subdirectory + target_link_libraries)")
     add_compile_options(p)
+    add_optimize_option(p)
     p.set_defaults(fn=cmd_project)
 
     bn = sub.add_parser("bench", help="flash, RAM and speed on a board, beside TensorFlow Lite Micro")
@@ -155,6 +156,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     bn.add_argument("--anchors", metavar="JSON", help="reference figures (default: ../shared/anchors.json)")
     bn.add_argument("--no-tflm", action="store_true", help="skip measuring TensorFlow Lite Micro's arena")
     add_compile_options(bn)
+    add_optimize_option(bn)
     bn.set_defaults(fn=cmd_bench)
 
     f = sub.add_parser("footprint", help="flash, RAM and stack of a built ELF or project")

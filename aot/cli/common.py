@@ -145,6 +145,14 @@ def add_compile_options(sp: argparse.ArgumentParser) -> None:
                          "each kernel; an overwrite returns AOT_ERR_GUARD and names the buffer on the console")
 
 
+def add_optimize_option(sp: argparse.ArgumentParser) -> None:
+    """--optimize: what a board build minimises (aot.timing.placement)."""
+    sp.add_argument("--optimize", choices=["instructions", "cycles"],
+                    help="instructions (default), or estimated cycles on the board's memory system: on a board "
+                         "whose flash has wait states the model's constant tables are copied to RAM at start when "
+                         "RAM has room (footprint counts them in RAM)")
+
+
 def compile_kwargs(a: argparse.Namespace) -> dict[str, Any]:
     """The options of add_compile_options as keyword arguments of CompileOptions."""
     kw: dict[str, Any] = {}
@@ -162,6 +170,8 @@ def compile_kwargs(a: argparse.Namespace) -> dict[str, Any]:
         kw["schedules"] = _tuned(a)
     if getattr(a, "guards", False):
         kw["guards"] = True
+    if getattr(a, "optimize", None) == "cycles":
+        kw["optimize"] = "cycles"
     budget = getattr(a, "ram_budget", None)
     if budget is not None:
         kw["ram_budget"] = budget if budget in ("min", "auto", "off") else _bytes(budget, "--ram-budget")

@@ -5,7 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
-from aot.cli.common import add_compile_options, compile_kwargs, load_model, read_inputs
+from aot.cli.common import add_compile_options, add_optimize_option, compile_kwargs, load_model, read_inputs
 from aot.errors import Error
 
 
@@ -58,4 +58,5 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     s.add_argument("--input", action="append", metavar="IN.npy", help="the input (default: seeded random)")
     s.add_argument("--seed", type=int, default=0)
     add_compile_options(s)
+    add_optimize_option(s)
     s.set_defaults(fn=cmd_cycles)

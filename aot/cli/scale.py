@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from aot.errors import Error
+from aot.cli.common import add_optimize_option
 
 
 def _add_exec_options(sp: argparse.ArgumentParser) -> None:
@@ -73,6 +74,8 @@ def cmd_tune(a: argparse.Namespace) -> int:
     from aot.tools.tune import tune
     check_model_file(a.model)
     options = {"opt": a.opt} if a.opt else {}
+    if getattr(a, "optimize", None) == "cycles":
+        options["optimize"] = "cycles"
     best = tune(Path(a.model), a.board, Path(a.output), trials=a.trials, budget_flash=a.budget_flash,
                 budget_ram=a.budget_ram, seed=a.seed, jobs=a.jobs, ray=a.ray, progress=not a.quiet,
                 options=options)
@@ -86,6 +89,8 @@ def cmd_tune(a: argparse.Namespace) -> int:
     ratio = f" ({b['instructions'] / d['instructions']:.3f} x default)" if d["instructions"] else ""
     print(f"best (trial {b['trial']}): {b['instructions']:,} instructions{ratio}, firmware flash {b['flash_bytes']:,} B, "
           f"firmware RAM {b['ram_bytes']:,} B; {best['measured']} measured, log {a.output}")
+    if b.get("estimated_cycles") is not None:
+        print(f"estimated cycles: default {d.get('estimated_cycles') or 0:,}, best {b['estimated_cycles']:,}")
     print(f"apply it: aot project {a.model} --board {a.board} --tuning-log {a.output} -o DIR", file=sys.stderr)
     return 0
 
@@ -127,5 +132,6 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     t.add_argument("--budget-ram", type=int, metavar="BYTES", help="refuse candidates with more RAM")
     t.add_argument("--seed", type=int, default=0, help="seed of the search (same seed, same candidates)")
     t.add_argument("--opt", choices=["speed", "size", "reference"], help="the schedules of untuned layers")
+    add_optimize_option(t)
     _add_exec_options(t)
     t.set_defaults(fn=cmd_tune)

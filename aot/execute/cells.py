@@ -90,8 +90,14 @@ def tune_trial(model_bytes: bytes, model_file: str, board: str, options: Mapping
         model = load(path)
         try:
             opts = {"source_bytes": len(model_bytes), **options}  # as bench and the CLI
-            _, extra = run_on_board(model, random_inputs(model, 0), board, backend=backend, schedules=schedules,
-                                    **opts)
+            est = None
+            if opts.get("optimize") == "cycles":  # scored by estimated cycles: the same build, traced and priced
+                from aot.timing.estimate import run_and_estimate
+                _, extra, est = run_and_estimate(model, random_inputs(model, 0), board, backend=backend,
+                                                 schedules=schedules, **{"flash_budget": "auto", **opts})
+            else:
+                _, extra = run_on_board(model, random_inputs(model, 0), board, backend=backend, schedules=schedules,
+                                        **opts)
         except Error as e:
             return {"instructions": None, "flash_bytes": None, "ram_bytes": None, "bit_exact_with_host": False,
                     "error": " ".join(str(e).split())}
@@ -99,7 +105,8 @@ def tune_trial(model_bytes: bytes, model_file: str, board: str, options: Mapping
     ram = fp["ram"]
     ram_total = ram["total"] if ram["total"] is not None else ram["static"] + (ram["stack"] or 0)
     return {"instructions": int(extra["instructions"] or 0), "flash_bytes": int(fp["flash"]["total"]),
-            "ram_bytes": int(ram_total), "bit_exact_with_host": bool(extra["match_host"]), "error": None}
+            "ram_bytes": int(ram_total), "bit_exact_with_host": bool(extra["match_host"]), "error": None,
+            **({"estimated_cycles": est.cycles} if est is not None else {})}
 
 
 def crash_once(marker: str, value: int) -> int:

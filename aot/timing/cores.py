@@ -30,6 +30,10 @@ M33 and M55 are given the same, the approximated M7 16 bytes, the M0/M0+ one wor
 asks for the next flash line as soon as its buffer reaches into it, so sequential code overlaps
 a flash read with execution even when the flash's own prefetch is off (memsys.py).
 
+Address generation (M3/M4, and the M33/M55 rows built on the M4's): "any load or store that
+generates an address dependent on the result of a preceding data processing operation stalls the
+pipeline for an additional cycle" (DDI 0337/0439 "Load/store timings"): +1 cycle.
+
 Data-dependent timings take one documented value: SDIV/UDIV (2 to 12 cycles, early
 termination on the operands' magnitudes) count `div` cycles; the M3's long multiplies count
 4 cycles (the middle of SMULL's 3-5, the low end of SMLAL's 4-7: accumulated products of
@@ -62,6 +66,9 @@ class CoreTiming:
     multiple_per_cycle: int = 1  # registers moved per cycle by LDM/STM after the first cycle
     mve_cycles: int = 0  # the approximated Cortex-M55 MVE cost (0: no MVE)
     fetch_buffer_bytes: int = 12  # instruction bytes the core fetches ahead (M3/M4: a three-word buffer)
+    # M3/M4: a load or store whose address registers the data-processing instruction just before it wrote
+    # waits one more cycle (no forwarding path to the address generation, DDI 0337/0439 "Load/store timings")
+    agu_interlock: bool = True
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -83,15 +90,17 @@ CORES: Mapping[str, CoreTiming] = MappingProxyType({
     "cortex-m3": CoreTiming("cortex-m3", "Cortex-M3 TRM (Arm DDI 0337) Table 3.1", False, MappingProxyType(_M3)),
     "cortex-m0plus": CoreTiming("cortex-m0plus", "Cortex-M0+ TRM (Arm DDI 0484) Table 3-1", False,
                                 MappingProxyType(_M0PLUS), branch_taken=2, bl=3, pop_pc_extra=2,
-                                load_pipelining=False, it_folding=False, fetch_buffer_bytes=4),
+                                load_pipelining=False, it_folding=False, fetch_buffer_bytes=4,
+                                agu_interlock=False),
     "cortex-m0": CoreTiming("cortex-m0", "Cortex-M0 TRM (Arm DDI 0432) Table 3-1", False,
                             MappingProxyType(_M0PLUS), branch_taken=3, bl=4, pop_pc_extra=3,
-                            load_pipelining=False, it_folding=False, fetch_buffer_bytes=4),
+                            load_pipelining=False, it_folding=False, fetch_buffer_bytes=4,
+                            agu_interlock=False),
     "cortex-m33": CoreTiming("cortex-m33", "approximated: the Cortex-M4 table (Arm DDI 0439)", True,
                              MappingProxyType(_M4)),
     "cortex-m7": CoreTiming("cortex-m7", "approximated: the Cortex-M4 table with a dual-issue rule", True,
                             MappingProxyType(_M7), branch_taken=2, load_pipelining=False, dual_issue=True,
-                            multiple_per_cycle=2, pop_pc_extra=1, fetch_buffer_bytes=16),
+                            multiple_per_cycle=2, pop_pc_extra=1, fetch_buffer_bytes=16, agu_interlock=False),
     "cortex-m55": CoreTiming("cortex-m55", "approximated: the Cortex-M4 table for scalar code, 2 cycles per MVE "
                              "instruction (1 when overlapped)", True, MappingProxyType(_M4), mve_cycles=2),
 })

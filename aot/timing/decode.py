@@ -225,6 +225,16 @@ def decode_text(text: str) -> dict[int, Insn]:
     return out
 
 
+def _arch_option(elf: Path) -> list[str]:
+    """objdump's -m for Armv8.1-M code: without it objdump prints MVE (Helium) instructions as
+    coprocessor instructions (ldc, cdp2), whatever the ELF's build attributes say."""
+    readelf = shutil.which("arm-none-eabi-readelf")
+    if readelf is None:
+        return []
+    attrs = subprocess.run([readelf, "-A", str(elf)], capture_output=True, text=True).stdout
+    return ["-m", "armv8.1-m.main"] if "v8.1-M" in attrs else []
+
+
 def decode_elf(elf: Path) -> dict[int, Insn]:
     """Disassemble every executable section of `elf`."""
     objdump = shutil.which(OBJDUMP)
@@ -232,7 +242,7 @@ def decode_elf(elf: Path) -> dict[int, Insn]:
         raise ToolchainError(f"{OBJDUMP} not found on PATH; install the GNU Arm Embedded toolchain")
     if not Path(elf).is_file():
         raise Error(f"{elf}: no such ELF file")
-    proc = subprocess.run([objdump, "-d", str(elf)],
+    proc = subprocess.run([objdump, "-d", *_arch_option(elf), str(elf)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise Error(f"{elf}: {OBJDUMP} failed: {proc.stderr.strip()[:300]}")

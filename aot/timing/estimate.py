@@ -15,7 +15,7 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from aot.board.boards import Board, list_boards, load_board
 from aot.errors import Error
@@ -111,12 +111,13 @@ def check_memory_map(elf: Path, emu: Board) -> None:
 
 def estimate_cycles(elf: Path | str, board: Board | str, entry: str = "model_invoke",
                     run_on: Board | str | None = None, assume_caches: bool = False,
-                    timeout_s: float = 600) -> CycleEstimate:
+                    timeout_s: float = 600, layer_functions: Sequence[str] = ()) -> CycleEstimate:
     """Estimated cycles of one call of `entry` in `elf` on `board` (labelled an estimate).
 
     `run_on`: the emulated board that runs the ELF (default: `board` when emulated, else the
     emulated machine of its core: the ELF must then be built for that machine's memory map).
-    `assume_caches`: price the board with every cache and the prefetch buffer on."""
+    `assume_caches`: price the board with every cache and the prefetch buffer on.
+    `layer_functions`: functions whose every call starts a layer (the estimate's by_layer)."""
     elf = Path(elf)
     if not elf.is_file():
         raise Error(f"{elf}: no such ELF file")
@@ -139,7 +140,10 @@ def estimate_cycles(elf: Path | str, board: Board | str, entry: str = "model_inv
     def is_flash(address: int) -> bool:
         return any(lo <= address < hi for lo, hi in flash_ranges)
 
-    res = simulate(executed(raw, insns), core, memsys, is_flash, insns)
+    symbols = function_symbols(elf)
+    wanted = set(layer_functions)
+    starts = {start: name for start, _, name in symbols if name in wanted}
+    res = simulate(executed(raw, insns), core, memsys, is_flash, insns, starts)
     notes = []
     if emu.name != real.name:
         notes.append(f"{real.name} is not emulated: the code ran on QEMU {emu.qemu_machine} ({emu.cpu}) and is "
@@ -156,7 +160,7 @@ def estimate_cycles(elf: Path | str, board: Board | str, entry: str = "model_inv
         memory=memsys.describe() if real.memory_system else "zero wait states (no memory_system in the board file)",
         emulated_on=f"QEMU {emu.qemu_machine}, plugin trace of {entry}", entry=entry,
         caches=res["caches"], by_class=res["by_class"],
-        by_function=by_function(res["per_pc"], function_symbols(elf)), notes=notes)
+        by_function=by_function(res["per_pc"], symbols), by_layer=res["segments"] if starts else [], notes=notes)
 
 
 def model_entry(prefix: str = "model", io_buffers: str = "pool") -> str:
@@ -171,7 +175,7 @@ def _emulation_board_file(real: Board, emu: Board, directory: Path) -> Path:
     data["name"] = f"{emu.name}-as-{real.name}"
     for key in ("cpu", "fpu", "float_abi", "dsp"):
         data[key] = getattr(real, key)
-    data.pop("memory_system", None)
+    data["memory_system"] = real.memory_system  # the real board's: a cycles-optimised build places for it
     for region in data["memory"]:
         limit = real.flash_bytes if region["kind"] == "flash" else real.ram_bytes
         region["size"] = min(region["size"], limit)
@@ -181,10 +185,45 @@ def _emulation_board_file(real: Board, emu: Board, directory: Path) -> Path:
     return path
 
 
+def cycle_candidates(options: dict[str, Any]) -> list[dict[str, Any]]:
+    """The builds `optimize="cycles"` chooses among by estimated cycles: the options as given and, unless
+    the flash budget is set, the same with int8 weights only (flash_budget 0: pre-widened 16-bit weights
+    save instructions, but their fully unrolled kernels can outgrow a small flash cache)."""
+    if options.get("optimize") != "cycles" or "flash_budget" in options:
+        return [options]
+    return [{**options, "flash_budget": "auto"}, {**options, "flash_budget": 0}]
+
+
+def _cheapest(candidates: list[dict[str, Any]], run: Any) -> Any:
+    """run(options) for each candidate; the result whose estimate (its last element or first) has the
+    fewest cycles, with the chosen options' differences noted in the estimate."""
+    best = None
+    for opts in candidates:
+        res = run(opts)
+        est = res[-1] if isinstance(res[-1], CycleEstimate) else res[0]
+        if not isinstance(est, CycleEstimate):
+            return res  # no timing table for the core: nothing to choose by
+        if best is None or est.cycles < best[1].cycles:
+            best = (res, est, opts)
+    assert best is not None
+    res, est, opts = best
+    if len(candidates) > 1:
+        chosen = "int8 weights (flash budget 0)" if opts.get("flash_budget") == 0 else "the default flash budget"
+        est.notes.append(f"--optimize cycles: of {len(candidates)} builds, {chosen} has the fewest estimated cycles")
+    return res
+
+
 def estimate_model(model: Any, board: Board | str, inputs: dict | None = None, assume_caches: bool = False,
                    keep_dir: Path | None = None, **options: Any) -> tuple[CycleEstimate, dict[str, Any]]:
     """Build `model` (a path or a Model) for `board`'s core on its emulated machine and estimate one
-    inference. Returns the estimate and {"instructions_qemu", "match_host", "elf"}."""
+    inference. Returns the estimate and {"instructions_qemu", "match_host", "elf"}. With
+    optimize="cycles" the build with the fewest estimated cycles among cycle_candidates."""
+    candidates = cycle_candidates(options)
+    if len(candidates) > 1:
+        if isinstance(model, (str, Path)):
+            from aot.frontend import load
+            model = load(str(model))
+        return _cheapest(candidates, lambda o: estimate_model(model, board, inputs, assume_caches, keep_dir, **o))
     from aot.board.flow import make_project
     from aot.runners.qemu import build_project, run_elf
     real = _board(board)
@@ -216,3 +255,36 @@ def estimate_model(model: Any, board: Board | str, inputs: dict | None = None, a
 
 def boards_with_memory_system() -> list[str]:
     return [b.name for b in list_boards() if b.memory_system]
+
+
+def run_and_estimate(model: Any, inputs: dict, board: Board | str, layer_functions: Sequence[str] = (),
+                     **options: Any) -> tuple[dict, dict[str, Any], CycleEstimate | None]:
+    """`aot.board.flow.run_on_board` for any board, with the estimated cycles of the same firmware's
+    timed call: a board QEMU does not emulate runs on the emulated machine of its core (built for the
+    real board's core and sizes). Returns the outputs, run_on_board's figures and the estimate (None for
+    an emulated core without a timing table). With
+    optimize="cycles" the build with the fewest estimated cycles among cycle_candidates."""
+    from aot.board.flow import run_on_board
+    candidates = cycle_candidates(options)
+    if len(candidates) > 1:
+        return _cheapest(candidates, lambda o: run_and_estimate(model, inputs, board, layer_functions, **o))
+    real = _board(board)
+    from aot.timing.cores import CORES
+    if real.cpu not in CORES and real.emulated:  # no timing table for this core: the run alone, no estimate
+        outs, extra = run_on_board(model, inputs, real, **options)
+        return outs, extra, None
+    emu = emulator_for(real)
+    tmp = Path(tempfile.mkdtemp(prefix="aot_bench_"))
+    try:
+        run_board = emu if emu.name == real.name else load_board(str(_emulation_board_file(real, emu, tmp)))
+        outs, extra = run_on_board(model, inputs, run_board, keep_dir=tmp / "build", **options)
+        extra["board"] = real.name
+        meta = json.loads((tmp / "build" / "project" / "project.json").read_text())
+        elf = tmp / "build" / "project" / meta["elf"]
+        entry = model_entry(options.get("prefix", "model"), str(extra.get("io_buffers", "pool")))
+        est = estimate_cycles(elf, real, entry=entry, run_on=run_board, layer_functions=layer_functions)
+        if emu.name != real.name:
+            est.emulated_on = f"QEMU {emu.qemu_machine} ({run_board.name}), plugin trace of {entry}"
+        return outs, extra, est
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -8,7 +8,7 @@ accesses that go to flash: a flash read costs its wait states unless a cache hol
 (or, for sequential code, the prefetch buffer has read it ahead in time).
 
 What the model ignores (documented in the user guide): result-use interlocks beyond the load
-rule, bus contention between instruction fetches and data reads of the same flash, write
+and address-generation rules, bus contention between instruction fetches and data reads of the same flash, write
 buffers, unaligned-access penalties, data-dependent divide and multiply early termination
 (one value per instruction), interrupt latency beyond a fixed 12-cycle exception entry, and
 branch prediction on the M7 (predicted branches assumed).
@@ -27,6 +27,9 @@ EXCEPTION_ENTRY_CYCLES = 12
 _REG_OFFSET = re.compile(r"\[\s*\w+\s*,\s*(r\d+|ip|lr|sl|fp|sb)\b")
 _MEMORY = frozenset({"ld", "st", "ldd", "std", "ldm", "stm", "fpld", "fpst", "fpldm", "fpstm", "mve_ld", "mve_st"})
 _MULTIPLY = frozenset({"mul", "mla", "mull", "mlal", "dspmul", "dspmac", "div"})
+# data-processing classes whose result reaches a following load/store's address a cycle late (M3/M4)
+_DATA_PROCESSING = frozenset({"alu", "mul", "mla", "mull", "mlal", "dspmul", "dspmac", "div"})
+_ADDRESS = re.compile(r"\[([^\]]*)\]")
 _PAIRABLE = frozenset({"alu", "nop", "ld", "st", "mul", "mla", "dspmul", "dspmac", "fp", "fpld", "fpst", "fpmov"})
 
 
@@ -74,6 +77,8 @@ class CycleEstimate:
     by_class: dict[str, list[int]] = field(default_factory=dict)
     # function of the ELF -> [instructions, cycles] (a model's kernels are functions: per-layer figures)
     by_function: dict[str, list[int]] = field(default_factory=dict)
+    # [kernel, instructions, cycles] per call of a layer's kernel, in order (when asked for: layer_functions)
+    by_layer: list[list[Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -127,10 +132,32 @@ def _multiple_cycles(core: CoreTiming, n: int) -> int:
     return core.multiple_base + n
 
 
+def address_registers(insn: Insn) -> set[str]:
+    """The registers a load or store computes its address from (base and offset register)."""
+    from aot.timing.decode import _regs
+    m = _ADDRESS.search(insn.operands)
+    regs = set(_regs(m.group(1))) if m else set()
+    if insn.base:
+        regs.add(insn.base)
+    return regs
+
+
+def agu_stall(core: CoreTiming, insn: Insn, prev: Insn | None) -> int:
+    """1 when `insn` is a load/store whose address the data-processing instruction before it wrote."""
+    if not core.agu_interlock or prev is None or prev.cls not in _DATA_PROCESSING or insn.cls not in _MEMORY:
+        return 0
+    return 1 if set(prev.writes) & address_registers(insn) else 0
+
+
 def instruction_cycles(core: CoreTiming, insn: Insn, taken: bool, target: Insn | None,
                        prev: Insn | None, prev_paired: bool = False) -> int:
     """Cycles of one instruction at zero wait states, given the instruction before it and, for
     a taken branch, the instruction branched to."""
+    return _cycles(core, insn, taken, target, prev, prev_paired) + agu_stall(core, insn, prev)
+
+
+def _cycles(core: CoreTiming, insn: Insn, taken: bool, target: Insn | None,
+            prev: Insn | None, prev_paired: bool = False) -> int:
     cls = insn.cls
     table = core.cycles
     P = refill_cycles(core, target.size, target.pc) if target is not None else core.refill
@@ -258,18 +285,24 @@ class _Memory:
 
 
 def simulate(trace: Iterable[Executed], core: CoreTiming, memsys: MemorySystem,
-             is_flash: Callable[[int], bool], insns: dict[int, Insn] | None = None) -> dict[str, Any]:
+             is_flash: Callable[[int], bool], insns: dict[int, Insn] | None = None,
+             starts: dict[int, str] | None = None) -> dict[str, Any]:
     """Estimated cycles of an executed trace: {"cycles", "core", "fetch", "data", "instructions",
-    "taken", "flash_reads", "caches", "by_class", "per_pc" (pc -> [executions, cycles])}."""
+    "taken", "flash_reads", "caches", "by_class", "per_pc" (pc -> [executions, cycles]), "segments"}.
+    `starts` (pc -> name): executing one of these addresses starts a new segment (a layer's kernel
+    call); "segments" lists [name, instructions, cycles] in order ("" before the first start)."""
     mem = _Memory(memsys, is_flash, core.fetch_buffer_bytes)
     now = core_total = fetch_total = data_total = n = taken_n = flash_reads = 0
     prev: Insn | None = None
     prev_paired = False
     by_class: dict[str, list[int]] = {}
     per_pc: dict[int, list[int]] = {}
+    segments: list[list[Any]] = [["", 0, 0]]
     for ex in trace:
         insn = ex.insn
         n += 1
+        if starts and insn.pc in starts:
+            segments.append([starts[insn.pc], n - 1, now])
         f = mem.fetch(insn.pc, insn.size, now)
         nxt = ex.next_pc
         if nxt is None:  # the last instruction of the trace: the return of the measured function
@@ -304,12 +337,15 @@ def simulate(trace: Iterable[Executed], core: CoreTiming, memsys: MemorySystem,
         data_total += d
         now += c + f + d
         prev = insn
+    bounds = [(name, i0, c0) for name, i0, c0 in segments] + [("", n, now)]
+    segs = [[bounds[k][0], bounds[k + 1][1] - bounds[k][1], bounds[k + 1][2] - bounds[k][2]]
+            for k in range(len(segments)) if k or bounds[1][1] > 0]
     caches = {}
     for c in mem.caches:
         caches[c.spec.name] = {"hits": c.hits, "misses": c.misses}
     return {"cycles": now, "core": core_total, "fetch": fetch_total, "data": data_total, "instructions": n,
             "taken": taken_n, "flash_reads": flash_reads, "caches": caches, "by_class": by_class,
-            "per_pc": per_pc}
+            "per_pc": per_pc, "segments": segs}
 
 
 def executed_from_pcs(insns: dict[int, Insn], pcs: Sequence[int],

@@ -72,6 +72,14 @@ class BenchRow:
     model_flash_bytes: int = 0
     model_ram_bytes: int | None = None  # None: the model's stack is unbounded
     test_data_bytes: int = 0  # main.c's embedded test input and expected outputs (in flash_bytes)
+    # estimated cycles of the timed call on the board's core and memory system (aot.timing: a model, not a
+    # measurement); QEMU counts instructions, not cycles: measured cycles come from the board (DWT CYCCNT)
+    clock_hz: int | None = None
+    estimated_cycles: int | None = None
+    estimated_ms: float | None = None
+    estimated_cycles_per_instruction: float | None = None
+    cycle_estimate: dict[str, Any] = field(default_factory=dict)
+    measured_cycles: int | None = None
 
 
 TFLM_ARENA_NOTE = ("TFLM host arena: the smallest arena with which TensorFlow Lite Micro's 64-bit host "
@@ -97,7 +105,6 @@ def _anchors(path: Path | None, model: str, board: str) -> dict[str, Any]:
 
 def bench_model(path: Path, board: str, anchors: Path | None = None, with_tflm: bool = True,
                 **options: Any) -> BenchRow:
-    from aot.board.flow import run_on_board
     from aot.frontend import load
     from aot.ir.boundary import random_inputs
 
@@ -109,7 +116,9 @@ def bench_model(path: Path, board: str, anchors: Path | None = None, with_tflm: 
     lcg = lcg_applies(model)
     inputs = lcg_inputs(model) if lcg else random_inputs(model, 0)
     options = {"source_bytes": path.stat().st_size, "input_lcg": lcg, **options}  # flash budget's reference
-    _, extra = run_on_board(model, inputs, board, **options)  # compiles, builds, runs, measures once
+    from aot.timing.estimate import run_and_estimate
+    # compiles, builds, runs, measures once (a board QEMU does not emulate: on the machine of its core)
+    _, extra, est = run_and_estimate(model, inputs, board, **options)
     fp = extra["footprint"]
     fig = fp["figures"]
     ram = fp["ram"]
@@ -140,7 +149,21 @@ def bench_model(path: Path, board: str, anchors: Path | None = None, with_tflm: 
         flash_vs_model_file_bound=round(fp["flash"]["total"] / (path.stat().st_size + FLASH_MARGIN), 3),
         io_bytes=int(extra.get("io_bytes", 0)), io_buffers=str(extra.get("io_buffers", "app")),
         model_flash_bytes=fig["model_flash"], model_ram_bytes=fig["model_ram"], test_data_bytes=fig["test_data"],
+        **estimate_fields(est),
     )
+
+
+def estimate_fields(est: Any) -> dict[str, Any]:
+    """A bench row's estimated-cycles fields from an aot.timing CycleEstimate (none without one)."""
+    if est is None:
+        return {}
+    d = est.to_dict()
+    keep = ("estimated", "instructions", "core_cycles", "fetch_stall_cycles", "data_stall_cycles", "memory",
+            "approximated_core", "timing_source", "emulated_on", "notes")
+    return {"clock_hz": est.clock_hz, "estimated_cycles": est.cycles, "estimated_ms": round(est.ms, 3),
+            "estimated_cycles_per_instruction": round(est.cycles_per_instruction, 3),
+            "cycle_estimate": {k: d[k] for k in keep} | {"measured_cycles": "QEMU does not count cycles: "
+                                                         "the firmware prints DWT CYCCNT on the board"}}
 
 
 def run_bench(paths: Sequence[Path], boards: Sequence[str], anchors: Path | None = None,
@@ -195,6 +218,18 @@ def format_markdown(rows: Sequence[BenchRow]) -> str:
               "", "IO B: the model's input + output bytes; (pool): planned inside pool B, written and read in place "
                   "(no application buffers, as in TFLM's arena); (app): main.c's own buffers, counted in RAM beside "
                   "the pool."]
+    est = [r for r in rows if r.estimated_cycles is not None]
+    if est:
+        lines += ["", "Estimated cycles (aot.timing: QEMU's executed instructions priced by the core's timing table "
+                      "and the board's memory system; an estimate, not a measurement: QEMU does not count cycles, "
+                      "the firmware prints DWT CYCCNT on the board):", "",
+                  "| model | board | QEMU instr. | estimated cycles | estimated ms | clock MHz | cycles / instr. |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in est:
+            approx = " (core approx.)" if r.cycle_estimate.get("approximated_core") else ""
+            lines.append(f"| {r.model} | {r.board}{approx} | {_fmt(r.instructions)} | {_fmt(r.estimated_cycles)} | "
+                         f"{_fmt(r.estimated_ms)} | {_fmt((r.clock_hz or 0) / 1e6)} | "
+                         f"{_fmt(r.estimated_cycles_per_instruction)} |")
     refs = [(r, k, v) for r in rows for k, v in sorted(r.reference.items())]
     if refs:
         lines += ["", "Reference figures (../shared/anchors.json: TensorFlow Lite Micro built for the board and run "

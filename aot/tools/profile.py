@@ -112,6 +112,7 @@ class Layer:
     share: float = 0.0
     tflm_instructions: int | None = None
     tflm_op: str | None = None
+    estimated_cycles: int | None = None  # the timing model's (aot.timing), from the uninstrumented build
 
     @property
     def macs_per_instruction(self) -> float | None:
@@ -132,6 +133,9 @@ class Profile:
     entry_ticks: int = 0  # measured: the gaps around the kernel calls
     unmatched_tflm: list[dict[str, Any]] = field(default_factory=list)
     tflm_total: int | None = None
+    # estimated cycles of the uninstrumented build (aot.timing: a model, not a measurement; QEMU counts no cycles)
+    estimated_cycles: int | None = None
+    clock_hz: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -242,12 +246,6 @@ def _layer_info(compiled: Any) -> dict[str, tuple[str, int]]:
     return out
 
 
-def _plain_count(model: Any, inputs: dict, board: str, options: dict) -> int | None:
-    from aot.board.flow import run_on_board
-    _, extra = run_on_board(model, inputs, board, **options)
-    return extra.get("instructions")
-
-
 def profile_model(model_path: "str | Path | Any", board: str, inputs: dict[str, np.ndarray] | None = None,
                   seed: int = 0, plain: bool = True, keep_dir: Path | None = None, **options: Any) -> Profile:
     """Build MODEL (a path, or a Model) for BOARD with the profiling hooks, run it in QEMU, return
@@ -298,9 +296,18 @@ def profile_model(model_path: "str | Path | Any", board: str, inputs: dict[str, 
     for layer in layers:
         layer.share = round(layer.instructions / total_instr, 4) if total_instr else 0.0
     entry_instr = total_instr - sum(layer.instructions for layer in layers)  # exact in ticks; rounding here
-    plain_count = _plain_count(model, inputs, board, {**options, "backend": backend}) if plain else None
+    plain_count = est = None
+    if plain:  # the same build without hooks: its instructions, and its estimated cycles per layer call
+        from aot.timing.estimate import run_and_estimate
+        _, extra, est = run_and_estimate(model, inputs, board, [k for k, _ in ticks], **options, backend=backend)
+        plain_count = extra.get("instructions")
+        calls = [row for row in est.by_layer if row[0]] if est is not None else []
+        if calls and [row[0] for row in calls] == [layer.kernel for layer in layers]:
+            for layer, row in zip(layers, calls):
+                layer.estimated_cycles = int(row[2])
     return Profile(getattr(model, "name", str(model_path)), board, layers, entry_instr, total_instr, total,
-                   plain_count, per_tick, sum(layer.macs for layer in layers), own)
+                   plain_count, per_tick, sum(layer.macs for layer in layers), own,
+                   estimated_cycles=est.cycles if est else None, clock_hz=est.clock_hz if est else None)
 
 
 # ----------------------------------------------------------------------------- TFLM anchors
@@ -342,6 +349,8 @@ def format_profile(prof: Profile) -> str:
         if cmp:
             t = layer.tflm_instructions
             line += f" {t:>10,} {layer.instructions / t:>7.2f}" if t else f" {'-':>10} {'-':>7}"
+        if layer.estimated_cycles is not None and prof.clock_hz:
+            line += f"  est. {layer.estimated_cycles:,} cycles ({1e3 * layer.estimated_cycles / prof.clock_hz:.3f} ms)"
         lines.append(line)
     lines.append(f"     {'(entry function: calls and checks)':69s} {prof.entry_instructions:>12,}")
     total = f"     {'total (instrumented run)':69s} {prof.total_instructions:>12,}"
@@ -350,6 +359,10 @@ def format_profile(prof: Profile) -> str:
     lines.append(total)
     if prof.plain_instructions is not None:
         lines.append(f"     {'total without the hooks (aot run --target qemu)':69s} {prof.plain_instructions:>12,}")
+    if prof.estimated_cycles is not None and prof.clock_hz:
+        lines.append(f"     estimated cycles (timing model, not a measurement; QEMU counts no cycles): "
+                     f"{prof.estimated_cycles:,} = {1e3 * prof.estimated_cycles / prof.clock_hz:.3f} ms at "
+                     f"{prof.clock_hz / 1e6:g} MHz (est. per layer: the call's kernel, without the hooks)")
     if prof.tflm_total:
         lines.append(f"     TFLite Micro: {prof.tflm_total:,} instructions; unmatched operators: "
                      + (", ".join(f"{o['op']} {o['instructions']:,}" for o in prof.unmatched_tflm) or "none"))

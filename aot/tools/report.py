@@ -143,7 +143,7 @@ def _profile(model_path: Path, board: str, options: dict) -> list[dict] | str:
 def collect(model_path: Path, board: str, opt: str = "speed", progress: bool = True,
             profile: bool = True) -> dict[str, Any]:
     from aot.board.boards import load_board
-    from aot.board.flow import board_options, run_on_board
+    from aot.board.flow import board_options
     from aot.frontend import load
     from aot.ir.boundary import random_inputs
     from aot.pipeline.driver import compile_model
@@ -161,7 +161,8 @@ def collect(model_path: Path, board: str, opt: str = "speed", progress: bool = T
     from aot.board.lcg import lcg_applies, lcg_inputs
     lcg = lcg_applies(model)  # the input generated on the device, as `aot bench` builds it
     inputs = lcg_inputs(model) if lcg else random_inputs(model, 0)
-    _, extra = run_on_board(model, inputs, board, **options, input_lcg=lcg)
+    from aot.timing.estimate import run_and_estimate
+    _, extra, est = run_and_estimate(model, inputs, board, **options, input_lcg=lcg)
     fp = extra["footprint"]
     ram = fp["ram"]
     stack = ram["stack"] or 0
@@ -178,6 +179,9 @@ def collect(model_path: Path, board: str, opt: str = "speed", progress: bool = T
         "test_data_bytes": fig["test_data"], "runtime_bytes": fig["support_flash"],
         "ram_bytes": ram_total, "pool_bytes": pools, "static_bytes": ram["static"] - pools, "stack_bytes": stack,
         "lower_bound_bytes": p.lower_bound_bytes, "bit_exact_with_host": bool(extra["match_host"]),
+        # aot.timing's estimate of the same call on the board's core and memory system (not a measurement)
+        "estimated_cycles": est.cycles if est else None, "estimated_ms": round(est.ms, 3) if est else None,
+        "clock_hz": est.clock_hz if est else None,
     }
     layers = _layers(compiled, fp)
     prof = _profile(model_path, board, options) if profile else "aot report ran with --no-profile."
@@ -262,6 +266,9 @@ def sweep_page(rows: Sequence[dict[str, Any]], title: str = "aot sweep") -> str:
 def render(data: dict[str, Any], sweep_rows: Sequence[dict[str, Any]] | None = None) -> str:
     s = data["summary"]
     kv = [("instructions", "QEMU instructions"), ("macs", "MACs"), ("macs_per_instruction", "MAC / instruction"),
+          *[(k, t) for k, t in (("estimated_cycles", "estimated cycles (timing model)"),
+                                ("estimated_ms", f"estimated ms at {(s.get('clock_hz') or 0) / 1e6:g} MHz"))
+            if s.get(k) is not None],
           ("bit_exact_with_host", "QEMU = host build"), ("model_flash_bytes", "model flash B"),
           ("model_ram_bytes", "model RAM B"), ("code_bytes", "kernel code B"), ("weights_bytes", "weights B"),
           ("flash_bytes", "firmware flash B"), ("test_data_bytes", "test data B"), ("runtime_bytes", "runtime B"),

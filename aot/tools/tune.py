@@ -1,4 +1,5 @@
-"""`aot tune`: a search over each layer's schedule knobs, scored by QEMU instructions.
+"""`aot tune`: a search over each layer's schedule knobs, scored by QEMU instructions (or, with the
+option optimize="cycles", by the estimated cycles of aot.timing on the board's memory system).
 
 The knobs are those of aot.lower.tuning (per layer: `opt` speed/size, and `widen`, int8 weights
 pre-widened to 16-bit pairs on DSP cores, or kept int8, instead of the default flash policy's choice). A candidate is a sparse config {layer: {knob: value}}
@@ -102,6 +103,14 @@ def _crossover(rng: random.Random, a: Config, b: Config, space: Mapping[str, Map
     return _canon(child, space)
 
 
+def score(rec: Mapping[str, Any]) -> int:
+    """What the search minimises: the estimated cycles (aot.timing) of a log made with
+    `--optimize cycles`, else QEMU instructions."""
+    if (rec.get("options") or {}).get("optimize") == "cycles" and rec.get("estimated_cycles") is not None:
+        return int(rec["estimated_cycles"])
+    return int(rec["instructions"])
+
+
 def feasible(rec: Mapping[str, Any]) -> bool:
     if rec.get("error") or not rec.get("bit_exact_with_host") or rec.get("instructions") is None:
         return False
@@ -121,7 +130,7 @@ def _propose(rng: random.Random, n: int, space: Mapping[str, Mapping[str, list]]
             if _key(c) not in seen and len(out) < n:
                 out.append(c)
                 seen.add(_key(c))
-    good = sorted((r for r in records if feasible(r)), key=lambda r: (r["instructions"], r["trial"]))
+    good = sorted((r for r in records if feasible(r)), key=lambda r: (score(r), r["trial"]))
     parents = [r["config"] for r in good[:3]] or [{}]
     attempts = 0
     genes = sum(len(k) for k in space.values())
@@ -214,7 +223,7 @@ def tune(model_path: Path, board: str, log_path: Path, trials: int = 16, budget_
         why = default.get("error") or "over the budgets or not bit-exact"
         raise Error(f"no candidate of {model_path.stem} on {board} is feasible in {len(records)} trials "
                     f"(the default build: {why}); the log {log_path} has every measurement")
-    best = min(good, key=lambda r: (r["instructions"], r["trial"]))
+    best = min(good, key=lambda r: (score(r), r["trial"]))
     return {"default": default, "best": best, "measured": len(records), "records": records}
 
 
@@ -238,7 +247,8 @@ def read_log(path: Path | str) -> list[dict[str, Any]]:
 
 def best_record(path: Path | str, model_path: Path | str, board: str | None = None) -> dict[str, Any]:
     """The record `--tuning-log` applies: of this model file (by its sha256) and board, feasible,
-    fewest instructions, then lowest trial number."""
+    the lowest score (fewest instructions, or estimated cycles in a `--optimize cycles` log), then
+    lowest trial number."""
     sha = model_digest(Path(model_path).read_bytes())
     recs = [r for r in read_log(path) if r.get("model_sha256") == sha and feasible(r)]
     if board is not None:
@@ -249,7 +259,7 @@ def best_record(path: Path | str, model_path: Path | str, board: str | None = No
     if not recs:
         raise Error(f"tuning log {path} has no feasible record of {Path(model_path).name}"
                     + (f" on {board}" if board else "") + " (tune it with `aot tune`)")
-    return min(recs, key=lambda r: (r["instructions"], r["trial"], json.dumps(r["config"], sort_keys=True)))
+    return min(recs, key=lambda r: (score(r), r["trial"], json.dumps(r["config"], sort_keys=True)))
 
 
 def best_schedules(path: Path | str, model_path: Path | str, board: str | None = None

@@ -15,7 +15,7 @@ def assemble(source: str, cpu: str = "cortex-m4") -> list[Insn]:
         o = Path(tmp) / "s.o"
         s.write_text(f".syntax unified\n.thumb\n.text\n{source}\n")
         flags = {"cortex-m4": ["-mcpu=cortex-m4", "-mfpu=fpv4-sp-d16"],
-                 "cortex-m55": ["-march=armv8.1-m.main"]}.get(cpu, [f"-mcpu={cpu}"])
+                 "cortex-m55": ["-march=armv8.1-m.main+mve"]}.get(cpu, [f"-mcpu={cpu}"])
         subprocess.run(["arm-none-eabi-as", *flags, "-o", str(o), str(s)], check=True,
                        capture_output=True)
         insns = decode_elf(o)

@@ -112,5 +112,5 @@ def test_caches_and_prefetch_on_never_cost_cycles(program_elf: Path, board: str,
     on = estimate_cycles(program_elf, board, entry="work", run_on=machine, assume_caches=True)
     assert on.core_cycles == off.core_cycles
     assert on.cycles <= off.cycles
-    if board == "stm32f746g-disco":  # its start-up code leaves the L1 caches off: the loop's passes miss
-        assert on.cycles < off.cycles and off.approximated_core
+    # both start-up codes turn every cache and the prefetch on: --assume-caches changes nothing
+    assert on.cycles == off.cycles

@@ -98,6 +98,9 @@ def test_profile_in_qemu_accounts_for_every_instruction(backend: str) -> None:
     assert prof.macs == model_macs(model) and all(layer.instructions > 0 for layer in prof.layers)
     assert prof.plain_instructions is not None
     assert abs(prof.total_instructions - prof.plain_instructions) < 0.15 * prof.plain_instructions
+    # estimated cycles per layer call (the uninstrumented build's trace, aot.timing): within the whole call's
+    assert prof.estimated_cycles and all(layer.estimated_cycles for layer in prof.layers)
+    assert sum(layer.estimated_cycles for layer in prof.layers) <= prof.estimated_cycles
 
 
 def test_profile_command_passes_its_build_options(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001

@@ -228,6 +228,7 @@ def generate_project(
     elf_name: str = "firmware",
     io: str = "uart",
     input_lcg: bool = False,
+    const_ram: bool = False,
 ) -> Path:
     """Write a buildable project for `board` into `out_dir` and return `out_dir`.
 
@@ -347,7 +348,7 @@ def generate_project(
     ).encode()
     files["cmake/arm-none-eabi-gcc.cmake"] = render("toolchain.cmake.j2").encode()
     files["linker.ld"] = render_linker_script(
-        board, pools, placement, stack_bytes=stack_bytes, heap_bytes=heap_bytes
+        board, pools, placement, stack_bytes=stack_bytes, heap_bytes=heap_bytes, const_ram=const_ram
     ).encode()
     files["main.c"] = render(
         "main.c.j2",

@@ -117,8 +117,10 @@ def render_linker_script(
     *,
     stack_bytes: int,
     heap_bytes: int,
+    const_ram: bool = False,
 ) -> str:
-    """The linker script text for `board` with pools placed as `placement` says."""
+    """The linker script text for `board` with pools placed as `placement` says; `const_ram`:
+    the model's constant tables (<prefix>_const_*) go to .data, copied to RAM at start."""
     regions = [
         {
             "ld_name": ld_region_name(r),
@@ -155,7 +157,9 @@ def render_linker_script(
         board=board,
         regions=regions,
         flash={"ld_name": ld_region_name(board.flash)},
-        const={"ld_name": ld_region_name(board.region(board.const_region))} if board.const_region else None,
+        const={"ld_name": ld_region_name(board.region(board.const_region))}
+        if board.const_region and not const_ram else None,
+        const_ram=const_ram,
         ram={"ld_name": ld_region_name(board.ram)},
         boot_reserved_bytes=board.boot_reserved_bytes,
         stack_bytes=stack_bytes,

@@ -6,7 +6,9 @@
  * Flash memory read time"): PWR clock on, voltage scale 1, PLL from the 16 MHz HSI:
  * /M 8 = 2 MHz, *N 216 = 432 MHz VCO, /P 2 = 216 MHz, /Q 9 = 48 MHz; over-drive on and
  * switched, 7 flash wait states with ART and prefetch, APB1 /4 (54 MHz), APB2 /2 (108 MHz,
- * USART1's clock). Caches are left off.
+ * USART1's clock). The Cortex-M7's L1 instruction and data caches are invalidated and turned
+ * on (Cortex-M7 TRM / PM0253 "Enabling the caches", the CMSIS SCB_EnableICache/DCache steps):
+ * the image runs from flash on the AXIM interface, which only the L1 caches serve.
  */
 #include "aot_platform_cortex_m.h"
 
@@ -20,6 +22,13 @@
 #define PWR_CR1 AOT_REG(0x40007000u)
 #define PWR_CSR1 AOT_REG(0x40007004u)
 #define FLASH_ACR AOT_REG(0x40023C00u)
+#define SCB_CCR AOT_REG(0xE000ED14u)
+#define SCB_CCSIDR AOT_REG(0xE000ED80u)
+#define SCB_CSSELR AOT_REG(0xE000ED84u)
+#define SCB_ICIALLU AOT_REG(0xE000EF50u)
+#define SCB_DCISW AOT_REG(0xE000EF60u)
+#define SCB_CCR_DC (1u << 16)
+#define SCB_CCR_IC (1u << 17)
 #define GPIOA_MODER AOT_REG(0x40020000u)
 #define GPIOA_AFRH AOT_REG(0x40020024u)
 #define GPIOB_MODER AOT_REG(0x40020400u)
@@ -54,8 +63,30 @@ static void aot_clock_216mhz(void) {
     }
 }
 
+static void aot_caches_on(void) {
+    __asm__ volatile("dsb\n\tisb" ::: "memory");
+    SCB_ICIALLU = 0u;
+    __asm__ volatile("dsb\n\tisb" ::: "memory");
+    SCB_CCR |= SCB_CCR_IC;
+    __asm__ volatile("dsb\n\tisb" ::: "memory");
+    SCB_CSSELR = 0u; /* level 1 data cache */
+    __asm__ volatile("dsb" ::: "memory");
+    uint32_t ccsidr = SCB_CCSIDR;
+    uint32_t sets = (ccsidr >> 13) & 0x7FFFu;
+    do {
+        uint32_t ways = (ccsidr >> 3) & 0x3FFu;
+        do {
+            SCB_DCISW = (sets << 5) | (ways << 30); /* 32-byte lines, 4 ways */
+        } while (ways-- != 0u);
+    } while (sets-- != 0u);
+    __asm__ volatile("dsb" ::: "memory");
+    SCB_CCR |= SCB_CCR_DC;
+    __asm__ volatile("dsb\n\tisb" ::: "memory");
+}
+
 void aot_board_init(void) {
     aot_clock_216mhz();
+    aot_caches_on();
     RCC_AHB1ENR |= (1u << 0) | (1u << 1); /* GPIOA, GPIOB */
     RCC_APB2ENR |= 1u << 4;               /* USART1 */
     (void)RCC_APB2ENR;

@@ -8,6 +8,10 @@
  * goes through AHB /2 for the 1 us the reference manual asks, then AHB /1.
  * PG2..PG15 are powered by VDDIO2, which must be declared valid (PWR_CR2.IOSV) before
  * port G works. LPUART1 is clocked from PCLK1 (120 MHz).
+ *
+ * Memory system (RM0432 "Flash access control register", "ART accelerator"): with the 5 wait
+ * states set, the prefetch buffer (PRFTEN) and the ART's instruction and data caches (ICEN,
+ * DCEN, on at reset) are turned on, after a reset of both caches, as ST's firmware runs it.
  */
 #include "aot_platform_cortex_m.h"
 
@@ -22,6 +26,11 @@
 #define PWR_CR2 AOT_REG(0x40007004u)
 #define PWR_CR5 AOT_REG(0x40007080u)
 #define FLASH_ACR AOT_REG(0x40022000u)
+#define FLASH_ACR_PRFTEN (1u << 8)
+#define FLASH_ACR_ICEN (1u << 9)
+#define FLASH_ACR_DCEN (1u << 10)
+#define FLASH_ACR_ICRST (1u << 11)
+#define FLASH_ACR_DCRST (1u << 12)
 #define GPIOG_MODER AOT_REG(0x48001800u)
 #define GPIOG_AFRL AOT_REG(0x48001820u)
 #define GPIOG_AFRH AOT_REG(0x48001824u)
@@ -39,6 +48,11 @@ static void aot_clock_120mhz(void) {
     FLASH_ACR = (FLASH_ACR & ~15u) | 5u;
     while ((FLASH_ACR & 15u) != 5u) {
     }
+    /* caches off, reset, then prefetch and both caches on */
+    FLASH_ACR &= ~(FLASH_ACR_ICEN | FLASH_ACR_DCEN);
+    FLASH_ACR |= FLASH_ACR_ICRST | FLASH_ACR_DCRST;
+    FLASH_ACR &= ~(FLASH_ACR_ICRST | FLASH_ACR_DCRST);
+    FLASH_ACR |= FLASH_ACR_PRFTEN | FLASH_ACR_ICEN | FLASH_ACR_DCEN;
     RCC_PLLCFGR = (1u << 0)      /* PLLSRC = MSI */
                 | (0u << 4)      /* PLLM = /1 */
                 | (60u << 8)     /* PLLN = 60 */

@@ -1,0 +1,39 @@
+"""Placement for cycles: where a board's memory system makes the model's constants cheap.
+
+On a board whose flash has wait states, every weight a kernel reads from flash waits for it
+unless a (small) flash data cache holds the line; the same read from SRAM takes none. With
+``optimize="cycles"`` a board project copies the model's constant tables (``<prefix>_const_*``)
+to RAM at start (the linker puts them in ``.data``, which the start-up code copies from flash)
+when RAM has room for them beside the planned pools, the stack and a margin for the other
+statics. The footprint then counts them in RAM as well as in flash (their load image).
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from aot.errors import Error
+
+OPTIMIZE = ("instructions", "cycles")
+RAM_MARGIN_BYTES = 8 * 1024  # .data/.bss of the runtime, console and main.c beside the pools
+
+
+def check_optimize(value: Any) -> str:
+    if value not in OPTIMIZE:
+        raise Error(f"optimize must be one of {', '.join(OPTIMIZE)}, got {value!r}")
+    return str(value)
+
+
+def flash_costs_cycles(memory_system: Mapping[str, Any] | None) -> bool:
+    """True when a data read from the board's flash is slower than one from its RAM."""
+    from aot.timing.memsys import memory_system_from_dict
+    m = memory_system_from_dict(memory_system)
+    return m.flash_stall > m.ram_wait_states
+
+
+def constants_in_ram(memory_system: Mapping[str, Any] | None, ram_bytes: int, const_bytes: int,
+                     pool_bytes: int, stack_bytes: int) -> bool:
+    """Whether a cycles-optimised build copies the constant tables to RAM: the flash costs wait
+    states and RAM holds the tables beside the pools, the stack and RAM_MARGIN_BYTES."""
+    if const_bytes <= 0 or not flash_costs_cycles(memory_system):
+        return False
+    return const_bytes + pool_bytes + stack_bytes + RAM_MARGIN_BYTES <= ram_bytes
