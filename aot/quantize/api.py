@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
-from aot.errors import Error, UnsupportedError
+from aot.errors import Error, ShapeError, UnsupportedError
 from aot.quantize.accuracy import Accuracy, compare, run_quantized
 from aot.quantize.calibrate import Progress, calibrate, run_float
 from aot.quantize.choose import Method, QParams, choose
@@ -69,7 +69,7 @@ def _load_samples(src: DataSource, inputs: list[tuple[str, tuple[int, ...]]], nc
             raise
         try:
             data = load_data(src, alt, what)
-        except Error:
+        except ShapeError:  # fits neither layout: the first message; a fault of NCHW samples is theirs
             raise first from None
         return {n: (a.transpose(0, 1, 3, 4, 2) if a.ndim == 5 and nchw.get(n) != s else a).reshape((-1,) + s)
                 for (n, s), a in zip(inputs, data.values())}

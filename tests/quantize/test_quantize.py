@@ -89,7 +89,7 @@ def test_output_close_to_the_float_model(quantized) -> None:  # noqa: ANN001
 
 
 def test_layout_as_the_converter_writes_it(quantized) -> None:  # noqa: ANN001
-    """int8 activations and boundary, symmetric per-channel conv weights, int32 biases at input x
+    """int8 activations and boundary, symmetric per-channel weights, int32 biases at input x
     weight scale, fixed softmax / logistic / tanh outputs, shared scales across pooling, reshape,
     pad and concatenation."""
     _, _, r, _ = quantized
@@ -101,7 +101,7 @@ def test_layout_as_the_converter_writes_it(quantized) -> None:  # noqa: ANN001
             x, w, b = (t[op.inputs[k]] for k in ((2, 1, 3) if op.name == "TRANSPOSE_CONV" else (0, 1, 2)))
             assert w.type_name == "INT8" and set(w.zero_point) == {0}
             channels = w.shape[3] if op.name == "DEPTHWISE_CONV_2D" else w.shape[0]
-            assert len(w.scale) == (1 if op.name == "FULLY_CONNECTED" else channels)
+            assert len(w.scale) == channels
             assert w.qdim == (3 if op.name == "DEPTHWISE_CONV_2D" else 0)
             wq = np.frombuffer(w.data.tobytes(), np.int8)
             assert wq.min() >= -127
@@ -211,7 +211,7 @@ def _weights_only(float_model: bytes, x: np.ndarray) -> tuple[np.ndarray, np.nda
     for op in g.ops:
         if op.name in MAC_OPS:
             w = tensors[op.inputs[1]]
-            axis = None if op.name == "FULLY_CONNECTED" else MAC_OPS[op.name]
+            axis = MAC_OPS[op.name]
             q, s = quantize_weights(w.data, axis)
             shape = [1] * w.data.ndim
             if axis is not None:
