@@ -1,6 +1,6 @@
 """Float models to quantize: the zoo's networks (aot.tools.zoo: ResNet-8, MobileNetV1-0.25,
 MobileNetV2-0.35) as a Keras user saves them (float32 .tflite, NHWC) or as a PyTorch user exports
-them (float ONNX, NCHW, PyTorch's symmetric convolution padding), with random calibration-style
+them (float ONNX, NCHW, TFLite's SAME padding written as explicit pads), with random calibration-style
 samples in the layout each takes (deterministic random weights; the classifier fitted so that the
 class scores vary with the input, as a trained one's do).
 
@@ -40,8 +40,8 @@ def float_tflite(net: Net) -> bytes:
 
 
 def float_onnx(net: Net) -> bytes:
-    """The network as a float ONNX model (opset 13, NCHW): Conv (pads k//2 on every side, as
-    PyTorch's padding=k//2), Relu / Clip, Add, AveragePool / GlobalAveragePool, Flatten, Gemm, Softmax."""
+    """The network as a float ONNX model (opset 13, NCHW) computing what the TFLite model does:
+    Conv (explicit pads: k//2 each side at stride 1, one more after than before at stride 2), Relu / Clip, Add, AveragePool / GlobalAveragePool, Flatten, Gemm, Softmax."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     nodes: list[Any] = []
@@ -72,9 +72,12 @@ def float_onnx(net: Net) -> bytes:
             dw = op == "DEPTHWISE_CONV_2D"
             wo = w.transpose(3, 0, 1, 2) if dw else w.transpose(0, 3, 1, 2)   # 1HWC -> C1HW, OHWI -> OIHW
             s = int(opts["stride_h"])
+            size = net.shape(ins[0])[1]
+            total = max((-(-size // s) - 1) * s + k - size, 0)   # TFLite's SAME as explicit pads
+            lo, hi = total // 2, total - total // 2
             nodes.append(helper.make_node("Conv", [name(ins[0]), init(f"w{ins[1]}", wo),
                                                    init(f"b{ins[2]}", net.tensors[ins[2]]["data"])], [y],
-                                          kernel_shape=[k, k], strides=[s, s], pads=[k // 2] * 4,
+                                          kernel_shape=[k, k], strides=[s, s], pads=[lo, lo, hi, hi],
                                           group=w.shape[3] if dw else 1))
             names[outs[0]] = activate(y, opts["fused_activation_function"])
         elif op == "FULLY_CONNECTED":
