@@ -3,13 +3,13 @@
 model's output SNR against the float model measured on the same evaluation samples.
 
 TensorFlow is not a dependency of microaot: the TensorFlow side (tools/tf_quantize_side.py) runs
-in a Python that has it, given by --tf-python (e.g. a venv: python3 -m venv /work/tfvenv &&
-/work/tfvenv/bin/pip install tensorflow). It rebuilds each float graph as a tf.function, converts
+in a Python that has it, given by --tf-python (e.g. a venv: python3 -m venv tfvenv &&
+tfvenv/bin/pip install tensorflow). It rebuilds each float graph as a tf.function, converts
 it with full-integer post-training quantization (int8 in and out) and runs the result in
 tf.lite.Interpreter; the float function's outputs are checked against this package's float
 reference (the two float models must agree before their quantizations are compared).
 
-    python3 tools/quantize_vs_tensorflow.py --tf-python /work/tfvenv/bin/python [--calibration 200]
+    python3 tools/quantize_vs_tensorflow.py --tf-python tfvenv/bin/python [--calibration 200]
         [--eval 50] [--models transformer,lstm] [--keep DIR]
 """
 from __future__ import annotations
