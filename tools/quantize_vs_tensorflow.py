@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -66,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in fm.ZOO]
     if unknown:
         ap.error(f"unknown model {unknown[0]!r}")
+    check = subprocess.run([a.tf_python, "-c", "import tensorflow"], capture_output=True, text=True) \
+        if shutil.which(a.tf_python) or Path(a.tf_python).is_file() else None
+    if check is None or check.returncode != 0:
+        ap.error(f"--tf-python {a.tf_python}: not a Python that imports tensorflow "
+                 "(python3 -m venv tfvenv && tfvenv/bin/pip install tensorflow)")
     work = a.keep or Path(tempfile.mkdtemp(prefix="aot-vs-tf-"))
     ours: dict[str, tuple[float, float, int]] = {}
     for name in names:
