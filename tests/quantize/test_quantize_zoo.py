@@ -120,3 +120,22 @@ def test_a_fused_lstm_is_named_with_the_way_out(capsys, tmp_path: Path) -> None:
     assert len(err.splitlines()) == 1, err
     assert "cannot quantize operator UNIDIRECTIONAL_SEQUENCE_LSTM" in err and "unroll=True" in err, err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("name", ["transformer", pytest.param("lstm", marks=pytest.mark.slow)])
+def test_int16_activations_bit_exact(name: str) -> None:
+    """The 16x8 scheme of the attention, LayerNorm and LSTM operators (BATCH_MATMUL, RSQRT,
+    SQUARED_DIFFERENCE, SPLIT, MUL, LOGISTIC, TANH): TFLite Micro and the host build agree, and it
+    is closer to the float model than int8."""
+    float_model = fm.ZOO[name]()
+    cal, held = fm.inputs_for(float_model, 32, 1), fm.inputs_for(float_model, 6, 2)
+    r16 = quantize_model(float_model, cal, eval_data=held, activations="int16")
+    r8 = quantize_model(float_model, cal, eval_data=held)
+    assert r16.accuracy.snr_db > r8.accuracy.snr_db + 3.0, (r16.accuracy, r8.accuracy)
+    inputs = _int_inputs(r16.model, held[:2])
+    tflm = run_tflm_batch([(r16.model, [x]) for x in inputs])
+    model = load_tflite(r16.model, name)
+    lib = aot.build(model, backend="c")
+    for x, want in zip(inputs, tflm):
+        got = lib.run({model.inputs[0].name: x})[model.outputs[0].name]
+        np.testing.assert_array_equal(got, want[0].reshape(got.shape))
