@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
-from aot.errors import Error, UnsupportedError
+from aot.errors import Error, ShapeError, UnsupportedError
 from aot.quantize.accuracy import Accuracy, compare, run_quantized
 from aot.quantize.calibrate import Progress, calibrate, run_float
 from aot.quantize.choose import Method, QParams, choose
 from aot.quantize.data import Arrays, DataSource, load_data, split
+from aot.quantize.fold import fold_affine_into_fc
 from aot.quantize.graph import FloatGraph, fuse_activations, read_float_model
 from aot.quantize.layers import LayerError, layer_errors
 from aot.quantize.mixed import NO_INT16, MixedResult, promote
@@ -69,7 +70,7 @@ def _load_samples(src: DataSource, inputs: list[tuple[str, tuple[int, ...]]], nc
             raise
         try:
             data = load_data(src, alt, what)
-        except Error:
+        except ShapeError:  # fits neither layout: the first message; a fault of NCHW samples is theirs
             raise first from None
         return {n: (a.transpose(0, 1, 3, 4, 2) if a.ndim == 5 and nchw.get(n) != s else a).reshape((-1,) + s)
                 for (n, s), a in zip(inputs, data.values())}
@@ -114,7 +115,7 @@ def quantize_model(model: ModelSource, calibration: DataSource, *, activations: 
         raise Error("a QDQ ONNX output (-o OUT.onnx) needs an ONNX model as input")
     if qdq and (activations != "int8" or target_snr is not None):
         raise Error("a QDQ ONNX output is int8: no --activations int16 or --target-snr")
-    g = fuse_activations(g0)
+    g = fuse_activations(g0) if qdq else fold_affine_into_fc(fuse_activations(g0))  # QDQ keeps the ONNX graph's tensors
     if activations == "int16":
         bad = sorted({op.name for op in g.ops if op.name in NO_INT16})
         if bad:

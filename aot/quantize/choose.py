@@ -18,7 +18,7 @@ FIXED_INT8 = {"LOGISTIC": (1 / 256, -128), "SOFTMAX": (1 / 256, -128), "TANH": (
 FIXED_INT16 = {"LOGISTIC": (1 / 32768, 0), "SOFTMAX": (1 / 32768, 0), "TANH": (1 / 32768, 0)}
 # operators whose inputs and outputs share one scale and zero point
 SAME_SCALE = ("RESHAPE", "AVERAGE_POOL_2D", "MAX_POOL_2D", "PAD", "CONCATENATION", "TRANSPOSE",
-              "RESIZE_NEAREST_NEIGHBOR", "STRIDED_SLICE")
+              "RESIZE_NEAREST_NEIGHBOR", "STRIDED_SLICE", "SPLIT")
 MIN_RANGE = 1e-4   # a constant tensor still gets a usable scale
 
 
@@ -120,9 +120,10 @@ def same_scale_groups(g: FloatGraph) -> _Groups:
     groups = _Groups()
     for op in g.ops:
         if op.name in SAME_SCALE:
-            ins = op.inputs if op.name == "CONCATENATION" else op.inputs[:1]
+            ins = op.inputs if op.name == "CONCATENATION" else op.inputs[1:2] if op.name == "SPLIT" else op.inputs[:1]
             for i in ins:
-                groups.union(i, op.outputs[0])
+                for o in op.outputs:
+                    groups.union(i, o)
     return groups
 
 

@@ -10,7 +10,7 @@ from typing import Mapping, Sequence, Union
 
 import numpy as np
 
-from aot.errors import Error
+from aot.errors import Error, ShapeError
 
 Arrays = dict[str, np.ndarray]       # input name -> (samples, *input shape) float32
 DataSource = Union[str, Path, np.ndarray, Mapping[str, np.ndarray]]
@@ -92,7 +92,7 @@ def load_data(src: DataSource, inputs: Sequence[tuple[str, tuple[int, ...]]], wh
         elif inner is not None and a.ndim >= len(inner) + 1 and a.shape[a.ndim - len(inner):] == inner:
             a = a.reshape((-1,) + sample)
         else:
-            raise Error(f"{label}: {what} data for input {name!r} has shape {tuple(a.shape)}; the model takes "
+            raise ShapeError(f"{label}: {what} data for input {name!r} has shape {tuple(a.shape)}; the model takes "
                         f"{sample} per sample: give (samples, {', '.join(str(d) for d in (inner or sample))})")
         if a.shape[0] == 0:
             raise Error(f"{label}: the {what} data holds no samples")

@@ -108,6 +108,14 @@ def from_model(model: Any) -> FloatGraph:  # noqa: ANN401 - aot.ir.Model
     from aot.ir import FunctionRef
     b = _Builder(model.name)
     fn = model.main
+    done = next((c for c in fn.body if str(c.op) in ("quantize", "dequantize") or c.out.type.dtype in ("int8", "uint8")
+                 or any(getattr(v, "type", None) is not None and v.type.dtype in ("int8", "uint8") for v in c.args)),
+                None)
+    if done is not None:
+        where = (f"QuantizeLinear/DequantizeLinear at {done.out.name!r}" if str(done.op) in ("quantize", "dequantize")
+                 else f"{done.out.name!r} is {done.out.type.dtype}")
+        raise UnsupportedError(f"{model.name}: the model is already quantized ({where}); aot quantize takes a float "
+                               "model")
     inputs = [b.value(p) for p in fn.params]
     for c in fn.body:
         if isinstance(c.op, FunctionRef):

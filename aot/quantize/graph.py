@@ -48,6 +48,10 @@ OPTIONS_SPEC: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "STRIDED_SLICE": ("StridedSliceOptions", ("BeginMask", "EndMask", "EllipsisMask", "NewAxisMask",
                                               "ShrinkAxisMask", "Offset")),
     "TRANSPOSE_CONV": ("TransposeConvOptions", ("Padding", "StrideW", "StrideH", "FusedActivationFunction")),
+    "BATCH_MATMUL": ("BatchMatMulOptions", ("AdjX", "AdjY")),
+    "RSQRT": (None, ()),
+    "SQUARED_DIFFERENCE": (None, ()),
+    "SPLIT": ("SplitOptions", ("NumSplits",)),
 }
 SUPPORTED_OPS = tuple(sorted(OPTIONS_SPEC))
 # integer operators computing static values (a Keras Flatten's SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE
@@ -55,6 +59,11 @@ SUPPORTED_OPS = tuple(sorted(OPTIONS_SPEC))
 FOLD_SPEC: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "SHAPE": (None, ()), "CAST": (None, ()), "PACK": ("PackOptions", ("ValuesCount", "Axis")),
     "GATHER": ("GatherOptions", ("Axis", "BatchDims")),
+}
+# what to do instead, for operators a float model commonly holds that aot quantize does not take
+HINTS = {
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": "export the LSTM unrolled, e.g. Keras LSTM(unroll=True): its FULLY_CONNECTED, "
+                                    "SPLIT, LOGISTIC, TANH, MUL and ADD operators are quantized",
 }
 # the multiply-accumulate ops: the per-channel axis of their weights (operand 1)
 MAC_OPS = {"CONV_2D": 0, "DEPTHWISE_CONV_2D": 3, "FULLY_CONNECTED": 0, "TRANSPOSE_CONV": 0}
@@ -128,8 +137,9 @@ def read_float_model(data: bytes, name: str) -> FloatGraph:
     bad = sorted({op.name for op in f.ops if op.name not in OPTIONS_SPEC
                   and (op.name not in FOLD_SPEC or computes_floats(op))})
     if bad:
+        hint = next((HINTS[b] for b in bad if b in HINTS), f"aot quantize takes {', '.join(SUPPORTED_OPS)}")
         raise UnsupportedError(f"{name}: cannot quantize operator{'s' if len(bad) > 1 else ''} {', '.join(bad)} "
-                               f"(aot quantize takes {', '.join(SUPPORTED_OPS)})")
+                               f"({hint})")
     order = check_graph(f)
     tensors: list[QTensor] = []
     for t in f.tensors:

@@ -84,7 +84,7 @@ def write_model(g: FloatGraph, params: dict[str, dict[int, QParams]], per_tensor
             bias_dt, bias_max = ("int32", INT32_MAX) if adt == "int8" else ("int64", 2 ** 63 - 1)
             xi, wi, bi = MAC_OPERANDS[op.name]
             x, w = op.inputs[xi], op.inputs[wi]
-            axis = None if per_tensor or op.name == "FULLY_CONNECTED" else MAC_OPS[op.name]
+            axis = None if per_tensor else MAC_OPS[op.name]
             wq, ws = quantize_weights(g.tensors[w].data, axis)
             xin = act(x, adt)
             wt = b.add_tensor(name_of(w), g.tensors[w].shape, "int8", data=wq, scale=ws,

@@ -262,3 +262,225 @@ def keras_flatten(seed: int = 5) -> bytes:
     flat = n.t((1, 144))
     n.b.add_operator("RESHAPE", [x, target], [flat])
     return n.finish([n.unary("SOFTMAX", n.fc(flat, 5), {"beta": 1.0})])
+
+
+# --- the architectures of the model zoo, as TensorFlow's converter writes their float models ---
+
+def _const(n: FloatNet, value: np.ndarray | float) -> int:
+    a = np.asarray(value, np.float32)
+    return n.t(a.shape, a)
+
+
+def _op(n: FloatNet, name: str, inputs: Sequence[int], shape: Sequence[int], options: dict | None = None) -> int:
+    y = n.t(shape)
+    n.b.add_operator(name, list(inputs), [y], options)
+    return y
+
+
+def _mean(n: FloatNet, x: int, axes: Sequence[int], keep: bool) -> int:
+    shape = [1 if (d in axes) else s for d, s in enumerate(n.shapes[x]) if keep or d not in axes]
+    ax = n.t((len(axes),), np.array(axes, np.int32), "int32")
+    return _op(n, "MEAN", [x, ax], shape, {"keep_dims": keep})
+
+
+def _expand(n: FloatNet, x: int, axis: int) -> int:
+    shape = list(n.shapes[x])
+    shape.insert(axis, 1)
+    return _op(n, "EXPAND_DIMS", [x, n.t((1,), np.array([axis], np.int32), "int32")], shape)
+
+
+def _squeeze(n: FloatNet, x: int, axis: int) -> int:
+    shape = [s for d, s in enumerate(n.shapes[x]) if d != axis]
+    return _op(n, "SQUEEZE", [x], shape, {"squeeze_dims": [axis]})
+
+
+def _dense(n: FloatNet, x: int, units: int, act: str = "none", bias: bool = True, scale: float = 1.0) -> int:
+    """Keras Dense on a (batch, steps, features) or (batch, features) tensor: FULLY_CONNECTED,
+    keep_num_dims on 3-D inputs."""
+    shape = n.shapes[x]
+    kdim = shape[-1]
+    wt = _const(n, n.rng.standard_normal((units, kdim)) * math.sqrt(2.0 / kdim) * scale)
+    ins = [x, wt, _const(n, n.rng.normal(0.0, 0.1, units)) if bias else -1]
+    return _op(n, "FULLY_CONNECTED", ins, (*shape[:-1], units),
+               {"fused_activation_function": ACT[act], "keep_num_dims": len(shape) > 2})
+
+
+def mobilenet_v3_small(size: int = 32, classes: int = 10, seed: int = 6) -> bytes:
+    """MobileNetV3-small's pattern: stride-2 stem with HARD_SWISH, bottlenecks (1x1 expand, depthwise,
+    squeeze-excite, 1x1 project, residual ADD), the squeeze-excite gate as Keras writes it (MEAN
+    keep_dims, 1x1 conv ReLU, 1x1 conv, hard sigmoid = ADD 3, RELU6, MUL 1/6, then MUL), MEAN, FC,
+    softmax."""
+    n = FloatNet((1, size, size, 3), seed, "mobilenet_v3_small")
+    x = n.unary("HARD_SWISH", n.conv(n.input, 16, stride=2, act="none"))
+
+    def se(x: int) -> int:
+        c = n.shapes[x][3]
+        s = _mean(n, x, [1, 2], True)
+        s = n.conv(s, max(8, c // 4), k=1, act="relu")
+        s = n.conv(s, c, k=1, act="none")
+        s = n.binary("ADD", s, _const(n, 3.0), act="relu6")
+        s = n.binary("MUL", s, _const(n, 1.0 / 6.0))
+        return n.binary("MUL", x, s)
+
+    for exp, cout, k, stride, use_se, hswish in ((16, 16, 3, 2, True, False), (48, 24, 3, 2, False, False),
+                                                 (64, 24, 3, 1, False, False), (72, 32, 5, 2, True, True),
+                                                 (96, 32, 5, 1, True, True)):
+        cin = n.shapes[x][3]
+        y = n.conv(x, exp, k=1, act="none" if hswish else "relu")
+        y = n.unary("HARD_SWISH", y) if hswish else y
+        y = n.conv(y, 0, k=k, stride=stride, depthwise=True, act="none" if hswish else "relu")
+        y = n.unary("HARD_SWISH", y) if hswish else y
+        y = se(y) if use_se else y
+        y = n.conv(y, cout, k=1, act="none")
+        x = n.binary("ADD", x, y) if stride == 1 and cin == cout else y
+    x = n.unary("HARD_SWISH", n.conv(x, 96, k=1, act="none"))
+    x = n.unary("HARD_SWISH", n.fc(n.mean(x), 64))
+    return n.finish([n.unary("SOFTMAX", n.fc(x, classes), {"beta": 1.0})])
+
+
+def _layer_norm(n: FloatNet, x: int, eps: float = 1e-3) -> int:
+    """Keras LayerNormalization over the last axis as the converter lowers it: MEAN,
+    SQUARED_DIFFERENCE, MEAN, ADD epsilon, RSQRT, then (x - mean) * rsqrt * gamma + beta."""
+    d = n.shapes[x][-1]
+    last = len(n.shapes[x]) - 1
+    m = _mean(n, x, [last], True)
+    var = _mean(n, _op(n, "SQUARED_DIFFERENCE", [x, m], n.shapes[x]), [last], True)
+    r = n.unary("RSQRT", n.binary("ADD", var, _const(n, eps)))
+    y = n.binary("MUL", n.binary("SUB", x, m), r)
+    y = n.binary("MUL", y, _const(n, n.rng.normal(1.0, 0.1, d)))
+    return n.binary("ADD", y, _const(n, n.rng.normal(0.0, 0.1, d)))
+
+
+def transformer_block(steps: int = 16, dim: int = 32, seed: int = 7) -> bytes:
+    """A pre-norm transformer encoder block: LayerNorm, single-head attention (Dense Q, K, V,
+    BATCH_MATMUL Q.K^T, scale, SOFTMAX, BATCH_MATMUL with V, Dense), residual ADD, LayerNorm,
+    ReLU MLP, residual ADD."""
+    n = FloatNet((1, steps, dim), seed, "transformer")
+    x = n.input
+    y = _layer_norm(n, x)
+    q, k, v = (_dense(n, y, dim, scale=0.5) for _ in range(3))
+    s = _op(n, "BATCH_MATMUL", [q, k], (1, steps, steps), {"adj_x": False, "adj_y": True})
+    s = n.binary("MUL", s, _const(n, 1.0 / math.sqrt(dim)))
+    p = n.unary("SOFTMAX", s, {"beta": 1.0})
+    a = _op(n, "BATCH_MATMUL", [p, v], (1, steps, dim), {"adj_x": False, "adj_y": False})
+    x = n.binary("ADD", x, _dense(n, a, dim))
+    y = _dense(n, _dense(n, _layer_norm(n, x), 2 * dim, act="relu"), dim)
+    return n.finish([n.binary("ADD", x, y)])
+
+
+def conv1d(steps: int = 64, channels: int = 6, classes: int = 5, seed: int = 8) -> bytes:
+    """Keras Conv1D and MaxPooling1D as the converter writes them (EXPAND_DIMS, CONV_2D /
+    MAX_POOL_2D over a 1-high image, SQUEEZE), a global average pool (MEAN over time), FC, softmax."""
+    n = FloatNet((1, steps, channels), seed, "conv1d")
+    x = n.input
+    for cout, k in ((16, 5), (24, 3), (32, 3)):
+        x = _squeeze(n, _conv1(n, _expand(n, x, 1), cout, k), 1)
+        x = _squeeze(n, _pool1(n, _expand(n, x, 1), 2), 1)
+    x = _mean(n, x, [1], False)
+    return n.finish([n.unary("SOFTMAX", n.fc(x, classes), {"beta": 1.0})])
+
+
+def _conv1(n: FloatNet, x: int, cout: int, k: int) -> int:
+    """A (1, k) convolution over a (batch, 1, steps, channels) tensor, SAME, ReLU."""
+    _, h, w, cin = n.shapes[x]
+    wt = _const(n, n.rng.standard_normal((cout, 1, k, cin)) * math.sqrt(2.0 / (k * cin)))
+    bi = _const(n, n.rng.normal(0.0, 0.1, cout))
+    return _op(n, "CONV_2D", [x, wt, bi], (1, h, w, cout),
+               {"padding": "SAME", "stride_h": 1, "stride_w": 1, "fused_activation_function": "RELU",
+                "dilation_h_factor": 1, "dilation_w_factor": 1})
+
+
+def _pool1(n: FloatNet, x: int, k: int) -> int:
+    _, h, w, c = n.shapes[x]
+    return _op(n, "MAX_POOL_2D", [x], (1, h, w // k, c),
+               {"padding": "VALID", "stride_h": 1, "stride_w": k, "filter_height": 1, "filter_width": k,
+                "fused_activation_function": "NONE"})
+
+
+def ds_cnn(classes: int = 12, seed: int = 9) -> bytes:
+    """DS-CNN keyword spotting (MLPerf Tiny's shape, narrower): a 10x4 stride-2 conv over a 49x10
+    spectrogram, four depthwise-separable blocks, average pool, FC, softmax."""
+    n = FloatNet((1, 49, 10, 1), seed, "ds_cnn")
+    x = _conv_k(n, n.input, 32, (10, 4), 2)
+    for _ in range(4):
+        x = n.conv(x, 0, depthwise=True)
+        x = n.conv(x, 32, k=1)
+    _, h, w, _ = n.shapes[x]
+    y = _op(n, "AVERAGE_POOL_2D", [x], (1, 1, 1, 32),
+            {"padding": "VALID", "stride_h": h, "stride_w": w, "filter_height": h, "filter_width": w,
+             "fused_activation_function": "NONE"})
+    return n.finish([n.unary("SOFTMAX", n.fc(n.reshape(y, (1, 32)), classes), {"beta": 1.0})])
+
+
+def _conv_k(n: FloatNet, x: int, cout: int, k: tuple[int, int], stride: int) -> int:
+    _, h, w, cin = n.shapes[x]
+    wt = _const(n, n.rng.standard_normal((cout, *k, cin)) * math.sqrt(2.0 / (k[0] * k[1] * cin)))
+    return _op(n, "CONV_2D", [x, wt, _const(n, n.rng.normal(0.0, 0.1, cout))],
+               (1, -(-h // stride), -(-w // stride), cout),
+               {"padding": "SAME", "stride_h": stride, "stride_w": stride, "fused_activation_function": "RELU",
+                "dilation_h_factor": 1, "dilation_w_factor": 1})
+
+
+def resnet(size: int = 16, classes: int = 10, seed: int = 10) -> bytes:
+    """ResNet-8 (MLPerf Tiny's image classifier): a conv stem, three residual stacks (two 3x3
+    convs, a strided 1x1 projection on the shortcut, ADD + ReLU), average pool, FC, softmax."""
+    n = FloatNet((1, size, size, 3), seed, "resnet")
+    x = n.conv(n.input, 16)
+    for cout, stride in ((16, 1), (32, 2), (64, 2)):
+        y = n.conv(x, cout, stride=stride)
+        y = n.conv(y, cout, act="none")
+        short = x if stride == 1 else n.conv(x, cout, k=1, stride=stride, act="none")
+        x = n.binary("ADD", short, y, act="relu")
+    x = n.pool("AVERAGE_POOL_2D", x, n.shapes[x][1])
+    return n.finish([n.unary("SOFTMAX", n.fc(n.reshape(x, (1, 64)), classes), {"beta": 1.0})])
+
+
+def lstm(steps: int = 8, features: int = 6, units: int = 12, classes: int = 4, seed: int = 11) -> bytes:
+    """A Keras LSTM in its unrolled form (unroll=True): per time step STRIDED_SLICE of the input,
+    FC of the input and of the previous state, ADD, SPLIT into the four gates, LOGISTIC / TANH,
+    the cell update (MUL, MUL, ADD), the new state (TANH, MUL); an FC head on the last state."""
+    n = FloatNet((1, steps, features), seed, "lstm")
+    wx = _const(n, n.rng.standard_normal((4 * units, features)) * math.sqrt(1.0 / features))
+    wh = _const(n, n.rng.standard_normal((4 * units, units)) * math.sqrt(1.0 / units))
+    bias = _const(n, np.concatenate([np.zeros(units), np.ones(units), np.zeros(2 * units)]))  # forget bias 1
+    axis = n.t((), np.array(1, np.int32), "int32")
+    h = c = None
+    for t in range(steps):
+        begin, end, strides = (n.t((3,), np.array(v, np.int32), "int32")
+                               for v in ([0, t, 0], [1, t + 1, features], [1, 1, 1]))
+        xt = _op(n, "STRIDED_SLICE", [n.input, begin, end, strides], (1, features),
+                 {"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0, "new_axis_mask": 0, "shrink_axis_mask": 2})
+        z = _op(n, "FULLY_CONNECTED", [xt, wx, bias], (1, 4 * units), {"fused_activation_function": "NONE"})
+        if h is not None:
+            zh = _op(n, "FULLY_CONNECTED", [h, wh, -1], (1, 4 * units), {"fused_activation_function": "NONE"})
+            z = n.binary("ADD", z, zh)
+        gates = [n.t((1, units)) for _ in range(4)]
+        n.b.add_operator("SPLIT", [axis, z], gates, {"num_splits": 4})
+        for g in gates:
+            n.shapes[g] = (1, units)
+        i, f, g, o = (n.unary("TANH" if k == 2 else "LOGISTIC", gates[k]) for k in range(4))
+        ig = n.binary("MUL", i, g)
+        c = ig if c is None else n.binary("ADD", n.binary("MUL", f, c), ig)
+        h = n.binary("MUL", o, n.unary("TANH", c))
+    return n.finish([n.fc(h, classes)])
+
+
+def sequences(shape: Sequence[int], n: int, seed: int = 0) -> np.ndarray:
+    """`n` smooth random sequences (batch, steps, features) in [-1, 1]."""
+    rng = np.random.default_rng(seed)
+    steps, feats = shape[1], shape[2]
+    coarse = rng.uniform(-1.0, 1.0, (n, -(-steps // 4), feats))
+    up = coarse.repeat(4, axis=1)[:, :steps, :]
+    return np.clip(up + rng.normal(0.0, 0.2, up.shape), -1.0, 1.0).astype(np.float32)
+
+
+def inputs_for(model: bytes, n: int, seed: int = 0) -> np.ndarray:
+    """`n` samples for the model's input: images for 4-D inputs, sequences for 3-D ones."""
+    from aot.frontend.tflite import load_tflite
+    shape = load_tflite(model).inputs[0].type.shape
+    return samples(shape, n, seed) if len(shape) == 4 else sequences(shape, n, seed)
+
+
+ZOO = {"mobilenet_v2": lambda: mobilenet_v2(48, 0.35), "mobilenet_v3_small": mobilenet_v3_small,
+       "transformer": transformer_block, "unet": unet, "conv1d": conv1d, "ds_cnn": ds_cnn, "resnet": resnet,
+       "lstm": lstm}

@@ -196,3 +196,33 @@ def test_qdq_needs_an_onnx_model(tmp_path: Path, capsys) -> None:  # noqa: ANN00
                  "-o", str(tmp_path / "q.onnx")]) == 2
     assert "needs an ONNX model" in capsys.readouterr().err
     assert not (tmp_path / "q.onnx").exists()
+
+
+def test_a_qdq_onnx_model_given_again(onnx_model: Path, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    """The QDQ ONNX output quantized again: one line saying it is already quantized, exit 2, no file."""
+    from aot.cli import main
+    np.save(tmp_path / "c.npy", _samples(12, 1))
+    once = tmp_path / "q.onnx"
+    assert main(["quantize", str(onnx_model), "--calibration", str(tmp_path / "c.npy"), "-o", str(once),
+                 "--no-eval"]) == 0
+    capsys.readouterr()
+    for out in (tmp_path / "r.onnx", tmp_path / "r.tflite"):
+        assert main(["quantize", str(once), "--calibration", str(tmp_path / "c.npy"), "-o", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "already quantized" in err and "takes a float model" in err, err
+        assert not out.exists()
+
+
+def test_nan_in_nchw_evaluation_samples(onnx_model: Path, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    """NCHW samples (the ONNX model's own layout) with a NaN: the NaN is named, not the layout."""
+    from aot.cli import main
+    np.save(tmp_path / "c.npy", _samples(12, 1))
+    x = _samples(5, 3)
+    x[2, 0, 1, 1] = np.nan
+    np.save(tmp_path / "e.npy", x)
+    out = tmp_path / "q.tflite"
+    assert main(["quantize", str(onnx_model), "--calibration", str(tmp_path / "c.npy"), "--eval",
+                 str(tmp_path / "e.npy"), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "evaluation sample 2" in err and "NaN or infinite" in err, err
+    assert not out.exists()

@@ -89,7 +89,7 @@ def test_output_close_to_the_float_model(quantized) -> None:  # noqa: ANN001
 
 
 def test_layout_as_the_converter_writes_it(quantized) -> None:  # noqa: ANN001
-    """int8 activations and boundary, symmetric per-channel conv weights, int32 biases at input x
+    """int8 activations and boundary, symmetric per-channel weights, int32 biases at input x
     weight scale, fixed softmax / logistic / tanh outputs, shared scales across pooling, reshape,
     pad and concatenation."""
     _, _, r, _ = quantized
@@ -101,7 +101,7 @@ def test_layout_as_the_converter_writes_it(quantized) -> None:  # noqa: ANN001
             x, w, b = (t[op.inputs[k]] for k in ((2, 1, 3) if op.name == "TRANSPOSE_CONV" else (0, 1, 2)))
             assert w.type_name == "INT8" and set(w.zero_point) == {0}
             channels = w.shape[3] if op.name == "DEPTHWISE_CONV_2D" else w.shape[0]
-            assert len(w.scale) == (1 if op.name == "FULLY_CONNECTED" else channels)
+            assert len(w.scale) == channels
             assert w.qdim == (3 if op.name == "DEPTHWISE_CONV_2D" else 0)
             wq = np.frombuffer(w.data.tobytes(), np.int8)
             assert wq.min() >= -127
@@ -211,7 +211,7 @@ def _weights_only(float_model: bytes, x: np.ndarray) -> tuple[np.ndarray, np.nda
     for op in g.ops:
         if op.name in MAC_OPS:
             w = tensors[op.inputs[1]]
-            axis = None if op.name == "FULLY_CONNECTED" else MAC_OPS[op.name]
+            axis = MAC_OPS[op.name]
             q, s = quantize_weights(w.data, axis)
             shape = [1] * w.data.ndim
             if axis is not None:
@@ -317,3 +317,34 @@ def test_shape_arithmetic_is_folded() -> None:
     g = read_float_model(fm.keras_flatten(), "f")
     assert [op.name for op in g.ops] == ["CONV_2D", "RESHAPE", "FULLY_CONNECTED", "SOFTMAX"]
     np.testing.assert_array_equal(g.tensors[g.ops[1].inputs[1]].data, [1, -1])
+
+
+def test_target_snr_promotion_is_the_fewest() -> None:
+    """On the long-tailed model no single operator promoted to int16 reaches the target that
+    --target-snr reaches with two: the search's count is the minimum (every one-operator choice
+    measured by brute force)."""
+    from aot.quantize.calibrate import calibrate
+    from aot.quantize.choose import Method, choose
+    from aot.quantize.layers import tensor_errors
+    from aot.quantize.write import write_model
+    float_model = fm.long_tail()
+    shape = _input_shape(float_model)
+    cal, held = fm.samples(shape, 60, seed=1), fm.samples(shape, 10, seed=2)
+    r16 = quantize_model(float_model, cal, eval_data=held, activations="int16", evaluate=False)
+    g = fuse_activations(read_float_model(float_model, "long_tail"))
+    name = g.tensors[g.inputs[0]].name
+    c, _ = calibrate(g, {name: cal}, keep_values=False)
+    params = {"int8": choose(g, c, Method(), 8), "int16": choose(g, c, Method(), 16)}
+    assert params["int16"] == r16.params
+    data = {name: held}
+    _, all16 = tensor_errors(g, write_model(g, params, op_dtypes=["int16"] * len(g.ops)), data)
+    target = all16 - 3.0
+    singles = []
+    for k in range(len(g.ops)):
+        dts = ["int8"] * len(g.ops)
+        dts[k] = "int16"
+        singles.append(tensor_errors(g, write_model(g, params, op_dtypes=dts), data)[1])
+    assert max(singles) < target, (singles, target)
+    r = quantize_model(float_model, cal, eval_data=held, target_snr=target, evaluate=False)
+    assert r.mixed.reached and r.mixed.snr_db >= target
+    assert sum(len(s.promoted) for s in r.mixed.steps) == 2, r.mixed.steps

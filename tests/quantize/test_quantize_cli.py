@@ -186,3 +186,17 @@ def test_html_report(files, capsys, tmp_path) -> None:  # noqa: ANN001
     assert "<svg" in text and "held-out samples: output SNR" in text
     _fails(capsys, ["quantize", str(model), "--calibration", str(d / "cal.npy"), "-o", str(tmp_path / "s.tflite"),
                     "--report", str(tmp_path / "no" / "r.html")], tmp_path / "s.tflite", "no such folder")
+
+
+def test_a_failed_run_leaves_an_existing_output_as_it_was(files, capsys, tmp_path) -> None:  # noqa: ANN001
+    """Hostile input with -o naming a model written before: the old file is untouched."""
+    d, model = files
+    out = tmp_path / "q.tflite"
+    out.write_bytes(b"earlier model")
+    x = fm.samples(SHAPE, 6)
+    x[1] = np.inf
+    np.save(tmp_path / "c.npy", x)
+    assert main(["quantize", str(model), "--calibration", str(tmp_path / "c.npy"), "-o", str(out)]) == 2
+    assert "NaN or infinite" in capsys.readouterr().err
+    assert out.read_bytes() == b"earlier model"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.npy", "q.tflite"]
