@@ -197,9 +197,20 @@ class Requant:
         zp = v["zp"]
         if not (isinstance(zp, K.Const) and zp.value == 0):
             out = out + zp
-        if (self.act_min, self.act_max) == (-128, 127):
-            return intrinsic("ssat8", out)
-        return K.minimum(K.maximum(out, self.act_min), self.act_max)
+        return clamp8(out, self.act_min, self.act_max)
+
+
+def clamp8(out: K.Expr, act_min: int, act_max: int) -> K.Expr:
+    """out clamped to [act_min, act_max] (within int8): SSAT #8 (one instruction, a constant ASR
+    before it folded in) for the bound at the int8 limit and a compare for the other only, as a
+    trained model's ReLU output has it (zero point, so act_min, anywhere): 4 instructions instead
+    of 6 for two compares; two compares when both bounds are inside."""
+    if act_max == 127:
+        sat = intrinsic("ssat8", out)
+        return sat if act_min == -128 else K.maximum(sat, act_min)
+    if act_min == -128:
+        return K.minimum(intrinsic("ssat8", out), act_max)
+    return K.minimum(K.maximum(out, act_min), act_max)
 
 
 def fold_bias(w2d: np.ndarray, bias: np.ndarray | None, input_offset: int) -> np.ndarray | None:
