@@ -105,11 +105,22 @@ static uint64_t aot_instret(void) {
     return v;
 }
 
+#if defined(AOT_TIMER_ESP32C3)
+/* The ESP32-C3 has no mcycle: its performance counter (mpcer 0x7E0: count cycles, mpcmr 0x7E1:
+   counting on, mpccr 0x7E2: the 32-bit count) stands in for it. */
+static uint64_t aot_cycles(void) {
+    uint32_t v;
+    __asm__ volatile("csrw 0x7e0, %0\n\tcsrw 0x7e1, %0" : : "r"(1u));
+    __asm__ volatile("csrr %0, 0x7e2" : "=r"(v));
+    return v;
+}
+#else
 static uint64_t aot_cycles(void) {
     uint64_t v;
     AOT_READ_COUNTER64("mcycle", "mcycleh", v);
     return v;
 }
+#endif
 
 #if defined(AOT_TIMER_CYCLES)
 #define AOT_COUNTER aot_cycles
@@ -127,7 +138,11 @@ uint64_t aot_timer_stop_instructions(void) {
 }
 
 uint64_t aot_timer_stop_cycles(void) {
+#if defined(AOT_TIMER_ESP32C3)
+    aot_timer_ticks = (uint32_t)(aot_cycles() - aot_timer_begin);
+#else
     aot_timer_ticks = aot_cycles() - aot_timer_begin;
+#endif
     return aot_timer_ticks;
 }
 

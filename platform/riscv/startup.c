@@ -2,7 +2,8 @@
  * RV32 startup for microaot board projects, in C with one naked entry (no assembly file).
  *
  * - _start (section .text.aot_start, placed first in flash by the generated linker script: the
- *   address the machine's reset vector or boot ROM jumps to) sets the global pointer and the
+ *   address the machine's reset vector or boot ROM jumps to) jumps to its link address (a core
+ *   that boots from an alias of the flash continues in the flash), sets the global pointer and the
  *   stack pointer (linker symbol __stack_top, the top of the RAM region), points mtvec at the
  *   trap handler, turns the vector unit on (mstatus.VS) when built for V, and calls aot_reset.
  * - aot_reset copies .data from its load address in flash, zeroes .bss, runs aot_board_init()
@@ -45,6 +46,11 @@ void _start(void) {
     __asm__ volatile(
         ".option push\n\t"
         ".option norelax\n\t"
+        /* continue at the link address (GD32VF103 boots from an alias of its flash at 0) */
+        "lui t0, %hi(1f)\n\t"
+        "addi t0, t0, %lo(1f)\n\t"
+        "jr t0\n"
+        "1:\n\t"
         "la gp, __global_pointer$\n\t"
         ".option pop\n\t"
         "la sp, __stack_top\n\t"
@@ -92,26 +98,31 @@ void aot_platform_exit(int rc) {
 }
 
 #if defined(AOT_EXIT_SEMIHOSTING)
-/* The semihosting call: slli/ebreak/srai, uncompressed, in this order (QEMU checks the three). */
-static void aot_semihosting_exit(uint32_t code) {
-    /* SYS_EXIT_EXTENDED (0x20): { ADP_Stopped_ApplicationExit, code } -> QEMU exits with code */
-    static volatile uint32_t block[2];
-    register uint32_t a0 __asm__("a0") = 0x20u;
-    register uint32_t a1 __asm__("a1") = (uint32_t)(uintptr_t)block;
-
-    block[0] = 0x20026u;
-    block[1] = code;
+/* The semihosting call: slli/ebreak/srai, uncompressed, in this order (QEMU checks the three), at
+   the start of a naked function aligned to 16 bytes (the three never straddle a page). a0: the
+   operation, a1: its parameter block; a0 returns the result. */
+static uint32_t aot_semihosting_call(uint32_t op, volatile uint32_t *block)
+    __attribute__((naked, noinline, aligned(16), used));
+static uint32_t aot_semihosting_call(uint32_t op, volatile uint32_t *block) {
+    (void)op;
+    (void)block;
     __asm__ volatile(
         ".option push\n\t"
         ".option norvc\n\t"
-        ".balign 16\n\t"
         "slli zero, zero, 0x1f\n\t"
         "ebreak\n\t"
         "srai zero, zero, 7\n\t"
         ".option pop\n\t"
-        : "+r"(a0)
-        : "r"(a1)
-        : "memory");
+        "ret\n\t");
+}
+
+static void aot_semihosting_exit(uint32_t code) {
+    /* SYS_EXIT_EXTENDED (0x20): { ADP_Stopped_ApplicationExit, code } -> QEMU exits with code */
+    static volatile uint32_t block[2];
+
+    block[0] = 0x20026u;
+    block[1] = code;
+    (void)aot_semihosting_call(0x20u, block);
 }
 #endif
 

@@ -321,6 +321,8 @@ def generate_project(
             define_list += [f"AOT_FAULT_EXIT={FAULT_EXIT_CODE}", "AOT_TIMER_QEMU=1", *exit_defines(board)]
         else:
             define_list.append("AOT_TIMER_CYCLES=1")
+            if board.soc == "esp32c3":
+                define_list.append("AOT_TIMER_ESP32C3=1")
     elif board.emulated:
         define_list.append(f"AOT_FAULT_EXIT={FAULT_EXIT_CODE}")
         define_list.append("AOT_TIMER_QEMU=1")
@@ -341,7 +343,7 @@ def generate_project(
         link_cpu_flags=" ".join(board.link_flags()) if board.link_flags() != board.gcc_flags() else "",
         cflags=CFLAGS_RISCV if board.is_riscv else CFLAGS,
         ldflags=LDFLAGS_RISCV if board.is_riscv else LDFLAGS_SEMIHOSTING if io == "semihosting" else LDFLAGS,
-        flash_tool={"tool": "", "target": "", "family": "", **flash_tool},
+        flash_tool={"tool": "", "target": "", "family": "", "device": "", "chip": "", "config": "", **flash_tool},
         io=io,
         sources=sources,
         extra_objects=extra_objects,
