@@ -96,7 +96,8 @@ def _compile_for_board(model: Model, board: Board, options: Mapping[str, Any]) -
             # layers in place; tried when the generic plan does not fit the board's RAM
             if not (board.is_riscv and "cpu_features" not in options and "dsp" not in opts.cpu_features):
                 raise
-            compiled = compile_model(model, board_options(board, {**options, "cpu_features": ("dsp",)}))
+            feats = tuple(sorted({*opts.cpu_features, "dsp"}))
+            compiled = compile_model(model, board_options(board, {**options, "cpu_features": feats}))
     except FitError as e:
         raise FitError(f"model {model.name} does not fit board {board.name} ({board.ram_bytes:,} bytes of RAM, "
                        f"{stack:,} reserved for the stack): {e}") from None

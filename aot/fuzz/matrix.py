@@ -192,7 +192,8 @@ class BuildMatrix:
         from aot.runners.host import runtime_sources, write_files
         flags = board.gcc_flags() + (CFLAGS_RISCV if board.is_riscv else CFLAGS).split()
         cc = shutil.which(board.cross_prefix + "gcc") if board.is_riscv else self.cc
-        key = _digest([_toolchain_digest(), " ".join(flags), source_key])
+        # RISC-V cores of one ISA compile alike; each still gets its own build (the cpu in the key)
+        key = _digest([_toolchain_digest(), " ".join(flags), source_key] + ([board.cpu] if board.is_riscv else []))
         res = BuildResult(core.name, "c", "cached")
         results.append(res)
         if self._known(key):
@@ -230,7 +231,7 @@ class BuildMatrix:
         from aot.errors import Error
         from aot.llvm import LLVMTarget, emit_object
         target = LLVMTarget(board.llvm_triple(), board.llvm_cpu(), board.llvm_features())
-        key = _digest(["llvm", _llvm_digest(), repr(target), source_key])
+        key = _digest(["llvm", _llvm_digest(), repr(target), source_key] + ([board.cpu] if board.is_riscv else []))
         try:
             if self._known(key):
                 return BuildResult(core.name, "llvm", "cached")

@@ -48,7 +48,9 @@ CFLAGS = (
 LDFLAGS = "-nostartfiles --specs=nano.specs -Wl,--gc-sections"
 LDFLAGS_SEMIHOSTING = "-nostartfiles --specs=nano.specs --specs=rdimon.specs -Wl,--gc-sections"
 # RISC-V boards: picolibc (string functions only: no stdio, no heap) and our startup
-CFLAGS_RISCV = CFLAGS + " --specs=picolibc.specs -msmall-data-limit=0"
+# -fno-schedule-insns: gcc's first scheduling pass hoists a block's loads and spills the accumulators
+# (kws_int8 on rv32-virt: 13.39 M instructions with it, 9.73 M without)
+CFLAGS_RISCV = CFLAGS + " --specs=picolibc.specs -msmall-data-limit=0 -fno-schedule-insns"
 LDFLAGS_RISCV = "-nostartfiles --specs=picolibc.specs -Wl,--gc-sections"
 LDLIBS = ("-lm",)
 IO_MODES = ("uart", "semihosting")
