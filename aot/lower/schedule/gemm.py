@@ -46,7 +46,6 @@ from aot.lower.schedule.widen import weight_key, widened_extra_bytes
 
 MAX_UNROLL = 8  # speed: reduction steps per loop iteration
 FULL_UNROLL = 16  # speed, one pixel: reductions up to this many steps are unrolled completely
-RV32_SLOTS = 4  # RV32 (no DSP): pixels per group of the scalar schedule
 FULL_UNROLL_PAIRS = 32  # speed, pre-widened weights at two pixels: reductions up to this many pairs in one
 # straight block (gcc keeps the column loads in the channel-block loop at this size; measured on Cortex-M4,
 # kws: 64-deep pointwise 471,320 -> 449,920 instructions, the 10x4 first layer 353,920 -> 329,640)
@@ -504,8 +503,6 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         union = False
         kind = "scalar"
         nb = 4 if speed else 2
-        if speed and tgt.rv32 and P >= RV32_SLOTS:  # 31 registers: 4 pixels x 4 channels of accumulators
-            slots = RV32_SLOTS
         wvals, wdtype, ksteps, per_step = w2d.astype(np.int8), "i8", depth, 1
         direct = unpadded_1x1
         col = K.Buffer(ctx.fresh("col"), g.buf.dtype if g.buf is not None else "i8", depth * slots)

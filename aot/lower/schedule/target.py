@@ -1,8 +1,7 @@
 """What a kernel schedule may assume about the core it runs on, and the speed/size knob.
 
 A ScheduleTarget is plain data: the cpu name, its features ("dsp": the ARMv7E-M DSP extension
-with SMLAD/SXTB16, on Cortex-M4, M7, M33 with DSP, M55; "rv32": a RISC-V RV32 core, whose 31
-registers hold larger accumulator blocks) and `opt`:
+with SMLAD/SXTB16, on Cortex-M4, M7, M33 with DSP, M55) and `opt`:
 
   speed      blocked and unrolled schedules, border/interior specialisation (the default)
   size       the same algorithms, no unrolling and no border specialisation (less code)
@@ -98,11 +97,6 @@ class ScheduleTarget:
         return self.speed and not self.dsp and self.cpu.startswith("cortex-m") and not self.armv6m
 
     @property
-    def rv32(self) -> bool:
-        """A RISC-V RV32 core ("rv32": 31 general registers, MUL/MULH, no multiply-accumulate)."""
-        return "rv32" in self.features
-
-    @property
     def speed(self) -> bool:
         return self.opt == "speed"
 
@@ -123,8 +117,6 @@ def target_for_cpu(cpu: str, features: Iterable[str] | None = None, opt: str = "
 def target_for_board(board: Any, opt: str = "speed") -> ScheduleTarget:
     """A board's core: its cpu, and DSP as its board file says (M33 parts differ)."""
     feats = set(CPU_FEATURES.get(board.cpu, frozenset()))
-    if getattr(board, "isa", None) is not None:  # RISC-V: the RV32 schedules' register blocking
-        feats.add("rv32")
     if getattr(board, "dsp", False):
         feats.add("dsp")
     else:
