@@ -2,7 +2,7 @@
 # `make docs` builds the user guide into site/.
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
-APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc make cmake chromium cppcheck
+APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc gcc make cmake chromium cppcheck
 JOBS ?= 2
 
 .PHONY: setup demo test test-fast fuzz fuzz-diff board-matrix docs clean

@@ -34,7 +34,15 @@ memory regions and, for emulated boards, the QEMU machine:
 - ``memory_system`` (optional): flash wait states at ``clock_hz``, the flash accelerator and
   caches, TCMs: the memory the firmware runs from, for the cycle estimates (aot.timing.memsys).
 - ``flash_tool``: how ``make flash`` programs a real board: ``{"tool": "pyocd", "target":
-  "stm32l4r5zitx"}`` or ``{"tool": "uf2", "family": "0xe48bff56"}``.
+  "stm32l4r5zitx"}`` or ``{"tool": "uf2", "family": "0xe48bff56"}``; RISC-V boards also
+  ``{"tool": "dfu-util", "device": "28e9:0189"}``, ``{"tool": "esptool", "chip": "esp32c3"}`` or
+  ``{"tool": "openocd", "config": "board/sifive-hifive1-revb.cfg"}``.
+
+RISC-V boards (aot.board.riscv) add ``isa`` (the GCC -march string, e.g. ``"rv32imac_zicsr"``;
+its presence makes the board RISC-V), ``abi`` (``"ilp32"``), optionally ``qemu_cpu`` (QEMU's
+-cpu, e.g. ``"rv32,v=true,vlen=128"``) and ``exit``, the emulated machine's way to end QEMU:
+``{"device": "sifive_test", "base": "0x100000"}`` or ``{"device": "semihosting"}``. Their
+``cpu`` is one of aot.board.riscv.RISCV_CPUS, ``fpu`` is ``"none"`` and ``float_abi`` ``"soft"``.
 """
 from __future__ import annotations
 
@@ -72,12 +80,15 @@ _BOARD_KEYS = {
     "name", "description", "cpu", "fpu", "float_abi", "dsp", "clock_hz", "memory",
     "flash_region", "ram_region", "qemu_machine", "boot_reserved_bytes", "notes",
     "console", "soc", "stack_bytes", "flash_tool", "qemu_clock_hz", "const_region", "memory_system",
+    "isa", "abi", "qemu_cpu", "exit",
 }
 _OPTIONAL_KEYS = {"description", "qemu_machine", "boot_reserved_bytes", "notes", "soc", "stack_bytes",
-                  "flash_tool", "qemu_clock_hz", "const_region", "memory_system"}
-CONSOLE_DRIVERS = ("cmsdk_uart", "stm32_usart_f4", "stm32_usart", "nrf_uart", "nrf_uarte", "pl011_uart")
+                  "flash_tool", "qemu_clock_hz", "const_region", "memory_system",
+                  "isa", "abi", "qemu_cpu", "exit"}
+CONSOLE_DRIVERS = ("cmsdk_uart", "stm32_usart_f4", "stm32_usart", "nrf_uart", "nrf_uarte", "pl011_uart",
+                   "ns16550", "sifive_uart", "gd32v_usart", "esp32c3_uart")
 _CONSOLE_KEYS = {"driver", "base", "baud", "clock_hz", "tx_pin", "lpuart", "note"}
-FLASH_TOOLS = ("pyocd", "uf2")
+FLASH_TOOLS = ("pyocd", "uf2", "dfu-util", "esptool", "openocd")
 # cores with a DWT cycle counter (CYCCNT); ARMv6-M cores have none
 DWT_CPUS = ("cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
 DEFAULT_STACK_BYTES = 16384
@@ -153,6 +164,39 @@ class Board:
     const_region: str | None = None
     # flash wait states, caches and TCMs at clock_hz, as plain data (aot.timing.memsys reads it)
     memory_system: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    # RISC-V: the GCC -march string (None: an Arm board), the ABI, QEMU's -cpu, the exit device
+    isa: str | None = None
+    abi: str = ""
+    qemu_cpu: str | None = None
+    exit: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def arch(self) -> str:
+        """"riscv" for a board with an ISA string, else "arm"."""
+        return "riscv" if self.isa is not None else "arm"
+
+    @property
+    def is_riscv(self) -> bool:
+        return self.isa is not None
+
+    @property
+    def has_vector(self) -> bool:
+        """The core has the RISC-V V extension (RVV 1.0)."""
+        from aot.board.riscv import isa_extensions
+        return self.isa is not None and "v" in isa_extensions(self.isa)
+
+    @property
+    def cross_prefix(self) -> str:
+        """The GNU toolchain's prefix: arm-none-eabi- or riscv64-unknown-elf-."""
+        return "riscv64-unknown-elf-" if self.is_riscv else "arm-none-eabi-"
+
+    @property
+    def qemu_binary(self) -> str:
+        return "qemu-system-riscv32" if self.is_riscv else "qemu-system-arm"
+
+    @property
+    def exit_dict(self) -> dict[str, str]:
+        return dict(self.exit)
 
     @property
     def has_dwt(self) -> bool:
@@ -201,6 +245,9 @@ class Board:
         enabled for `--io semihosting` images."""
         if self.qemu_machine is None:
             raise Error(f"board {self.name!r} is not emulated (no qemu_machine)")
+        if self.is_riscv:
+            from aot.board.riscv import riscv_qemu_args
+            return riscv_qemu_args(self)
         return [
             "-machine", self.qemu_machine, "-nographic", "-no-reboot",
             "-semihosting-config", "enable=on,target=native", "-icount", "shift=0",
@@ -222,22 +269,36 @@ class Board:
         return self.fpu != "none"
 
     def gcc_flags(self) -> list[str]:
-        """CPU flags for arm-none-eabi-gcc (compile and link)."""
+        """CPU flags for arm-none-eabi-gcc (compile and link) or riscv64-unknown-elf-gcc (compile)."""
+        if self.isa is not None:
+            return [f"-march={self.isa}", f"-mabi={self.abi}"]
         flags = [f"-mcpu={self.cpu}", "-mthumb"]
         if self.has_fpu:
             flags.append(f"-mfpu={self.fpu}")
         flags.append(f"-mfloat-abi={self.float_abi}")
         return flags
 
+    def link_flags(self) -> list[str]:
+        """CPU flags of the link: RISC-V links name the C library's multilib (aot.board.riscv)."""
+        if self.isa is not None:
+            from aot.board.riscv import multilib_isa
+            return [f"-march={multilib_isa(self.isa)}", f"-mabi={self.abi}"]
+        return self.gcc_flags()
+
     def llvm_triple(self) -> str:
+        if self.isa is not None:
+            return "riscv32-unknown-elf"
         triple = _CPUS[self.cpu][0]
         return triple + "hf" if self.float_abi == "hard" else triple
 
     def llvm_cpu(self) -> str:
-        return self.cpu
+        return "generic-rv32" if self.isa is not None else self.cpu
 
     def llvm_features(self) -> str:
         """LLVM target features matching gcc_flags() (DSP and FPU explicit)."""
+        if self.isa is not None:
+            from aot.board.riscv import llvm_features
+            return llvm_features(self.isa)
         features: list[str] = ["+dsp" if self.dsp else "-dsp"]
         if self.cpu == "cortex-m55":
             if self.has_fpu:
@@ -257,6 +318,10 @@ class Board:
         data = asdict(self)
         data["memory"] = [asdict(r) | {"pools": list(r.pools)} for r in self.memory]
         data["flash_tool"] = dict(self.flash_tool) or None
+        data["exit"] = dict(self.exit) or None
+        if self.isa is None:
+            for key in ("isa", "abi", "qemu_cpu", "exit"):
+                data.pop(key)
         return data
 
 
@@ -327,6 +392,10 @@ def _board_from_dict(data: dict[str, Any], source: str) -> Board:
                        if data.get("qemu_clock_hz") is not None else None),
         const_region=str(data["const_region"]) if data.get("const_region") is not None else None,
         memory_system=data.get("memory_system"),
+        isa=str(data["isa"]) if data.get("isa") is not None else None,
+        abi=str(data.get("abi", "")),
+        qemu_cpu=str(data["qemu_cpu"]) if data.get("qemu_cpu") is not None else None,
+        exit=tuple(sorted((str(k), str(v)) for k, v in (data.get("exit") or {}).items())),
     )
     _validate(board, source)
     if board.memory_system is not None:
@@ -362,7 +431,10 @@ def _flash_tool(raw: Any, source: str) -> tuple[tuple[str, str], ...]:
 
 
 def _validate(board: Board, source: str) -> None:
-    if board.cpu not in _CPUS:
+    if board.isa is not None or board.abi or board.qemu_cpu or board.exit:
+        from aot.board.riscv import validate_riscv
+        validate_riscv(board, source)
+    elif board.cpu not in _CPUS:
         raise Error(f"{source}: unknown cpu {board.cpu!r}; known: {sorted(_CPUS)}")
     if board.float_abi not in FLOAT_ABIS:
         raise Error(f"{source}: float_abi must be one of {FLOAT_ABIS}, got {board.float_abi!r}")

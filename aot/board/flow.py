@@ -90,7 +90,15 @@ def _compile_for_board(model: Model, board: Board, options: Mapping[str, Any]) -
     stack = int(options.get("stack_bytes", board.stack_bytes))
     opts = board_options(board, options)
     try:
-        compiled = compile_model(model, opts)
+        try:
+            compiled = compile_model(model, opts)
+        except FitError:
+            # RV32: the packed-pair schedules (their portable C form) run stride-1 depthwise and 1x1
+            # layers in place; tried when the generic plan does not fit the board's RAM
+            if not (board.is_riscv and "cpu_features" not in options and "dsp" not in opts.cpu_features):
+                raise
+            feats = tuple(sorted({*opts.cpu_features, "dsp"}))
+            compiled = compile_model(model, board_options(board, {**options, "cpu_features": feats}))
     except FitError as e:
         raise FitError(f"model {model.name} does not fit board {board.name} ({board.ram_bytes:,} bytes of RAM, "
                        f"{stack:,} reserved for the stack): {e}") from None

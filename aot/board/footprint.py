@@ -50,6 +50,7 @@ from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
 from aot.board.fp_context import arm_attributes, image_uses_fp_context
+from aot.board import rv_frames
 from aot.board.thumb_frames import leaf_frames
 from aot.errors import Error
 
@@ -58,6 +59,10 @@ EXCEPTION_FRAME_BYTES = 32
 EXCEPTION_FRAME_FP_BYTES = 104
 TEST_DATA_SECTION = ".aot_test_data"  # main.c's embedded test input and expected outputs
 ROOT = "Reset_Handler"
+# RV32 images (platform/riscv/startup.c): the reset path and the trap handler, which saves its
+# registers in its own frame (nothing is stacked by the hardware)
+RV_ROOT = "aot_reset"
+RV_HANDLERS = ("aot_trap",)
 
 
 @dataclass(frozen=True)
@@ -370,7 +375,7 @@ def _short(title: str) -> str:
 
 
 def _stack_estimate(dirs: list[Path], elf_functions: set[str], hard_float: bool, root: str = ROOT,
-                    leaf: dict[str, int] | None = None) -> StackEstimate:
+                    leaf: dict[str, int] | None = None, riscv: bool = False) -> StackEstimate:
     """The deepest path from `root` (by default the reset handler, plus every exception handler
     nested once; for another root, that function's own worst case). `leaf`: frames of library
     leaf functions read from their code (aot.board.thumb_frames), used where no .su data is."""
@@ -413,17 +418,21 @@ def _stack_estimate(dirs: list[Path], elf_functions: set[str], hard_float: bool,
         memo[title] = result
         return result
 
+    reset = RV_ROOT if riscv else ROOT
+    if riscv and root == ROOT:
+        root = RV_ROOT
     if root not in functions:
         return StackEstimate(None, notes=(f"{root} not found in the stack data",))
     main_bytes, main_path = depth(root, ())
     # Exception handlers: priorities are not known here, so every handler may preempt the
     # others once (HardFault always can): each adds its deepest path + a stacked frame.
-    exception_frame = EXCEPTION_FRAME_FP_BYTES if hard_float else EXCEPTION_FRAME_BYTES
+    exception_frame = 0 if riscv else EXCEPTION_FRAME_FP_BYTES if hard_float else EXCEPTION_FRAME_BYTES
     handler_total = 0
     handler_parts: list[str] = []
-    for title in sorted(functions) if root == ROOT else ():
+    for title in sorted(functions) if root == reset else ():
         name = _short(title)
-        if name.endswith("_Handler") and name != ROOT and functions[title].frame is not None:
+        handler = name in RV_HANDLERS if riscv else name.endswith("_Handler") and name != ROOT
+        if handler and functions[title].frame is not None:
             if name not in elf_functions:
                 continue
             d = depth(title, ())
@@ -490,8 +499,9 @@ def function_stack(elf: Path, function: str, su_dirs: list[Path] | None = None) 
         symtab = ef.get_section_by_name(".symtab")
         names = {s.name for s in symtab.iter_symbols() if s["st_info"]["type"] == "STT_FUNC"} if symtab else set()
         hard_float = _stacks_fp_context(ef)
-        leaf = leaf_frames(ef, names)
-    return _stack_estimate(dirs, names, hard_float, root=function, leaf=leaf)
+        riscv = ef["e_machine"] == "EM_RISCV"
+        leaf = rv_frames.leaf_frames(ef, names) if riscv else leaf_frames(ef, names)
+    return _stack_estimate(dirs, names, hard_float, root=function, leaf=leaf, riscv=riscv)
 
 
 def footprint(elf: Path, su_dirs: list[Path] | None = None, *, prefix: str | None = None) -> Footprint:
@@ -541,11 +551,13 @@ def footprint(elf: Path, su_dirs: list[Path] | None = None, *, prefix: str | Non
                     kind="function" if sym_type == "STT_FUNC" else "object",
                 )
         hard_float = _stacks_fp_context(ef)
-        leaf = leaf_frames(ef, elf_functions)
+        riscv = ef["e_machine"] == "EM_RISCV"
+        leaf = rv_frames.leaf_frames(ef, elf_functions) if riscv else leaf_frames(ef, elf_functions)
 
     ordered = tuple(sorted(symbols.values(), key=lambda s: (-s.size, s.name, s.section)))
-    stack = _stack_estimate(dirs, elf_functions, hard_float, leaf=leaf)
+    stack = _stack_estimate(dirs, elf_functions, hard_float, leaf=leaf, riscv=riscv)
     entry = next((f"{prefix}{suffix}" for suffix in ("_invoke", "_run") if f"{prefix}{suffix}" in elf_functions), "")
-    model_stack = _stack_estimate(dirs, elf_functions, hard_float, root=entry, leaf=leaf) if entry else None
+    model_stack = (_stack_estimate(dirs, elf_functions, hard_float, root=entry, leaf=leaf, riscv=riscv)
+                   if entry else None)
     return Footprint(elf=elf.name, stack=stack, sections=sections, symbols=ordered, model_entry=entry,
                      model_stack=model_stack, **totals)

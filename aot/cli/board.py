@@ -15,12 +15,13 @@ def cmd_boards(a: argparse.Namespace) -> int:
     if a.json:
         print(json.dumps([b.to_dict() for b in boards], sort_keys=True))
         return 0
-    print(f"{'board':18} {'cpu':14} {'fpu':12} {'flash':>10} {'RAM':>10}  {'console':16} {'timer':10} emulated")
+    print(f"{'board':18} {'cpu':14} {'fpu':12} {'flash':>10} {'RAM':>10}  {'console':16} {'timer':10} {'emulated':24} isa")
     for b in boards:
         console = b.console.driver if b.console else "-"
-        timer = "instrs" if b.emulated else ("dwt" if b.has_dwt else "systick")
+        timer = "instrs" if b.emulated else ("mcycle" if b.is_riscv else "dwt" if b.has_dwt else "systick")
+        emulated = "yes (" + b.qemu_machine + ")" if b.qemu_machine else "no"
         print(f"{b.name:18} {b.cpu:14} {str(b.fpu):12} {b.flash_bytes // 1024:>7} KiB {b.ram_bytes // 1024:>7} KiB"
-              f"  {console:16} {timer:10} {'yes (' + b.qemu_machine + ')' if b.emulated else 'no'}")
+              f"  {console:16} {timer:10} {emulated:24} {b.isa or 'thumb'}")
     return 0
 
 

@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=REGRESSIONS, help="where shrunk findings are saved")
     ap.add_argument("--qemu-every", type=int, default=None, metavar="N",
                     help="build every Nth model as firmware for a random emulated board and run it in QEMU "
-                         f"(default {QEMU_EVERY} when arm-none-eabi-gcc and qemu-system-arm are installed; 0: never)")
+                         f"(default {QEMU_EVERY} when the Arm and RISC-V cross compilers and QEMUs are installed; 0: never)")
     ap.add_argument("--kinds", default="", help="only these TFLite ops (comma-separated; default: all)")
     ap.add_argument("--cores", default=None, metavar="all|none|CORE,...",
                     help="compile every model, compile-only, for these cores (aot.fuzz.matrix; default: all when "
@@ -336,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown core {', '.join(bad)}; the boards cover {', '.join(core_names())}")
     if a.qemu_every is None:
         import shutil
-        tools = ("arm-none-eabi-gcc", "qemu-system-arm", "make")
+        tools = ("arm-none-eabi-gcc", "qemu-system-arm", "riscv64-unknown-elf-gcc", "qemu-system-riscv32", "make")
         a.qemu_every = QEMU_EVERY if all(shutil.which(t) for t in tools) else 0
         if not a.qemu_every:
             print(f"fuzz-diff: no QEMU samples ({', '.join(tools)} not all installed: `make setup`)")

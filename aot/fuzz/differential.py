@@ -33,7 +33,8 @@ FINDINGS = ("mismatch", "crash", "oracle", "build")
 
 
 # the emulated boards a QEMU sample runs on (`aot boards`)
-QEMU_BOARDS = ("mps2-an385", "mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547", "netduinoplus2", "microbit")
+QEMU_BOARDS = ("mps2-an385", "mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547", "netduinoplus2", "microbit",
+               "rv32-virt", "sifive-e")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The build matrix of the differential fuzzer: a generated model compiled, compile-only, for every
 core configuration the board files cover (one board per distinct cpu / FPU / float ABI / DSP), at
 the case's option point (its host policy replaced by the boards' default, micro), with the C
-backend (the library's sources through arm-none-eabi-gcc with the board projects' flags, -O2
+backend (the library's sources through arm-none-eabi-gcc, or riscv64-unknown-elf-gcc for the RISC-V
+cores, with the board projects' flags, -O2
 -Werror: aot.board.project.generate.CFLAGS) and, for points of the LLVM backend, the LLVM object
 emission for the board's triple, cpu and features. No project is linked and nothing runs: a model
 that compiles on one core and not on another is a finding (status "build").
@@ -187,16 +188,18 @@ class BuildMatrix:
 
     def _start_c(self, board: Any, core: CoreConfig, files: dict[str, str], source_key: str, root: Path,
                  running: list, results: list[BuildResult]) -> None:
-        from aot.board.project.generate import CFLAGS
+        from aot.board.project.generate import CFLAGS, CFLAGS_RISCV
         from aot.runners.host import runtime_sources, write_files
-        flags = board.gcc_flags() + CFLAGS.split()
-        key = _digest([_toolchain_digest(), " ".join(flags), source_key])
+        flags = board.gcc_flags() + (CFLAGS_RISCV if board.is_riscv else CFLAGS).split()
+        cc = shutil.which(board.cross_prefix + "gcc") if board.is_riscv else self.cc
+        # RISC-V cores of one ISA compile alike; each still gets its own build (the cpu in the key)
+        key = _digest([_toolchain_digest(), " ".join(flags), source_key] + ([board.cpu] if board.is_riscv else []))
         res = BuildResult(core.name, "c", "cached")
         results.append(res)
         if self._known(key):
             return
-        if self.cc is None:
-            res.status, res.detail = "refused", "arm-none-eabi-gcc not installed"
+        if cc is None:
+            res.status, res.detail = "refused", f"{board.cross_prefix}gcc not installed"
             return
         write_files(root, files)
         _, incs = runtime_sources("host")
@@ -205,7 +208,7 @@ class BuildMatrix:
         consts = {path: _digest([_toolchain_digest(), "constants", text]) for path, text in files.items()
                   if path.endswith("_constants.c")}
         srcs = sorted(path for path in files if path.endswith(".c") and consts.get(path) not in self._consts)
-        cmd = [self.cc] + flags + [f"-I{incs[0]}", "-Iinclude", "-Isrc", "-c"] + srcs
+        cmd = [cc] + flags + [f"-I{incs[0]}", "-Iinclude", "-Isrc", "-c"] + srcs
         proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         running.append((proc, res, key, root, set(consts.values())))
 
@@ -228,7 +231,7 @@ class BuildMatrix:
         from aot.errors import Error
         from aot.llvm import LLVMTarget, emit_object
         target = LLVMTarget(board.llvm_triple(), board.llvm_cpu(), board.llvm_features())
-        key = _digest(["llvm", _llvm_digest(), repr(target), source_key])
+        key = _digest(["llvm", _llvm_digest(), repr(target), source_key] + ([board.cpu] if board.is_riscv else []))
         try:
             if self._known(key):
                 return BuildResult(core.name, "llvm", "cached")

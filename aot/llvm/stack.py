@@ -5,7 +5,10 @@ generator itself: the optimised module is printed, every defined function gets t
 "warn-stack-size"="0", and the code generator's "stack frame size (N) exceeds limit (0) in
 function 'f'" diagnostics (one per function with a frame; no diagnostic = 0 bytes) are read
 from the stderr of the compile. N is the frame LLVM's prologue allocates (callee-saved pushes
-included), the same figure as `.stack_sizes`; a function that realigns its stack for an alloca
+included), the same figure as `.stack_sizes`; on RISC-V the frame is the larger of N and the
+sum of the stack-pointer decrements of the object's code (aot.board.rv_frames.rv_stack_bytes),
+which counts the area for spilled vector registers (a multiple of vlenb, which N leaves out,
+at the target's minimum VLEN, +zvl<N>b) and its alignment padding; a function that realigns its stack for an alloca
 aligned above the stack's natural alignment may lose up to the difference more, which is added. The object that ships is emitted from the
 unmodified module; the attribute changes no code.
 
@@ -28,7 +31,8 @@ _DEFINE = re.compile(r"^define [^@]*@(\"[^\"]+\"|[\w.$]+)\(.*$", re.M)
 _CALL = re.compile(r"\b(?:call|invoke|tail call|musttail call|notail call)\b[^@%]*?(@(\"[^\"]+\"|[\w.$]+)|%[\w.]+)\(")
 _ATTR_GROUP = re.compile(r"^attributes #(\d+) = \{", re.M)
 _CALL_RELOCS = {"R_ARM_THM_CALL", "R_ARM_THM_JUMP24", "R_ARM_CALL", "R_ARM_JUMP24", "R_ARM_THM_JUMP19",
-                "R_X86_64_PLT32", "R_X86_64_PC32"}
+                "R_X86_64_PLT32", "R_X86_64_PC32", "R_RISCV_JAL", "R_RISCV_CALL", "R_RISCV_CALL_PLT"}
+_RISCV_RELOCS = {17: "R_RISCV_JAL", 18: "R_RISCV_CALL", 19: "R_RISCV_CALL_PLT"}  # the psABI's numbers
 INDIRECT = "__indirect_call"
 
 
@@ -148,6 +152,8 @@ def _object_calls(obj: bytes) -> dict[str, set[str]]:
 
 def _reloc_name(elf, code: int) -> str:  # noqa: ANN001
     from elftools.elf.enums import ENUM_RELOC_TYPE_ARM, ENUM_RELOC_TYPE_x64
+    if elf["e_machine"] == "EM_RISCV":
+        return _RISCV_RELOCS.get(code, "")
     table = ENUM_RELOC_TYPE_ARM if elf["e_machine"] == "EM_ARM" else ENUM_RELOC_TYPE_x64
     return next((k for k, v in table.items() if v == code), "")
 
@@ -172,6 +178,11 @@ def stack_info(module: K.KernelModule, target) -> StackInfo:  # noqa: ANN001 - a
     for name, align in _alloca_alignment(ir).items():  # realigning SP (bfc sp) is not in LLVM's figure
         if name in info.frames and align > natural:
             info.frames[name] += align - natural
+    if target.triple.startswith("riscv"):  # the prologues' own decrements, vector spills included
+        from aot.board.rv_frames import object_stack_bytes
+        vlen = re.search(r"\+zvl(\d+)b", target.features or "")
+        for name, size in object_stack_bytes(obj, int(vlen.group(1)) // 8 if vlen else 0).items():
+            info.frames[name] = max(info.frames.get(name, 0), size)
     for name, callees in list(calls.items()) + list(_object_calls(obj).items()):
         info.calls.setdefault(name, set()).update(callees)
     return info

@@ -111,9 +111,11 @@ def qemu_command(elf: Path, board: Board) -> list[str]:
             f"board {board.name!r} is not emulated (no QEMU machine); build its project and "
             f"flash the ELF on hardware instead"
         )
-    qemu = shutil.which(QEMU_BINARY)
+    binary = board.qemu_binary
+    qemu = shutil.which(binary)
     if qemu is None:
-        raise ToolchainError(f"{QEMU_BINARY} not found on PATH; install QEMU (Debian: qemu-system-arm)")
+        package = "qemu-system-misc" if board.is_riscv else "qemu-system-arm"
+        raise ToolchainError(f"{binary} not found on PATH; install QEMU (Debian: {package})")
     return [qemu, *board.qemu_args(), "-kernel", str(elf)]
 
 
@@ -174,6 +176,14 @@ def _elf_of(project_dir: Path) -> Path:
     return project_dir / "build" / "firmware.elf"
 
 
+def _is_riscv_project(project_dir: Path) -> bool:
+    """The generated project targets a RISC-V board (its board.json has an ISA string)."""
+    try:
+        return json.loads((project_dir / "board.json").read_text()).get("isa") is not None
+    except (OSError, json.JSONDecodeError):
+        return False
+
+
 def build_project(project_dir: Path, jobs: int = 2, timeout_s: float = 600) -> Path:
     """Build a generated project with make; return the ELF's path.
 
@@ -185,7 +195,13 @@ def build_project(project_dir: Path, jobs: int = 2, timeout_s: float = 600) -> P
     make = shutil.which("make")
     if make is None:
         raise ToolchainError("make not found on PATH; install make (Debian: make)")
-    if shutil.which("arm-none-eabi-gcc") is None:
+    if _is_riscv_project(project_dir):
+        if shutil.which("riscv64-unknown-elf-gcc") is None:
+            raise ToolchainError(
+                "riscv64-unknown-elf-gcc not found on PATH; install the RISC-V toolchain "
+                "(Debian: gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf)"
+            )
+    elif shutil.which("arm-none-eabi-gcc") is None:
         raise ToolchainError(
             "arm-none-eabi-gcc not found on PATH; install the GNU Arm Embedded toolchain "
             "(Debian: gcc-arm-none-eabi libnewlib-arm-none-eabi)"

@@ -36,7 +36,8 @@ import numpy as np
 
 from aot.errors import Error, ToolchainError, UnsupportedError
 
-HOOKS_C = r"""/* microaot profiling hooks (aot profile): SysTick at every model function entry and exit */
+HOOKS_C = r"""/* microaot profiling hooks (aot profile): SysTick (Cortex-M) or minstret (RISC-V) at every model
+   function entry and exit */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,7 +53,13 @@ static uint32_t aot_prof_n;
 static uint32_t aot_prof_lost;
 
 __attribute__((no_instrument_function)) static void aot_prof_event(void *fn, uint32_t kind) {
+#if defined(__riscv)
+    uint32_t t;
+    __asm__ volatile("csrr %0, minstret" : "=r"(t));
+    t = 0u - t; /* a down-counter, as SysTick: 32 bits, one count per instruction */
+#else
     uint32_t t = AOT_SYST_CVR;
+#endif
     if (aot_prof_n < AOT_PROF_MAX) {
         aot_prof_fn[aot_prof_n] = ((uint32_t)(uintptr_t)fn & ~1u) | kind;
         aot_prof_t[aot_prof_n] = t;
@@ -170,10 +177,11 @@ def _ns_per_tick(project: Path) -> float:
     return int(num.group(1)) / int(den.group(1))
 
 
-def _symbols(elf: Path) -> dict[int, str]:
-    nm = shutil.which("arm-none-eabi-nm")
+def _symbols(elf: Path, cross: str = "arm-none-eabi-") -> dict[int, str]:
+    nm = shutil.which(f"{cross}nm")
     if nm is None:
-        raise ToolchainError("arm-none-eabi-nm not found on PATH (Debian: binutils-arm-none-eabi)")
+        package = "binutils-riscv64-unknown-elf" if cross.startswith("riscv") else "binutils-arm-none-eabi"
+        raise ToolchainError(f"{cross}nm not found on PATH (Debian: {package})")
     out = subprocess.run([nm, str(elf)], capture_output=True, text=True, check=True).stdout
     syms: dict[int, str] = {}
     for line in out.splitlines():
@@ -195,13 +203,16 @@ def parse_events(stdout: str, symbols: dict[int, str]) -> list[tuple[str, str, i
     return events
 
 
-def _elapsed(t0: int, t1: int) -> int:
-    """Ticks between two readings of the 24-bit down-counter (less than one wrap apart)."""
-    return (t0 - t1) & 0xFFFFFF
+def _elapsed(t0: int, t1: int, bits: int = 24) -> int:
+    """Ticks between two readings of the down-counter (SysTick: 24 bits; RISC-V's negated minstret:
+    32), less than one wrap apart."""
+    return (t0 - t1) & ((1 << bits) - 1)
 
 
-def layer_ticks(events: Sequence[tuple[str, str, int]], entry: str) -> tuple[list[tuple[str, int]], int, int]:
-    """Per kernel called by `entry` (in order): its ticks; the entry's own ticks; the entry's total."""
+def layer_ticks(events: Sequence[tuple[str, str, int]], entry: str,
+                bits: int = 24) -> tuple[list[tuple[str, int]], int, int]:
+    """Per kernel called by `entry` (in order): its ticks; the entry's own ticks; the entry's total
+    (`bits`: the counter's width)."""
     start = next((k for k, e in enumerate(events) if e[0] == entry and e[1] == "enter"), None)
     if start is None:
         raise Error(f"no events of the entry function {entry}")
@@ -209,18 +220,18 @@ def layer_ticks(events: Sequence[tuple[str, str, int]], entry: str) -> tuple[lis
     open_at: int | None = None
     for name, kind, t in events[start + 1:]:
         if name == entry and kind == "exit" and depth == 0:
-            own += _elapsed(last, t)
-            return layers, own, _elapsed(events[start][2], t)
+            own += _elapsed(last, t, bits)
+            return layers, own, _elapsed(events[start][2], t, bits)
         if kind == "enter":
             if depth == 0:
-                own += _elapsed(last, t)
+                own += _elapsed(last, t, bits)
                 open_at = t
             depth += 1
         else:
             depth -= 1
             if depth == 0:
                 assert open_at is not None
-                layers.append((name, _elapsed(open_at, t)))
+                layers.append((name, _elapsed(open_at, t, bits)))
                 last = t
     raise Error(f"the entry function {entry} never returned in the event list")
 
@@ -284,9 +295,9 @@ def profile_model(model_path: "str | Path | Any", board: str, inputs: dict[str, 
         if res.fault or res.status != 0 or res.match is False:
             raise Error(f"the profiling build failed on {board}: status {res.status}, fault {res.fault}, "
                         f"match {res.match}")
-        events = parse_events(res.stdout, _symbols(elf))
-        per_tick = _ns_per_tick(bb.project_dir)
-        ticks, own, total = layer_ticks(events, bb.compiled.module.entry)
+        events = parse_events(res.stdout, _symbols(elf, b.cross_prefix))
+        per_tick = 1.0 if b.is_riscv else _ns_per_tick(bb.project_dir)  # minstret: one count per instruction
+        ticks, own, total = layer_ticks(events, bb.compiled.module.entry, 32 if b.is_riscv else 24)
         info = _layer_info(bb.compiled)
     finally:
         if keep_dir is None:

@@ -64,7 +64,7 @@ def test_every_board_has_a_console_and_the_new_boards_are_emulated():
     assert boards["netduinoplus2"].console.driver == "stm32_usart_f4"
     for b in boards.values():
         assert b.console is not None, b.name
-        assert b.has_dwt == (b.cpu not in ("cortex-m0", "cortex-m0plus"))
+        assert b.has_dwt == (not b.is_riscv and b.cpu not in ("cortex-m0", "cortex-m0plus"))
     consoles = {n: (boards[n].console.driver, boards[n].console.base) for n in
                 ("nucleo-l4r5zi", "stm32f746g-disco", "nrf52840-dk", "rpi-pico")}
     assert consoles == {"nucleo-l4r5zi": ("stm32_usart", 0x40008000), "stm32f746g-disco": ("stm32_usart", 0x40011000),
@@ -79,7 +79,8 @@ def test_aot_boards_lists_every_board():
     listed = json.loads(subprocess.run([sys.executable, "-m", "aot", "boards", "--json"], capture_output=True,
                                        text=True, check=True).stdout)
     assert {d["name"] for d in listed if d["qemu_machine"]} == {
-        "mps2-an385", "mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547", "netduinoplus2", "microbit"}
+        "mps2-an385", "mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547", "netduinoplus2", "microbit",
+        "rv32-virt", "sifive-e"}
 
 
 def test_parse_output_reads_cycles_timer_and_exit():

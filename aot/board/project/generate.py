@@ -47,6 +47,11 @@ CFLAGS = (
 )
 LDFLAGS = "-nostartfiles --specs=nano.specs -Wl,--gc-sections"
 LDFLAGS_SEMIHOSTING = "-nostartfiles --specs=nano.specs --specs=rdimon.specs -Wl,--gc-sections"
+# RISC-V boards: picolibc (string functions only: no stdio, no heap) and our startup
+# -fno-schedule-insns: gcc's first scheduling pass hoists a block's loads and spills the accumulators
+# (kws_int8 on rv32-virt: 13.39 M instructions with it, 9.73 M without)
+CFLAGS_RISCV = CFLAGS + " --specs=picolibc.specs -msmall-data-limit=0 -fno-schedule-insns"
+LDFLAGS_RISCV = "-nostartfiles --specs=picolibc.specs -Wl,--gc-sections"
 LDLIBS = ("-lm",)
 IO_MODES = ("uart", "semihosting")
 
@@ -164,6 +169,12 @@ def _platform_files(board: Board, io: str) -> dict[str, bytes]:
     """startup, platform hooks, the console driver (uart) and the board's soc init."""
     root = asset_dir("platform") / "cortex_m"
     names = ["startup.c", "aot_platform_cortex_m.c", "aot_platform_cortex_m.h", "aot_softfloat_armv6m.c"]
+    if board.is_riscv:
+        if io != "uart":
+            raise Error(f"board {board.name} is a RISC-V board: it prints through its console UART "
+                        f"(--io semihosting is for Arm boards)")
+        root = asset_dir("platform") / "riscv"
+        names = ["startup.c", "aot_platform_riscv.c", "aot_platform_riscv.h"]
     if io == "uart":
         if board.console is None:
             raise Error(f"board {board.name} has no console UART; use --io semihosting")
@@ -307,7 +318,15 @@ def generate_project(
         define_list.append("AOT_IO_SEMIHOSTING=1")
     elif board.console is not None:
         define_list += board.console.defines()
-    if board.emulated:
+    if board.is_riscv:
+        from aot.board.riscv import exit_defines
+        if board.emulated:
+            define_list += [f"AOT_FAULT_EXIT={FAULT_EXIT_CODE}", "AOT_TIMER_QEMU=1", *exit_defines(board)]
+        else:
+            define_list.append("AOT_TIMER_CYCLES=1")
+            if board.soc == "esp32c3":
+                define_list.append("AOT_TIMER_ESP32C3=1")
+    elif board.emulated:
         define_list.append(f"AOT_FAULT_EXIT={FAULT_EXIT_CODE}")
         define_list.append("AOT_TIMER_QEMU=1")
         if io == "uart":
@@ -324,9 +343,10 @@ def generate_project(
         elf=f"build/{elf_name}.elf",
         board_ident=board_ident,
         cpu_flags=" ".join(board.gcc_flags()),
-        cflags=CFLAGS,
-        ldflags=LDFLAGS_SEMIHOSTING if io == "semihosting" else LDFLAGS,
-        flash_tool={"tool": "", "target": "", "family": "", **flash_tool},
+        link_cpu_flags=" ".join(board.link_flags()) if board.link_flags() != board.gcc_flags() else "",
+        cflags=CFLAGS_RISCV if board.is_riscv else CFLAGS,
+        ldflags=LDFLAGS_RISCV if board.is_riscv else LDFLAGS_SEMIHOSTING if io == "semihosting" else LDFLAGS,
+        flash_tool={"tool": "", "target": "", "family": "", "device": "", "chip": "", "config": "", **flash_tool},
         io=io,
         sources=sources,
         extra_objects=extra_objects,
@@ -346,7 +366,8 @@ def generate_project(
         ldlibs_list=[lib[2:] for lib in LDLIBS],
         **common,
     ).encode()
-    files["cmake/arm-none-eabi-gcc.cmake"] = render("toolchain.cmake.j2").encode()
+    files[f"cmake/{board.cross_prefix}gcc.cmake"] = render(
+        "toolchain.cmake.j2", cross=board.cross_prefix, processor="riscv32" if board.is_riscv else "arm").encode()
     files["linker.ld"] = render_linker_script(
         board, pools, placement, stack_bytes=stack_bytes, heap_bytes=heap_bytes, const_ram=const_ram
     ).encode()
@@ -355,7 +376,7 @@ def generate_project(
         board=board,
         prefix=prefix,
         io=io,
-        timer="qemu" if board.emulated else ("dwt" if board.has_dwt else "systick"),
+        timer="qemu" if board.emulated else ("mcycle" if board.is_riscv else "dwt" if board.has_dwt else "systick"),
         has_expected=expected is not None,
         io_in_pool=library.io_in_pool,
         input_lcg=input_lcg,

@@ -153,7 +153,7 @@ def render_linker_script(
             }
         )
     return render(
-        "linker.ld.j2",
+        "linker_riscv.ld.j2" if board.is_riscv else "linker.ld.j2",
         board=board,
         regions=regions,
         flash={"ld_name": ld_region_name(board.flash)},
