@@ -108,6 +108,18 @@ def compile_for_validation(model: Model, board: "Board | str | Path", backend: s
     return replace(vb, project_dir=Path(project_dir)) if project_dir is not None else vb
 
 
+def firmware_digest() -> str:
+    """A digest of the firmware's own sources (main loop template, platform code): a cached build
+    made from other sources is not reused."""
+    from aot.assets import asset_dir
+    from aot.board.project.render import TEMPLATE_DIR
+    h = hashlib.sha256((TEMPLATE_DIR / "main_validate.c.j2").read_bytes())
+    root = asset_dir("platform") / "cortex_m"
+    for path in sorted(root.rglob("*.[ch]")):
+        h.update(path.read_bytes())
+    return h.hexdigest()[:8]
+
+
 def cache_root() -> Path:
     """Where `aot validate` keeps built validation firmware ($AOT_CACHE_DIR, else ~/.cache/microaot)."""
     base = os.environ.get("AOT_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME")
@@ -124,7 +136,7 @@ def build_firmware(model: Model, board: "Board | str | Path", backend: str = "c"
     chosen: list[Path] = []
 
     def where(vb: ValidationBuild) -> Path | None:
-        d = Path(build_dir) if build_dir is not None else cache_root() / f"{vb.board.name}-{backend}-{vb.model_hash[:16]}"
+        d = Path(build_dir) if build_dir is not None else cache_root() / f"{vb.board.name}-{backend}-{vb.model_hash[:16]}-{firmware_digest()}"
         chosen.append(d)
         try:
             same = json.loads((d / "project.json").read_text()).get("validate") == vb.hello

@@ -37,7 +37,7 @@ CMD_BOOT = 0x80  # sent once by the firmware when it starts (a reply to no reque
 RUN_HEAD = struct.Struct("<iIQ")  # status, stack high-water mark (bytes), timer count
 PROTOCOL_VERSION = 1
 NACK_REASONS = {1: "bad header CRC", 2: "bad payload CRC", 3: "request too large", 4: "unknown command",
-                5: "wrong payload length"}
+                5: "wrong payload length", 6: "the frame stopped mid-way"}
 MAX_REPLY_BYTES = 1 << 26  # a reply longer than this is garbage on the line, not a frame
 
 
@@ -183,13 +183,16 @@ class Client:
 
     def hello(self, attempts: int = 3) -> dict[str, Any]:
         """The firmware's description. A few tries: a partial frame left on the line by an
-        earlier host is answered NACK, and the next HELLO goes through."""
+        earlier host ends in a NACK (a bad CRC, or the firmware's wait for its missing bytes),
+        and the next HELLO goes through."""
         last: LinkError | None = None
         for _ in range(attempts):
             try:
-                frame = self.request(CMD_HELLO, b"", "waiting for HELLO")
+                frame = self.request(CMD_HELLO, b"", "waiting for HELLO", max(self.timeout / attempts, 2.0))
                 break
-            except Nack as e:
+            except LinkError as e:
+                if self.transport.describe_failure():
+                    raise
                 last = e
         else:
             assert last is not None

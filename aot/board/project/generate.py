@@ -365,6 +365,7 @@ def generate_project(
             timer_kind="qemu-instructions" if board.emulated else ("dwt-cycles" if board.has_dwt else "systick-cycles"),
             io_in_pool=library.io_in_pool,
             hello_size=len(validate_hello),
+            byte_polls=max(board.timer_clock_hz // 16, 1 << 16),
             hello_bytes=_c_bytes(validate_hello),
             input_total=sum(i.size_bytes for i in library.inputs),
             output_total=sum(o.size_bytes for o in library.outputs),
