@@ -143,6 +143,7 @@ class Client:
         self.reader = FrameReader(transport)
         self.timeout = timeout
         self._seq = 0
+        self._stash: dict[int, Frame] = {}
 
     def _dead(self, what: str) -> LinkError:
         why = self.transport.describe_failure()
@@ -154,32 +155,45 @@ class Client:
         return LinkError(f"the board did not answer within {self.timeout:g} s while {what} (is the firmware "
                          f"`aot project --validate` flashed, the port and baud right, the board out of reset?)")
 
-    def request(self, command: int, payload: bytes, what: str, timeout: float | None = None) -> Frame:
+    def send(self, command: int, payload: bytes, what: str) -> int:
+        """Write one request; its sequence number (for `receive`)."""
         self._seq = (self._seq + 1) & 0xFF
-        seq = self._seq
         try:
-            self.transport.write(encode_frame(command, seq, payload))
+            self.transport.write(encode_frame(command, self._seq, payload))
         except OSError as e:
             raise LinkError(f"writing to the board failed while {what}: {e}") from None
+        return self._seq
+
+    def receive(self, seq: int, command: int, what: str, timeout: float | None = None) -> Frame:
+        """The reply to request `seq` (replies to later requests that come first are kept)."""
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while True:
-            try:
-                frame = self.reader.read_frame(max(deadline - time.monotonic(), 0.0))
-            except TimeoutError:
-                raise self._dead(what) from None
-            except OSError as e:
-                raise LinkError(f"reading from the board failed while {what}: {e}") from None
-            if frame.command == CMD_NACK and frame.seq == seq and len(frame.payload) >= 2:
+            frame = self._stash.pop(seq, None)
+            if frame is None:
+                try:
+                    frame = self.reader.read_frame(max(deadline - time.monotonic(), 0.0))
+                except TimeoutError:
+                    raise self._dead(what) from None
+                except OSError as e:
+                    raise LinkError(f"reading from the board failed while {what}: {e}") from None
+                if frame.command == CMD_BOOT:
+                    if command == CMD_HELLO:
+                        continue  # the firmware just started: the HELLO is still to be answered
+                    raise LinkError(f"the board reset (its firmware announced a new start) while {what}")
+                if frame.seq != seq:
+                    if frame.command != CMD_NACK or len(frame.payload) < 2 or frame.payload[1] == command:
+                        self._stash[frame.seq] = frame  # a reply to a request still in flight
+                    if len(self._stash) > 8:
+                        self._stash.pop(next(iter(self._stash)))  # stale replies of abandoned requests
+                    continue
+            if frame.command == CMD_NACK and len(frame.payload) >= 2:
                 raise Nack(frame.payload[0], frame.payload[1])
-            if frame.command == CMD_BOOT:
-                if command == CMD_HELLO:
-                    continue  # the firmware just started: the HELLO is still to be answered
-                raise LinkError(f"the board reset (its firmware announced a new start) while {what}")
-            if frame.seq != seq:
-                continue  # a late reply to an earlier request
             if frame.command != (command | REPLY):
                 raise LinkError(f"the board answered command 0x{frame.command:02x} to 0x{command:02x} while {what}")
             return frame
+
+    def request(self, command: int, payload: bytes, what: str, timeout: float | None = None) -> Frame:
+        return self.receive(self.send(command, payload, what), command, what, timeout)
 
     def hello(self, attempts: int = 3) -> dict[str, Any]:
         """The firmware's description. A few tries: a partial frame left on the line by an
@@ -208,7 +222,17 @@ class Client:
         return info
 
     def run(self, payload: bytes, output_bytes: int, timeout: float | None = None) -> RunReply:
-        frame = self.request(CMD_RUN, payload, "waiting for a RUN reply", timeout)
+        return self.run_reply(self.request(CMD_RUN, payload, "waiting for a RUN reply", timeout), output_bytes)
+
+    def send_run(self, payload: bytes) -> int:
+        """Queue a RUN (several may be in flight: the firmware reads the next while the host waits)."""
+        return self.send(CMD_RUN, payload, "sending a RUN request")
+
+    def receive_run(self, seq: int, output_bytes: int, timeout: float | None = None) -> RunReply:
+        return self.run_reply(self.receive(seq, CMD_RUN, "waiting for a RUN reply", timeout), output_bytes)
+
+    @staticmethod
+    def run_reply(frame: Frame, output_bytes: int) -> RunReply:
         if len(frame.payload) != RUN_HEAD.size + output_bytes:
             raise LinkError(f"the board's RUN reply has {len(frame.payload)} bytes, expected "
                             f"{RUN_HEAD.size + output_bytes} (a firmware of another model?)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -185,36 +186,51 @@ def validate(target: Any, samples: list[np.ndarray], host_run: Callable[[list[np
     host_top1: list[int] = []
     ref_top1: list[int] = []
     batch = 64
+    depth = 2  # requests in flight: the firmware reads the next sample while the host checks a reply
+    cache: dict[int, tuple[list[np.ndarray], list[np.ndarray] | None]] = {}
+
+    def expected(i: int) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+        b = i // batch
+        if b not in cache:
+            cache.pop(b - 1, None)
+            part = [s[b * batch:(b + 1) * batch] for s in samples]
+            cache[b] = (host_run(part), reference(part) if reference is not None else None)
+        exp, refs = cache[b]
+        k = i - b * batch
+        return [e[k] for e in exp], ([r[k] for r in refs] if refs is not None else None)
+
+    pending: deque[int] = deque()
+    sent = 0
     try:
-        for start in range(0, n, batch):
-            stop = min(start + batch, n)
-            expected = host_run([s[start:stop] for s in samples])
-            refs = reference([s[start:stop] for s in samples]) if reference is not None else None
-            for i in range(start, stop):
-                reply = target.run_raw(b"".join(s[i].tobytes() for s in samples))
-                got = target.decode(reply.outputs)
-                exp = [e[i - start] for e in expected]
-                same = all(np.array_equal(got[o["name"]].reshape(-1), x.reshape(-1)) for o, x in zip(out_specs, exp))
-                report.done += 1
-                report.counts.append(int(reply.count))
-                report.stack_bytes = max(report.stack_bytes, int(reply.stack_bytes))
-                if same:
-                    report.bit_exact += 1
-                elif len(report.differing) < MAX_LISTED:
-                    g = np.concatenate([got[o["name"]].reshape(-1).astype(np.float64) for o in out_specs])
-                    h = np.concatenate([x.reshape(-1).astype(np.float64) for x in exp])
-                    report.differing.append({"index": i, "elements": int((g != h).sum()),
-                                             "max_diff": float(np.abs(g - h).max())})
-                first = got[out_specs[0]["name"]]
-                device_top1.append(_top1(first))
-                host_top1.append(_top1(exp[0]))
-                if refs is not None:
-                    ref_top1.append(_top1(refs[0][i - start]))
-                    if report.reference == "tflm":
-                        report.reference_bit_exact = (report.reference_bit_exact or 0) + int(
-                            np.array_equal(first.reshape(-1), refs[0][i - start].reshape(-1)))
-                if progress is not None:
-                    progress(report.done, report.bit_exact)
+        while report.done < n:
+            while sent < n and len(pending) < depth:
+                pending.append(target.send(b"".join(s[sent].tobytes() for s in samples)))
+                sent += 1
+            i = report.done
+            exp, refs = expected(i)
+            reply = target.receive(pending.popleft())
+            got = target.decode(reply.outputs)
+            same = all(np.array_equal(got[o["name"]].reshape(-1), x.reshape(-1)) for o, x in zip(out_specs, exp))
+            report.done += 1
+            report.counts.append(int(reply.count))
+            report.stack_bytes = max(report.stack_bytes, int(reply.stack_bytes))
+            if same:
+                report.bit_exact += 1
+            elif len(report.differing) < MAX_LISTED:
+                g = np.concatenate([got[o["name"]].reshape(-1).astype(np.float64) for o in out_specs])
+                h = np.concatenate([x.reshape(-1).astype(np.float64) for x in exp])
+                report.differing.append({"index": i, "elements": int((g != h).sum()),
+                                         "max_diff": float(np.abs(g - h).max())})
+            first = got[out_specs[0]["name"]]
+            device_top1.append(_top1(first))
+            host_top1.append(_top1(exp[0]))
+            if refs is not None:
+                ref_top1.append(_top1(refs[0]))
+                if report.reference == "tflm":
+                    report.reference_bit_exact = (report.reference_bit_exact or 0) + int(
+                        np.array_equal(first.reshape(-1), refs[0].reshape(-1)))
+            if progress is not None:
+                progress(report.done, report.bit_exact)
     except KeyboardInterrupt:
         report.interrupted = True
     except Error as e:

@@ -119,7 +119,15 @@ class Target:
         return b"".join(parts)
 
     def run_raw(self, payload: bytes, timeout: float | None = None) -> RunReply:
-        reply = self.client.run(payload, self._out_bytes, timeout)
+        return self.receive(self.send(payload), timeout)
+
+    def send(self, payload: bytes) -> int:
+        """Queue one RUN request (its sequence number for `receive`); a second one in flight lets
+        the firmware read it while the host handles the first reply."""
+        return self.client.send_run(payload)
+
+    def receive(self, seq: int, timeout: float | None = None) -> RunReply:
+        reply = self.client.receive_run(seq, self._out_bytes, timeout)
         self.last = reply
         self.stack_bytes = max(self.stack_bytes, reply.stack_bytes)
         if reply.status != 0:
