@@ -250,14 +250,9 @@ def test_data_of_the_wrong_shape_is_refused_before_connecting(tmp_path):
     assert len(p.stderr.strip().splitlines()) == 1
 
 
-def test_a_missing_port_is_one_line_and_exit_2(tmp_path):
-    np.save(tmp_path / "x.npy", np.zeros((3, 49, 10, 1), np.int8))
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    with deadline(120):
-        p = subprocess.run([sys.executable, "-m", "aot", "validate", str(shared_model("kws_int8.tflite")),
-                            "--board", BOARD, "--port", "/dev/ttyACM_no_such_port", "--data", str(tmp_path / "x.npy")],
-                           capture_output=True, text=True, env=env, timeout=110)
-    assert p.returncode == 2 and "aot: error: serial port /dev/ttyACM_no_such_port does not exist" in p.stderr
+def test_a_target_on_a_missing_port_is_one_error():
+    with deadline(30), pytest.raises(LinkError, match="serial port /dev/ttyACM_no_such_port does not exist"):
+        Target(BOARD, port="/dev/ttyACM_no_such_port")
 
 
 def test_every_console_driver_can_receive():
