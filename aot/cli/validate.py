@@ -3,6 +3,7 @@ or in QEMU, compared with the host build sample by sample."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from aot.cli.common import add_compile_options, compile_kwargs, load_model
@@ -52,10 +53,11 @@ def cmd_validate(a: argparse.Namespace) -> int:
         report.error = " ".join(str(e).split())
     else:
         with target:
+            print(f"validating {n} samples on {vb.board.name} ({transport}): firmware of {target.info.get('model')} "
+                  f"{str(target.info.get('hash'))[:16]}, {target.timer}", file=sys.stderr, flush=True)
             validate(target, samples, host, report, labels, reference, progress)
     if report.done and report.done < n:
         progress.close()
-    import sys
     for line in report.lines():
         print(line, file=sys.stderr if a.json is True else sys.stdout)
     if a.json:

@@ -8,6 +8,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -68,6 +69,16 @@ def qemu_validate_command(elf: Path, board: Board, port: int) -> list[str]:
     return [qemu, *args, "-serial", f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on", "-kernel", str(elf)]
 
 
+def _die_with_parent() -> None:
+    """In the QEMU child before exec: SIGKILL when the host process dies (Linux), so that a killed
+    host never leaves an emulated board spinning."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -85,7 +96,8 @@ class QemuTransport:
         for _ in range(3):
             port = _free_port()
             self.proc = subprocess.Popen(qemu_validate_command(Path(elf), board, port), stdin=subprocess.DEVNULL,
-                                         stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+                                         stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
             deadline = time.monotonic() + start_timeout
             while time.monotonic() < deadline and self.proc.poll() is None:
                 try:

@@ -89,3 +89,24 @@ def test_the_digits_demo_prints_equal_accuracies(arm_toolchain, tmp_path):  # no
     line = next(ln for ln in p.stdout.splitlines() if ln.startswith("accuracy"))
     dev, host = line.split("device")[1].split("%")[0].strip(), line.split("host")[1].split("%")[0].strip()
     assert dev == host and "(equal)" in line, line
+
+
+def test_ctrl_c_leaves_a_partial_report(tmp_path, arm_toolchain):  # noqa: ANN001
+    import json
+    import signal
+    np.save(tmp_path / "x.npy", _kws_samples(1000, 12))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), AOT_CACHE_DIR=str(tmp_path / "cache"))
+    with deadline(600):
+        p = subprocess.Popen([sys.executable, "-m", "aot", "validate", str(shared_model("kws_int8.tflite")), "--board",
+                              "mps2-an386", "--qemu", "--data", str(tmp_path / "x.npy"), "--json", str(tmp_path / "r.json")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        assert p.stderr is not None
+        first = p.stderr.readline()  # "validating 1000 samples on ...": connected, running
+        assert first.startswith("validating 1000 samples"), first
+        time.sleep(3)
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=120)
+    assert p.returncode == 130
+    r = json.loads((tmp_path / "r.json").read_text())
+    assert r["interrupted"] and 0 < r["done"] < 1000 and r["bit_exact"] == r["done"] and not r["complete"]
+    assert "INTERRUPTED" in out

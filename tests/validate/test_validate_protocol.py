@@ -149,6 +149,15 @@ def test_hello_describes_the_model_and_a_run_is_bit_exact(firmware, line):  # no
         assert 64 < r.stack_bytes < vb.board.stack_bytes
 
 
+def test_the_firmware_links_no_heap_and_no_semihosting(firmware):  # noqa: ANN001
+    from elftools.elf.elffile import ELFFile
+    _, elf = firmware
+    with open(elf, "rb") as fh:
+        names = {s.name for s in ELFFile(fh).get_section_by_name(".symtab").iter_symbols()}
+    assert not names & {"malloc", "free", "_sbrk", "_malloc_r", "initialise_monitor_handles", "_swiwrite"}
+    assert {"aot_console_read", "aot_console_write_raw"} <= names
+
+
 def _raw_reply(line, frame: bytes):  # noqa: ANN001, ANN202
     line.write(frame)
     return FrameReader(line).read_frame(20.0)
