@@ -42,6 +42,7 @@ def cmd_validate(a: argparse.Namespace) -> int:
     elif ref_name != "host":
         raise Error(f"--reference {ref_name!r}: choose host, tflm or float:MODEL_F32.tflite")
     host = host_runner(vb.compiled)
+    host([s[:1] for s in samples])  # the host build is compiled here, before the board is connected
     transport = "qemu" if a.qemu else f"{a.port} at {vb.hello['baud']} baud"
     report = Report(model=vb.hello["model"], board=vb.board.name, backend=a.backend, transport=transport,
                     samples=n, model_hash=vb.model_hash, reference=ref_name)

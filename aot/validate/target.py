@@ -50,6 +50,8 @@ class Target:
         if (port is None) == (not qemu):
             raise Error("aot.Target needs one of port=DEVICE (a board running the validation firmware) or qemu=True")
         self.board = board_with_baud(load_board(board), baud)
+        if qemu and not self.board.emulated:
+            raise Error(f"board {self.board.name} has no emulator: validate it over its serial port (port=...)")
         if isinstance(model, (str, Path)) and Path(model).is_file():
             options.setdefault("source_bytes", Path(model).stat().st_size)  # as `aot validate MODEL` compiles it
         self.model = _load_model(model)

@@ -38,13 +38,17 @@ def digits(tmp_path_factory):  # noqa: ANN001, ANN201
     path.write_bytes(m.int8_tflite)
     model = aot.load(str(path))
     q = model.inputs[0].type.quant
-    return model, quantize_inputs(m.x_test, q.scale[0], q.zero_point[0]), m.y_test
+    return model, quantize_inputs(m.x_test, q.scale[0], q.zero_point[0]), m.y_test, m.float_tflite
 
 
-def _validate(board: str, model, samples: np.ndarray, backend: str, tmp_path: Path, labels=None) -> Report:  # noqa: ANN001
+def _validate(board: str, model, samples: np.ndarray, backend: str, tmp_path: Path, labels=None,  # noqa: ANN001
+              float_model: bytes | None = None) -> Report:
+    from aot.validate.run import tflm_runner
     with Target(board, qemu=True, model=model, backend=backend, build_dir=tmp_path / "fw", timeout=30) as t:
-        report = Report(model=model.name, board=board, backend=backend, transport="qemu", samples=len(samples))
-        return validate(t, [samples], host_runner(t.build.compiled), report, labels=labels)
+        report = Report(model=model.name, board=board, backend=backend, transport="qemu", samples=len(samples),
+                        reference="float" if float_model else "host")
+        ref = tflm_runner(float_model, dequantize_from=t.inputs) if float_model else None
+        return validate(t, [samples], host_runner(t.build.compiled), report, labels=labels, reference=ref)
 
 
 @pytest.mark.parametrize("board,backend", [("mps3-an547", "c"), ("mps3-an547", "llvm"), ("mps2-an505", "c"),
@@ -60,11 +64,14 @@ def test_kws_samples_bit_exact(board, backend, tmp_path, arm_toolchain):  # noqa
 
 @pytest.mark.parametrize("backend", ["c", "llvm"])
 def test_digits_on_the_microbit(backend, digits, tmp_path, arm_toolchain):  # noqa: ANN001
-    model, x, y = digits
+    model, x, y, float_model = digits
     with deadline(600):
-        r = _validate("microbit", model, x[:40], backend, tmp_path, labels=y[:40])
+        r = _validate("microbit", model, x[:40], backend, tmp_path, labels=y[:40],
+                      float_model=float_model if backend == "c" else None)
     assert r.error is None and r.done == r.bit_exact == 40, r.lines()
     assert r.accuracy_device == r.accuracy_host and r.accuracy_device > 0.8
+    if backend == "c":  # top-1 agreement with the float model (its inputs dequantized)
+        assert r.agreement is not None and r.agreement > 0.85
 
 
 def test_1000_kws_samples_on_mps2_an386(tmp_path, arm_toolchain):  # noqa: ANN001
@@ -103,7 +110,7 @@ def test_ctrl_c_leaves_a_partial_report(tmp_path, arm_toolchain):  # noqa: ANN00
         assert p.stderr is not None
         first = p.stderr.readline()  # "validating 1000 samples on ...": connected, running
         assert first.startswith("validating 1000 samples"), first
-        time.sleep(3)
+        time.sleep(6)
         p.send_signal(signal.SIGINT)
         out, _ = p.communicate(timeout=120)
     assert p.returncode == 130

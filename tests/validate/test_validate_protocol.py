@@ -264,6 +264,20 @@ def test_a_target_on_a_missing_port_is_one_error():
         Target(BOARD, port="/dev/ttyACM_no_such_port")
 
 
+def test_aot_project_validate_writes_the_validation_firmware(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    with deadline(120):
+        p = subprocess.run([sys.executable, "-m", "aot", "project", str(shared_model("kws_int8.tflite")), "--board",
+                            "nucleo-l4r5zi", "--validate", "--baud", "921600", "-o", str(tmp_path / "fw")],
+                           capture_output=True, text=True, env=env, timeout=110)
+    assert p.returncode == 0, p.stderr
+    meta = json.loads((tmp_path / "fw" / "project.json").read_text())
+    assert meta["validate"]["timer"] == "dwt-cycles" and meta["validate"]["baud"] == 921600
+    assert "AOT_CONSOLE_BAUD=921600u" in (tmp_path / "fw" / "Makefile").read_text()
+    main = (tmp_path / "fw" / "main.c").read_text()
+    assert "aot_val_request" in main and "AOT_VAL_INPUT_BYTES 490u" in main and "malloc" not in main
+
+
 def test_every_console_driver_can_receive():
     """The validation firmware reads the console: every board's driver has the receive hooks."""
     from aot.board.boards import list_boards
