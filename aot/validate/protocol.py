@@ -18,6 +18,7 @@ CRC-32 is zlib's (IEEE 802.3: reflected polynomial 0xEDB88320, initial value and
 from __future__ import annotations
 
 import json
+import random
 import struct
 import time
 import zlib
@@ -142,7 +143,7 @@ class Client:
         self.transport = transport
         self.reader = FrameReader(transport)
         self.timeout = timeout
-        self._seq = 0
+        self._seq = random.randrange(256)  # a late reply to an earlier host's request is not taken for ours
         self._stash: dict[int, Frame] = {}
 
     def _dead(self, what: str) -> LinkError:
@@ -202,7 +203,7 @@ class Client:
         last: LinkError | None = None
         for _ in range(attempts):
             try:
-                frame = self.request(CMD_HELLO, b"", "waiting for HELLO", max(self.timeout / attempts, 2.0))
+                frame = self.request(CMD_HELLO, b"", "waiting for HELLO", self.timeout / attempts)
                 break
             except LinkError as e:
                 if self.transport.describe_failure():

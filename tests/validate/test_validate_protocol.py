@@ -237,13 +237,14 @@ def test_validate_50_samples_bit_exact_and_the_json_report(firmware, tmp_path): 
     with deadline(240):
         p = subprocess.run([sys.executable, "-m", "aot", "validate", str(shared_model("kws_int8.tflite")),
                             "--board", BOARD, "--qemu", "--firmware", str(elf), "--data", str(tmp_path / "x.npy"),
-                            "--labels", str(tmp_path / "y.npy"), "--json", str(tmp_path / "r.json"),
+                            "--labels", str(tmp_path / "y.npy"), "--reference", "tflm", "--json", str(tmp_path / "r.json"),
                             "--html", str(tmp_path / "r.html")], capture_output=True, text=True, env=env, timeout=230)
     assert p.returncode == 0, p.stderr
     r = json.loads((tmp_path / "r.json").read_text())
     assert r["done"] == r["samples"] == r["bit_exact"] == 50 and r["complete"]
     assert r["cycles"]["min"] <= r["cycles"]["median"] <= r["cycles"]["max"] and len(r["per_sample_counts"]) == 50
     assert r["accuracy_device"] == r["accuracy_host"] is not None
+    assert r["reference_bit_exact"] == 50 and r["agreement"] == 1.0  # TensorFlow Lite Micro gives the same bytes
     assert "bit-exact with the host build: 50 of 50" in p.stdout and "<table>" in (tmp_path / "r.html").read_text()
 
 
