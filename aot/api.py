@@ -9,8 +9,9 @@ from aot.pipeline.driver import CompileOptions, compile_model
 from aot.errors import Error
 from aot.ir import Model
 from aot.runners.library import Library
+from aot.validate.target import Target  # a board running the validation firmware (port or QEMU)
 
-__all__ = ["BACKENDS", "TARGETS", "Library", "build", "export_library", "library_files"]
+__all__ = ["BACKENDS", "TARGETS", "Library", "Target", "build", "export_library", "library_files"]
 
 BACKENDS = ("c", "llvm")
 TARGETS = ("host",)

@@ -26,7 +26,7 @@ memory regions and, for emulated boards, the QEMU machine:
 - ``origin`` and ``size`` may be JSON integers or strings such as ``"0x20000000"``.
 - ``console`` is the UART the firmware prints through: ``{"driver": "cmsdk_uart",
   "base": "0x40004000", "baud": 115200, "clock_hz": 25000000}`` (``clock_hz``: the UART's
-  input clock after the board's init; ``tx_pin`` for Nordic parts; ``"lpuart": true`` for an
+  input clock after the board's init; ``tx_pin`` and ``rx_pin`` for Nordic parts; ``"lpuart": true`` for an
   STM32 LPUART). The driver is ``platform/cortex_m/console/<driver>.c``.
 - ``soc`` names ``platform/cortex_m/soc/<soc>.c``: clocks and console pins, run before main
   (null: the reset state is enough).
@@ -87,7 +87,7 @@ _OPTIONAL_KEYS = {"description", "qemu_machine", "boot_reserved_bytes", "notes",
                   "isa", "abi", "qemu_cpu", "exit"}
 CONSOLE_DRIVERS = ("cmsdk_uart", "stm32_usart_f4", "stm32_usart", "nrf_uart", "nrf_uarte", "pl011_uart",
                    "ns16550", "sifive_uart", "gd32v_usart", "esp32c3_uart")
-_CONSOLE_KEYS = {"driver", "base", "baud", "clock_hz", "tx_pin", "lpuart", "note"}
+_CONSOLE_KEYS = {"driver", "base", "baud", "clock_hz", "tx_pin", "rx_pin", "lpuart", "note"}
 FLASH_TOOLS = ("pyocd", "uf2", "dfu-util", "esptool", "openocd")
 # cores with a DWT cycle counter (CYCCNT); ARMv6-M cores have none
 DWT_CPUS = ("cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
@@ -105,12 +105,15 @@ class Console:
     tx_pin: int | None = None
     lpuart: bool = False
     note: str = ""
+    rx_pin: int | None = None  # Nordic parts: the receive pin (the validation firmware reads the console)
 
     def defines(self) -> list[str]:
         out = [f"AOT_CONSOLE_BASE=0x{self.base:08X}u", f"AOT_CONSOLE_BAUD={self.baud}u",
                f"AOT_CONSOLE_CLOCK_HZ={self.clock_hz}u"]
         if self.tx_pin is not None:
             out.append(f"AOT_CONSOLE_TX_PIN={self.tx_pin}u")
+        if self.rx_pin is not None:
+            out.append(f"AOT_CONSOLE_RX_PIN={self.rx_pin}u")
         if self.lpuart:
             out.append("AOT_CONSOLE_LPUART=1")
         return out
@@ -419,6 +422,7 @@ def _console_from_dict(raw: Any, source: str) -> Console:
         tx_pin=_as_int(raw["tx_pin"], f"{source}: console.tx_pin") if raw.get("tx_pin") is not None else None,
         lpuart=bool(raw.get("lpuart", False)),
         note=str(raw.get("note", "")),
+        rx_pin=_as_int(raw["rx_pin"], f"{source}: console.rx_pin") if raw.get("rx_pin") is not None else None,
     )
 
 

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from aot.cli import board, cycles, demo, model, profile, quantize, scale
+from aot.cli import board, cycles, demo, model, profile, quantize, scale, validate
 from aot.errors import Error
 
 
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_commands(sub)  # profile
     cycles.add_commands(sub)  # cycles
     quantize.add_commands(sub)  # quantize
+    validate.add_commands(sub)  # validate
     return p
 
 

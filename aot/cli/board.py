@@ -37,6 +37,8 @@ def cmd_project(a: argparse.Namespace) -> int:
         print(f"wrote {bb.project_dir}: CMake library target `{prefix}` for {bb.board.name} ({bb.board.cpu})")
         print(f"  use: add_subdirectory({bb.project_dir}) and target_link_libraries(<app> PRIVATE {prefix})")
         return 0
+    if a.validate:
+        return _project_validate(a, model, kw)
     inputs = read_inputs(model, a.input, a.seed)
     bb = make_project(model, a.board, Path(a.output), inputs, backend=a.backend, io=a.io, **kw)
     p = bb.compiled.plan
@@ -48,6 +50,22 @@ def cmd_project(a: argparse.Namespace) -> int:
     print("  " + (f"run: make -C {bb.project_dir} run" if bb.board.emulated
                    else f"flash: make -C {bb.project_dir} flash")
           + f"    worst-case stack: aot footprint {bb.project_dir}")
+    return 0
+
+
+def _project_validate(a: argparse.Namespace, model: object, kw: dict) -> int:
+    """`aot project --validate`: the validation firmware (aot.validate), driven by `aot validate`."""
+    from aot.validate.firmware import compile_for_validation
+    if a.input or a.io != "uart":
+        raise Error("--validate builds the validation firmware, which reads its inputs from the console UART: "
+                    "--input and --io do not apply")
+    vb = compile_for_validation(model, a.board, a.backend, a.baud, project_dir=Path(a.output), **kw)  # type: ignore[arg-type]
+    console = vb.board.console
+    print(f"wrote {vb.project_dir}: validation firmware of {vb.hello['model']} for {vb.board.name} "
+          f"(model hash {vb.model_hash[:16]}, console {console.driver if console else '-'} at "
+          f"{vb.hello['baud']} baud)")
+    print(f"  build: make -C {vb.project_dir}; then: aot validate MODEL --board {vb.board.name} "
+          + ("--qemu --data X.npy" if vb.board.emulated else "--port /dev/ttyACM0 --data X.npy"))
     return 0
 
 
@@ -162,6 +180,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                    help="print through the board's console UART (default) or Arm semihosting (needs a debugger)")
     p.add_argument("--library-only", action="store_true",
                    help="write only a CMake library target (add_subdirectory + target_link_libraries)")
+    p.add_argument("--validate", action="store_true",
+                   help="the validation firmware: answers HELLO/RUN requests on the console UART (aot validate)")
+    p.add_argument("--baud", type=int, help="with --validate: the console's baud rate (default: the board's)")
     add_compile_options(p)
     add_optimize_option(p)
     p.set_defaults(fn=cmd_project)

@@ -213,6 +213,11 @@ GROUPS = (
           "symbol, or the QEMU trace plugin could not be built or run.",
           "Pick a board that `aot boards` lists, name the entry symbol with `--entry`, and run `make setup` (it "
           "installs the host compiler the trace plugin needs); see [Speed](../speed.md#estimated-cycles-and-milliseconds-aot-cycles)."),
+    Group(("aot/validate/",), "Validating on the board (aot validate, aot.Target)",
+          "The data does not fit the model, or the line to the board failed: no port, no answer in time, a firmware "
+          "of another model (hash mismatch), garbage, a reset, QEMU ended.",
+          "See [Validating on the board](../validate.md) and the rows of [Troubleshooting](../troubleshooting.md); "
+          "the report keeps the samples done before the failure."),
     Group(("aot/api.py", "aot/artifact/", "aot/assets.py"), "Python API and library files",
           "A call of `aot.build`, `Library.run` or `export` with arguments that do not match the model (input names, "
           "shapes or dtypes), or an output directory that cannot be written.",

@@ -52,6 +52,13 @@ void aot_console_init(void);
 void aot_console_write(const char *text, size_t length);
 /* Wait until every written byte has left the UART. */
 void aot_console_flush(void);
+/* Receive, for the validation firmware (main.c of `aot project --validate`): enable the receiver
+ * (after aot_console_init); then aot_console_read() returns the next received byte (0..255), or
+ * -1 when none is waiting (it never blocks); aot_console_write_raw writes bytes as they are (no
+ * "\n" -> "\r\n"). */
+void aot_console_rx_init(void);
+int aot_console_read(void);
+void aot_console_write_raw(const uint8_t *bytes, size_t length);
 
 /* aot_console_write of the drivers that transmit one character at a time (putc blocks until
  * the transmitter takes it): '\n' goes out as "\r\n". */

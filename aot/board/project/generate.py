@@ -240,6 +240,7 @@ def generate_project(
     io: str = "uart",
     input_lcg: bool = False,
     const_ram: bool = False,
+    validate_hello: bytes | None = None,
 ) -> Path:
     """Write a buildable project for `board` into `out_dir` and return `out_dir`.
 
@@ -250,7 +251,9 @@ def generate_project(
     platform allocation fails, as the `micro` policy expects). Rewriting a project only
     touches files whose content changed. `io` is "uart" (the board's console, no newlib
     syscalls) or "semihosting". `input_lcg`: the inputs are not embedded, main.c generates them
-    (aot.board.lcg, the benchmark anchors' generator); `input_bytes` must be that stream."""
+    (aot.board.lcg, the benchmark anchors' generator); `input_bytes` must be that stream.
+    `validate_hello`: write the validation firmware instead (main_validate.c.j2: it answers framed
+    requests on the console UART, aot.validate); the bytes are its HELLO reply."""
     if io not in IO_MODES:
         raise Error(f"io must be one of {IO_MODES}, got {io!r}")
     if stack_bytes is None:
@@ -371,7 +374,27 @@ def generate_project(
     files["linker.ld"] = render_linker_script(
         board, pools, placement, stack_bytes=stack_bytes, heap_bytes=heap_bytes, const_ram=const_ram
     ).encode()
-    files["main.c"] = render(
+    if validate_hello is not None:
+        if io != "uart" or board.console is None:
+            raise Error(f"the validation firmware talks through the console UART; board {board.name} needs one "
+                        f"(and --io uart)")
+        files["main.c"] = render(
+            "main_validate.c.j2",
+            board=board,
+            prefix=prefix,
+            baud=board.console.baud,
+            timer="qemu" if board.emulated else ("dwt" if board.has_dwt else "systick"),
+            timer_kind="qemu-instructions" if board.emulated else ("dwt-cycles" if board.has_dwt else "systick-cycles"),
+            io_in_pool=library.io_in_pool,
+            hello_size=len(validate_hello),
+            byte_polls=max(board.timer_clock_hz // 16, 1 << 16),
+            hello_bytes=_c_bytes(validate_hello),
+            input_total=sum(i.size_bytes for i in library.inputs),
+            output_total=sum(o.size_bytes for o in library.outputs),
+            inputs=[_tensor_context(i, None) for i in library.inputs],
+            outputs=[_tensor_context(o, None) for o in library.outputs],
+        ).encode()
+    files["main.c"] = files.get("main.c") or render(
         "main.c.j2",
         board=board,
         prefix=prefix,
@@ -401,6 +424,8 @@ def generate_project(
         "io_buffers": "pool" if library.io_in_pool else "app",
         "qemu_args": board.qemu_args() if board.emulated else None,
     }
+    if validate_hello is not None:
+        project_meta["validate"] = json.loads(validate_hello)
     files["project.json"] = (json.dumps(project_meta, indent=2, sort_keys=True) + "\n").encode()
 
     out_dir = Path(out_dir)

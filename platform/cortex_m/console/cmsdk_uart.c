@@ -30,3 +30,26 @@ void aot_console_flush(void) {
     while ((AOT_UART_STATE & 1u) != 0u) {
     }
 }
+
+/* Receive (the validation firmware): STATE bit 1 RX buffer full, bit 3 RX overrun (write 1 to clear),
+   CTRL bit 1 RX enable. */
+void aot_console_rx_init(void) {
+    AOT_UART_CTRL = 3u; /* TX and RX enable */
+}
+
+int aot_console_read(void) {
+    if ((AOT_UART_STATE & 8u) != 0u) {
+        AOT_UART_STATE = 8u;
+    }
+    if ((AOT_UART_STATE & 2u) == 0u) {
+        return -1;
+    }
+    return (int)(AOT_UART_DATA & 0xFFu);
+}
+
+void aot_console_write_raw(const uint8_t *bytes, size_t length) {
+    size_t i;
+    for (i = 0u; i < length; ++i) {
+        aot_console_putc((char)bytes[i]);
+    }
+}

@@ -1,5 +1,5 @@
 /*
- * Console on a Nordic nRF52 UARTE (EasyDMA), 8N1, transmit only.
+ * Console on a Nordic nRF52 UARTE (EasyDMA), 8N1 (receive: aot_console_rx_init and aot_console_read, below).
  * TASKS_STARTTX +0x008, EVENTS_ENDTX +0x120, ENABLE +0x500 (8), PSEL.TXD +0x50C,
  * BAUDRATE +0x524, TXD.PTR +0x544, TXD.MAXCNT +0x548, CONFIG +0x56C. EasyDMA reads RAM
  * only, so text (often in flash) is copied to a RAM buffer first. The TX pin is
@@ -23,8 +23,12 @@
 #define AOT_UARTE_BAUD_VALUE 0x01D60000u
 #elif AOT_CONSOLE_BAUD == 9600
 #define AOT_UARTE_BAUD_VALUE 0x00275000u
+#elif AOT_CONSOLE_BAUD == 921600
+#define AOT_UARTE_BAUD_VALUE 0x0F000000u
+#elif AOT_CONSOLE_BAUD == 1000000
+#define AOT_UARTE_BAUD_VALUE 0x10000000u
 #else
-#error "nrf_uarte console: baud must be 115200 or 9600"
+#error "nrf_uarte console: baud must be 9600, 115200, 921600 or 1000000"
 #endif
 
 static uint8_t aot_uarte_buffer[64];
@@ -66,4 +70,52 @@ void aot_console_write(const char *text, size_t length) {
 }
 
 void aot_console_flush(void) {
+}
+
+/* Receive (the validation firmware) through EasyDMA, one byte per transfer: TASKS_STARTRX +0x000,
+   EVENTS_ENDRX +0x110, PSEL.RXD +0x514, RXD.PTR +0x534, RXD.MAXCNT +0x538; the RX pin is
+   AOT_CONSOLE_RX_PIN (port 0). Bytes arriving between two transfers wait in the UARTE's RX FIFO. */
+#define AOT_UARTE_STARTRX AOT_UARTE(0x000u)
+#define AOT_UARTE_ENDRX AOT_UARTE(0x110u)
+#define AOT_UARTE_PSEL_RXD AOT_UARTE(0x514u)
+#define AOT_UARTE_RXD_PTR AOT_UARTE(0x534u)
+#define AOT_UARTE_RXD_MAXCNT AOT_UARTE(0x538u)
+
+static volatile uint8_t aot_uarte_rx_byte;
+
+static void aot_uarte_rx_start(void) {
+    AOT_UARTE_ENDRX = 0u;
+    AOT_UARTE_RXD_PTR = (uint32_t)(uintptr_t)&aot_uarte_rx_byte;
+    AOT_UARTE_RXD_MAXCNT = 1u;
+    AOT_UARTE_STARTRX = 1u;
+}
+
+void aot_console_rx_init(void) {
+#if defined(AOT_CONSOLE_RX_PIN)
+    AOT_UARTE_PSEL_RXD = AOT_CONSOLE_RX_PIN;
+#endif
+    aot_uarte_rx_start();
+}
+
+int aot_console_read(void) {
+    int byte;
+    if (AOT_UARTE_ENDRX == 0u) {
+        return -1;
+    }
+    byte = (int)aot_uarte_rx_byte;
+    aot_uarte_rx_start();
+    return byte;
+}
+
+void aot_console_write_raw(const uint8_t *bytes, size_t length) {
+    size_t i = 0u;
+    while (i < length) {
+        size_t n = length - i < sizeof(aot_uarte_buffer) ? length - i : sizeof(aot_uarte_buffer);
+        size_t k;
+        for (k = 0u; k < n; ++k) {
+            aot_uarte_buffer[k] = bytes[i + k];
+        }
+        aot_uarte_send(n);
+        i += n;
+    }
 }

@@ -1,6 +1,6 @@
 /*
  * Console on an STM32 USART or LPUART with the CR1/BRR/ISR/TDR layout (STM32F7, L4, L4+,
- * G4, H7...), 8N1, transmit only. CR1 +0x00 (bit 0 UE, bit 3 TE), BRR +0x0C, ISR +0x1C
+ * G4, H7...), 8N1 (receive: aot_console_rx_init and aot_console_read, below). CR1 +0x00 (bit 0 UE, bit 3 TE), BRR +0x0C, ISR +0x1C
  * (bit 7 TXE, bit 6 TC), TDR +0x28. BRR is clock / baud for a USART (oversampling by 16)
  * and 256 * clock / baud for an LPUART (AOT_CONSOLE_LPUART). The pins and the bus clock
  * are enabled by soc/<name>.c.
@@ -40,5 +40,32 @@ void aot_console_write(const char *text, size_t length) {
 
 void aot_console_flush(void) {
     while ((AOT_USART_ISR & AOT_USART_ISR_TC) == 0u) {
+    }
+}
+
+/* Receive (the validation firmware): CR1 bit 2 RE, ISR bit 5 RXNE, bit 3 ORE (cleared through
+   ICR +0x20 bit 3), RDR +0x24. */
+#define AOT_USART_ICR AOT_USART(0x20u)
+#define AOT_USART_RDR AOT_USART(0x24u)
+
+void aot_console_rx_init(void) {
+    AOT_USART_CR1 = (1u << 3) | (1u << 2) | (1u << 0); /* TE | RE | UE */
+}
+
+int aot_console_read(void) {
+    uint32_t isr = AOT_USART_ISR;
+    if ((isr & (1u << 3)) != 0u) {
+        AOT_USART_ICR = 1u << 3;
+    }
+    if ((isr & (1u << 5)) == 0u) {
+        return -1;
+    }
+    return (int)(AOT_USART_RDR & 0xFFu);
+}
+
+void aot_console_write_raw(const uint8_t *bytes, size_t length) {
+    size_t i;
+    for (i = 0u; i < length; ++i) {
+        aot_console_putc((char)bytes[i]);
     }
 }
