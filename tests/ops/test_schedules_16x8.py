@@ -95,7 +95,7 @@ def _run_all(model: aot.ir.Model, x: np.ndarray, target: ScheduleTarget, label: 
 
 
 def _scheduled(module: K.KernelModule) -> bool:
-    return any("w16pairs" in c.buffer.name for c in module.consts)
+    return any("w16q" in c.buffer.name for c in module.consts)
 
 
 @pytest.mark.parametrize("case", list(CASES))
