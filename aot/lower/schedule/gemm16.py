@@ -174,6 +174,7 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
     ylo, yhi, xlo, xhi = g.pads
     direct = (g.kh == 1 and g.kw == 1 and not (ylo or yhi or xlo or xhi) and g.C % 2 == 0
               and g.buf is not None and g.buf.dtype == "i16")
+    unit = direct and g.sh == g.sw == 1  # output pixel q reads input pixel q
     words_in = g.C % 2 == 0 and g.buf is not None and g.buf.dtype == "i16"
     P = g.pixels
     slots = SLOTS if P > 1 else 1
@@ -287,9 +288,11 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
             lets, p = pixel_coords(ctx, g, q)
             stmts += lets
             pixs.append(p)
-            if direct:
+            if direct and unit and s > 0 and bases[0] is not None:
+                bases.append(bases[0] + s * g.C)  # the next pixel's words: one pointer for the group
+            elif direct:
                 b = ctx.var("xb")
-                stmts.append(K.Let(b, g.flat(p.n, p.iy0, p.ix0, K.Const(0))))
+                stmts.append(K.Let(b, (K.Const(q) if isinstance(q, int) else q) * g.C if unit else g.flat(p.n, p.iy0, p.ix0, K.Const(0))))
                 bases.append(b)
             else:
                 stmts.append(fill(p, s))

@@ -6,7 +6,8 @@ left for re-laid-out weights; it returns the kernel body of an int8 op with cons
 and the budget left after it, or None when no schedule applies (float, per-tensor weight
 zero point, weights computed at run time, target opt "reference", ...), and the op's own
 lowering (aot.ops) runs instead. 16x8 conv2d (groups 1) and fully_connected (int16 activations,
-int8 constant weights) get aot.lower.schedule.gemm16 on DSP cores at opt speed.
+int8 constant weights) get aot.lower.schedule.gemm16 on DSP cores at opt speed, 16x8 depthwise_conv2d
+aot.lower.schedule.depthwise16.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from aot.ir import Call
 from aot.kernel import ir as K
 from aot.lower.context import LowerCtx
 from aot.lower.schedule.depthwise import emit_depthwise
+from aot.lower.schedule.depthwise16 import emit_depthwise16
 from aot.lower.schedule.gemm import Geometry
 from aot.lower.schedule.gemm64 import emit_product
 from aot.lower.schedule.gemm16 import Epilogue, emit_gemm16
@@ -180,6 +182,9 @@ def schedule_depthwise(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out:
     f32 = f32_depthwise(ctx, x, w, bias, out, attrs, arith)  # float32 on x86-64 hosts
     if f32 is not None:
         return Scheduled(f32, budget)
+    if not ctx.target.reference and _int16_mac(ctx, x, w, out, arith):
+        dw16 = emit_depthwise16(ctx, ctx.target, x, w, out, attrs, _epilogue16(arith, bias))
+        return None if dw16 is None else Scheduled(dw16, budget)
     if ctx.target.reference or not _int8_mac(x, w, bias, out, arith):
         return None
     mve = helium_depthwise(ctx, x, w, bias, out, attrs, arith)
