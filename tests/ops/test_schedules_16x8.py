@@ -1,6 +1,6 @@
-"""Issue 13: the DSP schedule of the 16x8 CONV_2D and FULLY_CONNECTED (aot/lower/schedule/gemm16.py):
-int16 activations packed in pairs, weights pre-widened, SMLAD into int32 chunks added into the
-int64 accumulator. Bit-exact with the numpy reference (aot.quant.reference16) on the kernel
+"""The DSP schedule of the 16x8 CONV_2D and FULLY_CONNECTED (aot/lower/schedule/gemm16.py):
+int16 activations in pairs, int8 weight words extended by SXTB16, SMLAD into int32 (chunks added
+into the int64 accumulator where the int32 sum could overflow). Bit-exact with the numpy reference (aot.quant.reference16) on the kernel
 interpreter, host C (-Werror) and the LLVM JIT, for odd channel counts, padding, strides,
 dilation, channel tails and reductions longer than one chunk, with extreme values; chosen only
 on DSP cores; one seanet conv model in QEMU on a Cortex-M4."""
@@ -124,7 +124,7 @@ def test_16x8_schedule_only_on_dsp_at_speed() -> None:
     x = np.random.default_rng(1).integers(-32768, 32768, x_shape).astype(np.int16)
     for target in (ScheduleTarget(), target_for_cpu("cortex-m4", opt="size"), ScheduleTarget(opt="reference")):
         assert not _scheduled(_run_all(model, x, target, target.opt))
-    # a flash budget too small for the widened weights keeps the portable path
+    # a flash budget smaller than the weight words' padding (channel tails) keeps the portable path
     small = ScheduleTarget("cortex-m4", frozenset({"dsp"}), "speed", flash_bytes=64)
     assert not _scheduled(_run_all(model, x, small, "small flash"))
 
