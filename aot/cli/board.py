@@ -88,6 +88,10 @@ def cmd_bench(a: argparse.Namespace) -> int:
     if a.host:
         from aot.tools.host_bench import host_bench_command
         return host_bench_command(a.models, a.json, a.md, a.threads, a.runs, compile_kwargs(a))
+    if a.zoo is not None:
+        return _bench_zoo(a)
+    if not a.models:
+        raise Error("aot bench needs MODEL files (or --zoo: the model zoo's families)")
     if not a.board:
         raise Error("aot bench needs --board BOARD (or --host: time per inference on this machine)")
     if a.input_shape:
@@ -110,6 +114,25 @@ def cmd_bench(a: argparse.Namespace) -> int:
         from aot.tools.sweep import write_atomic
         write_atomic(a.html, sweep_page([asdict(r) for r in rows], "aot bench"))
     print(rows_json(rows) if a.json else format_markdown(rows))
+    return 0
+
+
+def _bench_zoo(a: argparse.Namespace) -> int:
+    """aot bench --zoo: every zoo family on one board (default mps2-an386) beside TFLM+CMSIS-NN."""
+    from aot.tools.zoo_bench import format_zoo_markdown, run_zoo_bench, select_cases, zoo_rows_json
+    if a.models:
+        raise Error("aot bench --zoo builds its own models; drop the MODEL arguments (or --zoo)")
+    boards = a.board or ["mps2-an386"]
+    if len(boards) != 1:
+        raise Error("aot bench --zoo takes one --board")
+    anchors = Path(a.anchors) if a.anchors else _default_anchors()
+    rows = run_zoo_bench(select_cases(a.zoo), boards[0], anchors, **compile_kwargs(a))
+    text = format_zoo_markdown(rows)
+    if a.md:
+        Path(a.md).write_text(text)
+    if isinstance(a.json, str):
+        Path(a.json).write_text(zoo_rows_json(rows) + "\n")
+    print(zoo_rows_json(rows) if a.json is True else text)
     return 0
 
 
@@ -142,7 +165,10 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     p.set_defaults(fn=cmd_project)
 
     bn = sub.add_parser("bench", help="flash, RAM and speed on a board, beside TensorFlow Lite Micro")
-    bn.add_argument("models", nargs="+", metavar="MODEL")
+    bn.add_argument("models", nargs="*", metavar="MODEL")
+    bn.add_argument("--zoo", nargs="?", const="all", metavar="NAMES",
+                    help="benchmark the model zoo's families (int8/16x8, seeded/trained) beside TFLM+CMSIS-NN "
+                         "(anchors.json); NAMES: comma-separated rows or families (default: all)")
     bn.add_argument("--board", action="append", help="board (repeat for several)")
     bn.add_argument("--json", nargs="?", const=True, metavar="OUT", help="print JSON (with --host: or write it to OUT)")
     bn.add_argument("--html", metavar="OUT", help="write the rows as a self-contained HTML page")
