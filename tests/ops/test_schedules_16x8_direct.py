@@ -3,8 +3,9 @@ depthwise16.py) and the conv / fully connected products with int8 weight words
 (aot/lower/schedule/gemm16.py). Bit-exact with the numpy reference (aot.quant.reference16) on the
 kernel interpreter, host C (-Werror) and the LLVM JIT across shapes, strides, dilation, padding
 and per-channel weight scales spread over three orders of magnitude, in each of the products'
-exactness modes (one SMMLA requantization, TFLM's int32 wrap, int64 chunks); the weights stay
-int8 in flash; a small model on the Cortex-M4 and Cortex-M55 in QEMU."""
+exactness modes (one SMMLA requantization, TFLM's int32 wrap, int64 chunks); the Helium 1x1
+products (aot/lower/schedule/helium16.py); the weights stay int8 in flash; a small model on the
+Cortex-M4 and Cortex-M55 in QEMU."""
 from __future__ import annotations
 
 import re
@@ -16,6 +17,8 @@ import aot
 from aot.ir import Quant
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import requant_mma, requantize64
+from aot.kernel.intrinsics_mve import mve_dot16
+from aot.kernel.printer import format_module
 from aot.kernel.verify import verify_kernel_module
 from aot.lower.schedule import ScheduleTarget, target_for_cpu
 from aot.lower.schedule.depthwise16 import pack_dw_words
@@ -24,6 +27,7 @@ from aot.pipeline.driver import CompileOptions, compile_model
 from aot.runners.kernel_module import run_kernel_module
 
 M4 = target_for_cpu("cortex-m4")
+M55 = target_for_cpu("cortex-m55")
 X_SCALE = 1e-3
 
 
@@ -148,6 +152,25 @@ def test_16x8_products_read_in_place_bit_exact(case: str) -> None:
     x_shape, layers = CONV_CASES[case]
     module = _run_all(_model(7 + len(case), x_shape, layers), _x(len(case), x_shape), M4, case)
     assert "w16q" in _consts(module)
+
+
+@pytest.mark.parametrize("case", ["pw-direct", "pw-stride2", "conv-odd-fc"])
+def test_16x8_helium_products_bit_exact(case: str) -> None:
+    """On a Helium core the 1x1 products are one mve_dot16 per output channel (VMLADAVA.S16;
+    the host runs its portable twin), the other windows gemm16's DSP schedule; bit-exact."""
+    x_shape, layers = CONV_CASES[case]
+    module = _run_all(_model(7 + len(case), x_shape, layers), _x(len(case), x_shape), M55, case)
+    text = format_module(module)
+    assert "mve_dot16" in text
+    assert ("w16q" in _consts(module)) == (case == "conv-odd-fc")  # its 3x3 conv: the DSP schedule
+
+
+def test_mve_dot16_wraps_like_vmladava() -> None:
+    x = np.full(40, -32768, np.int16)
+    w = np.full(40, -128, np.int8)
+    want = (7 + 40 * (1 << 22) + (1 << 31)) % (1 << 32) - (1 << 31)
+    assert mve_dot16((x, 0), (w, 0), 40, 7) == want
+    assert mve_dot16((x, 3), (w, 5), 0, -9) == -9
 
 
 @pytest.mark.parametrize("cin,bias,want", [(20, "int64", "fast"), (150, "int64", "exact64"),

@@ -30,7 +30,8 @@ Columns: a 1x1 unpadded product over an even channel count reads the input's wor
 order (ky, kx), each tap's C channels as ceil(C / 2) pairs (word copies for an even C; an odd
 C ends its tap with the pair (x[C-1], 0) whose weight is 0; taps outside the image are zero
 pairs: the 16x8 input zero point is 0). Pixels go two at a time (a tail pixel alone), output
-channels in blocks of four (tails two, one); the weights are [block][pair][word].
+channels in blocks of four (tails two, one); the weights are [block][pair][word]. On Helium cores
+the 1x1 products of the fast mode take aot.lower.schedule.helium16 instead.
 """
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ import numpy as np
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.lower.schedule.gemm import Geometry, Pixel, all_pixel_groups, pixel_coords
+from aot.lower.schedule.helium16 import emit_helium16
 from aot.lower.schedule.target import ScheduleTarget, WeightBudget
 from aot.ops.common import window_bounds_conds
 
@@ -164,6 +166,9 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
     if left is None:
         return None
     kind = mode(ep, w2d)
+    mve = emit_helium16(ctx, tgt, g, w2d, ep, kind)  # Cortex-M55: 1x1 products as VMLADAVA.S16
+    if mve is not None:
+        return mve, budget
     wtab = ctx.const(words, "i32", "w16q")
     btab = None
     rq = None
