@@ -134,9 +134,10 @@ def test_weight_pairs_and_chunks() -> None:
     pairs = pack_weights16(w.astype(np.int8), 1, 3, 5).view(np.uint32).astype(np.int64)
     lo = ((pairs & 0xFFFF) ^ 0x8000) - 0x8000
     hi = (((pairs >> 16) & 0xFFFF) ^ 0x8000) - 0x8000
-    assert pairs.shape == (2, 9)
+    assert pairs.shape == (2, 8)  # the kernel row's 15 elements: 8 pairs
     np.testing.assert_array_equal(lo[1, :3], w[1, [0, 2, 4]])
-    np.testing.assert_array_equal(hi[1, :3], [w[1, 1], w[1, 3], 0])  # the tap's last pair has weight 0 on top
+    np.testing.assert_array_equal(hi[1, :3], w[1, [1, 3, 5]])
+    assert (lo[1, 7], hi[1, 7]) == (w[1, 14], 0)  # the row's last pair has weight 0 on top
     assert chunks(300) == [(0, 128), (128, 128), (256, 44)] and chunks(5) == [(0, 5)]
     assert 2 * CHUNK_PAIRS * (1 << 22) < 1 << 31  # a chunk of products cannot overflow int32
 

@@ -26,10 +26,12 @@ Exactness, decided per layer at compile time (`mode`):
            an int64 accumulator, then the reference's epilogue.
 
 Columns: a 1x1 unpadded product over an even channel count reads the input's words in place
-(no copy); otherwise each output pixel's window is copied once into a column of pairs in tap
-order (ky, kx), each tap's C channels as ceil(C / 2) pairs (word copies for an even C; an odd
-C ends its tap with the pair (x[C-1], 0) whose weight is 0; taps outside the image are zero
-pairs: the 16x8 input zero point is 0). Pixels go two at a time (a tail pixel alone), output
+(no copy); otherwise each output pixel's window is copied once into a column of pairs, kernel
+row by kernel row, each row's kw * C elements in order (kx, c) as ceil(kw C / 2) pairs (for an
+even C word copies, tap by tap; an odd C is copied element by element into an int16 column read
+as words, an odd row ending with the pair (x, 0) whose weight is 0, so a one-channel 10x4 window
+is 20 pairs, not 40 half-empty ones); taps outside the image are zeros: the 16x8 input zero point
+is 0. Pixels go two at a time (a tail pixel alone), output
 channels in blocks of four (tails two, one); the weights are [block][pair][word]. On Helium cores
 the 1x1 products of the fast mode take aot.lower.schedule.helium16 instead.
 """
@@ -70,22 +72,25 @@ class Epilogue:
     bias_known: bool = True  # False: a bias computed at run time (only the reference epilogue adds it)
 
 
-def tap_pairs(c: int) -> int:
-    return (c + 1) // 2
+def row_pairs(kw: int, c: int) -> int:
+    """Pairs per kernel row: its kw * c elements (taps, then channels), an odd count padded."""
+    return (kw * c + 1) // 2
 
 
 def pack_weights16(w2d: np.ndarray, kh: int, kw: int, c: int) -> np.ndarray:
-    """[oc, kh*kw*ceil(c/2)] int32 pairs (bottom = even channel, top = odd channel or 0)."""
+    """[oc, kh * row_pairs(kw, c)] int32 pairs (bottom = even element of a kernel row, top = odd
+    element or 0)."""
     lo, hi = _pair_weights(w2d, kh, kw, c)
     return ((lo & 0xFFFF) | ((hi & 0xFFFF) << 16)).astype(np.uint32).view(np.int32)
 
 
 def _pair_weights(w2d: np.ndarray, kh: int, kw: int, c: int) -> tuple[np.ndarray, np.ndarray]:
-    """([oc, pairs], [oc, pairs]) int64: the bottom and top weight of each reduction pair."""
+    """([oc, pairs], [oc, pairs]) int64: the bottom and top weight of each reduction pair, pairs
+    taken along each kernel row's kw * c elements (an odd row ends with a zero weight)."""
     oc_n = w2d.shape[0]
-    wq = w2d.astype(np.int64).reshape(oc_n, kh * kw, c)
-    if c % 2:
-        wq = np.concatenate([wq, np.zeros((oc_n, kh * kw, 1), np.int64)], axis=2)
+    wq = w2d.astype(np.int64).reshape(oc_n, kh, kw * c)
+    if (kw * c) % 2:
+        wq = np.concatenate([wq, np.zeros((oc_n, kh, 1), np.int64)], axis=2)
     return wq[:, :, 0::2].reshape(oc_n, -1), wq[:, :, 1::2].reshape(oc_n, -1)
 
 
@@ -158,8 +163,8 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
     """The kernel of a 16x8 convolution over geometry g (g.get reads int16 elements; g.buf the
     int16 input when it is materialised), or None when its weight words do not fit the budget."""
     oc_n = w2d.shape[0]
-    taps, ppt = g.kh * g.kw, tap_pairs(g.C)
-    total = taps * ppt
+    ppr = row_pairs(g.kw, g.C)
+    total = g.kh * ppr
     blks = blocks(oc_n, BLOCK)
     words = pack_words16(w2d, g.kh, g.kw, g.C, blks)
     left = budget.take16(max(0, int(words.size) * 4 - int(w2d.size)))  # beyond the int8 weights
@@ -183,15 +188,21 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
     words_in = g.C % 2 == 0 and g.buf is not None and g.buf.dtype == "i16"
     P = g.pixels
     slots = SLOTS if P > 1 else 1
-    col = K.Buffer(ctx.fresh("col16"), "i32", total * slots)
+    # an even C: a column of pairs (word copies, per tap); an odd C: of int16 elements, each kernel
+    # row's kw * C values in a row of pairs (read as words), so no pair is half padding per tap
+    col = K.Buffer(ctx.fresh("col16"), "i32", total * slots) if g.C % 2 == 0 else \
+        K.Buffer(ctx.fresh("col16"), "i16", 2 * total * slots)
     unroll = UNROLL if tgt.speed else 1
     parts = chunks(total) if kind == "exact64" else [(0, total)]
 
     def fill(p: Pixel, s: int) -> K.Stmt:
+        if g.C % 2:
+            return fill_rows(p, s)
         ky, kx, i = ctx.var("fky"), ctx.var("fkx"), ctx.var("fi")
         iy = p.iy0 + ky * g.dh
         ix = p.ix0 + kx * g.dw
-        t0 = (ky * g.kw + kx) * ppt + s * total
+        ppt = g.C // 2
+        t0 = ky * ppr + kx * ppt + s * total
 
         def el(ic: K.Expr) -> K.Expr:
             return g.get(p.n, iy, ix, ic).cast("i32")
@@ -200,16 +211,29 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
             assert g.buf is not None
             copy.append(K.For(i, g.C // 2, K.Store(col, t0 + i, K.LoadWord(g.buf, g.flat(p.n, iy, ix, i * 2)))))
         else:
-            if g.C // 2:
-                copy.append(K.For(i, g.C // 2, K.Store(col, t0 + i, intrinsic("pack16", el(i * 2), el(i * 2 + 1)))))
-            if g.C % 2:
-                copy.append(K.Store(col, t0 + (ppt - 1), intrinsic("pack16", el(K.Const(g.C - 1)), K.Const(0))))
+            copy.append(K.For(i, g.C // 2, K.Store(col, t0 + i, intrinsic("pack16", el(i * 2), el(i * 2 + 1)))))
         tap: K.Stmt = K.seq(*copy)
         conds = window_bounds_conds(iy, g.H, ylo, yhi) + window_bounds_conds(ix, g.W, xlo, xhi)
         if conds:
             z = ctx.var("fz")
             tap = K.If(K.logical_and(*conds), tap, K.For(z, ppt, K.Store(col, t0 + z, K.Const(0))))
         return K.For(ky, g.kh, K.For(kx, g.kw, tap))
+
+    def fill_rows(p: Pixel, s: int) -> K.Stmt:
+        """An odd C: each kernel row's elements in order (kx, c), zeros outside the image."""
+        ky, kx, i = ctx.var("fky"), ctx.var("fkx"), ctx.var("fi")
+        iy = p.iy0 + ky * g.dh
+        ix = p.ix0 + kx * g.dw
+        e0 = (ky * ppr + s * total) * 2 + kx * g.C
+        tap: K.Stmt = K.For(i, g.C, K.Store(col, e0 + i, g.get(p.n, iy, ix, i)))
+        conds = window_bounds_conds(iy, g.H, ylo, yhi) + window_bounds_conds(ix, g.W, xlo, xhi)
+        if conds:
+            z = ctx.var("fz")
+            tap = K.If(K.logical_and(*conds), tap, K.For(z, g.C, K.Store(col, e0 + z, K.Const(0, "i16"))))
+        row: list[K.Stmt] = [K.For(kx, g.kw, tap)]
+        if (g.kw * g.C) % 2:  # the row's padding element (weight 0)
+            row.append(K.Store(col, (ky * ppr + s * total) * 2 + g.kw * g.C, K.Const(0, "i16")))
+        return K.For(ky, g.kh, K.seq(*row))
 
     def block(oc0: K.Expr, size: int, seg: K.Expr, pixs: list[Pixel], bases: list[K.Expr | None]) -> K.Stmt:
         nsl = len(pixs)
@@ -225,8 +249,13 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
             for s in range(nsl):
                 xv = ctx.var("xp")
                 b = bases[s]
-                st.append(K.Let(xv, K.LoadWord(g.buf, b + j * 2) if b is not None and g.buf is not None
-                                else K.Load(col, j + s * total)))
+                if b is not None and g.buf is not None:
+                    src: K.Expr = K.LoadWord(g.buf, b + j * 2)
+                elif col.dtype == "i16":
+                    src = K.LoadWord(col, (j + s * total) * 2)
+                else:
+                    src = K.Load(col, j + s * total)
+                st.append(K.Let(xv, src))
                 xs.append(xv)
             for u in range(nw):
                 wv, lo = ctx.var("wq"), ctx.var("wl")
