@@ -95,8 +95,11 @@ def emit_depthwise16(ctx, tgt: ScheduleTarget, x, w, out, attrs: Mapping[str, An
                 body.append(K.Let(b0, K.Load(btab, c0 + j)))
                 init = b0
             body += [K.Let(acc[s][j], init) for s in range(nsl)]
-        bases = []
+        bases: list[K.Expr] = []
         for s, (n, oy, ox) in enumerate(pix):
+            if s:  # the next pixel of the pair: sw input pixels on, through the same pointer
+                bases.append(bases[0] + s * sw * c)
+                continue
             xb = ctx.var("xb")
             body.append(K.Let(xb, flat(n, oy * sh - pt, ox * sw - pl) + c0))
             bases.append(xb)
