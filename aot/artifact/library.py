@@ -30,9 +30,8 @@ FORMAT_VERSION = 1
 
 def widened_weight_bytes(module: Any) -> int:
     """The flash that weights pre-widened to 16-bit pairs cost beyond their int8 form (half of
-    each pair table: `--flash-budget` int8 tables and 16x8 tables)."""
-    return sum(c.buffer.nbytes // 2 for c in module.consts
-               if "_wpairs" in c.buffer.name or "_w16pairs" in c.buffer.name) + \
+    each pair table: `--flash-budget` int8 tables)."""
+    return sum(c.buffer.nbytes // 2 for c in module.consts if "_wpairs" in c.buffer.name) + \
         sum(int(np.asarray(c.data).reshape(-1)[0]) for c in module.consts  # records: word 0 says
             if "_wshort" in c.buffer.name or "_wshallowq" in c.buffer.name)  # (aot.lower.schedule.short)
 

@@ -96,6 +96,11 @@ class Interpreter:
     def e_LoadWord(self, e: K.LoadWord, fr: _Frame):  # noqa: ANN201
         idx = self.expr(e.index, fr)
         arr = fr.buffers[id(e.buffer)]
+        if e.buffer.dtype == "i16":  # two 16-bit elements: one pair
+            if not 0 <= idx <= arr.size - 2:
+                raise IndexError(f"word load {e.buffer.name}[{idx}..{idx + 1}] out of bounds (size {arr.size})")
+            lo, hi = arr[idx:idx + 2].astype(np.int64) & 0xFFFF
+            return wrap(int(lo) | int(hi) << 16, "i32")
         if not 0 <= idx <= arr.size - 4:
             raise IndexError(f"word load {e.buffer.name}[{idx}..{idx + 3}] out of bounds (size {arr.size})")
         raw = arr[idx:idx + 4].astype(np.uint8)

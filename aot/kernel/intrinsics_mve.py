@@ -152,6 +152,16 @@ def mve_col(col: Ref, x: Ref, H: int, W: int, C: int, kh: int, kw: int, sh: int,
     return 0
 
 
+def mve_dot16(x: Ref, w: Ref, n: int, acc: int) -> int:
+    """acc + sum_k<n x[k] * w[k] over n int16 activations and n int8 weights, wrapped to int32
+    (VLDRH, VLDRB.S16 and VMLADAVA.S16 over eight lanes, the tail predicated): the 16x8 products
+    on Helium cores (aot.lower.schedule.helium16)."""
+    xa, xi = x
+    wa, wi = w
+    v = acc + int(np.dot(xa[xi:xi + n].astype(np.int64), wa[wi:wi + n].astype(np.int64)))
+    return (v + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
 # name -> (argument dtypes, result dtype, semantics)
 MVE_INTRINSICS: tuple[tuple[str, tuple[str, ...], str, Callable[..., int]], ...] = (
     ("mve_conv4", ("*i8", "&i8", "&i8") + ("i32",) * 5 + ("&i32",) + ("i32",) * 5, "i32", mve_conv4),
@@ -159,4 +169,5 @@ MVE_INTRINSICS: tuple[tuple[str, tuple[str, ...], str, Callable[..., int]], ...]
     ("mve_dw_row", ("*i8", "*i8", "&i8", "&i8", "&i32") + ("i32",) * 17, "i32", mve_dw_row),
     ("mve_chsum", ("*i32", "&i8") + ("i32",) * 4, "i32", mve_chsum),
     ("mve_col", ("*i8", "&i8") + ("i32",) * 14, "i32", mve_col),
+    ("mve_dot16", ("&i16", "&i8", "i32", "i32"), "i32", mve_dot16),
 )

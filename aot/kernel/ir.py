@@ -123,7 +123,9 @@ class Load(Expr):
 class LoadWord(Expr):
     """Four consecutive 8-bit elements buffer[index] .. buffer[index + 3] as one i32, little-endian
     (buffer[index] in bits 0-7, buffer[index + 3] in bits 24-31); no alignment required. Feeds the
-    packed-pair intrinsics (sxtb16 & co.) from int8 activations with one 32-bit load."""
+    packed-pair intrinsics (sxtb16 & co.) from int8 activations with one 32-bit load. From a 16-bit
+    buffer: the two elements buffer[index], buffer[index + 1] as one pair (bottom, top lane), the
+    16x8 schedules' int16 activations read in place."""
     buffer: Buffer
     index: Expr
     dtype: str = field(default="i32", init=False)

@@ -5,7 +5,7 @@ Rules (the error message starts with "rule N"):
   2. Every scalar variable is defined before use: an enclosing For or an earlier Let in scope.
   3. Binary operands share one dtype, and it is i32, i64 or f32 (narrow ints are cast first).
   4. Load and store indices are i32; a stored value has the buffer's dtype; constants are
-     never stored to; a LoadWord reads an 8-bit (i8/u8) buffer.
+     never stored to; a LoadWord reads an 8-bit (i8/u8) or 16-bit (i16) buffer.
   5. Every CallKernel names a function of the module, with as many arguments as parameters,
      each of the parameter's dtype and at least its size (no dangling function reference).
   6. Intrinsics exist, with their arity and argument dtypes; a reference argument ("&...",
@@ -59,9 +59,9 @@ class _Checker:
             self.expr(e.index, scope)
             if e.index.dtype != "i32":
                 raise _fail(4, self.where(), f"index of {e.buffer.name} has dtype {e.index.dtype}")
-            if e.buffer.dtype not in ("i8", "u8"):
+            if e.buffer.dtype not in ("i8", "u8", "i16"):
                 raise _fail(4, self.where(), f"word load from {e.buffer.dtype} buffer {e.buffer.name}; "
-                                             f"LoadWord reads i8/u8 buffers")
+                                             f"LoadWord reads i8/u8/i16 buffers")
             return
         if isinstance(e, K.Binary):
             self.expr(e.a, scope)

@@ -12,10 +12,11 @@ from llvmlite import ir
 from aot.llvm.loops import counted_loop as _loop
 from aot.llvm.volatile import make_volatile, make_volatile_store
 
-I8, I32 = ir.IntType(8), ir.IntType(32)
+I8, I16, I32 = ir.IntType(8), ir.IntType(16), ir.IntType(32)
 PTR = ir.PointerType()
 V16I8, V16I32 = ir.VectorType(I8, 16), ir.VectorType(I32, 16)
 V8I8, V8I32 = ir.VectorType(I8, 8), ir.VectorType(I32, 8)
+V8I16 = ir.VectorType(I16, 8)
 
 
 def _reduce_add(mod: ir.Module, vt: ir.VectorType) -> ir.Function:
@@ -541,7 +542,35 @@ def define_col(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Functio
     return fn
 
 
+def define_dot16(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Function) -> ir.Function:
+    """mve_dot16: eight lanes at a time as reduce.add(mul(sext <8 x i16>, sext <8 x i8>)) on MVE
+    targets (VMLADAVA.S16), then (and elsewhere throughout) a scalar loop."""
+    del rq
+    fn, b = _fn(mod, name, kinds)
+    x, w, n, acc = fn.args
+    cell = _acc_cell(b, acc)
+    start = None
+    if mve_native(mod):
+        start = b.and_(n, _c(-8))
+
+        def step(b: ir.IRBuilder, k: ir.Value) -> None:
+            xv = b.load(b.gep(x, [k], inbounds=True, source_etype=I16), typ=V8I16)
+            xv.align = 2
+            wv = _vload(b, w, k, V8I8)
+            prod = b.mul(b.sext(xv, V8I32), b.sext(wv, V8I32))
+            b.store(b.add(b.load(cell, typ=I32), b.call(_reduce_add(mod, V8I32), [prod])), cell)
+        _loop(b, start, step, step=8)
+
+    def one(b: ir.IRBuilder, k: ir.Value) -> None:
+        p = b.mul(b.sext(_ld(b, x, k, I16), I32), b.sext(_ld(b, w, k, I8), I32))
+        b.store(b.add(b.load(cell, typ=I32), p), cell)
+    _loop(b, n, one, start=start)
+    b.ret(b.load(cell, typ=I32))
+    return fn
+
+
 def define_mve(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Function) -> ir.Function:
     """The LLVM function of the Helium routine `name` (aot.kernel.intrinsics_mve)."""
-    define = {"mve_dw_row": define_dw_row, "mve_chsum": define_chsum, "mve_col": define_col}.get(name, define_conv4)
+    define = {"mve_dw_row": define_dw_row, "mve_chsum": define_chsum, "mve_col": define_col,
+              "mve_dot16": define_dot16}.get(name, define_conv4)
     return define(mod, name, kinds, rq)

@@ -206,6 +206,22 @@ static inline __attribute__((always_inline)) void aot_mve_conv4(
     }
 }
 
+/* acc + the dot product of n int16 activations and n int8 weights: eight lanes per VMLADAVA.S16,
+   the weights sign-extended by the load (VLDRB.S16), the tail predicated */
+static inline __attribute__((always_inline)) int32_t aot_mve_dot16(const int16_t *x, const int8_t *w, int32_t n,
+                                                                   int32_t acc) {
+    int32_t k = 0;
+#pragma GCC unroll 4
+    for (; k + 8 <= n; k += 8) {
+        acc = vmladavaq_s16(acc, vldrhq_s16(x + k), vldrbq_s16(w + k));
+    }
+    if (k < n) {
+        const mve_pred16_t p = vctp16q((uint32_t)(n - k));
+        acc = vmladavaq_p_s16(acc, vldrhq_z_s16(x + k, p), vldrbq_z_s16(w + k, p), p);
+    }
+    return acc;
+}
+
 /* n bytes from src to dst; n bytes of v at dst (whole vectors unpredicated, then the tail) */
 static inline __attribute__((always_inline)) void aot_mve_copy(int8_t *dst, const int8_t *src, int32_t n) {
     int32_t i = 0;
@@ -402,6 +418,15 @@ static inline int32_t aot_mve_rq1(int32_t acc, const int32_t *p, int32_t ps, int
     v = (v >> e) + ((v & mask) > threshold ? 1 : 0);
     v += zp;
     return v < amin ? amin : (v > amax ? amax : v);
+}
+
+/* acc + the dot product of n int16 activations and n int8 weights (aot.kernel.intrinsics_mve.mve_dot16) */
+static inline int32_t aot_mve_dot16(const int16_t *x, const int8_t *w, int32_t n, int32_t acc) {
+    uint32_t a = (uint32_t)acc;
+    for (int32_t k = 0; k < n; k++) {
+        a += (uint32_t)((int32_t)x[k] * (int32_t)w[k]);
+    }
+    return (int32_t)a;
 }
 
 static inline void aot_mve_conv4(int8_t *out, const int8_t *x, const int8_t *w, int32_t n, int32_t npix, int32_t xs,

@@ -1,6 +1,6 @@
 """The DSP schedule of the 16x8 CONV_2D and FULLY_CONNECTED (aot/lower/schedule/gemm16.py):
-int16 activations packed in pairs, weights pre-widened, SMLAD into int32 chunks added into the
-int64 accumulator. Bit-exact with the numpy reference (aot.quant.reference16) on the kernel
+int16 activations in pairs, int8 weight words extended by SXTB16, SMLAD into int32 (chunks added
+into the int64 accumulator where the int32 sum could overflow). Bit-exact with the numpy reference (aot.quant.reference16) on the kernel
 interpreter, host C (-Werror) and the LLVM JIT, for odd channel counts, padding, strides,
 dilation, channel tails and reductions longer than one chunk, with extreme values; chosen only
 on DSP cores; one seanet conv model in QEMU on a Cortex-M4."""
@@ -95,7 +95,7 @@ def _run_all(model: aot.ir.Model, x: np.ndarray, target: ScheduleTarget, label: 
 
 
 def _scheduled(module: K.KernelModule) -> bool:
-    return any("w16pairs" in c.buffer.name for c in module.consts)
+    return any("w16q" in c.buffer.name for c in module.consts)
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -124,7 +124,7 @@ def test_16x8_schedule_only_on_dsp_at_speed() -> None:
     x = np.random.default_rng(1).integers(-32768, 32768, x_shape).astype(np.int16)
     for target in (ScheduleTarget(), target_for_cpu("cortex-m4", opt="size"), ScheduleTarget(opt="reference")):
         assert not _scheduled(_run_all(model, x, target, target.opt))
-    # a flash budget too small for the widened weights keeps the portable path
+    # a flash budget smaller than the weight words' padding (channel tails) keeps the portable path
     small = ScheduleTarget("cortex-m4", frozenset({"dsp"}), "speed", flash_bytes=64)
     assert not _scheduled(_run_all(model, x, small, "small flash"))
 
@@ -134,9 +134,10 @@ def test_weight_pairs_and_chunks() -> None:
     pairs = pack_weights16(w.astype(np.int8), 1, 3, 5).view(np.uint32).astype(np.int64)
     lo = ((pairs & 0xFFFF) ^ 0x8000) - 0x8000
     hi = (((pairs >> 16) & 0xFFFF) ^ 0x8000) - 0x8000
-    assert pairs.shape == (2, 9)
+    assert pairs.shape == (2, 8)  # the kernel row's 15 elements: 8 pairs
     np.testing.assert_array_equal(lo[1, :3], w[1, [0, 2, 4]])
-    np.testing.assert_array_equal(hi[1, :3], [w[1, 1], w[1, 3], 0])  # the tap's last pair has weight 0 on top
+    np.testing.assert_array_equal(hi[1, :3], w[1, [1, 3, 5]])
+    assert (lo[1, 7], hi[1, 7]) == (w[1, 14], 0)  # the row's last pair has weight 0 on top
     assert chunks(300) == [(0, 128), (128, 128), (256, 44)] and chunks(5) == [(0, 5)]
     assert 2 * CHUNK_PAIRS * (1 << 22) < 1 << 31  # a chunk of products cannot overflow int32
 

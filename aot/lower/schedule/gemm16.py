@@ -1,51 +1,115 @@
 """16x8 convolution and fully connected (int16 activations, int8 weights) on DSP cores.
 
-TFLite Micro accumulates x * w of the 16x8 layers in int64. Two adjacent int16 activations
-are packed into one 16-bit pair (PKHBT) and the weights are pre-widened to pairs at compile
-time in the same order, so one SMLAD does two multiply-accumulates in int32. That int32 sum
-is exact while it cannot overflow: |x| <= 2^15 and |w| <= 2^7 bound a product by 2^22, so a
-chunk of at most CHUNK_PAIRS pairs (2 * CHUNK_PAIRS < 512 products) sums below 2^31 in
-magnitude; each chunk's int32 sum is added into the int64 accumulator, and the result equals
-TFLM's int64 sum bit for bit (the epilogue, aot.ops.arith.MacArith.finish, is the reference
-lowering's own: int64 bias, requantize64, or TFLM's int32 wrap for CONV_2D with int32 bias).
+TFLite Micro accumulates x * w of the 16x8 layers in int64, adds the int64 bias and
+requantizes the int64 sum (MultiplyByQuantizedMultiplier with the multiplier reduced to 16
+bits, one rounding). Here two adjacent int16 activations are one 32-bit word (x[k], x[k + 1]),
+read as it lies in memory, and SMLAD multiplies it by the weight pair (w[k], w[k + 1]) of a
+channel: two multiply-accumulates per instruction.
 
-Layout: per output pixel a column of pairs in tap order (ky, kx), each tap's C channels as
-ceil(C / 2) pairs (an odd C ends its tap with the pair (x[C-1], 0) whose weight is 0); taps
-outside the image are written as zero pairs (the 16x8 input zero point is 0). Output
-channels are processed in blocks of four (tails two, one), so each column load feeds four
-SMLADs; the weights are interleaved [block][pair][channel].
+Weights stay int8 in flash, laid out at compile time so that one word serves two channels:
+bytes (L[k], H[k], L[k + 1], H[k + 1]) for the channel pair (L, H), whose SXTB16 is L's pair
+(L[k], L[k + 1]) and SXTB16 ROR 8 H's. A step (one pair of the reduction) of a block of four
+channels and two pixels is then two activation words, two weight words, four extends and eight
+SMLADs.
+
+Exactness, decided per layer at compile time (`mode`):
+  fast     every channel's |bias| + 32768 sum |w| < 2^31: the int32 accumulator started at the
+           bias is the exact int64 sum; with every per-channel shift <= -2 (total shift
+           15 - shift >= 17) TFLM's requantization is one SMMLA and one shift (requant_mma with
+           m = reduced << 16, h = 2^(total - 17), r = total - 16: floor((acc r + 2^(total-1)) /
+           2^total), the same value, see _fast_consts)
+  wrap32   a CONV_2D with an int32 bias: TFLM accumulates in int32 with wraparound, which the
+           int32 SMLAD sum reproduces exactly; the epilogue is the reference's
+           (aot.ops.arith.MacArith.finish)
+  exact64  otherwise: the reduction in chunks of at most CHUNK_PAIRS pairs (2 * CHUNK_PAIRS
+           products of |x w| <= 2^22 cannot overflow int32), each chunk's int32 sum added into
+           an int64 accumulator, then the reference's epilogue.
+
+Columns: a 1x1 unpadded product over an even channel count reads the input's words in place
+(no copy); otherwise each output pixel's window is copied once into a column of pairs, kernel
+row by kernel row, each row's kw * C elements in order (kx, c) as ceil(kw C / 2) pairs (for an
+even C word copies, tap by tap; an odd C is copied element by element into an int16 column read
+as words, an odd row ending with the pair (x, 0) whose weight is 0, so a one-channel 10x4 window
+is 20 pairs, not 40 half-empty ones); taps outside the image are zeros: the 16x8 input zero point
+is 0. Pixels go two at a time (a tail pixel alone), output
+channels in blocks of four (tails two, one); the weights are [block][pair][word]. On Helium cores
+the 1x1 products of the fast mode take aot.lower.schedule.helium16 instead.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
-from aot.lower.schedule.gemm import Geometry
+from aot.lower.schedule.gemm import Geometry, Pixel, all_pixel_groups, pixel_coords
+from aot.lower.schedule.helium16 import emit_helium16
 from aot.lower.schedule.target import ScheduleTarget, WeightBudget
 from aot.ops.common import window_bounds_conds
 
 CHUNK_PAIRS = 128  # pairs summed in int32 before the int64 accumulator: 256 * 2^22 < 2^31
 UNROLL = 4  # pairs per iteration of the reduction loop
 BLOCK = 4  # output channels per block
+SLOTS = 2  # output pixels per group
+X_MAX = 1 << 15  # |int16 activation| <= 2^15
 
 Finish = Callable[[K.Expr, K.Expr], K.Expr]  # (int64 accumulator, output channel) -> output value
 
 
-def tap_pairs(c: int) -> int:
-    return (c + 1) // 2
+@dataclass(frozen=True)
+class Epilogue:
+    """What the 16x8 schedules need of the op beyond its weights: the reference finish, the
+    integer bias, the per-channel requantization values and the clamp."""
+    finish: Finish
+    bias: np.ndarray | None  # int64 values per output channel
+    mults: tuple[int, ...]
+    shifts: tuple[int, ...]
+    act_min: int
+    act_max: int
+    wrap32: bool  # TFLM's int32 accumulator (a CONV_2D with an int32 bias)
+    bias_known: bool = True  # False: a bias computed at run time (only the reference epilogue adds it)
+
+
+def row_pairs(kw: int, c: int) -> int:
+    """Pairs per kernel row: its kw * c elements (taps, then channels), an odd count padded."""
+    return (kw * c + 1) // 2
 
 
 def pack_weights16(w2d: np.ndarray, kh: int, kw: int, c: int) -> np.ndarray:
-    """[oc, kh*kw*ceil(c/2)] int32 pairs (bottom = even channel, top = odd channel or 0)."""
+    """[oc, kh * row_pairs(kw, c)] int32 pairs (bottom = even element of a kernel row, top = odd
+    element or 0)."""
+    lo, hi = _pair_weights(w2d, kh, kw, c)
+    return ((lo & 0xFFFF) | ((hi & 0xFFFF) << 16)).astype(np.uint32).view(np.int32)
+
+
+def _pair_weights(w2d: np.ndarray, kh: int, kw: int, c: int) -> tuple[np.ndarray, np.ndarray]:
+    """([oc, pairs], [oc, pairs]) int64: the bottom and top weight of each reduction pair, pairs
+    taken along each kernel row's kw * c elements (an odd row ends with a zero weight)."""
     oc_n = w2d.shape[0]
-    wq = w2d.astype(np.int64).reshape(oc_n, kh * kw, c)
-    if c % 2:
-        wq = np.concatenate([wq, np.zeros((oc_n, kh * kw, 1), np.int64)], axis=2)
-    lo, hi = wq[:, :, 0::2], wq[:, :, 1::2]
-    return ((lo & 0xFFFF) | ((hi & 0xFFFF) << 16)).astype(np.uint32).view(np.int32).reshape(oc_n, -1)
+    wq = w2d.astype(np.int64).reshape(oc_n, kh, kw * c)
+    if (kw * c) % 2:
+        wq = np.concatenate([wq, np.zeros((oc_n, kh, 1), np.int64)], axis=2)
+    return wq[:, :, 0::2].reshape(oc_n, -1), wq[:, :, 1::2].reshape(oc_n, -1)
+
+
+def pack_words16(w2d: np.ndarray, kh: int, kw: int, c: int, blks: list[tuple[int, int]]) -> np.ndarray:
+    """The int8 weight words of the blocks, [block][pair][word]: word u of a block is the channel
+    pair (L, H) = (oc0 + 2u, oc0 + 2u + 1) (H = 0 past the block), bytes (L[k], H[k], L[k + 1],
+    H[k + 1]) for pair (k, k + 1): SXTB16 gives L's weight pair, SXTB16 ROR 8 H's."""
+    lo, hi = _pair_weights(w2d, kh, kw, c)
+    segs = []
+    for oc0, size in blks:
+        words = []
+        for u in range((size + 1) // 2):
+            a = oc0 + 2 * u
+            b = a + 1 if 2 * u + 1 < size else None
+            zero = np.zeros(lo.shape[1], np.int64)
+            hl, hh = (lo[b], hi[b]) if b is not None else (zero, zero)
+            words.append((lo[a] & 0xFF) | ((hl & 0xFF) << 8) | ((hi[a] & 0xFF) << 16) | ((hh & 0xFF) << 24))
+        segs.append(np.stack(words, axis=1).reshape(-1))  # [pair][word]
+    return np.concatenate(segs).astype(np.uint32).view(np.int32)
 
 
 def blocks(oc_n: int, nb: int) -> list[tuple[int, int]]:
@@ -59,41 +123,95 @@ def blocks(oc_n: int, nb: int) -> list[tuple[int, int]]:
     return out
 
 
-def chunks(total: int) -> list[tuple[int, int]]:
+def chunks(total: int, limit: int = CHUNK_PAIRS) -> list[tuple[int, int]]:
     """[(first pair, length)] of the int32 chunks of a reduction over `total` pairs."""
-    return [(s, min(CHUNK_PAIRS, total - s)) for s in range(0, total, CHUNK_PAIRS)]
+    return [(s, min(limit, total - s)) for s in range(0, total, limit)]
 
 
-def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, finish: Finish,  # noqa: ANN001
+def _reduced(m: int) -> int:
+    return (m + (1 << 15)) >> 16 if m < 0x7FFF0000 else 0x7FFF
+
+
+def fast_consts(mults: tuple[int, ...], shifts: tuple[int, ...], oc_n: int) -> np.ndarray | None:
+    """[oc, 3] (m, h, r) of requant_mma equal to TFLM's 64-bit requantization of an int32
+    accumulator, or None when a channel's total shift 15 - shift is below 17 (or above 47)."""
+    rows = []
+    for c in range(oc_n):
+        m, s = mults[c if len(mults) > 1 else 0], shifts[c if len(shifts) > 1 else 0]
+        total = 15 - s
+        if not 17 <= total <= 47 or m < 0:
+            return None
+        rows.append((_reduced(m) << 16, 1 << (total - 17), total - 16))
+    return np.array(rows, np.int64).astype(np.int32)
+
+
+def mode(ep: Epilogue, w2d: np.ndarray) -> str:
+    """fast, wrap32 or exact64 (see the module docstring)."""
+    if ep.wrap32:
+        return "wrap32"
+    if not ep.bias_known:
+        return "exact64"
+    bias = np.zeros(w2d.shape[0], np.int64) if ep.bias is None else ep.bias.astype(np.int64)
+    bound = np.abs(bias) + X_MAX * np.abs(w2d.astype(np.int64)).sum(axis=1)
+    if np.all(bound < 1 << 31) and fast_consts(ep.mults, ep.shifts, w2d.shape[0]) is not None:
+        return "fast"
+    return "exact64"
+
+
+def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epilogue,  # noqa: ANN001
                 budget: WeightBudget) -> tuple[K.Stmt, WeightBudget] | None:
-    """The kernel of a 16x8 convolution over geometry g (g.get reads int16 elements), or None
-    when the pre-widened weights do not fit the budget."""
+    """The kernel of a 16x8 convolution over geometry g (g.get reads int16 elements; g.buf the
+    int16 input when it is materialised), or None when its weight words do not fit the budget."""
     oc_n = w2d.shape[0]
-    taps, ppt = g.kh * g.kw, tap_pairs(g.C)
-    total = taps * ppt
-    wp = pack_weights16(w2d, g.kh, g.kw, g.C)
-    left = budget.take16(int(wp.size) * 4)
+    ppr = row_pairs(g.kw, g.C)
+    total = g.kh * ppr
+    blks = blocks(oc_n, BLOCK)
+    words = pack_words16(w2d, g.kh, g.kw, g.C, blks)
+    left = budget.take16(max(0, int(words.size) * 4 - int(w2d.size)))  # beyond the int8 weights
     if left is None:
         return None
-    blks = blocks(oc_n, BLOCK)
-    wtab = ctx.const(np.concatenate([wp[oc0:oc0 + size].T.reshape(-1) for oc0, size in blks]), "i32", "w16pairs")
-    col = K.Buffer(ctx.fresh("col16"), "i32", total)
+    kind = mode(ep, w2d)
+    mve = emit_helium16(ctx, tgt, g, w2d, ep, kind)  # Cortex-M55: 1x1 products as VMLADAVA.S16
+    if mve is not None:
+        return mve, budget
+    wtab = ctx.const(words, "i32", "w16q")
+    btab = None
+    rq = None
+    if kind == "fast":
+        rq = ctx.const(fast_consts(ep.mults, ep.shifts, oc_n), "i32", "rq16")
+        if ep.bias is not None and np.any(ep.bias):
+            btab = ctx.const(ep.bias.astype(np.int64).astype(np.int32), "i32", "bias16")
     ylo, yhi, xlo, xhi = g.pads
+    direct = (g.kh == 1 and g.kw == 1 and not (ylo or yhi or xlo or xhi) and g.C % 2 == 0
+              and g.buf is not None and g.buf.dtype == "i16")
+    unit = direct and g.sh == g.sw == 1  # output pixel q reads input pixel q
+    words_in = g.C % 2 == 0 and g.buf is not None and g.buf.dtype == "i16"
+    P = g.pixels
+    slots = SLOTS if P > 1 else 1
+    # an even C: a column of pairs (word copies, per tap); an odd C: of int16 elements, each kernel
+    # row's kw * C values in a row of pairs (read as words), so no pair is half padding per tap
+    col = K.Buffer(ctx.fresh("col16"), "i32", total * slots) if g.C % 2 == 0 else \
+        K.Buffer(ctx.fresh("col16"), "i16", 2 * total * slots)
     unroll = UNROLL if tgt.speed else 1
+    parts = chunks(total) if kind == "exact64" else [(0, total)]
 
-    def fill(n: K.Expr, oy: K.Expr, ox: K.Expr) -> K.Stmt:
+    def fill(p: Pixel, s: int) -> K.Stmt:
+        if g.C % 2:
+            return fill_rows(p, s)
         ky, kx, i = ctx.var("fky"), ctx.var("fkx"), ctx.var("fi")
-        iy = oy * g.sh - g.pt + ky * g.dh
-        ix = ox * g.sw - g.pl + kx * g.dw
-        t0 = (ky * g.kw + kx) * ppt
+        iy = p.iy0 + ky * g.dh
+        ix = p.ix0 + kx * g.dw
+        ppt = g.C // 2
+        t0 = ky * ppr + kx * ppt + s * total
 
         def el(ic: K.Expr) -> K.Expr:
-            return g.get(n, iy, ix, ic).cast("i32")
+            return g.get(p.n, iy, ix, ic).cast("i32")
         copy: list[K.Stmt] = []
-        if g.C // 2:
+        if words_in:
+            assert g.buf is not None
+            copy.append(K.For(i, g.C // 2, K.Store(col, t0 + i, K.LoadWord(g.buf, g.flat(p.n, iy, ix, i * 2)))))
+        else:
             copy.append(K.For(i, g.C // 2, K.Store(col, t0 + i, intrinsic("pack16", el(i * 2), el(i * 2 + 1)))))
-        if g.C % 2:
-            copy.append(K.Store(col, t0 + (ppt - 1), intrinsic("pack16", el(K.Const(g.C - 1)), K.Const(0))))
         tap: K.Stmt = K.seq(*copy)
         conds = window_bounds_conds(iy, g.H, ylo, yhi) + window_bounds_conds(ix, g.W, xlo, xhi)
         if conds:
@@ -101,28 +219,69 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, finish: 
             tap = K.If(K.logical_and(*conds), tap, K.For(z, ppt, K.Store(col, t0 + z, K.Const(0))))
         return K.For(ky, g.kh, K.For(kx, g.kw, tap))
 
-    def block(oc0: int | K.Expr, size: int, seg: K.Expr, pix: tuple[K.Expr, K.Expr, K.Expr]) -> K.Stmt:
-        acc = [ctx.var(f"acc64_{c}", "i64") for c in range(size)]
-        body: list[K.Stmt] = [K.Let(a, K.Const(0, "i64")) for a in acc]
+    def fill_rows(p: Pixel, s: int) -> K.Stmt:
+        """An odd C: each kernel row's elements in order (kx, c), zeros outside the image."""
+        ky, kx, i = ctx.var("fky"), ctx.var("fkx"), ctx.var("fi")
+        iy = p.iy0 + ky * g.dh
+        ix = p.ix0 + kx * g.dw
+        e0 = (ky * ppr + s * total) * 2 + kx * g.C
+        tap: K.Stmt = K.For(i, g.C, K.Store(col, e0 + i, g.get(p.n, iy, ix, i)))
+        conds = window_bounds_conds(iy, g.H, ylo, yhi) + window_bounds_conds(ix, g.W, xlo, xhi)
+        if conds:
+            z = ctx.var("fz")
+            tap = K.If(K.logical_and(*conds), tap, K.For(z, g.C, K.Store(col, e0 + z, K.Const(0, "i16"))))
+        row: list[K.Stmt] = [K.For(kx, g.kw, tap)]
+        if (g.kw * g.C) % 2:  # the row's padding element (weight 0)
+            row.append(K.Store(col, (ky * ppr + s * total) * 2 + g.kw * g.C, K.Const(0, "i16")))
+        return K.For(ky, g.kh, K.seq(*row))
 
-        def steps(part: list[K.ScalarVar], j: K.Expr) -> list[K.Stmt]:
+    def block(oc0: K.Expr, size: int, seg: K.Expr, pixs: list[Pixel], bases: list[K.Expr | None]) -> K.Stmt:
+        nsl = len(pixs)
+        nw = (size + 1) // 2
+        body: list[K.Stmt] = []
+        acc64 = [[ctx.var(f"acc64_{s}_{c}", "i64") for c in range(size)] for s in range(nsl)]
+        if kind == "exact64":
+            body += [K.Let(a, K.Const(0, "i64")) for row in acc64 for a in row]
+
+        def steps(part: list[list[K.ScalarVar]], j: K.Expr) -> list[K.Stmt]:
             st: list[K.Stmt] = []
-            xv = ctx.var("xp")
-            st.append(K.Let(xv, K.Load(col, j)))
-            for c in range(size):
-                wv = ctx.var("wp")
-                st += [K.Let(wv, K.Load(wtab, seg + j * size + c)),
-                       K.Assign(part[c], intrinsic("smlad", xv, wv, part[c]))]
+            xs = []
+            for s in range(nsl):
+                xv = ctx.var("xp")
+                b = bases[s]
+                if b is not None and g.buf is not None:
+                    src: K.Expr = K.LoadWord(g.buf, b + j * 2)
+                elif col.dtype == "i16":
+                    src = K.LoadWord(col, (j + s * total) * 2)
+                else:
+                    src = K.Load(col, j + s * total)
+                st.append(K.Let(xv, src))
+                xs.append(xv)
+            for u in range(nw):
+                wv, lo = ctx.var("wq"), ctx.var("wl")
+                st += [K.Let(wv, K.Load(wtab, seg + j * nw + u)), K.Let(lo, intrinsic("sxtb16", wv))]
+                st += [K.Assign(part[s][2 * u], intrinsic("smlad", xs[s], lo, part[s][2 * u])) for s in range(nsl)]
+                if 2 * u + 1 < size:
+                    hi = ctx.var("wh")
+                    st.append(K.Let(hi, intrinsic("sxtb16_ror8", wv)))
+                    st += [K.Assign(part[s][2 * u + 1], intrinsic("smlad", xs[s], hi, part[s][2 * u + 1]))
+                           for s in range(nsl)]
             return st
 
-        for start, length in chunks(total):
-            part = [ctx.var(f"acc32_{c}") for c in range(size)]
-            body += [K.Let(p, K.Const(0)) for p in part]
+        part: list[list[K.ScalarVar]] = []
+        for start, length in parts:
+            part = [[ctx.var(f"acc32_{s}_{c}") for c in range(size)] for s in range(nsl)]
+            for c in range(size):
+                init: K.Expr = K.Load(btab, oc0 + c) if btab is not None else K.Const(0)
+                if btab is not None:
+                    b0 = ctx.var("b16")
+                    body.append(K.Let(b0, init))
+                    init = b0
+                body += [K.Let(part[s][c], init) for s in range(nsl)]
             main = length // unroll
             if main > 1:
-                kk = ctx.var("kk")
-                jb = ctx.var("jb")
-                inner = [K.Let(jb, kk * unroll + start)]
+                kk, jb = ctx.var("kk"), ctx.var("jb")
+                inner: list[K.Stmt] = [K.Let(jb, kk * unroll + start)]
                 for u in range(unroll):
                     inner += steps(part, jb + u)
                 body.append(K.For(kk, main, K.seq(*inner)))
@@ -131,21 +290,55 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, finish: 
                 done = 0
             for j in range(done, length):
                 body += steps(part, K.Const(start + j))
-            body += [K.Assign(a, a + p.cast("i64")) for a, p in zip(acc, part)]
-        n, oy, ox = pix
-        body += [g.store(n, oy, ox, oc0 + c, finish(acc[c], oc0 + c)) for c in range(size)]
+            if kind == "exact64":
+                body += [K.Assign(acc64[s][c], acc64[s][c] + part[s][c].cast("i64"))
+                         for s in range(nsl) for c in range(size)]
+        for c in range(size):
+            if kind == "fast":
+                assert rq is not None
+                m, h, r = ctx.var("rqm"), ctx.var("rqh"), ctx.var("rqr")
+                q = (oc0 + c) * 3
+                body += [K.Let(m, K.Load(rq, q)), K.Let(h, K.Load(rq, q + 1)), K.Let(r, K.Load(rq, q + 2))]
+            for s in range(nsl):
+                p = pixs[s]
+                if kind == "fast":
+                    v = intrinsic("requant_mma", part[s][c], m, h, r)
+                    v = K.minimum(K.maximum(v, ep.act_min), ep.act_max)
+                elif kind == "wrap32":
+                    v = ep.finish(part[s][c].cast("i64"), oc0 + c)
+                else:
+                    v = ep.finish(acc64[s][c], oc0 + c)
+                body.append(g.store(p.n, p.oy, p.ox, oc0 + c, v))
         return K.seq(*body)
 
-    n, oy, ox = ctx.var("n16"), ctx.var("oy16"), ctx.var("ox16")
-    per_pixel: list[K.Stmt] = [fill(n, oy, ox)]
     full = oc_n // BLOCK
-    if full:
-        ob = ctx.var("ob")
-        per_pixel.append(K.For(ob, full, block(ob * BLOCK, BLOCK, ob * (BLOCK * total), (n, oy, ox))))
-    seg = full * BLOCK * total
-    for oc0, size in blks[full:]:
-        per_pixel.append(block(K.Const(oc0), size, K.Const(seg), (n, oy, ox)))
-        seg += size * total
-    nest: K.Stmt = K.For(ox, g.OW, K.seq(*per_pixel))
-    nest = K.For(n, g.N, K.For(oy, g.OH, nest))
-    return K.Allocate(col, nest), left
+    per_block = total * ((BLOCK + 1) // 2)
+
+    def pixel_group(qs: list[K.Expr | int]) -> K.Stmt:
+        stmts: list[K.Stmt] = []
+        pixs: list[Pixel] = []
+        bases: list[K.Expr | None] = []
+        for s, q in enumerate(qs):
+            lets, p = pixel_coords(ctx, g, q)
+            stmts += lets
+            pixs.append(p)
+            if direct and unit and s > 0 and bases[0] is not None:
+                bases.append(bases[0] + s * g.C)  # the next pixel's words: one pointer for the group
+            elif direct:
+                b = ctx.var("xb")
+                stmts.append(K.Let(b, (K.Const(q) if isinstance(q, int) else q) * g.C if unit else g.flat(p.n, p.iy0, p.ix0, K.Const(0))))
+                bases.append(b)
+            else:
+                stmts.append(fill(p, s))
+                bases.append(None)
+        if full:
+            ob = ctx.var("ob")
+            stmts.append(K.For(ob, full, block(ob * BLOCK, BLOCK, ob * per_block, pixs, bases)))
+        seg = full * per_block
+        for oc0, size in blks[full:]:
+            stmts.append(block(K.Const(oc0), size, K.Const(seg), pixs, bases))
+            seg += total * ((size + 1) // 2)
+        return K.seq(*stmts)
+
+    nest = all_pixel_groups(ctx, P, slots, pixel_group)
+    return (nest if direct else K.Allocate(col, nest)), left

@@ -6,7 +6,8 @@ left for re-laid-out weights; it returns the kernel body of an int8 op with cons
 and the budget left after it, or None when no schedule applies (float, per-tensor weight
 zero point, weights computed at run time, target opt "reference", ...), and the op's own
 lowering (aot.ops) runs instead. 16x8 conv2d (groups 1) and fully_connected (int16 activations,
-int8 constant weights) get aot.lower.schedule.gemm16 on DSP cores at opt speed.
+int8 constant weights) get aot.lower.schedule.gemm16 on DSP cores at opt speed, 16x8 depthwise_conv2d
+aot.lower.schedule.depthwise16.
 """
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ from aot.ir import Call
 from aot.kernel import ir as K
 from aot.lower.context import LowerCtx
 from aot.lower.schedule.depthwise import emit_depthwise
+from aot.lower.schedule.depthwise16 import emit_depthwise16
 from aot.lower.schedule.gemm import Geometry
 from aot.lower.schedule.gemm64 import emit_product
-from aot.lower.schedule.gemm16 import emit_gemm16
+from aot.lower.schedule.gemm16 import Epilogue, emit_gemm16
 from aot.lower.schedule.helium import helium_avg_pool, helium_conv2d, helium_depthwise, helium_fully_connected
 from aot.lower.schedule.host_f32 import f32_conv2d, f32_depthwise, f32_fully_connected
 from aot.lower.schedule.host_dw import x86_depthwise
@@ -58,6 +60,16 @@ def _int16_mac(ctx: LowerCtx, x: Accessor, w: Accessor, out: OutputWriter, arith
             and arith.filter_offset == 0 and len(arith.mult_values) > 0)
 
 
+def _epilogue16(arith: MacArith, bias: Accessor | None) -> Epilogue:
+    bq = None if bias is None or bias.const is None else np.asarray(bias.const).astype(np.int64).reshape(-1)
+    return Epilogue(arith.finish, bq, arith.mult_values, arith.shift_values, arith.act_min, arith.act_max,
+                    arith.wrap32, bias is None or bias.const is not None)
+
+
+def _i16_buffer(x: Accessor) -> K.Buffer | None:
+    return x.buffer if (x.buffer is not None and x.buffer.dtype == "i16") else None
+
+
 def _operands(args: Sequence[Accessor]) -> tuple[Accessor, Accessor, Accessor | None]:
     return args[0], args[1], (args[2] if len(args) > 2 else None)
 
@@ -76,7 +88,7 @@ def schedule_conv2d(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: Ou
         return Scheduled(f32, budget)
     if (not ctx.target.reference and int(attrs.get("groups", 1)) == 1 and w.shape[3] == x.shape[3]
             and _int16_mac(ctx, x, w, out, arith)):
-        return _conv16(ctx, x, w, out, attrs, arith, budget)
+        return _conv16(ctx, x, w, bias, out, attrs, arith, budget)
     if ctx.target.reference or int(attrs.get("groups", 1)) != 1 or not _int8_mac(x, w, bias, out, arith):
         return None
     mve = helium_conv2d(ctx, x, w, bias, out, attrs, arith)
@@ -112,8 +124,8 @@ def _gemm_scheduled(g: Geometry, out: OutputWriter, oc_n: int, body: K.Stmt, bud
     return Scheduled(body, budget, (g.buf,) if ok and g.buf is not None else ())
 
 
-def _conv16(ctx: LowerCtx, x: Accessor, w: Accessor, out: OutputWriter, attrs: Mapping, arith: MacArith,
-            budget: WeightBudget) -> Scheduled | None:
+def _conv16(ctx: LowerCtx, x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter, attrs: Mapping,
+            arith: MacArith, budget: WeightBudget) -> Scheduled | None:
     oc_n, kh, kw, cin = w.shape
     n_, oh, ow, _ = out.shape
     _, h, wd, c = x.shape
@@ -121,9 +133,9 @@ def _conv16(ctx: LowerCtx, x: Accessor, w: Accessor, out: OutputWriter, attrs: M
     dh, dw = attrs.get("dilation", (1, 1))
     pt, _, pl, _ = attrs["padding"]
     g = Geometry(n_, h, wd, c, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow,
-                 get=lambda n, iy, ix, ic: x([n, iy, ix, ic]), buf=None,
+                 get=lambda n, iy, ix, ic: x([n, iy, ix, ic]), buf=_i16_buffer(x),
                  store=lambda n, oy, ox, oc, v: out.store([n, oy, ox, oc], v), zp_in=0)
-    done = emit_gemm16(ctx, ctx.target, g, np.asarray(w.const).reshape(oc_n, -1), arith.finish, budget)
+    done = emit_gemm16(ctx, ctx.target, g, np.asarray(w.const).reshape(oc_n, -1), _epilogue16(arith, bias), budget)
     return None if done is None else Scheduled(*done)
 
 
@@ -138,9 +150,10 @@ def schedule_fully_connected(ctx: LowerCtx, call: Call, args: Sequence[Accessor]
         return Scheduled(f32, budget)
     if not ctx.target.reference and _int16_mac(ctx, xf, w, out, arith):
         g = Geometry(1, 1, rows, k_n, 1, 1, 1, 1, 1, 1, 0, 0, 1, rows,
-                     get=lambda n, iy, ix, ic: xf([ix, ic]), buf=None,
+                     get=lambda n, iy, ix, ic: xf([ix, ic]), buf=_i16_buffer(xf),
                      store=lambda n, oy, ox, oc, v: out.store(unflatten(out.shape[:-1], ox) + [oc], v), zp_in=0)
-        done = emit_gemm16(ctx, ctx.target, g, np.asarray(w.const).reshape(o_n, k_n), arith.finish, budget)
+        done = emit_gemm16(ctx, ctx.target, g, np.asarray(w.const).reshape(o_n, k_n), _epilogue16(arith, bias),
+                           budget)
         return None if done is None else Scheduled(*done)
     if ctx.target.reference or not _int8_mac(xf, w, bias, out, arith):
         return None
@@ -169,6 +182,9 @@ def schedule_depthwise(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out:
     f32 = f32_depthwise(ctx, x, w, bias, out, attrs, arith)  # float32 on x86-64 hosts
     if f32 is not None:
         return Scheduled(f32, budget)
+    if not ctx.target.reference and _int16_mac(ctx, x, w, out, arith):
+        dw16 = emit_depthwise16(ctx, ctx.target, x, w, out, attrs, _epilogue16(arith, bias))
+        return None if dw16 is None else Scheduled(dw16, budget)
     if ctx.target.reference or not _int8_mac(x, w, bias, out, arith):
         return None
     mve = helium_depthwise(ctx, x, w, bias, out, attrs, arith)

@@ -18,8 +18,9 @@ default (the DSP schedules read them as int8, aot.lower.schedule.gemm); the flas
 (CompileOptions.flash_budget: by default the headroom below the model file + 32 KiB, spent on
 the layers aot.lower.schedule.widen chooses, named in `allow`; or the user's
 `--flash-budget BYTES`, 0 = pure int8) lets them pre-widen int8 weights to int16 pairs, which is
-faster; a layer costs half its pair table (the bytes beyond the int8 form). 16x8 weights have no int8 form for SMLAD: they may take a quarter of
-the device's flash (`take16`). The lowering loop threads the budget through the kernels in the
+faster; a layer costs half its pair table (the bytes beyond the int8 form). 16x8 weights stay
+int8 words (aot.lower.schedule.gemm16); the few bytes their layout adds (a channel tail's unused
+half) may take a quarter of the device's flash (`take16`). The lowering loop threads the budget through the kernels in the
 entry function's call order, so the kernels called first get pre-widened weights while it
 lasts; `spent` is the flash that cost.
 """

@@ -1,0 +1,172 @@
+"""16x8 depthwise convolution (int16 activations, int8 weights) on DSP cores.
+
+Depth multiplier 1, channels in quads, the int16 input materialised. Channels (c, c + 1) of a
+pixel are one 32-bit word of the input (read in place, no copy) and the multiply-accumulates are
+the 16x16 halfword forms: SMLABB for c, SMLATT for c + 1. The weights stay int8: per tap and quad
+one word with bytes (w[c], w[c + 2], w[c + 1], w[c + 3]), whose SXTB16 is the pair
+(w[c], w[c + 1]) and SXTB16 ROR 8 (w[c + 2], w[c + 3]). A tap of two horizontally adjacent
+output pixels and four channels is then one weight word, two extends, four input words and eight
+multiply-accumulates.
+
+A window of kh * kw taps sums at most kh kw 2^22 in magnitude, so the int32 accumulator started
+at the bias is TFLM's int64 sum exactly when |bias| + 2^15 kh kw sum |w| < 2^31 (checked per
+channel at compile time), and the requantization is aot.lower.schedule.gemm16's one SMMLA
+(fast_consts); a depthwise layer with an int32 bias (TFLM's int32 accumulator, wrapping) takes
+the reference epilogue on the same sum. Otherwise, or for other shapes, the op's reference
+lowering runs.
+
+Output pixels whose window lies inside the image (the interior rows and columns, computed at
+compile time) run two at a time with every tap unrolled and no check; the border pixels (and an
+odd interior pixel) one at a time with each tap behind its bounds check (the 16x8 input zero
+point is 0, so a tap outside the image adds nothing).
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from aot.kernel import ir as K
+from aot.kernel.intrinsics import call as intrinsic
+from aot.lower.schedule.gemm16 import X_MAX, Epilogue, fast_consts
+from aot.lower.schedule.target import ScheduleTarget
+
+QUAD = 4
+
+
+def pack_dw_words(w: np.ndarray) -> np.ndarray:
+    """[taps, C/4] int32 words of [taps, C] int8 weights: bytes (w[c], w[c + 2], w[c + 1], w[c + 3])."""
+    t, c = w.shape
+    q = w.astype(np.int64).reshape(t, c // QUAD, QUAD)[:, :, [0, 2, 1, 3]] & 0xFF
+    words = q[:, :, 0] | (q[:, :, 1] << 8) | (q[:, :, 2] << 16) | (q[:, :, 3] << 24)
+    return words.astype(np.uint32).view(np.int32)
+
+
+def _interior(out_n: int, stride: int, pad: int, k: int, dil: int, size: int) -> tuple[int, int]:
+    """[lo, hi): the outputs whose window lies inside [0, size)."""
+    lo = -(-pad // stride)
+    last = size - 1 - (k - 1) * dil + pad  # the largest window start o * stride may take
+    hi = last // stride + 1 if last >= 0 else 0
+    lo, hi = min(max(lo, 0), out_n), min(max(hi, 0), out_n)
+    return lo, max(lo, hi)
+
+
+def emit_depthwise16(ctx, tgt: ScheduleTarget, x, w, out, attrs: Mapping[str, Any], ep: Epilogue  # noqa: ANN001
+                     ) -> K.Stmt | None:
+    """The kernel, or None when the shape or the arithmetic is not covered (see the docstring)."""
+    n_, oh, ow, oc_n = out.shape
+    _, h, wd, c = x.shape
+    _, kh, kw, _ = w.shape
+    buf = x.buffer
+    if (not (tgt.dsp and tgt.speed) or buf is None or buf.dtype != "i16" or oc_n != c or c % QUAD
+            or w.const is None or not ep.bias_known):
+        return None
+    taps = kh * kw
+    wt = np.asarray(w.const).reshape(taps, c)
+    bias = np.zeros(c, np.int64) if ep.bias is None else ep.bias.astype(np.int64)
+    rq_vals = None
+    if not ep.wrap32:
+        if np.any(np.abs(bias) + X_MAX * np.abs(wt.astype(np.int64)).sum(axis=0) >= 1 << 31):
+            return None
+        rq_vals = fast_consts(ep.mults, ep.shifts, c)
+        if rq_vals is None:
+            return None
+    sh, sw = attrs["strides"]
+    dh, dw = attrs.get("dilation", (1, 1))
+    pt, _, pl, _ = attrs["padding"]
+    wtab = ctx.const(pack_dw_words(wt), "i32", "w16dw")
+    rq = ctx.const(rq_vals, "i32", "rq16") if rq_vals is not None else None
+    btab = ctx.const(bias.astype(np.int32), "i32", "bias16") if (rq is not None and np.any(bias)) else None
+    quads = c // QUAD
+
+    def flat(n: K.Expr, iy: K.Expr, ix: K.Expr) -> K.Expr:
+        return ((n * h + iy) * wd + ix) * c
+
+    def quad_body(q: K.Expr, pix: list[tuple[K.Expr, K.Expr, K.Expr]], checked: bool) -> K.Stmt:
+        """Channels 4q .. 4q + 3 of the pixels (n, oy, ox)."""
+        c0 = q * QUAD
+        nsl = len(pix)
+        body: list[K.Stmt] = []
+        acc = [[ctx.var(f"a16_{s}_{j}") for j in range(QUAD)] for s in range(nsl)]
+        for j in range(QUAD):
+            init: K.Expr = K.Const(0)
+            if btab is not None:
+                b0 = ctx.var("b16")
+                body.append(K.Let(b0, K.Load(btab, c0 + j)))
+                init = b0
+            body += [K.Let(acc[s][j], init) for s in range(nsl)]
+        bases: list[K.Expr] = []
+        for s, (n, oy, ox) in enumerate(pix):
+            if s:  # the next pixel of the pair: sw input pixels on, through the same pointer
+                bases.append(bases[0] + s * sw * c)
+                continue
+            xb = ctx.var("xb")
+            body.append(K.Let(xb, flat(n, oy * sh - pt, ox * sw - pl) + c0))
+            bases.append(xb)
+        for ky in range(kh):
+            for kx in range(kw):
+                t = ky * kw + kx
+                wv, lo, hi = ctx.var("wq"), ctx.var("wl"), ctx.var("wh")
+                tap: list[K.Stmt] = [K.Let(wv, K.Load(wtab, q + t * quads)), K.Let(lo, intrinsic("sxtb16", wv)),
+                                     K.Let(hi, intrinsic("sxtb16_ror8", wv))]
+                off = (ky * dh * wd + kx * dw) * c
+                for s in range(nsl):
+                    a, b = ctx.var("xa"), ctx.var("xc")
+                    tap += [K.Let(a, K.LoadWord(buf, bases[s] + off)), K.Let(b, K.LoadWord(buf, bases[s] + (off + 2))),
+                            K.Assign(acc[s][0], intrinsic("smlabb", a, lo, acc[s][0])),
+                            K.Assign(acc[s][1], intrinsic("smlatt", a, lo, acc[s][1])),
+                            K.Assign(acc[s][2], intrinsic("smlabb", b, hi, acc[s][2])),
+                            K.Assign(acc[s][3], intrinsic("smlatt", b, hi, acc[s][3]))]
+                stmt: K.Stmt = K.seq(*tap)
+                if checked:
+                    n, oy, ox = pix[0]
+                    iy, ix = oy * sh - pt + ky * dh, ox * sw - pl + kx * dw
+                    stmt = K.If(K.logical_and(iy >= 0, iy < h, ix >= 0, ix < wd), stmt)
+                body.append(stmt)
+        for j in range(QUAD):
+            if rq is not None:
+                m, hh, r = ctx.var("rqm"), ctx.var("rqh"), ctx.var("rqr")
+                i3 = (c0 + j) * 3
+                body += [K.Let(m, K.Load(rq, i3)), K.Let(hh, K.Load(rq, i3 + 1)), K.Let(r, K.Load(rq, i3 + 2))]
+            for s, (n, oy, ox) in enumerate(pix):
+                if rq is not None:
+                    v = K.minimum(K.maximum(intrinsic("requant_mma", acc[s][j], m, hh, r), ep.act_min), ep.act_max)
+                else:
+                    v = ep.finish(acc[s][j].cast("i64"), c0 + j)
+                body.append(out.store([n, oy, ox, c0 + j], v))
+        return K.seq(*body)
+
+    def pixels(pix: list[tuple[K.Expr, K.Expr, K.Expr]], checked: bool) -> K.Stmt:
+        q = ctx.var("dq")
+        return K.For(q, quads, quad_body(q, pix, checked))
+
+    def checked_range(n: K.Expr, oy: K.Expr, lo: int, hi: int) -> list[K.Stmt]:
+        if hi <= lo:
+            return []
+        ox = ctx.var("ox")
+        return [K.For(ox, hi - lo, pixels([(n, oy, ox + lo)], True))]
+
+    ya, yb = _interior(oh, sh, pt, kh, dh, h)
+    xa, xb = _interior(ow, sw, pl, kw, dw, wd)
+    n = ctx.var("n")
+    rows: list[K.Stmt] = []
+
+    def border_rows(lo: int, hi: int) -> None:
+        if hi > lo:
+            oy = ctx.var("oy")
+            rows.append(K.For(oy, hi - lo, K.seq(*checked_range(n, oy + lo, 0, ow))))
+
+    border_rows(0, ya)
+    if yb > ya:
+        oy = ctx.var("oy")
+        oyv = oy + ya
+        row: list[K.Stmt] = checked_range(n, oyv, 0, xa)
+        pairs = (xb - xa) // 2
+        if pairs:
+            pp = ctx.var("px")
+            ox0 = pp * 2 + xa
+            row.append(K.For(pp, pairs, pixels([(n, oyv, ox0), (n, oyv, ox0 + 1)], False)))
+        row += checked_range(n, oyv, xa + 2 * pairs, ow)
+        rows.append(K.For(oy, yb - ya, K.seq(*row)))
+    border_rows(yb, oh)
+    return K.For(n, n_, K.seq(*rows))

@@ -1,0 +1,50 @@
+"""16x8 1x1 convolutions and fully connected layers on Helium cores (Cortex-M55).
+
+A pixel's int16 input channels lie contiguous in memory, and so do an output channel's int8
+weights (the model's own layout, no copy): each output channel is one mve_dot16 over them
+(VLDRH of eight activations, VLDRB.S16 of eight weights sign-extended by the load, VMLADAVA.S16:
+eight multiply-accumulates per step, the tail predicated), started at the bias. It applies where
+aot.lower.schedule.gemm16 proves the int32 sum exact ("fast": |bias| + 2^15 sum |w| < 2^31 per
+channel, total shift >= 17), and then requantizes as that schedule does (one SMMLA and a shift,
+fast_consts); windows larger than 1x1, padding and the other exactness modes take gemm16's DSP
+schedule, which the M55 also runs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from aot.kernel import ir as K
+from aot.kernel.intrinsics import call as intrinsic
+from aot.lower.schedule.gemm import Geometry, pixel_coords
+from aot.lower.schedule.target import ScheduleTarget
+
+MIN_DEPTH = 8  # one vector of activations
+
+
+def emit_helium16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep, kind: str  # noqa: ANN001
+                  ) -> K.Stmt | None:
+    """The kernel, or None where it does not apply (see the module docstring)."""
+    from aot.lower.schedule.gemm16 import fast_consts
+    ylo, yhi, xlo, xhi = g.pads
+    if ("mve" not in tgt.features or not tgt.speed or kind != "fast" or g.kh != 1 or g.kw != 1
+            or ylo or yhi or xlo or xhi or g.buf is None or g.buf.dtype != "i16" or g.C < MIN_DEPTH):
+        return None
+    oc_n, n = w2d.shape
+    rq_vals = fast_consts(ep.mults, ep.shifts, oc_n)
+    if rq_vals is None:
+        return None
+    wtab = ctx.const(w2d.astype(np.int8), "i8", "w16mve")
+    rq = ctx.const(rq_vals, "i32", "rq16")
+    bias = np.zeros(oc_n, np.int64) if ep.bias is None else ep.bias.astype(np.int64)
+    btab = ctx.const(bias.astype(np.int32), "i32", "bias16")
+    q, c = ctx.var("hq"), ctx.var("hc")
+    lets, p = pixel_coords(ctx, g, q)
+    xb = ctx.var("xb")
+    acc, m, h, r = ctx.var("hacc"), ctx.var("rqm"), ctx.var("rqh"), ctx.var("rqr")
+    body = K.seq(
+        K.Let(acc, intrinsic("mve_dot16", K.Load(g.buf, xb), K.Load(wtab, c * n), n, K.Load(btab, c))),
+        K.Let(m, K.Load(rq, c * 3)), K.Let(h, K.Load(rq, c * 3 + 1)), K.Let(r, K.Load(rq, c * 3 + 2)),
+        g.store(p.n, p.oy, p.ox, c,
+                K.minimum(K.maximum(intrinsic("requant_mma", acc, m, h, r), ep.act_min), ep.act_max)))
+    pixel = K.seq(*lets, K.Let(xb, g.flat(p.n, p.iy0, p.ix0, K.Const(0))), K.For(c, oc_n, body))
+    return K.For(q, g.pixels, pixel)
