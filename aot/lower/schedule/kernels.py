@@ -30,6 +30,7 @@ from aot.lower.schedule.host_x86 import x86_avg_pool, x86_conv2d, x86_fully_conn
 from aot.lower.schedule.pool_dsp import dsp_avg_pool
 from aot.lower.schedule.requant import Requant, fold_bias
 from aot.lower.schedule.target import WeightBudget
+from aot.lower.schedule.tconv import emit_tconv
 from aot.ops.arith import MacArith, mac_arith
 from aot.ops.emit import Accessor, OutputWriter, rows_accessor, unflatten
 
@@ -217,9 +218,21 @@ def schedule_avg_pool(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: 
     return None if body is None else Scheduled(body, budget)
 
 
+def schedule_conv_transpose2d(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: OutputWriter,
+                              budget: WeightBudget) -> Scheduled | None:
+    """int8 transpose convolutions as one convolution per output phase (aot.lower.schedule.tconv)."""
+    x, w, bias = _operands(args)
+    arith = mac_arith(ctx, "conv_transpose2d", x.type, w.type, out.type, bias, call.attrs)
+    if ctx.target.reference or not _int8_mac(x, w, bias, out, arith):
+        return None
+    done = emit_tconv(ctx, x, w, bias, out, call.attrs, arith, budget)
+    return None if done is None else Scheduled(*done)
+
+
 SCHEDULES: Mapping[str, Schedule] = MappingProxyType({
     "conv2d": schedule_conv2d,
     "fully_connected": schedule_fully_connected,
     "depthwise_conv2d": schedule_depthwise,
     "avg_pool2d": schedule_avg_pool,
+    "conv_transpose2d": schedule_conv_transpose2d,
 })
