@@ -19,6 +19,7 @@ import numpy as np
 from aot.ir import Call
 from aot.kernel import ir as K
 from aot.lower.context import LowerCtx
+from aot.lower.schedule.bmm import emit_bmm
 from aot.lower.schedule.depthwise import emit_depthwise
 from aot.lower.schedule.gemm import Geometry
 from aot.lower.schedule.gemm64 import emit_product
@@ -229,10 +230,22 @@ def schedule_conv_transpose2d(ctx: LowerCtx, call: Call, args: Sequence[Accessor
     return None if done is None else Scheduled(*done)
 
 
+def schedule_batch_matmul(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: OutputWriter,
+                          budget: WeightBudget) -> Scheduled | None:
+    """int8 products of two activations on DSP cores (aot.lower.schedule.bmm)."""
+    a, b = args[0], args[1]
+    if out.type.dtype != "int8":
+        return None
+    arith = mac_arith(ctx, "batch_matmul", a.type, b.type, out.type, None, call.attrs)
+    body = emit_bmm(ctx, a, b, out, bool(call.attrs.get("adj_x", False)), bool(call.attrs.get("adj_y", False)), arith)
+    return None if body is None else Scheduled(body, budget)
+
+
 SCHEDULES: Mapping[str, Schedule] = MappingProxyType({
     "conv2d": schedule_conv2d,
     "fully_connected": schedule_fully_connected,
     "depthwise_conv2d": schedule_depthwise,
     "avg_pool2d": schedule_avg_pool,
     "conv_transpose2d": schedule_conv_transpose2d,
+    "batch_matmul": schedule_batch_matmul,
 })
