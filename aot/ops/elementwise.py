@@ -166,6 +166,33 @@ def lut_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call
 REGISTRY.register(OpDef("lut", "elementwise", lut_infer, lut_ref, expr=lut_expr, dtypes=("int8",)))
 
 
+# ------------------------------------------------------------------ lut_channel: an int8 -> int8 map per channel
+def lut_channel_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    """`table`: 256 int8 values per channel of the last axis (channel-major: entry c * 256 + i for
+    input i - 128 in channel c); `out_quant`: the output's encoding."""
+    x = ts[0]
+    if x.dtype != "int8" or not x.shape:
+        raise ShapeError(f"lut_channel input must be int8 with a channel axis, got {x.dtype}{list(x.shape)}")
+    if len(attrs["table"]) != 256 * x.shape[-1]:
+        raise ShapeError(f"lut_channel table must hold 256 values for each of {x.shape[-1]} channels")
+    return TensorType(x.shape, "int8", attrs.get("out_quant", x.quant))
+
+
+def lut_channel_ref(xs: Sequence[np.ndarray], ts: Sequence[TensorType], attrs: Attrs, out: TensorType) -> np.ndarray:
+    table = np.asarray(attrs["table"], np.int8).reshape(-1, 256)
+    x = xs[0].astype(np.int64)
+    return table[np.arange(x.shape[-1]), x + 128]
+
+
+def lut_channel_expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
+    table = ctx.const(np.asarray(call.attrs["table"], np.int8), "i8", "lutc")
+    return K.Load(table, idx[-1] * 256 + (args[0](idx).cast("i32") + 128))
+
+
+REGISTRY.register(OpDef("lut_channel", "elementwise", lut_channel_infer, lut_channel_ref, expr=lut_channel_expr,
+                        dtypes=("int8",)))
+
+
 # ------------------------------------------------------------------ quantize / dequantize
 def quantize_infer(ts: Sequence[TensorType], attrs: Attrs) -> TensorType:
     q = attrs["out_quant"]

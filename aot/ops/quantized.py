@@ -171,8 +171,11 @@ def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType,
     p = _binary_params(name, ta, tb, out, attrs.get("activation", "none"))
     if name == "mul":
         prod = (a.cast("i32") + p.input1_offset) * (b.cast("i32") + p.input2_offset)
-        v = intrinsic("requantize", prod, p.output_multiplier, p.output_shift) + p.output_offset
-        return clamp_int(v, p.act_min, p.act_max)
+        if not fast:
+            v = intrinsic("requantize", prod, p.output_multiplier, p.output_shift) + p.output_offset
+            return clamp_int(v, p.act_min, p.act_max)
+        # |prod| <= 255 * 255: the output rescale as ADD's (requant_q31, SMMLAR where it fits)
+        return _requant_out(prod, _int8_bound(p.input1_offset) * _int8_bound(p.input2_offset), p, dsp)
     # ADD/SUB: both inputs to a common scale with 20 bits of headroom, then to the output
     if not fast:
         return clamp_int(add_sub_value(name, a, b, p), p.act_min, p.act_max)
@@ -190,8 +193,14 @@ def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType,
                            p.input2_shift, sa, ba, False)
     if raw is None:
         raw = _fold_sum(sa, sb, name == "add")
-    q = q31_constants(p.output_multiplier, p.output_shift, p.output_offset)
     bound = _int8_bound(p.input1_offset) + _int8_bound(p.input2_offset) << p.left_shift  # |raw| (multipliers < 1)
+    return _requant_out(raw, bound, p, dsp)
+
+
+def _requant_out(raw: K.Expr, bound: int, p, dsp: bool) -> K.Expr:  # noqa: ANN001
+    """requantize(raw, output multiplier, shift) + output offset, clamped, for |raw| <= bound: SMMLAR
+    (dsp) or requant_q31 with the offset folded where exact, the generic form otherwise."""
+    q = q31_constants(p.output_multiplier, p.output_shift, p.output_offset)
     if dsp and q is not None and mm_fits(q, p.output_multiplier, bound + 2):
         h, r = mm_constants(q)
         v = intrinsic("requant_mm", raw << 1, p.output_multiplier, h, r)

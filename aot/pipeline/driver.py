@@ -22,7 +22,7 @@ from aot.ops import infer_call
 from aot.pipeline.manager import Pass, PassTimings, run_passes
 from aot.pipeline.guards import add_guards
 from aot.pipeline.plan import PlanReport, plan_memory
-from aot.transform import fold_constants, fold_pads, fuse, materialize_outputs
+from aot.transform import fold_constants, fold_pads, fold_tables, fuse, materialize_outputs
 from aot.pipeline.patching import PatchChoice, apply as apply_patch, compile_within_budget, parse_budget
 from aot.pipeline.scratch import lower_scratch
 from aot.transform.order import order_calls
@@ -108,6 +108,7 @@ def graph_pipeline(patch: PatchChoice | None = None) -> list[Pass]:
         Pass("fold_constants", fold_constants, "ops on constants are computed once, at compile time"),
         Pass("materialize_outputs", materialize_outputs, "every output needs storage of its own"),
         Pass("fold_pads", fold_pads, "a PAD read only by a convolution becomes the convolution's own padding"),
+        Pass("fold_tables", fold_tables, "int8 -> int8 chains of elementwise ops become one table look-up"),
     ]
     if patch is not None and patch.cut is not None:
         passes.append(Pass("patch_stage", lambda m: apply_patch(m, patch),

@@ -91,6 +91,9 @@ class Geometry:
     buf: K.Buffer | None  # the input buffer when materialised (word loads, direct reads)
     store: Callable[[K.Expr, K.Expr, K.Expr, K.Expr, K.Expr], K.Stmt]  # (n, oy, ox, oc, value)
     zp_in: int  # the input zero point: the value of padding
+    # output pixels are row-major in the output buffer (False: `store` places them elsewhere,
+    # e.g. every s-th pixel of a transpose convolution's phase; no flat output offsets)
+    dense_output: bool = True
 
     @property
     def pixels(self) -> int:

@@ -20,6 +20,7 @@ import numpy as np
 from aot.ir import Call
 from aot.kernel import ir as K
 from aot.lower.context import LowerCtx
+from aot.lower.schedule.bmm import emit_bmm
 from aot.lower.schedule.depthwise import emit_depthwise
 from aot.lower.schedule.depthwise16 import emit_depthwise16
 from aot.lower.schedule.gemm import Geometry
@@ -32,6 +33,7 @@ from aot.lower.schedule.host_x86 import x86_avg_pool, x86_conv2d, x86_fully_conn
 from aot.lower.schedule.pool_dsp import dsp_avg_pool
 from aot.lower.schedule.requant import Requant, fold_bias
 from aot.lower.schedule.target import WeightBudget
+from aot.lower.schedule.tconv import emit_tconv
 from aot.ops.arith import MacArith, mac_arith
 from aot.ops.emit import Accessor, OutputWriter, rows_accessor, unflatten
 
@@ -233,9 +235,33 @@ def schedule_avg_pool(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: 
     return None if body is None else Scheduled(body, budget)
 
 
+def schedule_conv_transpose2d(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: OutputWriter,
+                              budget: WeightBudget) -> Scheduled | None:
+    """int8 transpose convolutions as one convolution per output phase (aot.lower.schedule.tconv)."""
+    x, w, bias = _operands(args)
+    arith = mac_arith(ctx, "conv_transpose2d", x.type, w.type, out.type, bias, call.attrs)
+    if ctx.target.reference or not _int8_mac(x, w, bias, out, arith):
+        return None
+    done = emit_tconv(ctx, x, w, bias, out, call.attrs, arith, budget)
+    return None if done is None else Scheduled(*done)
+
+
+def schedule_batch_matmul(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: OutputWriter,
+                          budget: WeightBudget) -> Scheduled | None:
+    """int8 products of two activations on DSP cores (aot.lower.schedule.bmm)."""
+    a, b = args[0], args[1]
+    if out.type.dtype != "int8":
+        return None
+    arith = mac_arith(ctx, "batch_matmul", a.type, b.type, out.type, None, call.attrs)
+    body = emit_bmm(ctx, a, b, out, bool(call.attrs.get("adj_x", False)), bool(call.attrs.get("adj_y", False)), arith)
+    return None if body is None else Scheduled(body, budget)
+
+
 SCHEDULES: Mapping[str, Schedule] = MappingProxyType({
     "conv2d": schedule_conv2d,
     "fully_connected": schedule_fully_connected,
     "depthwise_conv2d": schedule_depthwise,
     "avg_pool2d": schedule_avg_pool,
+    "conv_transpose2d": schedule_conv_transpose2d,
+    "batch_matmul": schedule_batch_matmul,
 })

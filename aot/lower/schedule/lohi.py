@@ -164,6 +164,8 @@ def flat_store(g: Any) -> bool:  # noqa: ANN401 (a gemm.Geometry)
     """Whether the output element at flat row-major offset f can be written as g.store(0, 0, 0, f, v):
     the store's index is then f itself and its value reads no other tensor (no fused epilogue
     that indexes one by coordinates)."""
+    if not g.dense_output:
+        return False
     f, v = K.ScalarVar("_probe_f"), K.ScalarVar("_probe_v")
     st = g.store(K.Const(0), K.Const(0), K.Const(0), f, v)
     return isinstance(st, K.Store) and st.index is f and not _reads_memory(st.value)
