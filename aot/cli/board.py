@@ -104,13 +104,13 @@ def cmd_footprint(a: argparse.Namespace) -> int:
 
 def cmd_bench(a: argparse.Namespace) -> int:
     from aot.tools.bench import draw_bench, format_markdown, rows_json, run_bench
-    if a.host:
-        from aot.tools.host_bench import host_bench_command
-        return host_bench_command(a.models, a.json, a.md, a.threads, a.runs, compile_kwargs(a))
-    if a.zoo is not None:
+    if a.zoo is not None and not a.host:
         return _bench_zoo(a)
     if not a.models:
         raise Error("aot bench needs MODEL files (or --zoo: the model zoo's families)")
+    if a.host:
+        from aot.tools.host_bench import host_bench_command
+        return host_bench_command(a.models, a.json, a.md, a.threads, a.runs, compile_kwargs(a))
     if not a.board:
         raise Error("aot bench needs --board BOARD (or --host: time per inference on this machine)")
     if a.input_shape:

@@ -26,7 +26,8 @@ The architecture families (MobileNetV3-small, a small transformer, a U-Net, a Co
 DS-CNN large, a CIFAR ResNet) are in aot.tools.zoo_families; the recorder and its quantization
 in aot.tools.zoo_net. Every model also comes with trained-like quantization parameters
 (``quant="trained"``: per-channel weight scales over two and a half decades, activation zero
-points anywhere in the range) and as 16x8 (``activations="int16"``).
+points anywhere in the range) and as 16x8 (``activations="int16"``; not mobilenet_v3_small:
+TFLM has no int16 HARD_SWISH).
 
     python3 -m aot.tools.zoo resnet8 resnet8.tflite
     python3 -m aot.tools.zoo mobilenet_v1_025 vww.tflite --channels 1

@@ -65,6 +65,8 @@ def test_table_and_json_carry_the_ratio(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert json.loads(out.read_text())["rows"][0]["ours_vs_tflm"] == 0.25
     assert cli_main(["bench", "x.tflite", "--zoo"]) == 2
     assert "drop the MODEL arguments" in capsys.readouterr().err
+    assert cli_main(["bench", "--host"]) == 2
+    assert "needs MODEL files (or --zoo" in capsys.readouterr().err
 
 
 @pytest.mark.slow
