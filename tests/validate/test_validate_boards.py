@@ -62,6 +62,18 @@ def test_kws_samples_bit_exact(board, backend, tmp_path, arm_toolchain):  # noqa
     assert r.timer == "qemu-instructions" and min(r.counts) > 100_000 and r.stack_bytes > 0
 
 
+def test_inputs_and_outputs_in_main_c_buffers(tmp_path, arm_toolchain):  # noqa: ANN001
+    """--io-buffers app: the firmware receives into main.c's buffers and calls model_run."""
+    model = aot.load(str(shared_model("kws_int8.tflite")))
+    x = _kws_samples(4, 5)
+    with deadline(600):
+        with Target("mps2-an386", qemu=True, model=model, io_buffers="app", build_dir=tmp_path / "fw") as t:
+            r = validate(t, [x], host_runner(t.build.compiled), Report("kws_int8", "mps2-an386", "c", "qemu", 4))
+            main = (t.build.project_dir / "main.c").read_text()
+    assert r.error is None and r.done == r.bit_exact == 4, r.lines()
+    assert "aot_app_input0[" in main and "model_run(&inputs, &outputs)" in main
+
+
 @pytest.mark.parametrize("backend", ["c", "llvm"])
 def test_digits_on_the_microbit(backend, digits, tmp_path, arm_toolchain):  # noqa: ANN001
     model, x, y, float_model = digits

@@ -98,6 +98,17 @@ def test_a_reset_mid_run_is_reported():
         Client(line, timeout=1.0).run(b"\0" * 4, 4)
 
 
+def test_the_serial_transport_carries_frames():
+    line = SerialTransport("loop://", 921600)  # pyserial's loopback: what is written comes back
+    try:
+        line.write(b"noise" + encode_frame(0x81, 3, b"{}"))
+        frame = FrameReader(line).read_frame(5.0)
+        assert (frame.command, frame.seq, frame.payload) == (0x81, 3, b"{}")
+        assert line.read(16, 0.05) == b""
+    finally:
+        line.close()
+
+
 def test_a_port_that_does_not_exist_is_refused():
     with pytest.raises(LinkError, match="does not exist"):
         SerialTransport("/dev/ttyACM_no_such_port", 115200)
