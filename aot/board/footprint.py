@@ -104,6 +104,7 @@ class Figures:
     firmware_ram: int | None  # data + bss + pools + heap + worst-case stack of the whole firmware
     firmware_ram_static: int  # the same without the stack
     firmware_stack: int | None
+    stack_root: str = ROOT  # where the firmware's worst-case stack starts (RV32: aot_reset)
 
     @property
     def model_flash(self) -> int:
@@ -130,14 +131,14 @@ class Figures:
 
     def lines(self, entry: str) -> list[str]:
         """The labelled lines every command prints (the model first; the firmware apart)."""
-        return figure_lines(self.to_dict(), entry)
+        return figure_lines(self.to_dict(), entry, self.stack_root)
 
 
 def _b(v: int | None) -> str:
     return "unbounded" if v is None else f"{v:,}"
 
 
-def figure_lines(f: dict, entry: str) -> list[str]:
+def figure_lines(f: dict, entry: str, root: str = ROOT) -> list[str]:
     """`Figures.lines` from `Figures.to_dict()` (what JSON-reading tools such as bench hold)."""
     model_ram = "unbounded" if f["model_ram"] is None else f"{f['model_ram']:,} B"
     firmware_ram = "unbounded" if f["firmware_ram"] is None else f"{f['firmware_ram']:,} B"
@@ -154,7 +155,7 @@ def figure_lines(f: dict, entry: str) -> list[str]:
         f"firmware flash {f['firmware_flash']:>9,} B = model {f['model_flash']:,}"
         f" + test input/expected outputs {f['test_data']:,} + runtime, startup, main.c, libc {f['support_flash']:,}",
         f"firmware RAM   {firmware_ram:>11} = static {f['firmware_ram_static']:,}"
-        f" + stack {_b(f['firmware_stack'])} (worst case from Reset_Handler)",
+        f" + stack {_b(f['firmware_stack'])} (worst case from {root})",
     ]
 
 
@@ -194,7 +195,8 @@ class Footprint:
                        pools=self.pools,
                        model_stack=self.model_stack.worst_case if self.model_stack is not None else None,
                        test_data=self.test_data, firmware_flash=self.flash, firmware_ram=self.ram,
-                       firmware_ram_static=self.ram_static, firmware_stack=self.stack.worst_case)
+                       firmware_ram_static=self.ram_static, firmware_stack=self.stack.worst_case,
+                       stack_root=self.stack.path[0] if self.stack.path else ROOT)
 
     # flash = text + rodata + data (the .data image is stored in flash)
     @property

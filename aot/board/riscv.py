@@ -10,12 +10,11 @@ extensions the board has (``rv32imacv_zicsr`` links against ``rv32imac``).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Any
 
 from aot.errors import Error
 
-if TYPE_CHECKING:
-    from aot.board.boards import Board
+# the functions below take an aot.board.boards.Board (which imports this module: typed Any here)
 
 # cpu names a RISC-V board file may give (the core, for the reader; the ISA string decides the code)
 RISCV_CPUS = ("rv32", "sifive-e31", "bumblebee", "esp32c3")
@@ -63,7 +62,7 @@ def llvm_features(isa: str) -> str:
     return ",".join(features)
 
 
-def riscv_qemu_args(board: "Board") -> list[str]:
+def riscv_qemu_args(board: Any) -> list[str]:
     """qemu-system-riscv32 arguments (without -kernel): the machine (and -cpu), the console on stdout
     (-nographic), no firmware (-bios none: the ELF's entry runs first), an exact instruction clock
     (-icount shift=0) and semihosting where the image exits through it."""
@@ -76,7 +75,7 @@ def riscv_qemu_args(board: "Board") -> list[str]:
     return args
 
 
-def exit_defines(board: "Board") -> list[str]:
+def exit_defines(board: Any) -> list[str]:
     """The startup code's exit device (emulated boards): the test finisher or semihosting."""
     ex = board.exit_dict
     if ex.get("device") == "sifive_test":
@@ -86,7 +85,7 @@ def exit_defines(board: "Board") -> list[str]:
     return []
 
 
-def validate_riscv(board: "Board", source: str) -> None:
+def validate_riscv(board: Any, source: str) -> None:
     if board.isa is None:
         raise Error(f"{source}: abi, qemu_cpu and exit belong to RISC-V boards, which need an isa string")
     ext = isa_extensions(board.isa)

@@ -34,10 +34,10 @@ def riscv_toolchain() -> None:
                     f"picolibc-riscv64-unknown-elf, qemu-system-misc)")
 
 
-def _kws():  # noqa: ANN202
-    model = aot.load(shared_model("kws_int8.tflite"))
-    x = np.load(shared_model("kws_int8.input.npy"))
-    return model, {model.inputs[0].name: x}, np.load(shared_model("kws_int8.tflm_out.npy"))
+def _shared(name: str):  # noqa: ANN202
+    model = aot.load(shared_model(f"{name}.tflite"))
+    x = np.load(shared_model(f"{name}.input.npy"))
+    return model, {model.inputs[0].name: x}, np.load(shared_model(f"{name}.tflm_out.npy"))
 
 
 # ---- board files ---------------------------------------------------------------------------------
@@ -112,7 +112,7 @@ def test_rv_stack_bytes_count_the_vector_spill_area():
 
 # ---- projects --------------------------------------------------------------------------------------
 def test_riscv_project_files_name_the_riscv_toolchain_and_startup(tmp_path: Path):
-    model, inputs, _ = _kws()
+    model, inputs, _ = _shared("micro_speech_quantized")
     bb = make_project(model, "rv32-virt", tmp_path / "p", inputs)
     files = {p.relative_to(bb.project_dir).as_posix() for p in bb.project_dir.rglob("*") if p.is_file()}
     assert {"platform/startup.c", "platform/aot_platform_riscv.c", "platform/console/ns16550.c",
@@ -135,10 +135,11 @@ def test_sixteen_kib_fe310_refuses_a_model_naming_the_bytes():
                                                                           np.zeros(model.inputs[0].type.shape, np.int8)})
 
 
+@pytest.mark.slow  # two compiles (the generic plan does not fit) and the packed-pair kernels' host build
 @pytest.mark.usefixtures("riscv_toolchain")
 def test_kws_runs_bit_exact_on_the_16_kib_fe310():
     """kws_int8 fits the FE310's 16 KiB (the in-place schedules' pool), which TFLM cannot run."""
-    model, inputs, tflm = _kws()
+    model, inputs, tflm = _shared("kws_int8")
     outs, extra = run_on_board(model, inputs, "sifive-e")
     assert extra["match_host"]
     np.testing.assert_array_equal(next(iter(outs.values())).reshape(tflm.shape), tflm)
@@ -148,9 +149,10 @@ def test_kws_runs_bit_exact_on_the_16_kib_fe310():
 
 
 @pytest.mark.usefixtures("riscv_toolchain")
-def test_kws_runs_bit_exact_on_rv32_virt_through_llvm():
-    model, inputs, tflm = _kws()
-    outs, extra = run_on_board(model, inputs, "rv32-virt", backend="llvm")
+@pytest.mark.parametrize("board, backend", [("sifive-e", "c"), ("rv32-virt", "llvm")])
+def test_micro_speech_runs_bit_exact_with_tflm(board: str, backend: str):
+    model, inputs, tflm = _shared("micro_speech_quantized")
+    outs, extra = run_on_board(model, inputs, board, backend=backend)
     assert extra["match_host"]
     np.testing.assert_array_equal(next(iter(outs.values())).reshape(tflm.shape), tflm)
     assert extra["stack_bytes"] is not None and extra["footprint"]["ram"]["heap"] == 0

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.usefixtures("arm_toolchain")
 
 def test_every_emulated_board_is_in_the_matrix() -> None:
     boards = emulated_boards()
-    assert {"mps2-an386", "mps3-an547", "microbit", "mps2-an505"} <= set(boards)
+    assert {"mps2-an386", "mps3-an547", "microbit", "mps2-an505", "rv32-virt", "sifive-e"} <= set(boards)
     assert "nucleo-l4r5zi" not in boards
 
 
