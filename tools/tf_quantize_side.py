@@ -141,6 +141,7 @@ def convert(d: Path) -> None:
     for s in ev:
         floats.append(np.asarray(f(tf.constant(s[None]))[0]))
         it.set_tensor(inp["index"], np.clip(np.round(s[None] / si) + zi, -128, 127).astype(np.int8))
+        it.reset_all_variables()  # each sample from a fresh LSTM state, as the float function runs
         it.invoke()
         ints.append((it.get_tensor(out["index"]).astype(np.float64) - zo) * so)
     ops = sorted({d2["op_name"] for d2 in it._get_ops_details()})
