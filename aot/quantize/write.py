@@ -104,9 +104,22 @@ def write_model(g: FloatGraph, params: dict[str, dict[int, QParams]], per_tensor
                                   is_variable=True)
         return ins
 
+    def lstm_intermediates(op, adt: str) -> list[int]:  # noqa: ANN001
+        """The five intermediates TensorFlow's converter records: the four gates' matmul outputs
+        (empty float32 tensors without layer norm: the kernels take 2**-12) and the effective
+        hidden state (the output's parameters)."""
+        y = op.outputs[0]
+        gates = [b.add_tensor(f"{name_of(y)}_{gate}_intermediate", (0,), "float32")
+                 for gate in ("input_to_input", "input_to_forget", "input_to_cell", "input_to_output")]
+        p = params[adt][y]
+        return gates + [b.add_tensor(f"{name_of(y)}_effective_hidden_scale_intermediate", (0,), adt,
+                                     scale=p.scale, zero_point=p.zero_point)]
+
+    intermediates: dict[int, list[int]] = {}
     for op, adt in zip(g.ops, dts):
         if op.name == "UNIDIRECTIONAL_SEQUENCE_LSTM":
             ops.append((op.name, lstm_operands(op, adt), [act(op.outputs[0], adt)], op.options))
+            intermediates[len(ops) - 1] = lstm_intermediates(op, adt)
         elif op.name in MAC_OPERANDS:
             bias_dt, bias_max = ("int32", INT32_MAX) if adt == "int8" else ("int64", 2 ** 63 - 1)
             xi, wi, bi = MAC_OPERANDS[op.name]
@@ -139,8 +152,9 @@ def write_model(g: FloatGraph, params: dict[str, dict[int, QParams]], per_tensor
         ops = ([("QUANTIZE", [f], [q], {}) for f, q in zip(fin, inputs)] + ops
                + [("DEQUANTIZE", [q], [f], {}) for q, f in zip(outputs, fout)])
         inputs, outputs = fin, fout
-    for name, ins, outs, opts in ops:
-        b.add_operator(name, ins, outs, opts or None)
+    first = len(g.inputs) if float_io else 0  # the QUANTIZE operators put in front
+    for k, (name, ins, outs, opts) in enumerate(ops):
+        b.add_operator(name, ins, outs, opts or None, intermediates=intermediates.get(k - first, ()))
     b.set_inputs(inputs)
     b.set_outputs(outputs)
     index = {t: versions[(t, dt)] for t, dt in native.items() if (t, dt) in versions}

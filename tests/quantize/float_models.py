@@ -467,7 +467,7 @@ def lstm(steps: int = 8, features: int = 6, units: int = 12, classes: int = 4, s
 
 def fused_lstm(steps: int = 8, features: int = 6, units: int = 12, classes: int = 4, seed: int = 11) -> bytes:
     """A Keras LSTM as TensorFlow saves it by default: one UNIDIRECTIONAL_SEQUENCE_LSTM (batch
-    major, tanh, no clip; per-gate weights [units, features] and [units, units], forget bias 1,
+    major, tanh, cell clip 10 as Keras writes it; per-gate weights [units, features] and [units, units], forget bias 1,
     variable hidden and cell states), the last step's output (STRIDED_SLICE) and an FC head."""
     n = FloatNet((1, steps, features), seed, "fused_lstm")
     ins = [n.input] + [-1] * 23
@@ -478,7 +478,7 @@ def fused_lstm(steps: int = 8, features: int = 6, units: int = 12, classes: int 
     ins[18] = n.b.add_tensor("output_state", (1, units), "float32", is_variable=True)
     ins[19] = n.b.add_tensor("cell_state", (1, units), "float32", is_variable=True)
     seq = _op(n, "UNIDIRECTIONAL_SEQUENCE_LSTM", ins, (1, steps, units),
-              {"fused_activation_function": "TANH", "cell_clip": 0.0, "proj_clip": 0.0, "time_major": False})
+              {"fused_activation_function": "TANH", "cell_clip": 10.0, "proj_clip": 0.0, "time_major": False})
     begin, end, strides = (n.t((3,), np.array(v, np.int32), "int32")
                            for v in ([0, steps - 1, 0], [1, steps, units], [1, 1, 1]))
     last = _op(n, "STRIDED_SLICE", [seq, begin, end, strides], (1, units),

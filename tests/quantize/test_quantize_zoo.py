@@ -52,7 +52,8 @@ def test_every_operator_is_quantized(zoo) -> None:  # noqa: ANN001
     want = sorted({WRITTEN_AS.get(op.name, op.name) for op in fuse_activations(read_float_model(float_model, name)).ops})
     f = parse(r.model, name, OPTIONS)
     assert sorted({op.name for op in f.ops}) == want
-    assert not [t.label for t in f.tensors if t.type_name == "FLOAT32"]
+    # (a fused LSTM's empty gate intermediates are float32, as TensorFlow's converter writes them)
+    assert not [t.label for t in f.tensors if t.type_name == "FLOAT32" and np.prod(t.shape) != 0]
 
 
 def test_runs_in_tflm_bit_exact_with_the_host_build(zoo) -> None:  # noqa: ANN001
