@@ -163,6 +163,12 @@ def test_fused_lstm_cell_state_scale() -> None:
         top = max(top, float(np.abs(cs).max()))
     p = int(np.ceil(np.log2(top)))
     assert np.float32(c.scale[0]) == np.float32(2.0 ** max(p, 0) / 32768) and c.zero_point[0] == 0
+    from tflite.Model import Model  # the operator's intermediates, as the converter records them
+    sg = Model.GetRootAsModel(r.model, 0).Subgraphs(0)
+    lstm_op = next(sg.Operators(k) for k in range(sg.OperatorsLength()) if sg.Operators(k).InputsLength() == 24)
+    inter = [f.tensors[int(i)] for i in lstm_op.IntermediatesAsNumpy()]
+    assert [tt.type_name for tt in inter] == ["FLOAT32"] * 4 + ["INT8"]
+    assert (inter[4].scale, inter[4].zero_point) == (y.scale, y.zero_point)
     for gate in range(4):
         wi, b = t[1 + gate], t[12 + gate]
         assert len(wi.scale) == 1 and wi.type_name == "INT8" and b.type_name == "INT32"
