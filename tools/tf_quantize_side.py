@@ -30,9 +30,25 @@ def _shape(graph: dict, t: int) -> list[int]:
     return graph["tensors"][t]["shape"]
 
 
+def keras_lstm(op: dict, const: dict):  # noqa: ANN201 - a tf_keras LSTM holding a fused LSTM's weights
+    """TensorFlow's converter fuses a Keras LSTM into UNIDIRECTIONAL_SEQUENCE_LSTM (tf_keras: the
+    Keras 2 layer, whose function the converter recognises); gates (i, f, c, o) concatenated."""
+    import tf_keras
+    ins = op["inputs"]
+    units = const[ins[5]].shape[0]
+    layer = tf_keras.layers.LSTM(units, return_sequences=True, time_major=bool(op["options"].get("time_major")))
+    layer.build((None, None, const[ins[1]].shape[1]))
+    layer.set_weights([np.concatenate([const[ins[k]].T for k in range(1, 5)], axis=1),
+                       np.concatenate([const[ins[k]].T for k in range(5, 9)], axis=1),
+                       np.concatenate([const[ins[k]] for k in range(12, 16)])])
+    return layer
+
+
 def _op(graph: dict, op: dict, v: dict, const: dict):  # noqa: ANN202 - one TFLite operator in TensorFlow
     name, o, ins = op["name"], op["options"], op["inputs"]
     x = v.get(ins[0]) if ins else None
+    if name == "UNIDIRECTIONAL_SEQUENCE_LSTM":
+        return op["layer"](x)
     if name == "CONV_2D":
         w = tf.constant(const[ins[1]].transpose(1, 2, 3, 0))
         y = tf.nn.conv2d(x, w, [1, o["stride_h"], o["stride_w"], 1], PAD[o["padding"]],
@@ -104,11 +120,14 @@ def _op(graph: dict, op: dict, v: dict, const: dict):  # noqa: ANN202 - one TFLi
 
 def build(graph: dict, const: dict):  # noqa: ANN201 - a tf.function of the float graph
     spec = [tf.TensorSpec(_shape(graph, i), tf.float32) for i in graph["inputs"]]
+    for op in graph["ops"]:
+        if op["name"] == "UNIDIRECTIONAL_SEQUENCE_LSTM":
+            op["layer"] = keras_lstm(op, const)
 
     @tf.function(input_signature=spec, autograph=False)
     def f(*xs):  # noqa: ANN002, ANN202
         v = {i: x for i, x in zip(graph["inputs"], xs)}
-        v.update({k: tf.constant(a) for k, a in const.items() if a.dtype == np.float32})
+        v.update({k: tf.constant(a) for k, a in const.items() if a.dtype == np.float32 and a.size})
         for op in graph["ops"]:
             y = _op(graph, op, v, const)
             for k, t in enumerate(op["outputs"]):
@@ -123,7 +142,10 @@ def convert(d: Path) -> None:
         const = {int(k[1:]): z[k] for k in z.files}
     cal, ev = np.load(d / "cal.npy"), np.load(d / "eval.npy")
     f = build(graph, const)
-    conv = tf.lite.TFLiteConverter.from_concrete_functions([f.get_concrete_function()], f)
+    holder = tf.Module()  # tracks the Keras layers' variables for the converter
+    holder.f = f
+    holder.layers = [op["layer"] for op in graph["ops"] if "layer" in op]
+    conv = tf.lite.TFLiteConverter.from_concrete_functions([f.get_concrete_function()], holder)
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
     conv.representative_dataset = lambda: ([s[None]] for s in cal)
     conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
@@ -141,6 +163,7 @@ def convert(d: Path) -> None:
     for s in ev:
         floats.append(np.asarray(f(tf.constant(s[None]))[0]))
         it.set_tensor(inp["index"], np.clip(np.round(s[None] / si) + zi, -128, 127).astype(np.int8))
+        it.reset_all_variables()  # each sample from a fresh LSTM state, as the float function runs
         it.invoke()
         ints.append((it.get_tensor(out["index"]).astype(np.float64) - zo) * so)
     ops = sorted({d2["op_name"] for d2 in it._get_ops_details()})

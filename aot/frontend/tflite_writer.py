@@ -187,6 +187,7 @@ class _Operator:
     op_name: str
     options: dict[str, Any] = field(default_factory=dict)
     custom_options: bytes = b""
+    intermediates: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -275,7 +276,8 @@ class TFLiteModelBuilder:
 
     def add_operator(self, opcode_name: str, inputs: Sequence[int], outputs: Sequence[int],
                      options: Optional[dict] = None, version: Optional[int] = None,
-                     custom_code: str = "", custom_options: bytes = b"") -> int:
+                     custom_code: str = "", custom_options: bytes = b"",
+                     intermediates: Sequence[int] = ()) -> int:
         """Add a builtin operator; ``inputs`` may contain -1 for an omitted optional input.
 
         ``options`` keys are the schema's field names, e.g. ``{'padding': 'SAME',
@@ -283,6 +285,7 @@ class TFLiteModelBuilder:
         'dilation_w_factor': 1, 'dilation_h_factor': 1}``; TensorType fields
         (``quantized_bias_type``, ``out_data_type``...) take dtype names.  A ``CUSTOM``
         operator needs ``custom_code`` (e.g. 'ethos-u') and may carry raw ``custom_options``.
+        ``intermediates``: the operator's intermediate tensors (a quantized LSTM's gate scales).
         Returns the operator index.
         """
         op = str(opcode_name).upper()
@@ -301,7 +304,8 @@ class TFLiteModelBuilder:
                 raise UnsupportedError(f"the writer has no options table for {op}")
             raise UnsupportedError(f"{op} takes no options, got {sorted(opts)}")
         self._ops.append(_Operator(self._opcodes.index(key), [int(i) for i in inputs],
-                                   [int(o) for o in outputs], op, opts, bytes(custom_options)))
+                                   [int(o) for o in outputs], op, opts, bytes(custom_options),
+                                   [int(t) for t in intermediates]))
         return len(self._ops) - 1
 
     def set_inputs(self, inputs: Sequence[int]) -> None:
@@ -404,6 +408,8 @@ class TFLiteModelBuilder:
             outs = self._int_vector(b, _mod("Operator").StartOutputsVector, op.outputs)
             opt_type, opt = self._options(b, op)
             custom = self._byte_vector(b, op.custom_options, 1) if op.custom_options else 0
+            inter = (self._int_vector(b, _mod("Operator").StartIntermediatesVector, op.intermediates)
+                     if op.intermediates else 0)
             _mod("Operator").Start(b)
             _mod("Operator").AddOpcodeIndex(b, op.opcode_index)
             _mod("Operator").AddInputs(b, ins)
@@ -413,6 +419,8 @@ class TFLiteModelBuilder:
                 _mod("Operator").AddBuiltinOptions(b, opt)
             if custom:
                 _mod("Operator").AddCustomOptions(b, custom)
+            if inter:
+                _mod("Operator").AddIntermediates(b, inter)
             op_offsets.append(_mod("Operator").End(b))
 
         tensors_vec = self._offsets_vector(b, _mod("SubGraph").StartTensorsVector, tensor_offsets)

@@ -35,7 +35,7 @@ def snr_db(ref: np.ndarray, got: np.ndarray) -> float:
 
 def run_quantized(model_bytes: bytes, data: Arrays, name: str = "quantized") -> list[np.ndarray]:
     """Outputs (dequantized, stacked per output) of the quantized .tflite for every sample, from
-    the host C build of this compiler."""
+    the host C build of this compiler; a model with state (an LSTM) starts each sample fresh."""
     import aot
     from aot.frontend.tflite import load_tflite
     model = load_tflite(model_bytes, name)
@@ -52,6 +52,8 @@ def run_quantized(model_bytes: bytes, data: Arrays, name: str = "quantized") -> 
                 info = np.iinfo(v.type.np_dtype)
                 x = np.clip(np.round(x / q.scale[0]) + q.zero_point[0], info.min, info.max)
             feeds[v.name] = x.astype(v.type.np_dtype)
+        if model.states:
+            lib.reset()
         res = lib.run(feeds)
         for j, v in enumerate(model.outputs):
             y = np.asarray(res[v.name])

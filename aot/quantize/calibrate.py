@@ -124,7 +124,12 @@ def calibrate(g: FloatGraph, data: Arrays, keep_values: bool, progress: Optional
     stats: dict[int, TensorStats] = {}
     t0 = time.perf_counter()
 
+    from aot.quantize.lstm import LSTM_C, cell_values, lstm_ops
+    lstms = lstm_ops(g)
+
     def record(values: dict[int, np.ndarray]) -> None:
+        for op in lstms:  # the cell state over every time step (the trace holds its last value only)
+            values[op.inputs[LSTM_C]] = cell_values(g, op, values)
         for i, v in values.items():
             stats.setdefault(i, TensorStats()).add(np.asarray(v, np.float32), SUBSAMPLE if keep_values else 0, rng)
 

@@ -11,7 +11,8 @@ import numpy as np
 
 from aot.errors import Error, UnsupportedError
 from aot.quantize.calibrate import Calibration
-from aot.quantize.graph import ELEMENTWISE_CONST_OPS, FloatGraph
+from aot.quantize.graph import ELEMENTWISE_CONST_OPS, LSTM_H, FloatGraph
+from aot.quantize.lstm import LSTM, power_of_two_scale, state_tensors
 
 # output parameters TFLite's int8 / int16 kernels require (scale, zero point)
 FIXED_INT8 = {"LOGISTIC": (1 / 256, -128), "SOFTMAX": (1 / 256, -128), "TANH": (1 / 128, 0)}
@@ -124,6 +125,8 @@ def same_scale_groups(g: FloatGraph) -> _Groups:
             for i in ins:
                 for o in op.outputs:
                     groups.union(i, o)
+        elif op.name == LSTM:  # the hidden state is the output (TFLM writes one from the other)
+            groups.union(op.inputs[LSTM_H], op.outputs[0])
     return groups
 
 
@@ -163,6 +166,9 @@ def choose(g: FloatGraph, cal: Calibration, method: Method, bits: int = 8) -> di
             p = asymmetric(lo, hi, 8) if bits == 8 else symmetric(lo, hi, bits)
         for t in ts:
             params[t] = p
+    for c in state_tensors(g)[1]:  # int16 in both schemes, a power-of-two scale
+        lo, hi = ranges.get(c, (0.0, 0.0))
+        params[c] = QParams(power_of_two_scale(lo, hi), 0)
     return params
 
 

@@ -52,6 +52,8 @@ OPTIONS_SPEC: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "RSQRT": (None, ()),
     "SQUARED_DIFFERENCE": (None, ()),
     "SPLIT": ("SplitOptions", ("NumSplits",)),
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": ("UnidirectionalSequenceLSTMOptions",
+                                     ("FusedActivationFunction", "CellClip", "ProjClip", "TimeMajor")),
 }
 SUPPORTED_OPS = tuple(sorted(OPTIONS_SPEC))
 # integer operators computing static values (a Keras Flatten's SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE
@@ -61,10 +63,12 @@ FOLD_SPEC: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "GATHER": ("GatherOptions", ("Axis", "BatchDims")),
 }
 # what to do instead, for operators a float model commonly holds that aot quantize does not take
-HINTS = {
-    "UNIDIRECTIONAL_SEQUENCE_LSTM": "export the LSTM unrolled, e.g. Keras LSTM(unroll=True): its FULLY_CONNECTED, "
-                                    "SPLIT, LOGISTIC, TANH, MUL and ADD operators are quantized",
-}
+HINTS: dict[str, str] = {}
+# UNIDIRECTIONAL_SEQUENCE_LSTM operands: input, 4 input weights (i, f, c, o), 4 recurrent weights,
+# 4 gate biases, output state, cell state; the others (CIFG, peephole, projection, layer norm) absent
+LSTM_X, LSTM_WEIGHTS, LSTM_BIASES, LSTM_H, LSTM_C = 0, tuple(range(1, 9)), tuple(range(12, 16)), 18, 19
+LSTM_VARIANTS = {9: "peephole", 10: "peephole", 11: "peephole", 16: "projection", 17: "projection",
+                 20: "layer norm", 21: "layer norm", 22: "layer norm", 23: "layer norm"}
 # the multiply-accumulate ops: the per-channel axis of their weights (operand 1)
 MAC_OPS = {"CONV_2D": 0, "DEPTHWISE_CONV_2D": 3, "FULLY_CONNECTED": 0, "TRANSPOSE_CONV": 0}
 # and the operand positions of their (input, weights, bias)
@@ -86,6 +90,7 @@ class QTensor:
     shape: tuple[int, ...]
     dtype: str                     # "float32", "int32", ... (numpy name)
     data: np.ndarray | None = None  # constants
+    variable: bool = False          # a state tensor kept between invocations (LSTM)
 
 
 @dataclass
@@ -150,7 +155,7 @@ def read_float_model(data: bytes, name: str) -> FloatGraph:
         if t.data is not None and t.data.size:
             arr = np.frombuffer(t.data.tobytes(), dtype=np.dtype(dtype).newbyteorder("<")).astype(dtype)
             arr = arr.reshape(t.shape)
-        tensors.append(QTensor(t.index, t.name, tuple(t.shape), dtype, arr))
+        tensors.append(QTensor(t.index, t.name, tuple(t.shape), dtype, arr, bool(t.is_variable)))
     for i in f.inputs:
         if tensors[i].dtype != "float32":
             raise UnsupportedError(f"{name}: input {tensors[i].name!r} is {tensors[i].dtype}; aot quantize "
@@ -237,12 +242,30 @@ def _check_operands(g: FloatGraph) -> None:
             if i >= 0 and g.tensors[i].dtype != "float32" and not g.is_const(i):
                 raise UnsupportedError(f"{g.name}: {op.name} reads the {g.tensors[i].dtype} tensor "
                                        f"{g.tensors[i].name!r} computed at run time; aot quantize takes float models")
+        if op.name == "UNIDIRECTIONAL_SEQUENCE_LSTM":
+            _check_lstm(g, op)
         if op.name in MAC_OPERANDS:
             xi, wi, bi = MAC_OPERANDS[op.name]
             if len(op.inputs) <= max(xi, wi) or not g.is_const(op.inputs[wi]):
                 raise UnsupportedError(f"{g.name}: {op.name} with weights computed at run time cannot be quantized")
             if len(op.inputs) > bi and op.inputs[bi] >= 0 and not g.is_const(op.inputs[bi]):
                 raise UnsupportedError(f"{g.name}: {op.name} with a bias computed at run time cannot be quantized")
+
+
+def _check_lstm(g: FloatGraph, op: QOp) -> None:
+    """The LSTM TFLite Micro's integer kernel runs: all four gates, constant weights and biases,
+    its two state tensors, none of the optional variants."""
+    ins = list(op.inputs) + [-1] * (24 - len(op.inputs))
+    where = f"{g.name}: UNIDIRECTIONAL_SEQUENCE_LSTM {g.tensors[op.outputs[0]].name!r}"
+    if any(ins[i] < 0 for i in (*LSTM_WEIGHTS, *LSTM_BIASES)):
+        raise UnsupportedError(f"{where} without an input gate (CIFG) cannot be quantized; export a standard LSTM")
+    variant = next((LSTM_VARIANTS[i] for i in sorted(LSTM_VARIANTS) if ins[i] >= 0), None)
+    if variant:
+        raise UnsupportedError(f"{where} with {variant} weights cannot be quantized; export a standard LSTM")
+    if not all(g.is_const(ins[i]) for i in (*LSTM_WEIGHTS, *LSTM_BIASES)):
+        raise UnsupportedError(f"{where} with weights computed at run time cannot be quantized")
+    if any(ins[i] < 0 or not g.tensors[ins[i]].variable for i in (LSTM_H, LSTM_C)):
+        raise UnsupportedError(f"{where} has no variable state tensors (operands 18 and 19)")
 
 
 def fuse_activations(g: FloatGraph) -> FloatGraph:
@@ -281,7 +304,7 @@ def write_float(g: FloatGraph, batch: int = 1) -> bytes:
         if t.index in reshape_shapes and data is not None and data.size and int(data.reshape(-1)[0]) == 1:
             data = data.copy().reshape(-1)
             data[0] = batch
-        b.add_tensor(t.name or f"t{t.index}", shape, t.dtype, data=data)
+        b.add_tensor(t.name or f"t{t.index}", shape, t.dtype, data=data, is_variable=t.variable)
     for op in g.ops:
         b.add_operator(op.name, op.inputs, op.outputs, op.options or None)
     b.set_inputs(g.inputs)

@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from aot.quantize.choose import QParams, quantize_weights
-from aot.quantize.graph import MAC_OPERANDS, MAC_OPS, FloatGraph
+from aot.quantize.graph import LSTM_BIASES, LSTM_C, LSTM_H, LSTM_WEIGHTS, MAC_OPERANDS, MAC_OPS, FloatGraph
 
 INT32_MAX = 2 ** 31 - 1
 
@@ -79,8 +79,48 @@ def write_model(g: FloatGraph, params: dict[str, dict[int, QParams]], per_tensor
             plain_index[t] = b.add_tensor(name_of(t), tt.shape, tt.dtype, data=tt.data)
         return plain_index[t]
 
+    def lstm_operands(op, adt: str) -> list[int]:  # noqa: ANN001
+        """TFLite Micro's integer LSTM: per-tensor int8 weights, each gate's bias at input scale x
+        its input weights' scale, the hidden state in the activation dtype with the output's
+        parameters, the cell state int16 (power-of-two scale); both variable tensors."""
+        bias_dt, bias_max = ("int32", INT32_MAX) if adt == "int8" else ("int64", 2 ** 63 - 1)
+        ins = [-1] * 24
+        x = op.inputs[0]
+        ins[0] = act(x, adt)
+        scales = {}
+        for k in LSTM_WEIGHTS:
+            wq, ws = quantize_weights(g.tensors[op.inputs[k]].data, None)
+            scales[k] = ws
+            ins[k] = b.add_tensor(name_of(op.inputs[k]), wq.shape, "int8", data=wq, scale=ws, zero_point=[0])
+        for gate, k in enumerate(LSTM_BIASES):
+            bs = (np.float32(params[adt][x].scale) * scales[LSTM_WEIGHTS[gate]]).astype(np.float32)
+            bias = g.tensors[op.inputs[k]].data.astype(np.float64)
+            bq = np.clip(np.round(bias / np.float64(bs[0])), -bias_max, bias_max).astype(bias_dt)
+            ins[k] = b.add_tensor(name_of(op.inputs[k]), bq.shape, bias_dt, data=bq, scale=bs, zero_point=[0])
+        for k, dt in ((LSTM_H, adt), (LSTM_C, "int16")):
+            t = op.inputs[k]
+            p = params[adt][t]
+            ins[k] = b.add_tensor(name_of(t), g.tensors[t].shape, dt, scale=p.scale, zero_point=p.zero_point,
+                                  is_variable=True)
+        return ins
+
+    def lstm_intermediates(op, adt: str) -> list[int]:  # noqa: ANN001
+        """The five intermediates TensorFlow's converter records: the four gates' matmul outputs
+        (empty float32 tensors without layer norm: the kernels take 2**-12) and the effective
+        hidden state (the output's parameters)."""
+        y = op.outputs[0]
+        gates = [b.add_tensor(f"{name_of(y)}_{gate}_intermediate", (0,), "float32")
+                 for gate in ("input_to_input", "input_to_forget", "input_to_cell", "input_to_output")]
+        p = params[adt][y]
+        return gates + [b.add_tensor(f"{name_of(y)}_effective_hidden_scale_intermediate", (0,), adt,
+                                     scale=p.scale, zero_point=p.zero_point)]
+
+    intermediates: dict[int, list[int]] = {}
     for op, adt in zip(g.ops, dts):
-        if op.name in MAC_OPERANDS:
+        if op.name == "UNIDIRECTIONAL_SEQUENCE_LSTM":
+            ops.append((op.name, lstm_operands(op, adt), [act(op.outputs[0], adt)], op.options))
+            intermediates[len(ops) - 1] = lstm_intermediates(op, adt)
+        elif op.name in MAC_OPERANDS:
             bias_dt, bias_max = ("int32", INT32_MAX) if adt == "int8" else ("int64", 2 ** 63 - 1)
             xi, wi, bi = MAC_OPERANDS[op.name]
             x, w = op.inputs[xi], op.inputs[wi]
@@ -112,8 +152,9 @@ def write_model(g: FloatGraph, params: dict[str, dict[int, QParams]], per_tensor
         ops = ([("QUANTIZE", [f], [q], {}) for f, q in zip(fin, inputs)] + ops
                + [("DEQUANTIZE", [q], [f], {}) for q, f in zip(outputs, fout)])
         inputs, outputs = fin, fout
-    for name, ins, outs, opts in ops:
-        b.add_operator(name, ins, outs, opts or None)
+    first = len(g.inputs) if float_io else 0  # the QUANTIZE operators put in front
+    for k, (name, ins, outs, opts) in enumerate(ops):
+        b.add_operator(name, ins, outs, opts or None, intermediates=intermediates.get(k - first, ()))
     b.set_inputs(inputs)
     b.set_outputs(outputs)
     index = {t: versions[(t, dt)] for t, dt in native.items() if (t, dt) in versions}

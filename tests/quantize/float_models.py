@@ -465,6 +465,27 @@ def lstm(steps: int = 8, features: int = 6, units: int = 12, classes: int = 4, s
     return n.finish([n.fc(h, classes)])
 
 
+def fused_lstm(steps: int = 8, features: int = 6, units: int = 12, classes: int = 4, seed: int = 11) -> bytes:
+    """A Keras LSTM as TensorFlow saves it by default: one UNIDIRECTIONAL_SEQUENCE_LSTM (batch
+    major, tanh, cell clip 10 as Keras writes it; per-gate weights [units, features] and [units, units], forget bias 1,
+    variable hidden and cell states), the last step's output (STRIDED_SLICE) and an FC head."""
+    n = FloatNet((1, steps, features), seed, "fused_lstm")
+    ins = [n.input] + [-1] * 23
+    for g in range(4):
+        ins[1 + g] = _const(n, n.rng.standard_normal((units, features)) * math.sqrt(1.0 / features))
+        ins[5 + g] = _const(n, n.rng.standard_normal((units, units)) * math.sqrt(1.0 / units))
+        ins[12 + g] = _const(n, np.full(units, 1.0 if g == 1 else 0.0))
+    ins[18] = n.b.add_tensor("output_state", (1, units), "float32", is_variable=True)
+    ins[19] = n.b.add_tensor("cell_state", (1, units), "float32", is_variable=True)
+    seq = _op(n, "UNIDIRECTIONAL_SEQUENCE_LSTM", ins, (1, steps, units),
+              {"fused_activation_function": "TANH", "cell_clip": 10.0, "proj_clip": 0.0, "time_major": False})
+    begin, end, strides = (n.t((3,), np.array(v, np.int32), "int32")
+                           for v in ([0, steps - 1, 0], [1, steps, units], [1, 1, 1]))
+    last = _op(n, "STRIDED_SLICE", [seq, begin, end, strides], (1, units),
+               {"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0, "new_axis_mask": 0, "shrink_axis_mask": 2})
+    return n.finish([n.fc(last, classes)])
+
+
 def sequences(shape: Sequence[int], n: int, seed: int = 0) -> np.ndarray:
     """`n` smooth random sequences (batch, steps, features) in [-1, 1]."""
     rng = np.random.default_rng(seed)
@@ -483,4 +504,4 @@ def inputs_for(model: bytes, n: int, seed: int = 0) -> np.ndarray:
 
 ZOO = {"mobilenet_v2": lambda: mobilenet_v2(48, 0.35), "mobilenet_v3_small": mobilenet_v3_small,
        "transformer": transformer_block, "unet": unet, "conv1d": conv1d, "ds_cnn": ds_cnn, "resnet": resnet,
-       "lstm": lstm}
+       "lstm": lstm, "fused_lstm": fused_lstm}

@@ -19,14 +19,15 @@ def _tool():  # noqa: ANN202
     return mod
 
 
-def test_export_is_the_float_graph(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["lstm", "fused_lstm"])
+def test_export_is_the_float_graph(tmp_path: Path, name: str) -> None:
     tool = _tool()
     from aot.quantize.graph import read_float_model
-    model = tool.fm.ZOO["lstm"]()
+    model = tool.fm.ZOO[name]()
     cal = tool.fm.inputs_for(model, 4)
-    tool.export("lstm", model, cal, cal[:2], tmp_path)
+    tool.export(name, model, cal, cal[:2], tmp_path)
     graph = json.loads((tmp_path / "graph.json").read_text())
-    g = read_float_model(model, "lstm")
+    g = read_float_model(model, name)
     assert [(op["name"], op["inputs"], op["outputs"]) for op in graph["ops"]] == \
         [(op.name, op.inputs, op.outputs) for op in g.ops]
     with np.load(tmp_path / "consts.npz") as z:
