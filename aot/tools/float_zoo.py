@@ -17,7 +17,8 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from aot.errors import Error, UnsupportedError
-from aot.tools.zoo import CALIBRATION_INPUTS, MODELS, Net
+from aot.tools.zoo import MODELS
+from aot.tools.zoo_net import CALIBRATION_INPUTS, Net
 
 __all__ = ["float_net", "float_tflite", "float_onnx", "samples", "main"]
 
