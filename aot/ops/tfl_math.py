@@ -191,12 +191,34 @@ def _sqdiff_k(a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType, out: TensorT
         d = (a.cast("i64") - b.cast("i64")).cast("i32").cast("i64")
         return (d * d).cast("i32")
     p = _sqdiff_params(ta, tb, out)
+    if out.dtype == "int8":
+        return _sqdiff_int8(a, b, p)
     sa = _smaller_than_one((a.cast("i32") + p.input1_offset) << p.left_shift, p.input1_multiplier, p.input1_shift)
     sb = _smaller_than_one((b.cast("i32") + p.input2_offset) << p.left_shift, p.input2_multiplier, p.input2_shift)
     d = sa - sb
     v = intrinsic("requantize", d * d, p.output_multiplier, p.output_shift) + p.output_offset
     lo, hi = M.LIMITS[out.dtype]
     return _clamp(v, lo, hi)
+
+
+def _sqdiff_int8(a: K.Expr, b: K.Expr, p: M.SumParams) -> K.Expr:
+    """int8 SQUARED_DIFFERENCE in exact cheaper forms: the inputs' SmallerThanOneExp rescales are
+    MultiplyByQuantizedMultiplier with a right shift (aot.ops.quantized._rescale: x >> 1 for the
+    larger-scale input, whose multiplier is 2^30 on an even x; requant_q31 otherwise), the output's
+    a requant_q31 with the offset folded where its shift is a right shift, SSAT at the end."""
+    from aot.ops.quantized import _rescale
+    from aot.quant.requant import q31_constants
+    even = p.left_shift >= 1
+    sa = _rescale((a.cast("i32") + p.input1_offset) << p.left_shift, p.input1_multiplier, p.input1_shift, even)
+    sb = _rescale((b.cast("i32") + p.input2_offset) << p.left_shift, p.input2_multiplier, p.input2_shift, even)
+    d = sa - sb
+    q = q31_constants(p.output_multiplier, p.output_shift, p.output_offset)
+    if q is None:
+        v = intrinsic("requantize", d * d, p.output_multiplier, p.output_shift) + p.output_offset
+    else:
+        v = intrinsic("requant_q31", d * d, p.output_multiplier, q[0], q[1], q[2])
+        v = v + q[3] if q[3] else v
+    return intrinsic("ssat8", v)
 
 
 _binary("squared_difference", _sqdiff_np, _sqdiff_k, ("float32", "int8", "int16", "int32"),

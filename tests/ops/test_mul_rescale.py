@@ -3,7 +3,8 @@ requantization takes ADD's exact cheaper forms (requant_q31 with the output offs
 SMMLAR on DSP cores where the product's bound allows, SSAT for the whole int8 range); every pair
 of int8 inputs gives the numpy reference's (TFLite Micro's) result on the C and LLVM hosts and the
 kernel interpreter; host builds keep the generic form. A squeeze-excite gate (a per-channel
-broadcast operand) included."""
+broadcast operand) included. int8 SQUARED_DIFFERENCE (LayerNorm's variance) likewise: its input
+rescales and output requantization in exact cheaper forms on every target."""
 from __future__ import annotations
 
 import numpy as np
@@ -112,3 +113,29 @@ def test_bit_exact_in_qemu_on_cortex_m4() -> None:
     outs, extra = run_on_board(model, inputs, "mps2-an386", backend="c")
     np.testing.assert_array_equal(outs["y"], ref)
     assert extra["match_host"] is True
+
+
+SQDIFF = [(0.05, -3, 0.02, 7, 0.08, -128), (0.03, 100, 0.03, -100, 0.5, 20), (0.011, 0, 0.2, -128, 0.0001, 0)]
+
+
+def _sqdiff(k: int):  # noqa: ANN202
+    sa, za, sb, zb, so, zo = SQDIFF[k]
+    g = aot.GraphBuilder(f"sqd{k}")
+    a = g.input("a", (1, 256, 256), "int8", _q(sa, za))
+    b = g.input("b", (1, 256, 256), "int8", _q(sb, zb))
+    g.output(g.op("squared_difference", [a, b], out_quant=_q(so, zo)), "y")
+    return g.finish()
+
+
+@pytest.mark.parametrize("k", range(len(SQDIFF)))
+def test_squared_difference_every_int8_pair(k: int) -> None:
+    model = _sqdiff(k)
+    a, b = _grid()
+    ref = aot.reference(model, {"a": a, "b": b})["y"]
+    text = _text(compile_model(model, CompileOptions(cpu="cortex-m4")))
+    assert "aot_srdhm(" not in text and "aot_rdbpot(" not in text
+    for opts, backends in ((CompileOptions(cpu="cortex-m4"), ("c", "llvm")), (CompileOptions(), ("c",))):
+        cm = compile_model(model, opts)
+        for backend in backends:
+            got = run_kernel_module(cm.module, [a, b], backend)[0].reshape(ref.shape)
+            np.testing.assert_array_equal(got, ref, err_msg=f"{SQDIFF[k]} / {opts.cpu} / {backend}")
