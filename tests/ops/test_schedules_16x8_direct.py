@@ -22,7 +22,8 @@ from aot.kernel.printer import format_module
 from aot.kernel.verify import verify_kernel_module
 from aot.lower.schedule import ScheduleTarget, target_for_cpu
 from aot.lower.schedule.depthwise16 import pack_dw_words
-from aot.lower.schedule.gemm16 import Epilogue, blocks, fast_consts, mode, pack_words16
+from aot.lower.schedule.gemm16 import Epilogue, blocks, mode, pack_words16
+from aot.lower.schedule.requant16 import fast_consts
 from aot.pipeline.driver import CompileOptions, compile_model
 from aot.runners.kernel_module import run_kernel_module
 

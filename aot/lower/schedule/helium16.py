@@ -16,6 +16,7 @@ import numpy as np
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.lower.schedule.gemm import Geometry, pixel_coords
+from aot.lower.schedule.requant16 import fast_consts
 from aot.lower.schedule.target import ScheduleTarget
 
 MIN_DEPTH = 8  # one vector of activations
@@ -24,7 +25,6 @@ MIN_DEPTH = 8  # one vector of activations
 def emit_helium16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep, kind: str  # noqa: ANN001
                   ) -> K.Stmt | None:
     """The kernel, or None where it does not apply (see the module docstring)."""
-    from aot.lower.schedule.gemm16 import fast_consts
     ylo, yhi, xlo, xhi = g.pads
     if ("mve" not in tgt.features or not tgt.speed or kind != "fast" or g.kh != 1 or g.kw != 1
             or ylo or yhi or xlo or xhi or g.buf is None or g.buf.dtype != "i16" or g.C < MIN_DEPTH):
