@@ -40,13 +40,28 @@ def test_const_region_must_be_a_flash_region() -> None:
         _board_from_dict(data, "test")
 
 
+def test_llvm_object_puts_each_constant_table_in_its_own_section() -> None:
+    """As the C backend's -fdata-sections: .rodata.<prefix>_const_*, which the board's linker script
+    sends to the const region (else the LLVM build of a model with more weights than the ITCM fails to link)."""
+    from elftools.elf.elffile import ELFFile
+    import io
+    from aot.llvm import LLVMTarget, emit_object
+    km = aot.compile_model(_fc(64, 32), aot.CompileOptions()).module
+    names = [c.buffer.name for c in km.consts]
+    assert names and all("_const_" in n for n in names)
+    obj = ELFFile(io.BytesIO(emit_object(km, LLVMTarget("thumbv8.1m.main-none-eabihf", "cortex-m55", "", "hard"))))
+    sections = {s.name for s in obj.iter_sections()}
+    assert {f".rodata.{n}" for n in names} <= sections
+
+
 @pytest.mark.slow
-def test_weights_past_the_itcm_run_from_the_sram(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["c", "llvm"])
+def test_weights_past_the_itcm_run_from_the_sram(tmp_path: Path, backend: str) -> None:
     """768 KiB of weights: more than the ITCM, bit-exact on the M55, the tables placed in the SRAM."""
     from aot.board.flow import run_on_board
     model = _fc(1024, 768)
     x = np.random.default_rng(1).integers(-128, 128, (1, 1024), dtype=np.int8)
-    outs, extra = run_on_board(model, {"x": x}, "mps3-an547", keep_dir=tmp_path)
+    outs, extra = run_on_board(model, {"x": x}, "mps3-an547", backend=backend, keep_dir=tmp_path)
     np.testing.assert_array_equal(outs["y"], aot.build(model).run({"x": x})["y"])
     assert extra["match_host"] is True
     from elftools.elf.elffile import ELFFile
