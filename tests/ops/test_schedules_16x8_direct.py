@@ -137,7 +137,7 @@ def test_16x8_depthwise_falls_back_where_not_covered() -> None:
 
 CONV_CASES = {
     # 1x1 stride 1 over an even depth: two pixels' words read in place, channel tails 4 + 2 + 1
-    "pw-direct": ((1, 5, 3, 24), [dict(kind="conv", oc=7)]),
+    "pw-direct": ((1, 5, 3, 24), [dict(kind="conv", oc=7, activation="relu")]),
     # 1x1 stride 2 over an even depth: in place, one base per pixel
     "pw-stride2": ((1, 6, 6, 16), [dict(kind="conv", oc=4, strides=(2, 2), padding="valid")]),
     # 3x3 SAME over an even depth: the column copied as words, zero pairs at the border
@@ -173,6 +173,33 @@ def test_mve_dot16_wraps_like_vmladava() -> None:
     want = (7 + 40 * (1 << 22) + (1 << 31)) % (1 << 32) - (1 << 31)
     assert mve_dot16((x, 0), (w, 0), 40, 7) == want
     assert mve_dot16((x, 3), (w, 5), 0, -9) == -9
+
+
+def _eval(e: K.Expr, v: int) -> int:
+    from aot.kernel.intrinsics import INTRINSICS
+    if isinstance(e, K.Const):
+        return int(e.value)
+    if isinstance(e, K.Intrinsic):
+        return int(INTRINSICS[e.name].py(*(_eval(a, v) for a in e.args)))
+    if isinstance(e, K.Binary):
+        a, b = _eval(e.a, v), _eval(e.b, v)
+        return {"min": min, "max": max}[e.op](a, b)
+    return v  # the clamped variable
+
+
+def test_clamp16_saturates_like_two_compares() -> None:
+    """SSAT #16 / USAT #15 for the bounds at the int16 limits or a ReLU's zero, one compare for a
+    bound inside them; each equal to the clamp on values around every bound."""
+    from aot.lower.schedule.helium16 import clamp16
+    vals = [-(1 << 31), -40000, -32769, -32768, -32767, -6, -1, 0, 1, 6000, 32766, 32767, 32768, 40000,
+            (1 << 31) - 1]
+    x = K.Load(K.Buffer("x", "i32", 1), K.Const(0))
+    for lo, hi in ((-32768, 32767), (0, 32767), (0, 6000), (-32768, 6000), (-5, 6000)):
+        e = clamp16(x, lo, hi)
+        top = e if isinstance(e, K.Intrinsic) else e.a
+        assert isinstance(top, K.Intrinsic) == (lo in (0, -32768))
+        for v in vals:
+            assert _eval(e, v) == min(max(v, lo), hi), (lo, hi, v)
 
 
 def test_mve_dot16x4_is_four_dot_products_from_their_biases() -> None:
@@ -244,7 +271,8 @@ def test_16x8_direct_schedules_in_qemu(board: str, backend: str) -> None:
     from aot.board.flow import run_on_board
     x_shape = (1, 8, 6, 8)
     model = _model(21, x_shape, [dict(kind="dw", k=(3, 3), padding="same", activation="relu6"),
-                                 dict(kind="conv", oc=12), dict(kind="dw", k=(3, 3), strides=(2, 2), padding="same"),
+                                 dict(kind="conv", oc=12, activation="relu"),
+                                 dict(kind="dw", k=(3, 3), strides=(2, 2), padding="same"),
                                  dict(kind="fc", oc=6)])
     x = _x(21, x_shape)
     ref = aot.reference(model, {"x": x})

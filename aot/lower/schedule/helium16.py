@@ -7,7 +7,7 @@ activations for four VLDRB.S16 of eight weights sign-extended by the load and fo
 32 multiply-accumulates in 9 instructions, the tail predicated), started at the bias. It applies where
 aot.lower.schedule.gemm16 proves the int32 sum exact ("fast": |bias| + 2^15 sum |w| < 2^31 per
 channel, total shift >= 17), and then requantizes as that schedule does (one SMMLA and a shift,
-fast_consts); windows larger than 1x1, padding and the other exactness modes take gemm16's DSP
+fast_consts, clamped by one SSAT #16 or USAT #15); windows larger than 1x1, padding and the other exactness modes take gemm16's DSP
 schedule, which the M55 also runs.
 """
 from __future__ import annotations
@@ -22,6 +22,18 @@ from aot.lower.schedule.target import ScheduleTarget
 
 MIN_DEPTH = 8  # one vector of activations
 BLOCK = 4  # output channels per mve_dot16x4
+
+
+def clamp16(v: K.Expr, act_min: int, act_max: int) -> K.Expr:
+    """v clamped to [act_min, act_max] (within int16): SSAT #16 or USAT #15 (one instruction) for
+    the bounds a plain or ReLU output has, and one compare for a bound inside them."""
+    if act_min == -32768:
+        sat = intrinsic("ssat16", v)
+        return sat if act_max == 32767 else K.minimum(sat, act_max)
+    if act_min == 0:
+        sat = intrinsic("usat15", v)
+        return sat if act_max == 32767 else K.minimum(sat, act_max)
+    return K.minimum(K.maximum(v, act_min), act_max)
 
 
 def emit_helium16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep, kind: str  # noqa: ANN001
@@ -58,8 +70,9 @@ def emit_helium16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep, ki
             c = ob * BLOCK + j
             m, h, r = ctx.var("rqm"), ctx.var("rqh"), ctx.var("rqr")
             stmts += [K.Let(m, K.Load(rq, c * 3)), K.Let(h, K.Load(rq, c * 3 + 1)), K.Let(r, K.Load(rq, c * 3 + 2)),
-                      g.store(p.n, p.oy, p.ox, c, K.minimum(K.maximum(
-                          intrinsic("requant_mma", K.Load(accs, K.Const(j)), m, h, r), ep.act_min), ep.act_max))]
+                      g.store(p.n, p.oy, p.ox, c,
+                              clamp16(intrinsic("requant_mma", K.Load(accs, K.Const(j)), m, h, r), ep.act_min,
+                                      ep.act_max))]
         return K.seq(*stmts)
     chans: list[K.Stmt] = []
     if nb:
