@@ -4,7 +4,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -60,11 +60,33 @@ def pool_placement(board: Board, compiled: CompiledModel) -> dict[str, str] | No
     return placed or None
 
 
+def const_home(board: Board, weights: int) -> str | None:
+    """The flash region of the model's constant tables: the board's const_region, or, when they
+    exceed it, the smallest other flash region (not the code's) that holds them (mps3-an547: the
+    2 MiB FPGA SRAM, else the 8 MiB QSPI flash); the largest of them when none does."""
+    if board.const_region is None or weights <= board.region(board.const_region).size:
+        return board.const_region
+    spill = [r for r in board.memory if r.kind == "flash" and r.name != board.flash_region]
+    fits = [r for r in spill if r.size >= weights]
+    return min(fits, key=lambda r: r.size).name if fits else max(spill, key=lambda r: r.size).name
+
+
+def model_weights(compiled: CompiledModel) -> int:
+    return sum(c.buffer.nbytes for c in compiled.module.consts)
+
+
+def board_for_model(board: Board, compiled: CompiledModel) -> Board:
+    """The board with its const_region where this model's constant tables go (const_home)."""
+    home = const_home(board, model_weights(compiled))
+    return board if home == board.const_region else replace(board, const_region=home)
+
+
 def check_fit(compiled: CompiledModel, board: Board, stack_bytes: int | None = None) -> None:
     """Refuse, before any C compiler runs, a model whose weights or activations cannot fit."""
     if stack_bytes is None:
         stack_bytes = board.stack_bytes
-    weights = sum(c.buffer.nbytes for c in compiled.module.consts)
+    weights = model_weights(compiled)
+    board = board_for_model(board, compiled)
     pool = compiled.plan.activation_bytes
     problems = []
     # the constant tables go to the board's const region when it has one, else with the code
@@ -143,6 +165,7 @@ def make_project(model: Model, board: "Board | str | Path", out_dir: Path, input
     io = str(options.get("io", "uart"))
     t0 = time.perf_counter()
     compiled = _compile_for_board(model, board, options)
+    board = board_for_model(board, compiled)
     compile_seconds = time.perf_counter() - t0
     args = check_inputs(model, inputs)
     expected = host_expected(compiled, inputs)
@@ -170,6 +193,7 @@ def make_library_project(model: Model, board: "Board | str | Path", out_dir: Pat
     t0 = time.perf_counter()
     # a library for an existing firmware keeps the application's buffers unless asked (--io-buffers pool)
     compiled = _compile_for_board(model, board, {"io_buffers": "app", **options})
+    board = board_for_model(board, compiled)
     compile_seconds = time.perf_counter() - t0
     out_dir = Path(out_dir)
     with tempfile.TemporaryDirectory(prefix="aot_lib_") as tmp:

@@ -116,7 +116,8 @@ def cmd_bench(a: argparse.Namespace) -> int:
     if a.input_shape:
         raise Error("aot bench takes models with static input shapes; --input-shape is for run/compile/plan/project")
     anchors = Path(a.anchors) if a.anchors else _default_anchors()
-    rows = run_bench([Path(m) for m in a.models], a.board, anchors, with_tflm=not a.no_tflm, **compile_kwargs(a))
+    rows = run_bench([Path(m) for m in a.models], a.board, anchors, with_tflm=not a.no_tflm, backend=a.backend,
+                     **compile_kwargs(a))
     if a.md:
         command = f"aot bench {' '.join(a.models)} {' '.join('--board ' + b for b in a.board)} --md {a.md}"
         header = (f"<!-- regenerate: {command} -->\n# Benchmarks\n\nRegenerate with `{command}` "
@@ -145,7 +146,7 @@ def _bench_zoo(a: argparse.Namespace) -> int:
     if len(boards) != 1:
         raise Error("aot bench --zoo takes one --board")
     anchors = Path(a.anchors) if a.anchors else _default_anchors()
-    rows = run_zoo_bench(select_cases(a.zoo), boards[0], anchors, **compile_kwargs(a))
+    rows = run_zoo_bench(select_cases(a.zoo), boards[0], anchors, backend=a.backend, **compile_kwargs(a))
     text = format_zoo_markdown(rows)
     if a.md:
         Path(a.md).write_text(text)
@@ -203,6 +204,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     bn.add_argument("--png", metavar="FILE", help="draw ours vs TensorFlow Lite Micro")
     bn.add_argument("--anchors", metavar="JSON", help="reference figures (default: ../shared/anchors.json)")
     bn.add_argument("--no-tflm", action="store_true", help="skip measuring TensorFlow Lite Micro's arena")
+    bn.add_argument("--backend", choices=["c", "llvm"], default="c", help="library backend of the firmware")
     add_compile_options(bn)
     add_optimize_option(bn)
     bn.set_defaults(fn=cmd_bench)

@@ -19,7 +19,8 @@ from aot.kernel.intrinsics_mve import MVE_INTRINSICS
 from aot.kernel.intrinsics_multi import MULTI_INTRINSICS
 from aot.kernel.intrinsics_x86 import X86_INTRINSICS
 from aot.kernel.lanes import (bot as _bot, pair as _pair, requant_mma, s8 as _s8, s32 as _s32,
-                              smlabb, smlabt, smlad, smlatb, smlatt, ssat8, sxtb16, sxtb16_ror8, top as _top)
+                              smlabb, smlabt, smlad, smlatb, smlatt, ssat8, ssat16, sxtb16, sxtb16_ror8, top as _top,
+                              usat15)
 from aot.quant import fixedpoint as fp
 
 INT32_MIN = fp.INT32_MIN
@@ -190,6 +191,8 @@ INTRINSICS: Mapping[str, IntrinsicDef] = MappingProxyType({
         IntrinsicDef("pair_lo", ("i32", "i32"), "i32", pair_lo, pair_lo.__doc__ or ""),
         IntrinsicDef("pair_hi", ("i32", "i32"), "i32", pair_hi, pair_hi.__doc__ or ""),
         IntrinsicDef("ssat8", ("i32",), "i32", ssat8, ssat8.__doc__ or ""),
+        IntrinsicDef("ssat16", ("i32",), "i32", ssat16, ssat16.__doc__ or ""),
+        IntrinsicDef("usat15", ("i32",), "i32", usat15, usat15.__doc__ or ""),
         IntrinsicDef("requant_q31", ("i32", "i32", "i32", "i32", "i32"), "i32", requant_q31,
                      requant_q31.__doc__ or ""),
         IntrinsicDef("requant_mm", ("i32", "i32", "i32", "i32"), "i32", requant_mm, requant_mm.__doc__ or ""),

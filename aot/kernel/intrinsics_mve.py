@@ -162,6 +162,15 @@ def mve_dot16(x: Ref, w: Ref, n: int, acc: int) -> int:
     return (v + (1 << 31)) % (1 << 32) - (1 << 31)
 
 
+def mve_dot16x4(out: Ref, x: Ref, w: Ref, n: int, ws: int, b: Ref) -> int:
+    """out[j] = b[j] + sum_k<n x[k] * w[j*ws + k] for j < 4, wrapped to int32: four output
+    channels of one pixel, the activations loaded once per eight lanes (VLDRH) for four
+    VLDRB.S16 + VMLADAVA.S16 (aot.lower.schedule.helium16)."""
+    for j in range(4):
+        out[0][out[1] + j] = mve_dot16(x, (w[0], w[1] + j * ws), n, int(b[0][b[1] + j]))
+    return 0
+
+
 # name -> (argument dtypes, result dtype, semantics)
 MVE_INTRINSICS: tuple[tuple[str, tuple[str, ...], str, Callable[..., int]], ...] = (
     ("mve_conv4", ("*i8", "&i8", "&i8") + ("i32",) * 5 + ("&i32",) + ("i32",) * 5, "i32", mve_conv4),
@@ -170,4 +179,5 @@ MVE_INTRINSICS: tuple[tuple[str, tuple[str, ...], str, Callable[..., int]], ...]
     ("mve_chsum", ("*i32", "&i8") + ("i32",) * 4, "i32", mve_chsum),
     ("mve_col", ("*i8", "&i8") + ("i32",) * 14, "i32", mve_col),
     ("mve_dot16", ("&i16", "&i8", "i32", "i32"), "i32", mve_dot16),
+    ("mve_dot16x4", ("*i32", "&i16", "&i8", "i32", "i32", "&i32"), "i32", mve_dot16x4),
 )

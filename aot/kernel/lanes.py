@@ -70,6 +70,16 @@ def ssat8(x: int) -> int:
     return -128 if x < -128 else (127 if x > 127 else x)
 
 
+def ssat16(x: int) -> int:
+    """x clamped to [-32768, 32767] (SSAT #16)."""
+    return -32768 if x < -32768 else (32767 if x > 32767 else x)
+
+
+def usat15(x: int) -> int:
+    """x clamped to [0, 32767] (USAT #15): a ReLU's int16 output range."""
+    return 0 if x < 0 else (32767 if x > 32767 else x)
+
+
 def requant_mma(y2: int, m: int, h: int, r: int) -> int:
     """((h*2^32 + y2*m) mod 2^64) >> 32 as int32, >> r: SMMLA (no rounding) + ASR. The requantization
     of a schedule that scaled each channel's accumulator by its own power of two so that all

@@ -270,11 +270,12 @@ def define_intrinsic(mod: ir.Module, name: str, features: str = "") -> ir.Functi
         b.store(fn.args[2], b.gep(p, [ir.Constant(I32, 1)], source_etype=I32))
         b.ret(ir.Constant(I32, 0))
         return fn
-    if name == "ssat8":  # smin/smax: the ARM backend selects SSAT
+    sat = {"ssat8": (-128, 127), "ssat16": (-32768, 32767), "usat15": (0, 32767)}.get(name)
+    if sat is not None:  # smin/smax: the ARM backend selects SSAT / USAT
         fn, b = _fn(mod, name, I32, [I32])
         x = fn.args[0]
-        lo = b.select(b.icmp_signed("<", x, ir.Constant(I32, -128)), ir.Constant(I32, -128), x)
-        b.ret(b.select(b.icmp_signed(">", lo, ir.Constant(I32, 127)), ir.Constant(I32, 127), lo))
+        lo = b.select(b.icmp_signed("<", x, ir.Constant(I32, sat[0])), ir.Constant(I32, sat[0]), x)
+        b.ret(b.select(b.icmp_signed(">", lo, ir.Constant(I32, sat[1])), ir.Constant(I32, sat[1]), lo))
         return fn
     if name in ("expf", "tanhf", "roundf", "sqrtf", "logf", "erff"):
         return _libm(mod, name, name)

@@ -467,6 +467,9 @@ class ModulePrinter:
         km = self.km
         for c in km.consts:
             self._const(c)
+            if self.arm:  # one section per table, as the C backend's -fdata-sections: a board's linker
+                # script can place the model's constant tables (<prefix>_const_*) in their own region
+                self.const_globals[id(c.buffer)].section = f".rodata.{c.buffer.name}"
         for c in km.states:  # mutable globals with their initial value
             self._const(c)
             g = self.const_globals[id(c.buffer)]

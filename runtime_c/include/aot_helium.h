@@ -222,6 +222,35 @@ static inline __attribute__((always_inline)) int32_t aot_mve_dot16(const int16_t
     return acc;
 }
 
+/* four output channels of one pixel: out[j] = b[j] + the dot product of n int16 activations and
+   the n int8 weights at w + j*ws; each vector of activations loaded once for the four channels */
+static inline __attribute__((always_inline)) void aot_mve_dot16x4(int32_t *out, const int16_t *x, const int8_t *w,
+                                                                 int32_t n, int32_t ws, const int32_t *b) {
+    int32_t a0 = b[0], a1 = b[1], a2 = b[2], a3 = b[3];
+    const int8_t *w1 = w + ws, *w2 = w + 2 * ws, *w3 = w + 3 * ws;
+    int32_t k = 0;
+#pragma GCC unroll 2
+    for (; k + 8 <= n; k += 8) {
+        const int16x8_t xv = vldrhq_s16(x + k);
+        a0 = vmladavaq_s16(a0, xv, vldrbq_s16(w + k));
+        a1 = vmladavaq_s16(a1, xv, vldrbq_s16(w1 + k));
+        a2 = vmladavaq_s16(a2, xv, vldrbq_s16(w2 + k));
+        a3 = vmladavaq_s16(a3, xv, vldrbq_s16(w3 + k));
+    }
+    if (k < n) {
+        const mve_pred16_t p = vctp16q((uint32_t)(n - k));
+        const int16x8_t xv = vldrhq_z_s16(x + k, p);
+        a0 = vmladavaq_p_s16(a0, xv, vldrbq_z_s16(w + k, p), p);
+        a1 = vmladavaq_p_s16(a1, xv, vldrbq_z_s16(w1 + k, p), p);
+        a2 = vmladavaq_p_s16(a2, xv, vldrbq_z_s16(w2 + k, p), p);
+        a3 = vmladavaq_p_s16(a3, xv, vldrbq_z_s16(w3 + k, p), p);
+    }
+    out[0] = a0;
+    out[1] = a1;
+    out[2] = a2;
+    out[3] = a3;
+}
+
 /* n bytes from src to dst; n bytes of v at dst (whole vectors unpredicated, then the tail) */
 static inline __attribute__((always_inline)) void aot_mve_copy(int8_t *dst, const int8_t *src, int32_t n) {
     int32_t i = 0;
@@ -427,6 +456,14 @@ static inline int32_t aot_mve_dot16(const int16_t *x, const int8_t *w, int32_t n
         a += (uint32_t)((int32_t)x[k] * (int32_t)w[k]);
     }
     return (int32_t)a;
+}
+
+/* aot.kernel.intrinsics_mve.mve_dot16x4 */
+static inline void aot_mve_dot16x4(int32_t *out, const int16_t *x, const int8_t *w, int32_t n, int32_t ws,
+                                   const int32_t *b) {
+    for (int32_t j = 0; j < 4; j++) {
+        out[j] = aot_mve_dot16(x, w + j * ws, n, b[j]);
+    }
 }
 
 static inline void aot_mve_conv4(int8_t *out, const int8_t *x, const int8_t *w, int32_t n, int32_t npix, int32_t xs,

@@ -154,6 +154,14 @@ static inline int32_t aot_ssat8(int32_t x) { return (int32_t)__ssat(x, 8); }
 #else
 static inline int32_t aot_ssat8(int32_t x) { return x < -128 ? -128 : (x > 127 ? 127 : x); }
 #endif
+/* x clamped to [-32768, 32767] and to [0, 32767] (int16 outputs, a ReLU's): one SSAT / USAT */
+#if defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT
+static inline int32_t aot_ssat16(int32_t x) { return (int32_t)__ssat(x, 16); }
+static inline int32_t aot_usat15(int32_t x) { return (int32_t)__usat(x, 15); }
+#else
+static inline int32_t aot_ssat16(int32_t x) { return x < -32768 ? -32768 : (x > 32767 ? 32767 : x); }
+static inline int32_t aot_usat15(int32_t x) { return x < 0 ? 0 : (x > 32767 ? 32767 : x); }
+#endif
 /* (lo, hi) -> pair; compilers emit PKHBT for this pattern */
 static inline int32_t aot_pack16(int32_t lo, int32_t hi) {
     return (int32_t)(((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16));

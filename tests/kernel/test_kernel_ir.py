@@ -114,7 +114,7 @@ def test_intrinsics_python_c_llvm_agree() -> None:
     shift = rng.integers(-31, 8, n).astype(np.int32)
     small = rng.integers(-(2 ** 20), 2 ** 20, n).astype(np.int32)
     cases = {"srdhm": [a, b], "rdbpot": [a, rng.integers(0, 32, n).astype(np.int32)],
-             "requantize": [small, mult, shift], "clz32": [a]}
+             "requantize": [small, mult, shift], "clz32": [a], "ssat16": [small], "usat15": [small]}
     for name, args in cases.items():
         m = _intrinsic_module(name, n)
         spec = np.array([INTRINSICS[name].py(*[int(x[k]) for x in args]) for k in range(n)], dtype=np.int32)

@@ -17,12 +17,13 @@ import aot
 from aot.ir import Quant
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import requant_mma, requantize64
-from aot.kernel.intrinsics_mve import mve_dot16
+from aot.kernel.intrinsics_mve import mve_dot16, mve_dot16x4
 from aot.kernel.printer import format_module
 from aot.kernel.verify import verify_kernel_module
 from aot.lower.schedule import ScheduleTarget, target_for_cpu
 from aot.lower.schedule.depthwise16 import pack_dw_words
-from aot.lower.schedule.gemm16 import Epilogue, blocks, fast_consts, mode, pack_words16
+from aot.lower.schedule.gemm16 import Epilogue, blocks, mode, pack_words16
+from aot.lower.schedule.requant16 import fast_consts
 from aot.pipeline.driver import CompileOptions, compile_model
 from aot.runners.kernel_module import run_kernel_module
 
@@ -136,7 +137,7 @@ def test_16x8_depthwise_falls_back_where_not_covered() -> None:
 
 CONV_CASES = {
     # 1x1 stride 1 over an even depth: two pixels' words read in place, channel tails 4 + 2 + 1
-    "pw-direct": ((1, 5, 3, 24), [dict(kind="conv", oc=7)]),
+    "pw-direct": ((1, 5, 3, 24), [dict(kind="conv", oc=7, activation="relu")]),
     # 1x1 stride 2 over an even depth: in place, one base per pixel
     "pw-stride2": ((1, 6, 6, 16), [dict(kind="conv", oc=4, strides=(2, 2), padding="valid")]),
     # 3x3 SAME over an even depth: the column copied as words, zero pairs at the border
@@ -156,12 +157,13 @@ def test_16x8_products_read_in_place_bit_exact(case: str) -> None:
 
 @pytest.mark.parametrize("case", ["pw-direct", "pw-stride2", "conv-odd-fc"])
 def test_16x8_helium_products_bit_exact(case: str) -> None:
-    """On a Helium core the 1x1 products are one mve_dot16 per output channel (VMLADAVA.S16;
-    the host runs its portable twin), the other windows gemm16's DSP schedule; bit-exact."""
+    """On a Helium core the 1x1 products are one mve_dot16x4 per four output channels of a pixel
+    (VMLADAVA.S16; the host runs its portable twin; channel tails of three, two), the other windows
+    gemm16's DSP schedule; bit-exact."""
     x_shape, layers = CONV_CASES[case]
     module = _run_all(_model(7 + len(case), x_shape, layers), _x(len(case), x_shape), M55, case)
     text = format_module(module)
-    assert "mve_dot16" in text
+    assert "mve_dot16x4" in text
     assert ("w16q" in _consts(module)) == (case == "conv-odd-fc")  # its 3x3 conv: the DSP schedule
 
 
@@ -171,6 +173,45 @@ def test_mve_dot16_wraps_like_vmladava() -> None:
     want = (7 + 40 * (1 << 22) + (1 << 31)) % (1 << 32) - (1 << 31)
     assert mve_dot16((x, 0), (w, 0), 40, 7) == want
     assert mve_dot16((x, 3), (w, 5), 0, -9) == -9
+
+
+def _eval(e: K.Expr, v: int) -> int:
+    from aot.kernel.intrinsics import INTRINSICS
+    if isinstance(e, K.Const):
+        return int(e.value)
+    if isinstance(e, K.Intrinsic):
+        return int(INTRINSICS[e.name].py(*(_eval(a, v) for a in e.args)))
+    if isinstance(e, K.Binary):
+        a, b = _eval(e.a, v), _eval(e.b, v)
+        return {"min": min, "max": max}[e.op](a, b)
+    return v  # the clamped variable
+
+
+def test_clamp16_saturates_like_two_compares() -> None:
+    """SSAT #16 / USAT #15 for the bounds at the int16 limits or a ReLU's zero, one compare for a
+    bound inside them; each equal to the clamp on values around every bound."""
+    from aot.lower.schedule.helium16 import clamp16
+    vals = [-(1 << 31), -40000, -32769, -32768, -32767, -6, -1, 0, 1, 6000, 32766, 32767, 32768, 40000,
+            (1 << 31) - 1]
+    x = K.Load(K.Buffer("x", "i32", 1), K.Const(0))
+    for lo, hi in ((-32768, 32767), (0, 32767), (0, 6000), (-32768, 6000), (-5, 6000)):
+        e = clamp16(x, lo, hi)
+        top = e if isinstance(e, K.Intrinsic) else e.a
+        assert isinstance(top, K.Intrinsic) == (lo in (0, -32768))
+        for v in vals:
+            assert _eval(e, v) == min(max(v, lo), hi), (lo, hi, v)
+
+
+def test_mve_dot16x4_is_four_dot_products_from_their_biases() -> None:
+    rng = np.random.default_rng(5)
+    x = rng.integers(-32768, 32768, 30).astype(np.int16)
+    w = rng.integers(-128, 128, 4 * 23 + 2).astype(np.int8)
+    b = np.array([0, 5, -(1 << 31), (1 << 31) - 1], np.int32)
+    out = np.zeros(6, np.int32)
+    mve_dot16x4((out, 1), (x, 2), (w, 2), 21, 23, (b, 0))
+    for j in range(4):
+        assert out[1 + j] == mve_dot16((x, 2), (w, 2 + 23 * j), 21, int(b[j]))
+    assert out[0] == 0 and out[5] == 0
 
 
 @pytest.mark.parametrize("cin,bias,want", [(20, "int64", "fast"), (150, "int64", "exact64"),
@@ -225,14 +266,16 @@ def test_weight_words_are_int8_sized() -> None:
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("arm_toolchain")
-@pytest.mark.parametrize("board", ["mps2-an386", "mps3-an547"])
-def test_16x8_direct_schedules_in_qemu(board: str) -> None:
+@pytest.mark.parametrize("board,backend", [("mps2-an386", "c"), ("mps3-an547", "c"), ("mps3-an547", "llvm")])
+def test_16x8_direct_schedules_in_qemu(board: str, backend: str) -> None:
     from aot.board.flow import run_on_board
     x_shape = (1, 8, 6, 8)
     model = _model(21, x_shape, [dict(kind="dw", k=(3, 3), padding="same", activation="relu6"),
-                                 dict(kind="conv", oc=12), dict(kind="dw", k=(3, 3), strides=(2, 2), padding="same")])
+                                 dict(kind="conv", oc=12, activation="relu"),
+                                 dict(kind="dw", k=(3, 3), strides=(2, 2), padding="same"),
+                                 dict(kind="fc", oc=6)])
     x = _x(21, x_shape)
     ref = aot.reference(model, {"x": x})
-    outs, extra = run_on_board(model, {"x": x}, board)
+    outs, extra = run_on_board(model, {"x": x}, board, backend=backend)
     np.testing.assert_array_equal(outs["y"], ref["y"])
     assert extra["match_host"] is True

@@ -65,3 +65,20 @@ def test_bench_json_fields_are_computed(tmp_path: Path) -> None:
     assert row["bit_exact_with_host"] is True
     assert md.read_text().startswith("<!-- regenerate: aot bench")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.usefixtures("arm_toolchain")
+def test_bench_backend_llvm_measures_the_llvm_firmware() -> None:
+    """--backend llvm: the row is the LLVM build's QEMU run (its own instruction count, bit-exact)."""
+    from aot.board.flow import run_on_board
+    from aot.board.lcg import lcg_inputs
+    path = shared_model("micro_speech_quantized.tflite")
+    r = subprocess.run([sys.executable, "-m", "aot", "bench", str(path), "--board", "mps3-an547", "--json",
+                        "--no-tflm", "--backend", "llvm"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    row = json.loads(r.stdout)["rows"][0]
+    model = aot.load(path)
+    _, llvm = run_on_board(model, lcg_inputs(model), "mps3-an547", backend="llvm", input_lcg=True)
+    _, c = run_on_board(model, lcg_inputs(model), "mps3-an547", input_lcg=True)
+    assert row["instructions"] == llvm["instructions"] != c["instructions"]
+    assert row["bit_exact_with_host"] is True

@@ -28,7 +28,8 @@ import numpy as np
 
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
-from aot.lower.schedule.gemm16 import X_MAX, Epilogue, fast_consts
+from aot.lower.schedule.gemm16 import X_MAX, Epilogue
+from aot.lower.schedule.requant16 import fast_consts
 from aot.lower.schedule.target import ScheduleTarget
 
 QUAD = 4

@@ -17,7 +17,7 @@ Exactness, decided per layer at compile time (`mode`):
            bias is the exact int64 sum; with every per-channel shift <= -2 (total shift
            15 - shift >= 17) TFLM's requantization is one SMMLA and one shift (requant_mma with
            m = reduced << 16, h = 2^(total - 17), r = total - 16: floor((acc r + 2^(total-1)) /
-           2^total), the same value, see _fast_consts)
+           2^total), the same value: aot.lower.schedule.requant16)
   wrap32   a CONV_2D with an int32 bias: TFLM accumulates in int32 with wraparound, which the
            int32 SMLAD sum reproduces exactly; the epilogue is the reference's
            (aot.ops.arith.MacArith.finish)
@@ -46,6 +46,7 @@ from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.lower.schedule.gemm import Geometry, Pixel, all_pixel_groups, pixel_coords
 from aot.lower.schedule.helium16 import emit_helium16
+from aot.lower.schedule.requant16 import fast_consts
 from aot.lower.schedule.target import ScheduleTarget, WeightBudget
 from aot.ops.common import window_bounds_conds
 
@@ -126,23 +127,6 @@ def blocks(oc_n: int, nb: int) -> list[tuple[int, int]]:
 def chunks(total: int, limit: int = CHUNK_PAIRS) -> list[tuple[int, int]]:
     """[(first pair, length)] of the int32 chunks of a reduction over `total` pairs."""
     return [(s, min(limit, total - s)) for s in range(0, total, limit)]
-
-
-def _reduced(m: int) -> int:
-    return (m + (1 << 15)) >> 16 if m < 0x7FFF0000 else 0x7FFF
-
-
-def fast_consts(mults: tuple[int, ...], shifts: tuple[int, ...], oc_n: int) -> np.ndarray | None:
-    """[oc, 3] (m, h, r) of requant_mma equal to TFLM's 64-bit requantization of an int32
-    accumulator, or None when a channel's total shift 15 - shift is below 17 (or above 47)."""
-    rows = []
-    for c in range(oc_n):
-        m, s = mults[c if len(mults) > 1 else 0], shifts[c if len(shifts) > 1 else 0]
-        total = 15 - s
-        if not 17 <= total <= 47 or m < 0:
-            return None
-        rows.append((_reduced(m) << 16, 1 << (total - 17), total - 16))
-    return np.array(rows, np.int64).astype(np.int32)
 
 
 def mode(ep: Epilogue, w2d: np.ndarray) -> str:

@@ -1,12 +1,13 @@
 """16x8 1x1 convolutions and fully connected layers on Helium cores (Cortex-M55).
 
 A pixel's int16 input channels lie contiguous in memory, and so do an output channel's int8
-weights (the model's own layout, no copy): each output channel is one mve_dot16 over them
-(VLDRH of eight activations, VLDRB.S16 of eight weights sign-extended by the load, VMLADAVA.S16:
-eight multiply-accumulates per step, the tail predicated), started at the bias. It applies where
+weights (the model's own layout, no copy; the last block of four channels padded with zero rows):
+four output channels of a pixel are one mve_dot16x4 over them (per step one VLDRH of eight
+activations for four VLDRB.S16 of eight weights sign-extended by the load and four VMLADAVA.S16:
+32 multiply-accumulates in 9 instructions, the tail predicated), started at the bias. It applies where
 aot.lower.schedule.gemm16 proves the int32 sum exact ("fast": |bias| + 2^15 sum |w| < 2^31 per
 channel, total shift >= 17), and then requantizes as that schedule does (one SMMLA and a shift,
-fast_consts); windows larger than 1x1, padding and the other exactness modes take gemm16's DSP
+fast_consts, clamped by one SSAT #16 or USAT #15); windows larger than 1x1, padding and the other exactness modes take gemm16's DSP
 schedule, which the M55 also runs.
 """
 from __future__ import annotations
@@ -16,15 +17,28 @@ import numpy as np
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.lower.schedule.gemm import Geometry, pixel_coords
+from aot.lower.schedule.requant16 import fast_consts
 from aot.lower.schedule.target import ScheduleTarget
 
 MIN_DEPTH = 8  # one vector of activations
+BLOCK = 4  # output channels per mve_dot16x4
+
+
+def clamp16(v: K.Expr, act_min: int, act_max: int) -> K.Expr:
+    """v clamped to [act_min, act_max] (within int16): SSAT #16 or USAT #15 (one instruction) for
+    the bounds a plain or ReLU output has, and one compare for a bound inside them."""
+    if act_min == -32768:
+        sat = intrinsic("ssat16", v)
+        return sat if act_max == 32767 else K.minimum(sat, act_max)
+    if act_min == 0:
+        sat = intrinsic("usat15", v)
+        return sat if act_max == 32767 else K.minimum(sat, act_max)
+    return K.minimum(K.maximum(v, act_min), act_max)
 
 
 def emit_helium16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep, kind: str  # noqa: ANN001
                   ) -> K.Stmt | None:
     """The kernel, or None where it does not apply (see the module docstring)."""
-    from aot.lower.schedule.gemm16 import fast_consts
     ylo, yhi, xlo, xhi = g.pads
     if ("mve" not in tgt.features or not tgt.speed or kind != "fast" or g.kh != 1 or g.kw != 1
             or ylo or yhi or xlo or xhi or g.buf is None or g.buf.dtype != "i16" or g.C < MIN_DEPTH):
@@ -33,18 +47,38 @@ def emit_helium16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep, ki
     rq_vals = fast_consts(ep.mults, ep.shifts, oc_n)
     if rq_vals is None:
         return None
-    wtab = ctx.const(w2d.astype(np.int8), "i8", "w16mve")
+    nb, tail = divmod(oc_n, BLOCK)
+    rows = -(-oc_n // BLOCK) * BLOCK  # the last block's missing channels: zero weights, never stored
+    wpad = np.zeros((rows, n), np.int8)
+    wpad[:oc_n] = w2d
+    bias = np.zeros(rows, np.int64)
+    if ep.bias is not None:
+        bias[:oc_n] = ep.bias.astype(np.int64)
+    wtab = ctx.const(wpad, "i8", "w16mve")
     rq = ctx.const(rq_vals, "i32", "rq16")
-    bias = np.zeros(oc_n, np.int64) if ep.bias is None else ep.bias.astype(np.int64)
     btab = ctx.const(bias.astype(np.int32), "i32", "bias16")
-    q, c = ctx.var("hq"), ctx.var("hc")
+    accs = K.Buffer(ctx.fresh("acc16"), "i32", BLOCK)
+    q = ctx.var("hq")
     lets, p = pixel_coords(ctx, g, q)
     xb = ctx.var("xb")
-    acc, m, h, r = ctx.var("hacc"), ctx.var("rqm"), ctx.var("rqh"), ctx.var("rqr")
-    body = K.seq(
-        K.Let(acc, intrinsic("mve_dot16", K.Load(g.buf, xb), K.Load(wtab, c * n), n, K.Load(btab, c))),
-        K.Let(m, K.Load(rq, c * 3)), K.Let(h, K.Load(rq, c * 3 + 1)), K.Let(r, K.Load(rq, c * 3 + 2)),
-        g.store(p.n, p.oy, p.ox, c,
-                K.minimum(K.maximum(intrinsic("requant_mma", acc, m, h, r), ep.act_min), ep.act_max)))
-    pixel = K.seq(*lets, K.Let(xb, g.flat(p.n, p.iy0, p.ix0, K.Const(0))), K.For(c, oc_n, body))
-    return K.For(q, g.pixels, pixel)
+
+    def block(ob: K.Expr, count: int) -> K.Stmt:
+        stmts: list[K.Stmt] = [K.Evaluate(intrinsic("mve_dot16x4", K.Load(accs, K.Const(0)), K.Load(g.buf, xb),
+                                                    K.Load(wtab, ob * (BLOCK * n)), n, n,
+                                                    K.Load(btab, ob * BLOCK)))]
+        for j in range(count):
+            c = ob * BLOCK + j
+            m, h, r = ctx.var("rqm"), ctx.var("rqh"), ctx.var("rqr")
+            stmts += [K.Let(m, K.Load(rq, c * 3)), K.Let(h, K.Load(rq, c * 3 + 1)), K.Let(r, K.Load(rq, c * 3 + 2)),
+                      g.store(p.n, p.oy, p.ox, c,
+                              clamp16(intrinsic("requant_mma", K.Load(accs, K.Const(j)), m, h, r), ep.act_min,
+                                      ep.act_max))]
+        return K.seq(*stmts)
+    chans: list[K.Stmt] = []
+    if nb:
+        ob = ctx.var("hob")
+        chans.append(K.For(ob, nb, block(ob, BLOCK)))
+    if tail:
+        chans.append(block(K.Const(nb), tail))
+    pixel = K.seq(*lets, K.Let(xb, g.flat(p.n, p.iy0, p.ix0, K.Const(0))), *chans)
+    return K.Allocate(accs, K.For(q, g.pixels, pixel))
