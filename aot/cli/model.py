@@ -96,7 +96,8 @@ def cmd_plan(a: argparse.Namespace) -> int:
         pt = compiled.patch
         print(f"patches: {pt['grid'][0]}x{pt['grid'][1]} over the stage up to {pt['cut']} "
               f"({'x'.join(map(str, pt['cut_shape'][1:]))}), halo recompute +{100 * pt['halo_overhead']:.1f}% of "
-              f"its MACs (estimated +{100 * pt['estimated_instruction_overhead']:.1f}% instructions)")
+              f"its MACs, +{100 * pt['instruction_overhead']:.1f}% instructions "
+              f"({'counted on the lowered kernels' if pt['overhead_source'] == 'counted' else 'estimated from MACs'})")
     if a.png:
         from aot.memory import BufferRequest, MemoryPlan
         from aot.memory.plot import draw_plan
