@@ -1,20 +1,23 @@
 """The choice of a patch plan (aot.transform.patch) within the user's RAM budget.
 
 Candidates are every cut of the model's leading stage where the resolution has dropped 2-16x,
-with strips of 2..MAX_PATCHES rows and n x n / (n+1) x n grids (`grids`). Each is ranked by two
-estimates computed on the graph: an instruction overhead (its extra MACs, the halo recomputed,
-as a fraction of the model's, times INSTRUCTIONS_PER_EXTRA_MAC, plus PER_PATCH per extra patch
-times the stage's share of the MACs), and a live-bytes bound of its plan
-(aot.transform.patch.live_peak). The chosen candidate is then compiled and its real plan checked:
+with strips of 2..MAX_PATCHES rows and n x n / (n+1) x n grids (`grids`). Each gets a live-bytes
+bound of its plan (aot.transform.patch.live_peak) and a first instruction estimate from its MACs
+(the halo recomputed, `PatchChoice.overhead` before counting); the few the choice considers
+(EVALS, fewest estimated first) then have their overhead counted on their stage's lowered kernels
+(aot.pipeline.patch_cost, fitted to QEMU measurements), which ranks them. The chosen candidate is
+compiled and its real plan checked:
 
-* budget "auto": today's plan, unless a candidate saves >= 25% of the estimated RAM for <= 5%
-  estimated instructions: the smallest such is built, and kept when its real pool is >= 25% below
-  today's (not yet the default: it changes person_detect's firmware, see docs/_fragments/patch.md);
+* budget None / "auto" (the default): the unpatched plan, unless a candidate saves >= 25% of the
+  estimated RAM for <= 5% counted instructions: the smallest such is built, and kept when its real
+  pool is >= 25% below the unpatched one. With a pool size given (a board's RAM) that the
+  unpatched plan does not fit, that size is the budget;
 * budget BYTES: the whole model if its plan fits, else the candidates whose estimate fits (within
-  SLACK), fewest extra instructions first, until one's real pool fits (at most TRIES builds); none: an error
-  naming the smallest pool reachable and the plan that reaches it;
+  SLACK), fewest counted extra instructions first, until one's real pool fits (at most TRIES
+  builds); none: an error naming the smallest pool reachable and the plan that reaches it;
 * budget "min": the MIN_TRIES smallest estimates (the cheapest candidate of each) built, the
-  smallest real pool kept.
+  smallest real pool kept;
+* "off": never.
 
 The budget counts the planned pools (activations and kernel scratch; the model's input and
 output too under --io-buffers pool), the figure `aot plan` reports as the pool.
@@ -39,8 +42,8 @@ EVALS = 8  # candidates whose overhead is counted on their lowered kernels (aot.
 MIN_TRIES = 5  # "min": candidates of smallest estimate built (the estimate ignores in-place sharing)
 AUTO_SAVING = 0.25  # the default patches only for >= 25% less RAM ...
 AUTO_OVERHEAD = 0.05  # ... at <= 5% more instructions
-# The instruction overhead, fitted (least squares) to eight QEMU measurements on mps2-an386 (aot bench,
-# C backend; MobileNetV2 0.35 6x1, 2x2, 4x4 and person_detect 4x1, 2x2, 3x3 at two cuts, 4x4): extra
+# The first instruction estimate (which candidates get counted by aot.pipeline.patch_cost), fitted
+# (least squares) to eight QEMU measurements on mps2-an386 (aot bench, C backend; MobileNetV2 0.35 6x1, 2x2, 4x4 and person_detect 4x1, 2x2, 3x3 at two cuts, 4x4): extra
 # instructions per extra MAC of the halo, relative to the model's instructions per MAC (the halo runs in
 # small patches, and the patches' extra kernels leave less flash for pre-widened weights) ...
 INSTRUCTIONS_PER_EXTRA_MAC = 2.4
@@ -192,7 +195,8 @@ def compile_within_budget(model: Model, budget: "int | str | None", prepare: Cal
     whole, cands = candidates(prepared, io_in_pool)
     if budget == "auto":
         plain = _try(build, None) if limit is not None else build(None)
-        if plain is None and limit is not None:  # the default does not fit the board: its RAM is the budget
+        if plain is None:  # the default does not fit the board: its RAM is the budget
+            assert limit is not None
             chosen: dict[int, PatchChoice | None] = {}
 
             def free(choice: PatchChoice | None) -> Any:  # the search plans without the pool size
@@ -201,16 +205,15 @@ def compile_within_budget(model: Model, budget: "int | str | None", prepare: Cal
                 return got
             found = compile_within_budget(model, limit, prepare, free, pool_bytes, cost, io_in_pool)
             return build(chosen[id(found)])
-        else:
-            good = [c for c in cands if c.peak_estimate <= (1 - AUTO_SAVING) * SLACK * whole.peak_estimate
-                    and c.overhead <= 2 * AUTO_OVERHEAD]
-            good = [c for c in _costed(good, cost, EVALS) if c.overhead <= AUTO_OVERHEAD]
-            if not good:
-                return plain
-            patched = _try(build, min(good, key=_by_peak))  # the estimate ignores in-place sharing: real plans decide
-            if patched is not None and pool_bytes(patched) <= (1 - AUTO_SAVING) * pool_bytes(plain):
-                return patched
+        good = [c for c in cands if c.peak_estimate <= (1 - AUTO_SAVING) * SLACK * whole.peak_estimate
+                and c.overhead <= 2 * AUTO_OVERHEAD]  # the MAC estimate keeps the counting to a few
+        good = [c for c in _costed(good, cost, EVALS) if c.overhead <= AUTO_OVERHEAD]
+        if not good:
             return plain
+        patched = _try(build, min(good, key=_by_peak))  # the estimate ignores in-place sharing: real plans decide
+        if patched is not None and pool_bytes(patched) <= (1 - AUTO_SAVING) * pool_bytes(plain):
+            return patched
+        return plain
     if budget == "min":
         best = None
         cheapest: dict[int, PatchChoice] = {}  # per estimated peak, the fewest extra instructions
