@@ -12,9 +12,9 @@ compiled and its real plan checked:
   estimated RAM for <= 5% counted instructions: the smallest such is built, and kept when its real
   pool is >= 25% below the unpatched one. With a pool size given (a board's RAM) that the
   unpatched plan does not fit, that size is the budget;
-* budget BYTES: the whole model if its plan fits, else the candidates whose estimate fits (within
-  SLACK), fewest counted extra instructions first, until one's real pool fits (at most TRIES
-  builds); none: an error naming the smallest pool reachable and the plan that reaches it;
+* budget BYTES: the whole model if its plan fits, else the candidates whose estimate fits, then
+  those within SLACK of it, fewest counted extra instructions first in each group, until one's
+  real pool fits (at most TRIES builds); none: an error naming the smallest pool reachable and the plan that reaches it;
 * budget "min": the MIN_TRIES smallest estimates (the cheapest candidate of each) built, the
   smallest real pool kept;
 * "off": never.
@@ -232,7 +232,11 @@ def compile_within_budget(model: Model, budget: "int | str | None", prepare: Cal
         got = _try(build, None)
         if got is not None and (pool_bytes(got) <= budget or not cands):
             return _fits_or_fail(got, budget, pool_bytes, whole)
-    fitting = _costed([c for c in cands if c.peak_estimate <= SLACK * budget], cost, EVALS)
+    # the candidates whose estimate fits first (their real plans fit unless in-place sharing was
+    # overestimated), then those within SLACK; each group by counted overhead
+    sure = _costed([c for c in cands if c.peak_estimate <= budget], cost, EVALS)
+    fitting = sure + _costed([c for c in cands if budget < c.peak_estimate <= SLACK * budget], cost,
+                             max(0, TRIES - len(sure)))
     for choice in fitting[:TRIES]:
         got = _try(build, choice)
         if got is not None and pool_bytes(got) <= budget:

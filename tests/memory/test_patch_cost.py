@@ -3,6 +3,7 @@ patches of an NCHW-input model (a leading transpose, as PyTorch's converter writ
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import aot
 from aot.ir import Quant, verify
@@ -74,3 +75,20 @@ def test_an_nchw_input_is_sliced_patch_by_patch_bit_exactly() -> None:
     small = compile_model(patched, CompileOptions(ram_budget="off", policy="micro"))
     want = run_kernel_module(plain.module, [x], "c")[0]
     np.testing.assert_array_equal(run_kernel_module(small.module, [x], "c")[0], want)
+
+
+def test_the_plan_timeline_shades_the_patch_stage(tmp_path) -> None:  # noqa: ANN001
+    pytest.importorskip("matplotlib")
+    from aot.cli.model import _patch_span
+    from aot.memory import BufferRequest, MemoryPlan
+    from aot.memory.plot import draw_plan
+    model = _conv_net(False)
+    cm = compile_model(model, CompileOptions(ram_budget="min", policy="micro"))
+    span = _patch_span(cm)
+    assert span is not None and 0 < span[1] < len(cm.plan.step_kernels) and "patch stage" in span[2]
+    assert _patch_span(compile_model(model, CompileOptions(ram_budget="off", policy="micro"))) is None
+    bufs = cm.plan.buffers
+    draw_plan([BufferRequest(b.name, b.size, b.first_use, b.last_use) for b in bufs],
+              MemoryPlan({b.name: b.offset for b in bufs}, cm.plan.activation_bytes, cm.plan.lower_bound_bytes,
+                         cm.plan.planner), str(tmp_path / "p.png"), stage=span)
+    assert (tmp_path / "p.png").stat().st_size > 1000
