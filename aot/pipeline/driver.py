@@ -162,7 +162,9 @@ def _lower_for_target(model: Model, o: CompileOptions) -> K.KernelModule:
 
 def compile_model(model: Model, options: CompileOptions | None = None) -> CompiledModel:
     o = options or CompileOptions()
-    if o.ram_budget == "off":
+    one_image = len(model.inputs) == 1 and not model.states and len(model.inputs[0].type.shape) == 4 \
+        and model.inputs[0].type.shape[0] == 1
+    if o.ram_budget == "off" or (o.ram_budget in (None, "auto") and not one_image):  # nothing to patch
         return _compile(model, o, None)
     check_limits(model)
     if o.verify:
