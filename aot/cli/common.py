@@ -136,8 +136,8 @@ def add_compile_options(sp: argparse.ArgumentParser) -> None:
                          "<prefix>_invoke (pool, the default for board firmware: project, run --target qemu, bench)")
     sp.add_argument("--ram-budget", metavar="BYTES|min|auto|off",
                     help="planned pool bytes to fit by running the first stage patch by patch (the fewest extra "
-                         "instructions that fit); 'min': the smallest pool; 'auto': only when it saves >= 25%% for "
-                         "<= 5%% instructions; 'off' (default): never")
+                         "instructions that fit); 'min': the smallest pool; 'auto' (default): only when it saves "
+                         ">= 25%% for <= 5%% instructions, or to fit a board's RAM the whole model misses; 'off': never")
     sp.add_argument("--tuning-log", metavar="FILE",
                     help="apply the best feasible record of this model in an `aot tune` log (per-layer schedules)")
     sp.add_argument("--guards", action="store_true",

@@ -1,6 +1,7 @@
 """Random points of the option space a user can reach from `aot compile`/`aot run`: --opt,
---policy, --planner, --stack-limit, --pool (one or several), --prefix, --cpu, the alignment, and
-the backend (C through gcc, or LLVM)."""
+--policy, --planner, --stack-limit, --pool (one or several), --prefix, --cpu, the alignment,
+--ram-budget (patch plans of the first stage: the default auto, off, min, or bytes), and the
+backend (C through gcc, or LLVM)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
@@ -25,12 +26,15 @@ class OptionPoint:
     prefix: str = "model"
     cpu: str | None = None
     alignment: int = 16
+    ram_budget: int | str | None = None  # None: the default (auto)
 
     def compile_kwargs(self, prefix_suffix: str = "") -> dict[str, Any]:
         """CompileOptions keywords (the prefix made unique within a batch by `prefix_suffix`)."""
         kw: dict[str, Any] = {"prefix": self.prefix + prefix_suffix, "opt": self.opt, "policy": self.policy,
                               "planner": self.planner, "stack_limit": self.stack_limit, "cpu": self.cpu,
                               "alignment": self.alignment}
+        if self.ram_budget is not None:
+            kw["ram_budget"] = self.ram_budget
         if len(self.pools) == 1:
             kw["pool"], kw["pool_size"] = self.pools[0]
         elif self.pools:
@@ -46,6 +50,8 @@ class OptionPoint:
         out += [f"--pool {n}:{s}" for n, s in self.pools if s is not None]
         if self.cpu:
             out.append(f"--cpu {self.cpu}")
+        if self.ram_budget is not None:
+            out.append(f"--ram-budget {self.ram_budget}")
         return " ".join(out)
 
     def to_json(self) -> dict[str, Any]:
@@ -91,4 +97,6 @@ def random_point(rng: np.random.Generator, backends: tuple[str, ...] = ("c", "ll
         planner=pick(PLANNERS + ("best", "best")),
         stack_limit=pick((None, None, 0, 16, 256, 4096)), pools=pools,
         prefix=pick(("model", _ident(rng))), cpu=pick((None, None) + tuple(CPU_FEATURES)),
-        alignment=pick((16, 16, 4, 8, 32)))
+        alignment=pick((16, 16, 4, 8, 32)),
+        # min: the smallest patch plan; bytes: a budget every generated model meets (the cheapest plan that fits)
+        ram_budget=pick((None, None, "off", "min", 1 << 20)))

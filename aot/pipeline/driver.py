@@ -23,6 +23,7 @@ from aot.pipeline.manager import Pass, PassTimings, run_passes
 from aot.pipeline.guards import add_guards
 from aot.pipeline.plan import PlanReport, plan_memory
 from aot.transform import fold_constants, fold_pads, fold_tables, fuse, materialize_outputs
+from aot.pipeline.patch_cost import overhead_counter
 from aot.pipeline.patching import PatchChoice, apply as apply_patch, compile_within_budget, parse_budget
 from aot.pipeline.scratch import lower_scratch
 from aot.transform.order import order_calls
@@ -58,8 +59,10 @@ class CompileOptions:
     # "pool" = planned buffers in the pools (<prefix>_invoke; board firmware's default)
     io_buffers: str = "app"
     # patch-based execution of the first stage (aot.transform.patch, aot.pipeline.patching): None or
-    # "off" = never; "auto" = when it saves >= 25% RAM for <= 5% instructions; bytes = the fewest extra
-    # instructions whose planned pools fit; "min" = the smallest pools
+    # "off" = never; None / "auto" (the default) = when it saves >= 25% RAM for <= 5% instructions, or
+    # with a pool size given (a board's RAM) that the whole model does not fit, the fewest extra
+    # instructions that fit it; bytes = the fewest extra instructions whose planned pools fit; "min" =
+    # the smallest pools
     ram_budget: "int | str | None" = None
 
     def __post_init__(self) -> None:
@@ -160,13 +163,21 @@ def _lower_for_target(model: Model, o: CompileOptions) -> K.KernelModule:
 
 def compile_model(model: Model, options: CompileOptions | None = None) -> CompiledModel:
     o = options or CompileOptions()
-    if o.ram_budget in (None, "off"):
+    one_image = len(model.inputs) == 1 and not model.states and len(model.inputs[0].type.shape) == 4 \
+        and model.inputs[0].type.shape[0] == 1
+    if o.ram_budget == "off" or (o.ram_budget in (None, "auto") and not one_image):  # nothing to patch
         return _compile(model, o, None)
     check_limits(model)
     if o.verify:
         verify(model, infer_call)
-    return compile_within_budget(model, o.ram_budget, lambda m: run_passes(m, graph_pipeline()[:-1]),
-                                 lambda choice: _compile(model, o, choice), lambda cm: cm.plan.activation_bytes)
+    prepared = run_passes(model, graph_pipeline()[:-1])
+    cost = overhead_counter(prepared, make_target(o.cpu, o.cpu_features, o.opt, o.flash_bytes), o.flash_budget,
+                            o.source_bytes)
+    limit = o.pool_size if not o.pools else None
+    def build(choice: PatchChoice | None, bounded: bool = True) -> CompiledModel:
+        return _compile(model, o if bounded else replace(o, pool_size=None), choice)
+    return compile_within_budget(model, o.ram_budget, lambda m: prepared, build,
+                                 lambda cm: cm.plan.activation_bytes, cost, o.io_buffers == "pool", limit)
 
 
 def _compile(model: Model, o: CompileOptions, patch: PatchChoice | None) -> CompiledModel:

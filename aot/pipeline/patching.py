@@ -1,27 +1,30 @@
 """The choice of a patch plan (aot.transform.patch) within the user's RAM budget.
 
 Candidates are every cut of the model's leading stage where the resolution has dropped 2-16x,
-with strips of 2..MAX_PATCHES rows and n x n / (n+1) x n grids (`grids`). Each is ranked by two
-estimates computed on the graph: an instruction overhead (its extra MACs, the halo recomputed,
-as a fraction of the model's, times INSTRUCTIONS_PER_EXTRA_MAC, plus PER_PATCH per extra patch
-times the stage's share of the MACs), and a live-bytes bound of its plan
-(aot.transform.patch.live_peak). The chosen candidate is then compiled and its real plan checked:
+with strips of 2..MAX_PATCHES rows and n x n / (n+1) x n grids (`grids`). Each gets a live-bytes
+bound of its plan (aot.transform.patch.live_peak) and a first instruction estimate from its MACs
+(the halo recomputed, `PatchChoice.overhead` before counting); the few the choice considers
+(EVALS, fewest estimated first) then have their overhead counted on their stage's lowered kernels
+(aot.pipeline.patch_cost, fitted to QEMU measurements), which ranks them. The chosen candidate is
+compiled and its real plan checked:
 
-* budget "auto": today's plan, unless a candidate saves >= 25% of the estimated RAM for <= 5%
-  estimated instructions: the smallest such is built, and kept when its real pool is >= 25% below
-  today's (not yet the default: it changes person_detect's firmware, see docs/_fragments/patch.md);
-* budget BYTES: the whole model if its plan fits, else the candidates whose estimate fits (within
-  SLACK), fewest extra instructions first, until one's real pool fits (at most TRIES builds); none: an error
-  naming the smallest pool reachable and the plan that reaches it;
+* budget None / "auto" (the default): the unpatched plan, unless a candidate saves >= 25% of the
+  estimated RAM for <= 5% counted instructions: the smallest such is built, and kept when its real
+  pool is >= 25% below the unpatched one. With a pool size given (a board's RAM) that the
+  unpatched plan does not fit, that size is the budget;
+* budget BYTES: the whole model if its plan fits, else the candidates whose estimate fits, then
+  those within SLACK of it, fewest counted extra instructions first in each group, until one's
+  real pool fits (at most TRIES builds); none: an error naming the smallest pool reachable and the plan that reaches it;
 * budget "min": the MIN_TRIES smallest estimates (the cheapest candidate of each) built, the
-  smallest real pool kept.
+  smallest real pool kept;
+* "off": never.
 
 The budget counts the planned pools (activations and kernel scratch; the model's input and
 output too under --io-buffers pool), the figure `aot plan` reports as the pool.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from aot.errors import FitError
@@ -35,11 +38,12 @@ TRIES = 3
 # a budget tries candidates whose estimate is up to 15% above it: the real plan shares more (in-place
 # kernels, the order pass) than the estimate sees (MobileNetV2 0.35: 53,760 B planned, 59,904 estimated)
 SLACK = 1.15
+EVALS = 8  # candidates whose overhead is counted on their lowered kernels (aot.pipeline.patch_cost)
 MIN_TRIES = 5  # "min": candidates of smallest estimate built (the estimate ignores in-place sharing)
 AUTO_SAVING = 0.25  # the default patches only for >= 25% less RAM ...
 AUTO_OVERHEAD = 0.05  # ... at <= 5% more instructions
-# The instruction overhead, fitted (least squares) to eight QEMU measurements on mps2-an386 (aot bench,
-# C backend; MobileNetV2 0.35 6x1, 2x2, 4x4 and person_detect 4x1, 2x2, 3x3 at two cuts, 4x4): extra
+# The first instruction estimate (which candidates get counted by aot.pipeline.patch_cost), fitted
+# (least squares) to eight QEMU measurements on mps2-an386 (aot bench, C backend; MobileNetV2 0.35 6x1, 2x2, 4x4 and person_detect 4x1, 2x2, 3x3 at two cuts, 4x4): extra
 # instructions per extra MAC of the halo, relative to the model's instructions per MAC (the halo runs in
 # small patches, and the patches' extra kernels leave less flash for pre-widened weights) ...
 INSTRUCTIONS_PER_EXTRA_MAC = 2.4
@@ -59,6 +63,7 @@ class PatchChoice:
     peak_estimate: int  # live-bytes bound of the plan
     whole_estimate: int  # the same bound for the unpatched model
     cols: int = 1  # columns of patches
+    counted: float | None = None  # instruction overhead counted on the lowered kernels (patch_cost)
 
     @property
     def extra_macs(self) -> int:
@@ -69,6 +74,8 @@ class PatchChoice:
         """Estimated extra instructions as a fraction of the whole model's."""
         if self.cut is None:
             return 0.0
+        if self.counted is not None:
+            return self.counted
         share = self.stage_macs / max(1, self.model_macs)
         return (INSTRUCTIONS_PER_EXTRA_MAC * self.extra_macs / max(1, self.model_macs)
                 + PER_PATCH * (self.patches * self.cols - 1) * share)
@@ -77,7 +84,8 @@ class PatchChoice:
         if self.cut is None:
             return "no patches"
         return (f"cut {self.cut.tensor} {'x'.join(map(str, self.cut.shape[1:]))}, {self.patches}x{self.cols} patches "
-                f"(+{100 * self.overhead:.1f}% instructions, estimated)")
+                f"(+{100 * self.overhead:.1f}% instructions, "
+                f"{'counted' if self.counted is not None else 'estimated'})")
 
     def record(self) -> dict[str, Any] | None:
         """The plan as metadata.json and `aot plan` report it (None: not patched)."""
@@ -87,13 +95,16 @@ class PatchChoice:
                 "downsample": self.cut.downsample, "stage_macs": self.stage_macs,
                 "patched_stage_macs": self.patched_macs, "halo_macs": self.extra_macs,
                 "halo_overhead": round(self.patched_macs / max(1, self.stage_macs) - 1, 4),
+                "instruction_overhead": round(self.overhead, 4),
+                "overhead_source": "counted" if self.counted is not None else "estimated",
                 "estimated_instruction_overhead": round(self.overhead, 4)}
 
 
-def candidates(model: Model) -> tuple[PatchChoice, list[PatchChoice]]:
-    """The whole model's estimate and every patch candidate's."""
+def candidates(model: Model, io_in_pool: bool = True) -> tuple[PatchChoice, list[PatchChoice]]:
+    """The whole model's estimate and every patch candidate's (`io_in_pool`: the model's input and
+    output are planned in the pools, --io-buffers pool)."""
     total = sum(call_macs(c) for c in model.main.body if isinstance(c.op, str))
-    whole_peak = live_peak(model)
+    whole_peak = live_peak(model, io_in_pool)
     whole = PatchChoice(None, 1, 0, 0, total, whole_peak, whole_peak)
     out: list[PatchChoice] = []
     for cut in stage_cuts(model):
@@ -102,7 +113,7 @@ def candidates(model: Model) -> tuple[PatchChoice, list[PatchChoice]]:
         macs = stage_macs(model, cut)
         for rows, cols in grids(cut.shape[1], cut.shape[2]):
             patched = patch_stage(model, cut, rows, cols)
-            out.append(PatchChoice(cut, rows, macs, patched_macs(model, cut, rows, cols, patched), total, live_peak(patched),
+            out.append(PatchChoice(cut, rows, macs, patched_macs(model, cut, rows, cols, patched), total, live_peak(patched, io_in_pool),
                                    whole_peak, cols))
     return whole, out
 
@@ -148,49 +159,99 @@ def parse_budget(value: "int | str | None") -> "int | str | None":
     return b
 
 
+Cost = Callable[[PatchChoice], float]  # a candidate's instruction overhead (aot.pipeline.patch_cost)
+
+
+def _costed(cands: list[PatchChoice], cost: Cost | None, limit: int) -> list[PatchChoice]:
+    """The `limit` candidates of fewest estimated extra MACs, with their counted overheads, fewest
+    first (the count lowers each candidate's stage: the MAC estimate keeps it to a few)."""
+    short = sorted(cands, key=_by_overhead)[:limit]
+    if cost is not None:
+        short = [replace(c, counted=cost(c)) for c in short]
+    return sorted(short, key=_by_overhead)
+
+
+def _try(build: Callable[..., Any], choice: PatchChoice | None) -> Any:
+    """The build of a choice, or None when its plan does not fit the pool size given."""
+    try:
+        return build(choice)
+    except FitError:
+        return None
+
+
 def compile_within_budget(model: Model, budget: "int | str | None", prepare: Callable[[Model], Model],
-                          build: Callable[[PatchChoice | None], Any], pool_bytes: Callable[[Any], int]) -> Any:
+                          build: Callable[..., Any], pool_bytes: Callable[[Any], int],
+                          cost: Cost | None = None, io_in_pool: bool = True, limit: int | None = None) -> Any:
     """The compiled model of the plan chosen for `budget` (module docstring). `prepare` gives the
-    graph the patch pass sees (after the folding passes), `build(choice)` compiles with a choice,
-    `pool_bytes(compiled)` reads the planned pool."""
-    budget = parse_budget(budget)
-    if budget in (None, "off"):
+    graph the patch pass sees (after the folding passes), `build(choice, bounded=True)` compiles with
+    a choice (bounded False: without the pool size given),
+    `pool_bytes(compiled)` reads the planned pool, `cost(choice)` counts a candidate's instruction
+    overhead; `limit`: the pool size the build was given (a board's RAM), the budget when the
+    default's plan does not fit it."""
+    budget = "auto" if budget is None else parse_budget(budget)
+    if budget == "off":
         return build(None)
     prepared = prepare(model)
-    whole, cands = candidates(prepared)
+    whole, cands = candidates(prepared, io_in_pool)
     if budget == "auto":
-        good = [c for c in cands if c.peak_estimate <= (1 - AUTO_SAVING) * whole.peak_estimate
-                and c.overhead <= AUTO_OVERHEAD]
-        plain = build(None)
+        plain = _try(build, None) if limit is not None else build(None)
+        if plain is None:  # the default does not fit the board: its RAM is the budget
+            assert limit is not None
+            chosen: dict[int, PatchChoice | None] = {}
+
+            def free(choice: PatchChoice | None) -> Any:  # the search plans without the pool size
+                got = build(choice, False)
+                chosen[id(got)] = choice
+                return got
+            found = compile_within_budget(model, limit, prepare, free, pool_bytes, cost, io_in_pool)
+            return build(chosen[id(found)])
+        good = [c for c in cands if c.peak_estimate <= (1 - AUTO_SAVING) * SLACK * whole.peak_estimate
+                and c.overhead <= 2 * AUTO_OVERHEAD]  # the MAC estimate keeps the counting to a few
+        good = [c for c in _costed(good, cost, EVALS) if c.overhead <= AUTO_OVERHEAD]
         if not good:
             return plain
-        patched = build(min(good, key=_by_peak))  # the estimate ignores in-place sharing: the real plans decide
-        return patched if pool_bytes(patched) <= (1 - AUTO_SAVING) * pool_bytes(plain) else plain
+        patched = _try(build, min(good, key=_by_peak))  # the estimate ignores in-place sharing: real plans decide
+        if patched is not None and pool_bytes(patched) <= (1 - AUTO_SAVING) * pool_bytes(plain):
+            return patched
+        return plain
     if budget == "min":
         best = None
         cheapest: dict[int, PatchChoice] = {}  # per estimated peak, the fewest extra instructions
         for c in sorted(cands, key=_by_overhead):
             cheapest.setdefault(c.peak_estimate, c)
-        for choice in [whole] + sorted(cheapest.values(), key=_by_peak)[:MIN_TRIES]:
-            got = build(choice if choice.cut is not None else None)
-            if best is None or pool_bytes(got) < pool_bytes(best):
+        tries = [whole] + _costed(sorted(cheapest.values(), key=_by_peak)[:MIN_TRIES], cost, MIN_TRIES)
+        for choice in tries:
+            got = _try(build, choice if choice.cut is not None else None)
+            if got is not None and (best is None or pool_bytes(got) < pool_bytes(best)):
                 best = got
+        if best is None:
+            return build(None)  # the pool size's own error
         return best
+    assert isinstance(budget, int)
     if whole.peak_estimate <= budget or not cands:
-        got = build(None)
-        if pool_bytes(got) <= budget or not cands:
-            return _fits_or_fail(got, budget, pool_bytes, whole, build)
-    fitting = sorted((c for c in cands if c.peak_estimate <= SLACK * budget), key=_by_overhead)
+        got = _try(build, None)
+        if got is not None and (pool_bytes(got) <= budget or not cands):
+            return _fits_or_fail(got, budget, pool_bytes, whole)
+    # the candidates whose estimate fits first (their real plans fit unless in-place sharing was
+    # overestimated), then those within SLACK; each group by counted overhead
+    sure = _costed([c for c in cands if c.peak_estimate <= budget], cost, EVALS)
+    fitting = sure + _costed([c for c in cands if budget < c.peak_estimate <= SLACK * budget], cost,
+                             max(0, TRIES - len(sure)))
     for choice in fitting[:TRIES]:
-        got = build(choice)
-        if pool_bytes(got) <= budget:
+        got = _try(build, choice)
+        if got is not None and pool_bytes(got) <= budget:
             return got
-    smallest = min(cands, key=_by_peak)
-    return _fits_or_fail(build(smallest), budget, pool_bytes, smallest, build)
+    smallest = min(cands, key=_by_peak) if cands else whole
+    if cost is not None and smallest.cut is not None:
+        smallest = replace(smallest, counted=cost(smallest))
+    reached = _try(build, smallest if smallest.cut is not None else None)
+    if reached is None:
+        raise FitError(f"ram budget {budget:,} B cannot be met: the smallest plan ({smallest.describe()}) needs "
+                       f"about {smallest.peak_estimate:,} B")
+    return _fits_or_fail(reached, budget, pool_bytes, smallest)
 
 
-def _fits_or_fail(got: Any, budget: int, pool_bytes: Callable[[Any], int], choice: PatchChoice,
-                  build: Callable[[PatchChoice | None], Any]) -> Any:
+def _fits_or_fail(got: Any, budget: int, pool_bytes: Callable[[Any], int], choice: PatchChoice) -> Any:
     if pool_bytes(got) <= budget:
         return got
     raise FitError(f"ram budget {budget:,} B cannot be met: the smallest pool reachable is {pool_bytes(got):,} B "

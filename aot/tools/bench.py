@@ -80,6 +80,11 @@ class BenchRow:
     estimated_cycles_per_instruction: float | None = None
     cycle_estimate: dict[str, Any] = field(default_factory=dict)
     measured_cycles: int | None = None
+    # the figure ram_vs_tflm_arena divides by: TFLM's 64-bit host interpreter with reference kernels
+    tflm_figure: str = "TFLM host interpreter, reference kernels (64-bit)"
+    # TFLM+CMSIS-NN's arena measured on the Cortex-M4 (anchors.json architectures_m4), when the file has the model
+    m4_arena_bytes: int | None = None
+    ram_vs_m4_arena: float | None = None  # ram_bytes / m4_arena_bytes
 
 
 TFLM_ARENA_NOTE = ("TFLM host arena: the smallest arena with which TensorFlow Lite Micro's 64-bit host "
@@ -101,6 +106,19 @@ def _anchors(path: Path | None, model: str, board: str) -> dict[str, Any]:
             out[k] = {key: row[key] for key in ("instructions", "arena_used_bytes", "stack_used_bytes",
                                                  "tflm_code_bytes", "tflm_static_ram_bytes") if key in row}
     return out
+
+
+def m4_arena(path: Path | None, model: str) -> int | None:
+    """TFLM+CMSIS-NN's arena on the Cortex-M4 for `model` (a file's stem) from an anchors file's
+    architectures_m4 rows, whose model names start with the stem (e.g. "person_detect (tflm-models/models)")."""
+    if path is None or not path.is_file():
+        return None
+    rows = json.loads(path.read_text()).get("architectures_m4", {}).get("rows", [])
+    for row in rows:
+        name = str(row.get("model", ""))
+        if (name == model or name.startswith(model + " ")) and "cmsis" in str(row.get("kernels", "")):
+            return int(row["arena_used_bytes"])
+    return None
 
 
 def bench_model(path: Path, board: str, anchors: Path | None = None, with_tflm: bool = True,
@@ -150,6 +168,7 @@ def bench_model(path: Path, board: str, anchors: Path | None = None, with_tflm: 
         io_bytes=int(extra.get("io_bytes", 0)), io_buffers=str(extra.get("io_buffers", "app")),
         model_flash_bytes=fig["model_flash"], model_ram_bytes=fig["model_ram"], test_data_bytes=fig["test_data"],
         **estimate_fields(est),
+        m4_arena_bytes=(m4 := m4_arena(anchors, stem)), ram_vs_m4_arena=round(ram_total / m4, 3) if m4 else None,
     )
 
 
@@ -209,7 +228,12 @@ def format_markdown(rows: Sequence[BenchRow]) -> str:
                 f"{r.io_bytes:,} ({r.io_buffers})", "yes" if r.bit_exact_with_host else "NO"]
         lines.append("| " + " | ".join(_fmt(v) for v in vals) + " |")
     if any(r.tflm_arena_bytes is not None for r in rows):
-        lines += ["", TFLM_ARENA_NOTE]
+        lines += ["", "RAM / TFLM host arena divides by " + rows[0].tflm_figure + ". " + TFLM_ARENA_NOTE]
+    m4 = [r for r in rows if r.m4_arena_bytes]
+    if m4:
+        lines += ["", "RAM against TFLM+CMSIS-NN's arena measured on the Cortex-M4 (anchors file, architectures_m4):", ""]
+        lines += [f"- {r.model} on {r.board}: {r.ram_bytes:,} / {r.m4_arena_bytes:,} B = {r.ram_vs_m4_arena:.3f}x"
+                  for r in m4]
     lines += ["", "Model flash: the model's kernels (code B) + weights; model RAM: its pools + static data + the "
                   "worst-case stack of its entry function. Firmware flash = model flash + test data B (the test "
                   "input and expected outputs main.c embeds) + runtime B (runtime, startup, console, main.c, libc); "

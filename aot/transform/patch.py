@@ -75,6 +75,21 @@ def _is_image(t: Var | Constant) -> bool:
     return len(t.type.shape) == 4 and t.type.shape[0] == 1
 
 
+NCHW_TO_NHWC = (0, 2, 3, 1)
+
+
+def _nchw_input(c: Call, x: Var) -> bool:
+    """A transpose of the model input from NCHW to NHWC (a PyTorch-converted model's first op): its
+    patches are slices of the input's height and width axes, transposed."""
+    return c.op_name == "transpose" and len(c.args) == 1 and c.args[0] is x \
+        and tuple(c.attrs.get("perm", ())) == NCHW_TO_NHWC and _is_image(x)
+
+
+def _spatial(x: Var, nchw: bool) -> tuple[int, int]:
+    shape = x.type.shape
+    return (int(shape[2]), int(shape[3])) if nchw else (int(shape[1]), int(shape[2]))
+
+
 def _supported(c: Call) -> bool:
     if not isinstance(c.op, str) or not _is_image(c.out):
         return False
@@ -115,14 +130,15 @@ def stage_cuts(model: Model) -> list[Cut]:
         last_use[id(r)] = end
     cuts: list[Cut] = []
     produced: set[int] = {id(x)}
+    nchw = bool(fn.body) and _nchw_input(fn.body[0], x)
     for i, c in enumerate(fn.body):
-        if not _supported(c) or any(isinstance(a, Var) and id(a) not in produced for a in c.args):
+        if not (_supported(c) or i == 0 and nchw) or any(isinstance(a, Var) and id(a) not in produced for a in c.args):
             break
         produced.add(id(c.out))
         # the stage body[:i+1]: only c.out may be read after it (the input neither)
         crossing = [v for v in produced if last_use.get(v, -1) > i]
         if crossing == [id(c.out)] and last_use[id(c.out)] < end and c.out.type.shape[1] > 1:
-            h_in, h_out = x.type.shape[1], c.out.type.shape[1]
+            h_in, h_out = _spatial(x, nchw)[0], c.out.type.shape[1]
             cuts.append(Cut(i, c.out.name, tuple(c.out.type.shape), tuple(x.type.shape), max(1, round(h_in / h_out))))
     return cuts
 
@@ -185,12 +201,28 @@ def _crop(v: Var, have: Region, want: Region, name: str, body: list[Call]) -> Va
     return out
 
 
+def _crop_nchw(x: Var, want: Region, name: str, body: list[Call]) -> Var:
+    """Region `want` (rows, columns) of an NCHW input: a strided_slice of its last two axes."""
+    (r0, r1), (c0, c1) = want
+    shape = tuple(x.type.shape)
+    if (r0, r1, c0, c1) == (0, shape[2], 0, shape[3]):
+        return x
+    out = Var(name, replace(x.type, shape=(shape[0], shape[1], r1 - r0, c1 - c0)), x.origin)
+    attrs = {"begin": (0, 0, r0, c0), "size": tuple(out.type.shape), "step": (1, 1, 1, 1), "materialize": True}
+    body.append(Call("strided_slice", (x,), out, freeze_attrs(attrs)))
+    return out
+
+
 def _patch_calls(stage: tuple[Call, ...], x: Var, tag: str, region: Region, body: list[Call]) -> Var:
     """Append one patch's calls to `body`; the patch's piece of the stage's last tensor."""
     need = _needed(stage, region)
-    full_x = ((0, x.type.shape[1]), (0, x.type.shape[2]))
-    env: dict[int, tuple[Var, Region]] = {id(x): (_crop(x, full_x, need[id(x)], f"{x.name}_{tag}", body),
-                                                  need[id(x)])}
+    nchw = _nchw_input(stage[0], x)
+    if nchw:
+        env: dict[int, tuple[Var, Region]] = {id(x): (_crop_nchw(x, need[id(x)], f"{x.name}_{tag}", body),
+                                                      need[id(x)])}
+    else:
+        full_x = ((0, x.type.shape[1]), (0, x.type.shape[2]))
+        env = {id(x): (_crop(x, full_x, need[id(x)], f"{x.name}_{tag}", body), need[id(x)])}
     for c in stage:
         reg = need[id(c.out)]
         out = _with_region(c.out, reg, f"{c.out.name}_{tag}")
@@ -206,6 +238,8 @@ def _patch_calls(stage: tuple[Call, ...], x: Var, tag: str, region: Region, body
             (a0, b0), (a1, b1) = spans
             attrs["padding"] = (max(0, -a0), max(0, b0 - sizes[0]), max(0, -a1), max(0, b1 - sizes[1]))
             args: tuple = (arg0,) + tuple(c.args[1:])
+        elif c.op_name == "transpose":  # the NCHW input's patch, already sliced to the region
+            args = (env[id(c.args[0])][0],)
         else:
             args = tuple(_crop(*env[id(a)], reg, f"{a.name}_{tag}_e", body) if isinstance(a, Var) else a
                          for a in c.args)
@@ -284,12 +318,13 @@ def _dw_in_place(c: Call) -> bool:
         and c.args[0].type.shape == c.out.type.shape and c.args[0].type.dtype == c.out.type.dtype
 
 
-def live_peak(model: Model) -> int:
+def live_peak(model: Model, io_in_pool: bool = True) -> int:
     """The largest sum of bytes live at one call of the entry (inputs, outputs and tensors held
     across), with the sharing the planner gives the patched stage: a strip's piece of the cut
     tensor lives in the concatenation's output, a strided_slice read only by the next call is
     inlined into it (unless marked materialize), and an elementwise op, a stride-1 depthwise
-    convolution or a 1x1 product writes over an operand of its shape dying there."""
+    convolution or a 1x1 product writes over an operand of its shape dying there. `io_in_pool`
+    False: the model's inputs and outputs are the caller's buffers and count nothing."""
     fn = model.main
     body = fn.body
     last: dict[int, int] = {}
@@ -321,9 +356,10 @@ def live_peak(model: Model) -> int:
         first.setdefault(id(c.out), i)
         size[id(c.out)] = c.out.type.nbytes
     span: dict[int, list[int]] = {}
+    io = set() if io_in_pool else {id(v) for v in (*model.inputs, *model.outputs)}
     for v, f in first.items():
         root = owner.get(v, v)
-        if root == -1:
+        if root == -1 or v in io:
             continue
         lo, hi = f, last.get(v, f)
         s = span.setdefault(root, [lo, hi])

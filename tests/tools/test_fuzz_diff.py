@@ -73,6 +73,9 @@ def test_option_points_cover_the_space() -> None:
     pts = [random_point(np.random.default_rng(i)) for i in range(300)]
     for f in ("backend", "opt", "policy", "planner", "cpu", "alignment", "stack_limit"):
         assert len({getattr(p, f) for p in pts}) >= 2, f
+    assert {p.ram_budget for p in pts} == {None, "off", "min", 1 << 20}  # patch plans: default, off, min, bytes
+    budgeted = next(p for p in pts if p.ram_budget == "min")
+    assert budgeted.compile_kwargs()["ram_budget"] == "min" and "--ram-budget min" in budgeted.cli()
     assert any(len(p.pools) == 2 for p in pts) and any(len(p.pools) == 1 for p in pts)
     assert OptionPoint.from_json(json.loads(json.dumps(pts[3].to_json()))) == pts[3]
 
