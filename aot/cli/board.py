@@ -84,6 +84,12 @@ def cmd_footprint(a: argparse.Namespace) -> int:
             elf = build_project(path)
         su_dirs = [path / "build"]
     elif path.is_file():
+        with path.open("rb") as fh:
+            magic = fh.read(4)
+        if magic != b"\x7fELF":
+            raise Error(f"{path} is not an ELF file: aot footprint reads a built firmware; for a model, build "
+                        f"it first (aot project {path.name} --board BOARD -o DIR, then aot footprint DIR) or "
+                        f"run aot bench {path.name} --board BOARD")
         elf = path
         su_dirs = [path.parent]
     else:

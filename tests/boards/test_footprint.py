@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -216,3 +217,13 @@ def test_pool_in_dtcm_and_reports(elves):
     assert "deepest stack path: Reset_Handler -> main" in table
     pico = footprint(elves["rpi-pico"])
     assert pico.sections[".boot2"] == 256 and pico.rodata >= 256  # the boot2 slot is flash
+
+
+def test_a_model_file_is_refused_in_one_line(tmp_path):
+    """`aot footprint` on a model instead of a firmware: one line naming the way to a firmware, exit 2."""
+    model = tmp_path / "net.tflite"
+    model.write_bytes(b"TFL3" + bytes(60))
+    r = subprocess.run([sys.executable, "-m", "aot", "footprint", str(model)], capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is not an ELF file" in lines[0] and "aot project net.tflite" in lines[0], r.stderr
