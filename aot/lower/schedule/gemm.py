@@ -421,7 +421,7 @@ def all_pixel_groups(ctx, P: int, slots: int, pixel_group: Callable[[list], K.St
 
 
 def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.ndarray,  # noqa: ANN001
-              rq: Requant, budget: WeightBudget) -> tuple[K.Stmt, WeightBudget]:
+              rq: Requant, budget: WeightBudget, column: bool = False) -> tuple[K.Stmt, WeightBudget]:
     """The whole kernel: pixels two at a time (a tail pixel alone), channel blocks, epilogue;
     and the weight budget left (pre-widened weights spend it).
 
@@ -504,7 +504,7 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         kind = "scalar"
         nb = 4 if speed else 2
         wvals, wdtype, ksteps, per_step = w2d.astype(np.int8), "i8", depth, 1
-        direct = unpadded_1x1
+        direct = unpadded_1x1 and not column  # column: every pixel group copied (in place)
         col = K.Buffer(ctx.fresh("col"), g.buf.dtype if g.buf is not None else "i8", depth * slots)
 
     full, tails = _blocks(oc_n, nb)
