@@ -502,6 +502,8 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
     else:
         union = False
         kind = "scalar"
+        if tgt.riscv and speed:  # MUL, MULH requantization where the accumulators' bounds allow
+            rq.use_mm(np.abs(biasf.astype(np.int64)) + 128 * np.abs(w2d.astype(np.int64)).sum(axis=1))
         nb = 4 if speed else 2
         wvals, wdtype, ksteps, per_step = w2d.astype(np.int8), "i8", depth, 1
         direct = unpadded_1x1 and not column  # column: every pixel group copied (in place)
