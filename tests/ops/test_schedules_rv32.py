@@ -1,4 +1,4 @@
-"""The scalar RV32IM schedules (RISC-V cores): int8 GEMMs at two pixels x eight channels with
+"""The scalar RV32IM schedules (RISC-V cores): int8 GEMMs at four pixels x four channels with
 MUL/MULH requantization (requant_mm, its RV32 C form), the packed-pair depthwise in portable C,
 and with "dsp" (the in-place retry of boards whose RAM the generic plan does not fit) the GEMMs
 still scalar but read through the column so that 1x1 layers run in place. Bit-exact with the numpy
@@ -25,7 +25,7 @@ from aot.runners.kernel_module import run_kernel_module  # noqa: E402
 from test_schedules import _input, _intrinsics_used, conv_chain  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-# pointwise layers of 16 channels (two blocks of eight and a tail of four), a 3x3 depthwise in
+# pointwise layers of 16 and 20 channels over 30 pixels (seven groups of four and a pair), a 3x3 depthwise in
 # place (stride 1, SAME), a padded 3x3 conv, a fully connected row
 CHAIN = ((1, 6, 5, 8), [dict(kind="conv", oc=16, k=(1, 1)), dict(kind="dw", k=(3, 3)),
                         dict(kind="conv", oc=20, k=(1, 1)), dict(kind="conv", oc=12, k=(3, 3)),
