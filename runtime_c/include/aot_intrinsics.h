@@ -205,6 +205,15 @@ static inline int32_t aot_requant_mm(int32_t y2, int32_t m, int32_t h, int32_t r
     __asm__("smmlar %0, %1, %2, %3" : "=r"(t) : "r"(y2), "r"(m), "r"(h));
     return (int32_t)((uint32_t)t - (uint32_t)(y2 < 0)) >> r;
 }
+#elif defined(__riscv) && __riscv_xlen == 32 && defined(__riscv_mul)
+/* RV32IM: MUL, MULH; the rounding 2^31 added to the low word carries out exactly when its top
+   bit is set, so the high word is MULH + h + (low >> 31) */
+static inline int32_t aot_requant_mm(int32_t y2, int32_t m, int32_t h, int32_t r) {
+    uint32_t lo = (uint32_t)y2 * (uint32_t)m;
+    int32_t hi = (int32_t)(((int64_t)y2 * (int64_t)m) >> 32);
+    int32_t t = (int32_t)((uint32_t)hi + (uint32_t)h + (lo >> 31));
+    return (int32_t)((uint32_t)t - (uint32_t)(y2 < 0)) >> r;
+}
 #else
 static inline int32_t aot_requant_mm(int32_t y2, int32_t m, int32_t h, int32_t r) {
     uint64_t n = ((uint64_t)(uint32_t)h << 32) + (uint64_t)((int64_t)y2 * (int64_t)m) + (UINT64_C(1) << 31);
@@ -226,6 +235,12 @@ static inline int32_t aot_requant_mm_nn(int32_t y2, int32_t m, int32_t h, int32_
        (micro_speech on mps2-an386: 9% more instructions) */
     __asm__("smmlar %0, %1, %2, %3\n\tasr %0, %0, %4" : "=&r"(t) : "r"(y2), "r"(m), "r"(h), "r"(r));
     return t;
+}
+#elif defined(__riscv) && __riscv_xlen == 32 && defined(__riscv_mul)
+static inline int32_t aot_requant_mm_nn(int32_t y2, int32_t m, int32_t h, int32_t r) {
+    uint32_t lo = (uint32_t)y2 * (uint32_t)m;
+    int32_t hi = (int32_t)(((int64_t)y2 * (int64_t)m) >> 32);
+    return (int32_t)((uint32_t)hi + (uint32_t)h + (lo >> 31)) >> r;
 }
 #else
 static inline int32_t aot_requant_mm_nn(int32_t y2, int32_t m, int32_t h, int32_t r) {

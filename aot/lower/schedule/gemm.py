@@ -45,6 +45,7 @@ from aot.lower.schedule.target import ScheduleTarget, WeightBudget
 from aot.lower.schedule.widen import weight_key, widened_extra_bytes
 
 MAX_UNROLL = 8  # speed: reduction steps per loop iteration
+RV32_SLOTS = 4  # RV32 at speed: pixels per group (31 registers: 4 x 4 accumulators; kws_int8 2.1% fewer than 2 x 8)
 FULL_UNROLL = 16  # speed, one pixel: reductions up to this many steps are unrolled completely
 FULL_UNROLL_PAIRS = 32  # speed, pre-widened weights at two pixels: reductions up to this many pairs in one
 # straight block (gcc keeps the column loads in the channel-block loop at this size; measured on Cortex-M4,
@@ -424,7 +425,7 @@ def all_pixel_groups(ctx, P: int, slots: int, pixel_group: Callable[[list], K.St
 
 
 def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.ndarray,  # noqa: ANN001
-              rq: Requant, budget: WeightBudget) -> tuple[K.Stmt, WeightBudget]:
+              rq: Requant, budget: WeightBudget, column: bool = False) -> tuple[K.Stmt, WeightBudget]:
     """The whole kernel: pixels two at a time (a tail pixel alone), channel blocks, epilogue;
     and the weight budget left (pre-widened weights spend it).
 
@@ -505,9 +506,13 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
     else:
         union = False
         kind = "scalar"
+        if tgt.riscv and speed:  # MUL, MULH requantization where the accumulators' bounds allow
+            rq.use_mm(np.abs(biasf.astype(np.int64)) + 128 * np.abs(w2d.astype(np.int64)).sum(axis=1))
         nb = 4 if speed else 2
+        if speed and tgt.riscv and P >= RV32_SLOTS:
+            slots = RV32_SLOTS
         wvals, wdtype, ksteps, per_step = w2d.astype(np.int8), "i8", depth, 1
-        direct = unpadded_1x1
+        direct = unpadded_1x1 and not column  # column: every pixel group copied (in place)
         col = K.Buffer(ctx.fresh("col"), g.buf.dtype if g.buf is not None else "i8", depth * slots)
 
     full, tails = _blocks(oc_n, nb)

@@ -21,6 +21,8 @@ cores (the default flash policy, aot.lower.schedule.widen, picks the layers).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from aot.kernel import ir as K
@@ -51,6 +53,10 @@ def emit_product(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: 
     weights pre-widened within the flash budget on DSP cores (aot.lower.schedule.row_widened), the
     short-reduction schedule for 1x1 products of depth <= 32 there (aot.lower.schedule.short),
     emit_gemm otherwise."""
+    if tgt.riscv:
+        # scalar RV32IM code; "dsp" there asks for the in-place schedules: products through the column
+        return emit_gemm(ctx, replace(tgt, features=tgt.features - {"dsp"}), g, w2d, biasf, rq, budget,
+                         column=tgt.dsp)
     if tgt.dsp and "mve" not in tgt.features:
         shallow = emit_shallow(ctx, tgt, g, w2d, biasf, rq, budget)
         if shallow is not None:

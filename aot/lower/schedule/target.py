@@ -56,6 +56,10 @@ ARMV6M_CPUS = frozenset({"cortex-m0", "cortex-m0plus", "cortex-m1"})
 # (DLS/LE) in lr around any statement, so one fewer; the wider asm forms then take their narrower or
 # portable form (runtime_c/include/aot_intrinsics.h).
 ASM_REGISTERS = 14
+
+# RISC-V cores (aot.board.riscv.RISCV_CPUS): the DSP feature there only asks for the in-place
+# schedules (a board whose RAM the generic plan does not fit); GEMMs stay scalar RV32IM code
+RISCV_CPUS = frozenset({"rv32", "sifive-e31", "bumblebee", "esp32c3"})
 ARMV81M_CPUS = frozenset({"cortex-m55", "cortex-m85"})
 
 
@@ -96,6 +100,11 @@ class ScheduleTarget:
         """An ARMv7-M core without DSP at speed (Cortex-M3): int8 products take two channels per
         SMLAL (aot.lower.schedule.gemm64), with weights re-laid out within the flash budget."""
         return self.speed and not self.dsp and self.cpu.startswith("cortex-m") and not self.armv6m
+
+    @property
+    def riscv(self) -> bool:
+        """A RISC-V core: scalar RV32IM schedules (aot.lower.schedule.rv32)."""
+        return self.cpu in RISCV_CPUS
 
     @property
     def speed(self) -> bool:
