@@ -207,7 +207,7 @@ def _fmt(v: Any) -> str:
         return "-"
     if isinstance(v, float):
         return f"{v:.2f}"
-    if isinstance(v, int):
+    if isinstance(v, int) and not isinstance(v, bool):
         return f"{v:,}"
     return str(v)
 

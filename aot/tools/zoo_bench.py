@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from aot.errors import Error
+from aot.tools.bench import _fmt
 
 
 @dataclass(frozen=True)
@@ -130,16 +131,6 @@ def run_zoo_bench(cases: Sequence[ZooCase], board: str, anchors: Path | None = N
                 ours_vs_tflm=round(r.instructions / tflm, 3) if tflm and r.instructions else None,
                 tflm_arena_bytes=ref.get("arena_used_bytes")))
     return rows
-
-
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.2f}"
-    if isinstance(v, int) and not isinstance(v, bool):
-        return f"{v:,}"
-    return str(v)
 
 
 def format_zoo_markdown(rows: Sequence[ZooRow]) -> str:
