@@ -9,6 +9,8 @@ from typing import Iterator
 
 from elftools.elf.elffile import ELFFile
 
+from aot.board.thumb_frames import static_leaf_frames
+
 SP = 2
 _LINK = (1, 5)  # ra and t0: the registers a call links (jal/jalr with another rd are jumps)
 
@@ -87,22 +89,7 @@ def rv_leaf_frame(code: bytes) -> int | None:
 
 def leaf_frames(ef: ELFFile, names: set[str]) -> dict[str, int]:
     """Frames of the functions `names` of an RV32 ELF that are leaves with static frames."""
-    if ef["e_machine"] != "EM_RISCV":
-        return {}
-    symtab = ef.get_section_by_name(".symtab")
-    if symtab is None:
-        return {}
-    out: dict[str, int] = {}
-    for sym in symtab.iter_symbols():
-        if sym.name not in names or sym["st_info"]["type"] != "STT_FUNC" or not sym["st_size"] \
-                or not isinstance(sym["st_shndx"], int):
-            continue
-        sec = ef.get_section(sym["st_shndx"])
-        start = sym["st_value"] - sec["sh_addr"]
-        frame = rv_leaf_frame(sec.data()[start:start + sym["st_size"]])
-        if frame is not None:
-            out[sym.name] = max(out.get(sym.name, 0), frame)
-    return out
+    return static_leaf_frames(ef, names, "EM_RISCV", rv_leaf_frame)
 
 
 VLENB_CSR = 0xC22

@@ -5,7 +5,7 @@ A function that calls another (BL/BLX) or moves SP any other way is not a leaf w
 frame: None."""
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Callable, Iterator
 
 from elftools.elf.elffile import ELFFile
 
@@ -71,9 +71,11 @@ def thumb_leaf_frame(code: bytes) -> int | None:
     return total
 
 
-def leaf_frames(ef: ELFFile, names: set[str]) -> dict[str, int]:
-    """Frames of the functions `names` of a Thumb ELF that are leaves with static frames."""
-    if ef["e_machine"] != "EM_ARM":
+def static_leaf_frames(ef: ELFFile, names: set[str], machine: str, frame_of: Callable[[bytes], int | None],
+                       address_mask: int = ~0) -> dict[str, int]:
+    """Frames of the functions `names` of an ELF for `machine` ("EM_ARM", "EM_RISCV") that are leaves
+    with static frames, each function's code measured by `frame_of` (None: not a static leaf)."""
+    if ef["e_machine"] != machine:
         return {}
     symtab = ef.get_section_by_name(".symtab")
     if symtab is None:
@@ -84,8 +86,13 @@ def leaf_frames(ef: ELFFile, names: set[str]) -> dict[str, int]:
                 or not isinstance(sym["st_shndx"], int):
             continue
         sec = ef.get_section(sym["st_shndx"])
-        start = (sym["st_value"] & ~1) - sec["sh_addr"]
-        frame = thumb_leaf_frame(sec.data()[start:start + sym["st_size"]])
+        start = (sym["st_value"] & address_mask) - sec["sh_addr"]
+        frame = frame_of(sec.data()[start:start + sym["st_size"]])
         if frame is not None:
             out[sym.name] = max(out.get(sym.name, 0), frame)
     return out
+
+
+def leaf_frames(ef: ELFFile, names: set[str]) -> dict[str, int]:
+    """Frames of the functions `names` of a Thumb ELF that are leaves with static frames."""
+    return static_leaf_frames(ef, names, "EM_ARM", thumb_leaf_frame, address_mask=~1)
