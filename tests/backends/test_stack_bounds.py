@@ -23,24 +23,7 @@ MODELS = sorted((SHARED / "models").glob("*.tflite"))
 BOARD = "mps2-an386"  # Cortex-M4F: the LLVM object is hard-float
 PAINT = 0xA5A5A5A5
 
-PAINT_BEFORE = """    {
-        extern uint32_t __stack_limit;
-        uint32_t *aot_paint;
-        __asm volatile ("mov %%0, sp" : "=r"(aot_paint_sp));
-        for (aot_paint = &__stack_limit; aot_paint < aot_paint_sp - 16; ++aot_paint) {
-            *aot_paint = 0x%08Xu;
-        }
-    }
-"""
-MEASURE_AFTER = """    {
-        extern uint32_t __stack_limit;
-        uint32_t *aot_paint = &__stack_limit;
-        while (aot_paint < aot_paint_sp && *aot_paint == 0x%08Xu) {
-            ++aot_paint;
-        }
-        aot_app_write_u64("AOT_STACK_RUN ", (uint64_t)((uintptr_t)aot_paint_sp - (uintptr_t)aot_paint));
-    }
-"""
+from stack_paint import MEASURE_AFTER, PAINT_BEFORE  # noqa: E402,F401
 
 
 def _paint(main_c: Path, prefix: str) -> str:

@@ -62,24 +62,9 @@ def test_tflm_repository_model_bit_exact_on_rv32_virt(rel: str, backend: str):
         np.testing.assert_array_equal(outs[k], v, err_msg=f"{rel}: {k}")
 
 
-PAINT_BEFORE = """    {
-        extern uint32_t __stack_limit;
-        uint32_t *aot_paint;
-        __asm volatile ("mv %%0, sp" : "=r"(aot_paint_sp));
-        for (aot_paint = &__stack_limit; aot_paint < aot_paint_sp - 16; ++aot_paint) {
-            *aot_paint = 0x%08Xu;
-        }
-    }
-"""
-MEASURE_AFTER = """    {
-        extern uint32_t __stack_limit;
-        uint32_t *aot_paint = &__stack_limit;
-        while (aot_paint < aot_paint_sp && *aot_paint == 0x%08Xu) {
-            ++aot_paint;
-        }
-        aot_app_write_u64("AOT_STACK_RUN ", (uint64_t)((uintptr_t)aot_paint_sp - (uintptr_t)aot_paint));
-    }
-"""
+from stack_paint import MEASURE_AFTER, paint_before  # noqa: E402
+
+PAINT_BEFORE = paint_before("riscv")
 
 
 @pytest.mark.parametrize("backend", ["c", "llvm"])
