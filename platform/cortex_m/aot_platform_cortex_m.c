@@ -26,10 +26,6 @@
 #include <unistd.h>
 #endif
 
-#ifndef AOT_PLATFORM_ARENA_BYTES
-#define AOT_PLATFORM_ARENA_BYTES 0
-#endif
-
 /* Nanoseconds per SysTick tick as a reduced fraction, = 1e9 / (the emulated CPU clock);
  * under QEMU -icount shift=0 one nanosecond is one instruction. The project generator
  * defines both from the board's clock_hz; the default is the 25 MHz MPS2 clock. With a
@@ -41,52 +37,7 @@
 #define AOT_TIMER_NS_PER_TICK_DEN 1u
 #endif
 
-/* ---- allocation ------------------------------------------------------------------------ */
-
-#if AOT_PLATFORM_ARENA_BYTES > 0
-static uint8_t aot_platform_arena_memory[AOT_PLATFORM_ARENA_BYTES] __attribute__((aligned(16)));
-static aot_arena_t aot_platform_arena;
-static int aot_platform_arena_ready;
-
-static aot_arena_t *aot_platform_get_arena(void) {
-    if (!aot_platform_arena_ready) {
-        (void)aot_arena_init(&aot_platform_arena, aot_platform_arena_memory,
-                             sizeof(aot_platform_arena_memory));
-        aot_platform_arena_ready = 1;
-    }
-    return &aot_platform_arena;
-}
-
-int32_t aot_platform_allocate(size_t nbytes, size_t alignment, void **out_ptr) {
-    return aot_arena_alloc(aot_platform_get_arena(), nbytes, alignment, out_ptr);
-}
-
-int32_t aot_platform_free(void *ptr) {
-    return aot_arena_free(aot_platform_get_arena(), ptr);
-}
-
-size_t aot_platform_arena_high_water(void) {
-    return aot_arena_high_water(aot_platform_get_arena());
-}
-#else
-int32_t aot_platform_allocate(size_t nbytes, size_t alignment, void **out_ptr) {
-    (void)nbytes;
-    (void)alignment;
-    if (out_ptr == NULL) {
-        return AOT_ERR_NULL_ARGUMENT;
-    }
-    *out_ptr = NULL;
-    return AOT_ERR_ALLOCATION;
-}
-
-int32_t aot_platform_free(void *ptr) {
-    return ptr == NULL ? AOT_ERR_NULL_ARGUMENT : AOT_ERR_FREE_ORDER;
-}
-
-size_t aot_platform_arena_high_water(void) {
-    return 0u;
-}
-#endif
+/* ---- allocation: platform/aot_platform_arena.c ------------------------------------- */
 
 /* ---- log ------------------------------------------------------------------------------- */
 

@@ -336,6 +336,7 @@ def test_cortex_m_sources_compile_strictly(tmp_path, cpu_flags, defines):
     sources = [
         RUNTIME / "src" / "aot_runtime.c",
         PLATFORM / "cortex_m" / "aot_platform_cortex_m.c",
+        PLATFORM / "common" / "aot_platform_arena.c",
         PLATFORM / "cortex_m" / "startup.c",
     ]
     for src in sources:

@@ -187,6 +187,7 @@ def _platform_files(board: Board, io: str) -> dict[str, bytes]:
         if not path.is_file():
             raise Error(f"board {board.name} needs {path}, which does not exist")
         files[f"platform/{name}"] = path.read_bytes()
+    files["platform/aot_platform_arena.c"] = (asset_dir("platform") / "common" / "aot_platform_arena.c").read_bytes()
     return files
 
 
