@@ -290,10 +290,23 @@ def test_aot_project_validate_writes_the_validation_firmware(tmp_path):
     assert "aot_val_request" in main and "AOT_VAL_INPUT_BYTES 490u" in main and "malloc" not in main
 
 
+def test_a_riscv_board_is_refused_in_one_line(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    with deadline(120):
+        p = subprocess.run([sys.executable, "-m", "aot", "project", str(shared_model("micro_speech_quantized.tflite")),
+                            "--board", "rv32-virt", "--validate", "-o", str(tmp_path / "fw")],
+                           capture_output=True, text=True, env=env, timeout=110)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "is a RISC-V board" in p.stderr and "aot run MODEL --target qemu --board rv32-virt" in p.stderr
+    assert not (tmp_path / "fw").exists()
+
+
 def test_every_console_driver_can_receive():
-    """The validation firmware reads the console: every board's driver has the receive hooks."""
+    """The validation firmware reads the console: every Arm board's driver has the receive hooks."""
     from aot.board.boards import list_boards
     for b in list_boards():
+        if b.is_riscv:
+            continue  # refused with one line: test_a_riscv_board_is_refused_in_one_line
         src = (ROOT / "platform" / "cortex_m" / "console" / f"{b.console.driver}.c").read_text()
         for fn in ("aot_console_rx_init", "aot_console_read", "aot_console_write_raw"):
             assert f"{fn}(" in src, (b.name, fn)

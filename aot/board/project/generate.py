@@ -376,6 +376,9 @@ def generate_project(
         board, pools, placement, stack_bytes=stack_bytes, heap_bytes=heap_bytes, const_ram=const_ram
     ).encode()
     if validate_hello is not None:
+        if board.is_riscv:
+            raise Error(f"the validation firmware (--validate) runs on the Arm boards; board {board.name} is a "
+                        f"RISC-V board: check it with aot run MODEL --target qemu --board {board.name}")
         if io != "uart" or board.console is None:
             raise Error(f"the validation firmware talks through the console UART; board {board.name} needs one "
                         f"(and --io uart)")
