@@ -203,7 +203,14 @@ def compile_within_budget(model: Model, budget: "int | str | None", prepare: Cal
                 got = build(choice, False)
                 chosen[id(got)] = choice
                 return got
-            found = compile_within_budget(model, limit, prepare, free, pool_bytes, cost, io_in_pool)
+            try:
+                found = compile_within_budget(model, limit, prepare, free, pool_bytes, cost, io_in_pool)
+            except FitError as patched_error:
+                try:  # the plain build's own message names the need, the pool and the peak operator
+                    build(None)
+                except FitError as plain_error:
+                    raise FitError(f"{plain_error} (patch-based execution: {patched_error})") from None
+                raise
             return build(chosen[id(found)])
         good = [c for c in cands if c.peak_estimate <= (1 - AUTO_SAVING) * SLACK * whole.peak_estimate
                 and c.overhead <= 2 * AUTO_OVERHEAD]  # the MAC estimate keeps the counting to a few

@@ -118,7 +118,8 @@ def test_default_images_link_no_heap_and_no_semihosting(default_images):
         assert not names & set(HEAP_SYMBOLS), (name, names & set(HEAP_SYMBOLS))
         assert not names & set(SEMIHOSTING_SYMBOLS), name
         assert bkpts == 0, name
-        assert "aot_console_write" in names and "Reset_Handler" in names
+        entry = "aot_reset" if load_board(name).is_riscv else "Reset_Handler"
+        assert "aot_console_write" in names and entry in names, name
         for ext in (".bin", ".hex"):
             assert elf.with_suffix(ext).is_file(), (name, ext)
 

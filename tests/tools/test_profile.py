@@ -99,8 +99,14 @@ def test_profile_in_qemu_accounts_for_every_instruction(backend: str) -> None:
     assert prof.plain_instructions is not None
     assert abs(prof.total_instructions - prof.plain_instructions) < 0.15 * prof.plain_instructions
     # estimated cycles per layer call (the uninstrumented build's trace, aot.timing): within the whole call's
-    assert prof.estimated_cycles and all(layer.estimated_cycles for layer in prof.layers)
-    assert sum(layer.estimated_cycles for layer in prof.layers) <= prof.estimated_cycles
+    # (the LLVM object without hooks may inline a kernel into the entry: its layers then carry no
+    # estimate of their own, the whole call does)
+    assert prof.estimated_cycles
+    if backend == "c" or all(layer.estimated_cycles for layer in prof.layers):
+        assert all(layer.estimated_cycles for layer in prof.layers)
+        assert sum(layer.estimated_cycles for layer in prof.layers) <= prof.estimated_cycles
+    else:
+        assert not any(layer.estimated_cycles for layer in prof.layers)  # all or none: never a partial split
 
 
 def test_profile_command_passes_its_build_options(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
