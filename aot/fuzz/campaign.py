@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cores", default=None, metavar="all|none|CORE,...",
                     help="compile every model, compile-only, for these cores (aot.fuzz.matrix; default: all when "
                          "arm-none-eabi-gcc is installed)")
-    ap.add_argument("--build-cache", type=Path, default=BUILD_CACHE,
+    ap.add_argument("--build-cache", default=str(BUILD_CACHE),
                     help=f"where passed builds are remembered by hash (default {BUILD_CACHE}; '' none)")
     ap.add_argument("--onnx-every", type=int, default=ONNX_EVERY, metavar="N",
                     help=f"every Nth case is a random ONNX graph run by aot and onnxruntime (float, QDQ, QOperator; "
@@ -354,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
           + (f", builds for {len(cores)} cores" if cores else "")
           + (f", ONNX every {plan.onnx_every} cases" if plan.onnx_every else ""))
     report = run_campaign(a.seconds, a.jobs, a.seed, a.batch, max_models=a.max_models, plan=plan,
-                          build_cache=a.build_cache if str(a.build_cache) else None)
+                          build_cache=Path(a.build_cache) if a.build_cache else None)
     print(report.summary())
     shrink_findings(report, a.out)
     for p in report.saved:

@@ -201,3 +201,21 @@ def test_the_campaign_refuses_an_unknown_core(capsys: pytest.CaptureFixture[str]
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert "unknown core cortex-m99" in err and "cortex-m55" in err
+
+
+@pytest.mark.parametrize("arg, expected", [("", None), ("cachedir", "cachedir")])
+def test_build_cache_option_empty_means_no_cache(monkeypatch, tmp_path: Path, arg: str, expected) -> None:  # noqa: ANN001
+    """`--build-cache ''` turns the disk cache off instead of filling the working directory."""
+    from aot.fuzz import campaign
+    seen: dict = {}
+
+    def fake_run(*args, **kw):  # noqa: ANN002, ANN003, ANN202
+        seen.update(kw)
+        raise SystemExit(0)
+    monkeypatch.setattr(campaign, "run_campaign", fake_run)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        campaign.main(["--seconds", "0", "--cores", "none", "--qemu-every", "0", "--build-cache", arg])
+    got = seen["build_cache"]
+    assert (got is None) if expected is None else (got == Path(expected))
+    assert list(tmp_path.iterdir()) == []
