@@ -57,3 +57,16 @@ def assert_close_to_reference(model, inputs: dict, rel: float = 1e-5, **options)
             else:
                 np.testing.assert_array_equal(got, r, err_msg=f"{label} output {name}")
     return ref
+
+
+@pytest.hookimpl(trylast=True)  # after -m / -k have deselected
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A guide page's slow-blocks test runs every block of the page, the fast ones first: when it is
+    selected, the page's fast-blocks test (a strict subset of it) is deselected, not run twice."""
+    slow_pages = {it.callspec.params["page"] for it in items
+                  if it.originalname == "test_runnable_slow_blocks" and hasattr(it, "callspec")}
+    covered = [it for it in items if it.originalname == "test_runnable_blocks" and hasattr(it, "callspec")
+               and it.callspec.params["page"] in slow_pages]
+    if covered:
+        config.hook.pytest_deselected(items=covered)
+        items[:] = [it for it in items if it not in covered]
