@@ -701,6 +701,9 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
 /* Helium (MVE) vector routines of the Cortex-M55 schedules */
 #include "aot_helium.h"
 
+/* RISC-V vector (RVV 1.0) routines of the RV32 V schedules */
+#include "aot_rvv.h"
+
 /* x86-64 host routines of the host schedules */
 #include "aot_x86.h"
 

@@ -1,0 +1,139 @@
+"""RISC-V vector (RVV 1.0) schedules: int8 convolution, fully connected and depthwise convolution
+as calls of the vector routines of aot.kernel.intrinsics_rvv, on RISC-V cores whose ISA has V
+(the target feature "rvv", which aot.lower.schedule.target.target_for_board sets from the
+board's ISA string) at opt speed.
+
+conv2d / fully_connected: the receptive field of an output pixel is one contiguous int8 run
+(the input itself for unpadded 1x1 convolutions and fully connected layers, else an int8
+column of a group of pixels, filled as the Helium schedule fills it); `rvv_gemm` takes every
+output channel of a run of pixels, two pixels and 32 channels per step: per reduction step two
+input bytes (scalar loads) and one 32-byte weight vector (weights re-laid out at compile time
+as [block][K][32]), sign-extended to int16 once for two vwmacc.vx into int32 accumulators.
+depthwise_conv2d (depth multiplier 1): `rvv_dw_row` per output row: the window's input rows
+are copied into a line buffer with the padding written as the input zero point, then per pair
+of pixels and 32 channels every tap is three vector loads, three vsext.vf2 and two vwmacc.vv.
+Requantization is vector code exact to TFLite's two roundings (aot.kernel.intrinsics_rvv).
+Otherwise, or when an operand is not a plain int8 buffer or the output has a fused epilogue,
+None (the scalar RV32 schedules run).
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from aot.kernel import ir as K
+from aot.kernel.intrinsics import call as intrinsic
+from aot.kernel.intrinsics_rvv import RVV_BLOCK, gemm_weights
+from aot.kernel.simplify import simplify_expr
+from aot.lower.schedule.gemm import Geometry, _Fill, pixel_coords
+from aot.lower.schedule.helium import (_pixel_loop, _shl, _usable, conv_geometry, conv_problem, fc_problem,
+                                       in_chunks, param_table, plain_output)
+from aot.lower.schedule.requant import fold_bias
+from aot.ops.arith import MacArith
+from aot.ops.emit import Accessor, OutputWriter
+
+COLUMN_BYTES = 2048  # the column of a group of pixels (conv2d with a window or padding)
+
+
+def rvv_target(ctx) -> bool:  # noqa: ANN001
+    return "rvv" in ctx.target.features and ctx.target.riscv and ctx.target.speed
+
+
+def _hint(arith: MacArith) -> int:
+    return _shl(arith) & 1
+
+
+def emit_gemm(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: MacArith,  # noqa: ANN001
+              out: OutputWriter) -> K.Stmt:
+    """Pixels whose inputs are evenly spaced rows of the input (unpadded 1x1 stride-1 convolutions,
+    fully connected layers): one call over every pixel; strided 1x1: per pixel; otherwise per group
+    of pixels whose columns fit COLUMN_BYTES: the columns, then one call."""
+    oc_n, depth = w2d.shape
+    ylo, yhi, xlo, xhi = g.pads
+    direct = g.kh == 1 and g.kw == 1 and not (ylo or yhi or xlo or xhi) and g.buf is not None
+    linear = direct and g.sh == 1 and g.sw == 1 and g.OH == g.H and g.OW == g.W
+    wtab = ctx.const(gemm_weights(w2d), "i8", "wv")
+    ptab, _ = param_table(ctx, biasf, arith, oc_n, block=RVV_BLOCK)
+    consts = (int(arith.output_offset), int(arith.act_min), int(arith.act_max), _hint(arith))
+
+    def gemm(xref: K.Expr, q: K.Expr, npix: int, xs: int) -> K.Stmt:
+        return K.Evaluate(intrinsic("rvv_gemm", K.Load(out.buffer, q * oc_n), xref, K.Load(wtab, K.Const(0)),
+                                    K.Load(ptab, K.Const(0)), depth, npix, xs, oc_n, oc_n, *consts))
+
+    if linear:
+        assert g.buf is not None
+        return gemm(K.Load(g.buf, K.Const(0)), K.Const(0), g.pixels, g.C)
+    if direct:  # strided 1x1: one pixel at a time, read in place
+        def pixel(q: K.Expr) -> K.Stmt:
+            lets, p = pixel_coords(ctx, g, q)
+            assert g.buf is not None
+            return K.seq(*lets, gemm(K.Load(g.buf, g.flat(p.n, p.iy0, p.ix0, K.Const(0))), q, 1, g.C))
+        return _pixel_loop(ctx, g.pixels, pixel)
+    group = max(1, min(g.pixels, COLUMN_BYTES // depth))
+    col = K.Buffer(ctx.fresh("col"), "i8", depth * group)
+    fill = _Fill(ctx, g, None, col, group, True)
+
+    def pixels(q0: K.Expr, count: int) -> K.Stmt:
+        if g.dh == 1 and g.dw == 1 and g.buf is not None:  # the columns by one routine (portable C / LLVM)
+            cols = K.Evaluate(intrinsic("mve_col", K.Load(col, K.Const(0)), K.Load(g.buf, K.Const(0)), g.H, g.W,
+                                        g.C, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.OH, g.OW, q0, count,
+                                        int(g.zp_in)))
+            return K.seq(cols, gemm(K.Load(col, K.Const(0)), q0, count, depth))
+        sl = ctx.var("slot")
+        lets, p = pixel_coords(ctx, g, simplify_expr(q0 + sl))
+        fills = K.For(sl, count, K.seq(*lets, fill.fill(p, sl)))
+        return K.seq(fills, gemm(K.Load(col, K.Const(0)), q0, count, depth))
+
+    return K.Allocate(col, K.seq(*in_chunks(ctx, g.pixels, group, pixels)))
+
+
+def rvv_conv2d(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter,  # noqa: ANN001
+               attrs: Mapping, arith: MacArith) -> K.Stmt | None:
+    if not (rvv_target(ctx) and plain_output(out) and _usable(arith)):
+        return None
+    problem = conv_problem(x, w, bias, out, attrs, arith)
+    return None if problem is None else emit_gemm(ctx, *problem, arith, out)
+
+
+def rvv_fully_connected(ctx, xf: Accessor, rows: int, w: Accessor, bias: Accessor | None,  # noqa: ANN001
+                        out: OutputWriter, arith: MacArith) -> K.Stmt | None:
+    if not (rvv_target(ctx) and plain_output(out) and _usable(arith)):
+        return None
+    problem = fc_problem(xf, rows, w, bias, out, arith)
+    return None if problem is None else emit_gemm(ctx, *problem, arith, out)
+
+
+def rvv_depthwise(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter,  # noqa: ANN001
+                  attrs: Mapping, arith: MacArith) -> K.Stmt | None:
+    """Depth multiplier 1 over a materialised int8 input; None otherwise."""
+    if not (rvv_target(ctx) and plain_output(out) and _usable(arith)):
+        return None
+    n_, oh, ow, oc_n = out.shape
+    _, h, wd, cin = x.shape
+    _, kh, kw, _ = w.shape
+    if cin != oc_n or x.buffer is None or x.buffer.dtype != "i8":
+        return None
+    w2d = np.asarray(w.const).reshape(kh * kw, oc_n).T
+    biasf = fold_bias(w2d, None if bias is None else bias.const, arith.input_offset)
+    if biasf is None:
+        return None
+    wtab = ctx.const(np.asarray(w.const).astype(np.int8).reshape(-1), "i8", "wd")
+    ptab, _ = param_table(ctx, biasf, arith, oc_n, block=RVV_BLOCK)
+    g = conv_geometry(x, w, out, attrs)
+    xbuf = x.buffer
+    lw = (ow - 1) * g.sw + (kw - 1) * g.dw + 1
+    lbuf = K.Buffer(ctx.fresh("lines"), "i8", kh * lw * cin)
+    geo = (cin, h, wd, kh, kw, g.dh, g.dw, g.sw)
+    consts = (ow, -int(arith.input_offset), int(arith.output_offset), int(arith.act_min), int(arith.act_max),
+              _hint(arith))
+
+    def row(r: K.Expr) -> K.Stmt:  # r: flat output row n * oh + oy
+        n = r / oh if n_ > 1 else K.Const(0)
+        oy = r - n * oh if n_ > 1 else r
+        call = intrinsic("rvv_dw_row", K.Load(out.buffer, r * (ow * oc_n)), K.Load(lbuf, K.Const(0)),
+                         K.Load(xbuf, n * (h * wd * cin)), K.Load(wtab, K.Const(0)), K.Load(ptab, K.Const(0)),
+                         *geo, simplify_expr(oy * g.sh - g.pt), g.pl, *consts)
+        return K.Evaluate(call)
+
+    return K.Allocate(lbuf, _pixel_loop(ctx, n_ * oh, row))
