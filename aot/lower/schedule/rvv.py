@@ -34,6 +34,7 @@ from aot.ops.arith import MacArith
 from aot.ops.emit import Accessor, OutputWriter
 
 COLUMN_BYTES = 2048  # the column of a group of pixels (conv2d with a window or padding)
+STAGE_BYTES = 1024  # the int8 results of a run of pixels whose output has a fused epilogue
 
 
 def rvv_target(ctx) -> bool:  # noqa: ANN001
@@ -48,7 +49,8 @@ def emit_gemm(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: MacAr
               out: OutputWriter) -> K.Stmt:
     """Pixels whose inputs are evenly spaced rows of the input (unpadded 1x1 stride-1 convolutions,
     fully connected layers): one call over every pixel; strided 1x1: per pixel; otherwise per group
-    of pixels whose columns fit COLUMN_BYTES: the columns, then one call."""
+    of pixels whose columns fit COLUMN_BYTES: the columns, then one call. An output with a fused
+    epilogue (a residual add) takes the int8 results of a run of pixels from a staging buffer."""
     oc_n, depth = w2d.shape
     ylo, yhi, xlo, xhi = g.pads
     direct = g.kh == 1 and g.kw == 1 and not (ylo or yhi or xlo or xhi) and g.buf is not None
@@ -56,26 +58,44 @@ def emit_gemm(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: MacAr
     wtab = ctx.const(gemm_weights(w2d), "i8", "wv")
     ptab, _ = param_table(ctx, biasf, arith, oc_n, block=RVV_BLOCK)
     consts = (int(arith.output_offset), int(arith.act_min), int(arith.act_max), _hint(arith))
+    plain = plain_output(out)
+    stage_pixels = max(2, STAGE_BYTES // oc_n)
+    stage = None if plain else K.Buffer(ctx.fresh("stage"), "i8", oc_n * min(g.pixels, stage_pixels))
 
     def gemm(xref: K.Expr, q: K.Expr, npix: int, xs: int) -> K.Stmt:
-        return K.Evaluate(intrinsic("rvv_gemm", K.Load(out.buffer, q * oc_n), xref, K.Load(wtab, K.Const(0)),
-                                    K.Load(ptab, K.Const(0)), depth, npix, xs, oc_n, oc_n, *consts))
+        dst = K.Load(out.buffer, q * oc_n) if stage is None else K.Load(stage, K.Const(0))
+        call = K.Evaluate(intrinsic("rvv_gemm", dst, xref, K.Load(wtab, K.Const(0)), K.Load(ptab, K.Const(0)),
+                                    depth, npix, xs, oc_n, oc_n, *consts))
+        if stage is None:
+            return call
+        sl, c = ctx.var("slot"), ctx.var("c")
+        lets, p = pixel_coords(ctx, g, simplify_expr(q + sl))
+        value = K.Load(stage, sl * oc_n + c).cast("i32")
+        epi = K.For(sl, npix, K.seq(*lets, K.For(c, oc_n, g.store(p.n, p.oy, p.ox, c, value))))
+        return K.seq(call, epi)
+
+    def staged(body: K.Stmt) -> K.Stmt:
+        return body if stage is None else K.Allocate(stage, body)
 
     if linear:
         assert g.buf is not None
-        return gemm(K.Load(g.buf, K.Const(0)), K.Const(0), g.pixels, g.C)
+        buf = g.buf
+        if stage is None:
+            return gemm(K.Load(buf, K.Const(0)), K.Const(0), g.pixels, g.C)
+        return staged(K.seq(*in_chunks(ctx, g.pixels, stage_pixels,
+                                       lambda q0, n: gemm(K.Load(buf, q0 * g.C), q0, n, g.C))))
     if direct:  # strided 1x1: one pixel at a time, read in place
         def pixel(q: K.Expr) -> K.Stmt:
             lets, p = pixel_coords(ctx, g, q)
             assert g.buf is not None
             return K.seq(*lets, gemm(K.Load(g.buf, g.flat(p.n, p.iy0, p.ix0, K.Const(0))), q, 1, g.C))
-        return _pixel_loop(ctx, g.pixels, pixel)
-    group = max(1, min(g.pixels, COLUMN_BYTES // depth))
+        return staged(_pixel_loop(ctx, g.pixels, pixel))
+    group = max(1, min(g.pixels, COLUMN_BYTES // depth, stage_pixels))
     col = K.Buffer(ctx.fresh("col"), "i8", depth * group)
     fill = _Fill(ctx, g, None, col, group, True)
 
     def pixels(q0: K.Expr, count: int) -> K.Stmt:
-        if g.dh == 1 and g.dw == 1 and g.buf is not None:  # the columns by one routine (portable C / LLVM)
+        if g.dh == 1 and g.dw == 1 and g.buf is not None:  # the columns by one routine
             cols = K.Evaluate(intrinsic("mve_col", K.Load(col, K.Const(0)), K.Load(g.buf, K.Const(0)), g.H, g.W,
                                         g.C, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.OH, g.OW, q0, count,
                                         int(g.zp_in)))
@@ -85,12 +105,17 @@ def emit_gemm(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: MacAr
         fills = K.For(sl, count, K.seq(*lets, fill.fill(p, sl)))
         return K.seq(fills, gemm(K.Load(col, K.Const(0)), q0, count, depth))
 
-    return K.Allocate(col, K.seq(*in_chunks(ctx, g.pixels, group, pixels)))
+    return K.Allocate(col, staged(K.seq(*in_chunks(ctx, g.pixels, group, pixels))))
+
+
+def _epilogue_ok(out: OutputWriter) -> bool:
+    """The op's own output is int8 of the op's shape (a fused epilogue then reads it back)."""
+    return out.type.dtype == "int8" and (plain_output(out) or out.type.shape == out.final_type.shape)
 
 
 def rvv_conv2d(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter,  # noqa: ANN001
                attrs: Mapping, arith: MacArith) -> K.Stmt | None:
-    if not (rvv_target(ctx) and plain_output(out) and _usable(arith)):
+    if not (rvv_target(ctx) and _epilogue_ok(out) and _usable(arith)):
         return None
     problem = conv_problem(x, w, bias, out, attrs, arith)
     return None if problem is None else emit_gemm(ctx, *problem, arith, out)

@@ -1,0 +1,251 @@
+"""LLVM implementations of the RISC-V vector routines (aot/kernel/intrinsics_rvv.py is their
+specification; runtime_c/include/aot_rvv.h the C twins), internal always-inline functions whose
+reference arguments are pointers. On a RISC-V target with vectors (the features have +zve32x):
+fixed-length LLVM vector IR, 32 int32 lanes per pair of pixels and channel block, which LLVM's
+RISC-V backend selects as RVV code at LMUL 8 (llvmlite's LLVM has no RISC-V assembly parser, so
+the C header's inline assembly cannot be used: "Inline asm not supported by this streamer");
+the requantization in int32 lanes only (Zve32x has no 64-bit elements): the doubling high
+multiply from MULH and the low product, saturated where both factors are INT32_MIN, and
+TFLite's rounding divide by a power of two. Elsewhere (the host build) the same arithmetic as
+scalar IR."""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from aot.llvm.helium import _fill_lines
+from aot.llvm.loops import counted_loop as _loop
+
+I8, I32 = ir.IntType(8), ir.IntType(32)
+PTR = ir.PointerType()
+BLOCK = 32
+V32I8, V32I32, V32I1 = ir.VectorType(I8, BLOCK), ir.VectorType(I32, BLOCK), ir.VectorType(ir.IntType(1), BLOCK)
+I64 = ir.IntType(64)
+V32I64 = ir.VectorType(I64, BLOCK)
+
+
+def _c(v: int) -> ir.Constant:
+    return ir.Constant(I32, v)
+
+
+def rvv_native(mod: ir.Module, features: str) -> bool:
+    """A RISC-V module whose target has vectors (the schedules chose these routines for one)."""
+    return (mod.triple or "").startswith("riscv") and "+zve32x" in features.split(",")
+
+
+def _fn(mod: ir.Module, name: str, kinds: tuple[str, ...]) -> tuple[ir.Function, ir.IRBuilder]:
+    fn = ir.Function(mod, ir.FunctionType(I32, [PTR if k[0] in "&*" else I32 for k in kinds]), f"aot_{name}")
+    fn.linkage = "internal"
+    fn.attributes.add("alwaysinline")  # the shapes are constants at the call site
+    return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+
+
+def _gep(b: ir.IRBuilder, p: ir.Value, i: ir.Value, ty: ir.Type = I8) -> ir.Value:
+    return b.gep(p, [i], inbounds=True, source_etype=ty)
+
+
+def _min(b: ir.IRBuilder, u: ir.Value, v: ir.Value) -> ir.Value:
+    return b.select(b.icmp_signed("<", u, v), u, v)
+
+
+def _decl(mod: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+    g = mod.globals.get(name)
+    return g if g is not None else ir.Function(mod, ir.FunctionType(ret, args), name)
+
+
+def _splat(b: ir.IRBuilder, v: ir.Value, vt: ir.VectorType = V32I32) -> ir.Value:
+    one = b.insert_element(ir.Constant(vt, None), v, _c(0))
+    return b.shuffle_vector(one, ir.Constant(vt, None), ir.Constant(ir.VectorType(I32, vt.count), [0] * vt.count))
+
+
+def _vld(b: ir.IRBuilder, p: ir.Value, vt: ir.VectorType, mask: ir.Value | None = None) -> ir.Value:
+    """A vector load at p (masked: lanes off read as zero)."""
+    if mask is None:
+        ld = b.load(p, typ=vt)
+        ld.align = 1
+        return ld
+    name = f"llvm.masked.load.v{vt.count}i{vt.element.width}.p0"
+    f = _decl(b.module, name, vt, [PTR, I32, ir.VectorType(ir.IntType(1), vt.count), vt])
+    return b.call(f, [p, _c(1), mask, ir.Constant(vt, [0] * vt.count)])
+
+
+def _lanes(b: ir.IRBuilder, vl: ir.Value) -> ir.Value:
+    return b.icmp_signed("<", ir.Constant(V32I32, list(range(BLOCK))), _splat(b, vl))
+
+
+def _vrq(b: ir.IRBuilder, acc: ir.Value, pb: ir.Value, zp: ir.Value, amin: ir.Value, amax: ir.Value,
+         shl: ir.Value) -> ir.Value:
+    """TFLite's MultiplyByQuantizedMultiplier on 32 lanes (parameters: the block's table), + zp,
+    clamp: int32 operations only."""
+    def row(k: int) -> ir.Value:
+        ld = b.load(_gep(b, pb, _c(k * BLOCK), I32), typ=V32I32)
+        ld.align = 4
+        return ld
+    m, left, nright = row(1), row(2), row(3)
+    x = b.select(b.icmp_signed("!=", shl, _c(0)), b.shl(acc, left), acc)
+    # SaturatingRoundingDoublingHighMul: (x * m + 2^30) >> 31 from the high and low words
+    hi = b.trunc(b.lshr(b.mul(b.sext(x, V32I64), b.sext(m, V32I64)), _splat(b, ir.Constant(I64, 32), V32I64)),
+                 V32I32)
+    lo = b.mul(x, m)
+    t = b.add(lo, _splat(b, _c(1 << 30)))
+    carry = b.zext(b.icmp_unsigned("<", t, lo), V32I32)
+    v = b.add(b.add(b.shl(hi, _splat(b, _c(1))), b.lshr(t, _splat(b, _c(31)))), b.shl(carry, _splat(b, _c(1))))
+    imin = _splat(b, _c(-(1 << 31)))
+    both = b.and_(b.icmp_signed("==", x, imin), b.icmp_signed("==", m, imin))
+    v = b.select(both, _splat(b, _c((1 << 31) - 1)), v)
+    # RoundingDivideByPOT by r = -nright (0..31)
+    r = b.sub(_splat(b, _c(0)), nright)
+    mask = b.sub(b.shl(_splat(b, _c(1)), r), _splat(b, _c(1)))
+    rem = b.and_(v, mask)
+    thr = b.add(b.ashr(mask, _splat(b, _c(1))), b.zext(b.icmp_signed("<", v, _splat(b, _c(0))), V32I32))
+    v = b.add(b.ashr(v, r), b.zext(b.icmp_signed(">", rem, thr), V32I32))
+    v = b.add(v, _splat(b, zp))
+    v = b.select(b.icmp_signed("<", v, _splat(b, amin)), _splat(b, amin), v)
+    return b.select(b.icmp_signed(">", v, _splat(b, amax)), _splat(b, amax), v)
+
+
+def _vstore(b: ir.IRBuilder, v: ir.Value, p: ir.Value, lanes: ir.Value) -> None:
+    f = _decl(b.module, "llvm.masked.store.v32i8.p0", ir.VoidType(), [V32I8, PTR, I32, V32I1])
+    b.call(f, [b.trunc(v, V32I8), p, _c(1), lanes])
+
+
+def _rq(b: ir.IRBuilder, rq: ir.Function, acc: ir.Value, pc: ir.Value, zp: ir.Value, amin: ir.Value,
+        amax: ir.Value) -> ir.Value:
+    m = b.load(_gep(b, pc, _c(BLOCK), I32), typ=I32)
+    left = b.load(_gep(b, pc, _c(2 * BLOCK), I32), typ=I32)
+    nright = b.load(_gep(b, pc, _c(3 * BLOCK), I32), typ=I32)
+    shift = b.select(b.icmp_signed(">", left, _c(0)), left, nright)
+    v = b.add(b.call(rq, [acc, m, shift]), zp)
+    v = b.select(b.icmp_signed("<", v, amin), amin, v)
+    return b.select(b.icmp_signed(">", v, amax), amax, v)
+
+
+def _pcol(b: ir.IRBuilder, p: ir.Value, c: ir.Value) -> ir.Value:
+    """Channel c's column of the parameter table."""
+    blk = b.sdiv(c, _c(BLOCK))
+    return _gep(b, p, b.add(b.mul(blk, _c(4 * BLOCK)), b.srem(c, _c(BLOCK))), I32)
+
+
+def _pairs(b: ir.IRBuilder, count: ir.Value, x: ir.Value, xs: ir.Value, out: ir.Value, os: ir.Value,
+           blocks: ir.Value, step) -> None:  # noqa: ANN001
+    """step(b, x0, x1, o0, o1, c0) for every pair of pixels (an odd last one twice) and channel block."""
+    def pair(b: ir.IRBuilder, q: ir.Value) -> None:
+        two = b.icmp_signed("<", b.add(q, _c(1)), count)
+        x0 = _gep(b, x, b.mul(q, xs))
+        o0 = _gep(b, out, b.mul(q, os))
+        x1 = b.select(two, _gep(b, x0, xs), x0)
+        o1 = b.select(two, _gep(b, o0, os), o0)
+
+        def block(b: ir.IRBuilder, c0: ir.Value) -> None:
+            step(b, x0, x1, o0, o1, c0)
+        _loop(b, blocks, block, step=BLOCK)
+    _loop(b, count, pair, step=2)
+
+
+def define_gemm(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Function, native: bool) -> ir.Function:
+    fn, b = _fn(mod, name, kinds)
+    out, x, w, p, n, npix, xs, os, oc, zp, amin, amax, shl = fn.args
+    if native:
+        cells = (b.alloca(V32I32), b.alloca(V32I32))
+        hint = b.and_(shl, _c(1))
+
+        def step(b: ir.IRBuilder, x0: ir.Value, x1: ir.Value, o0: ir.Value, o1: ir.Value, c0: ir.Value) -> None:
+            pb = _gep(b, p, b.mul(c0, _c(4)), I32)
+            wb = _gep(b, w, b.mul(c0, n))
+            bias = b.load(pb, typ=V32I32)
+            bias.align = 4
+            for cell in cells:
+                b.store(bias, cell)
+
+            def k(b: ir.IRBuilder, i: ir.Value) -> None:
+                wv = b.sext(_vld(b, _gep(b, wb, b.mul(i, _c(BLOCK))), V32I8), V32I32)
+                for cell, xp in zip(cells, (x0, x1)):
+                    xv = _splat(b, b.sext(b.load(_gep(b, xp, i), typ=I8), I32))
+                    b.store(b.add(b.load(cell, typ=V32I32), b.mul(xv, wv)), cell)
+            _loop(b, n, k)
+            lanes = _lanes(b, _min(b, b.sub(oc, c0), _c(BLOCK)))
+            for cell, o in zip(cells, (o0, o1)):
+                _vstore(b, _vrq(b, b.load(cell, typ=V32I32), pb, zp, amin, amax, hint), _gep(b, o, c0), lanes)
+        _pairs(b, npix, x, xs, out, os, oc, step)
+        b.ret(_c(0))
+        return fn
+    cell = b.alloca(I32)
+
+    def pixel(b: ir.IRBuilder, q: ir.Value) -> None:
+        def channel(b: ir.IRBuilder, c: ir.Value) -> None:
+            pc = _pcol(b, p, c)
+            wc = _gep(b, w, b.add(b.mul(b.sdiv(c, _c(BLOCK)), b.mul(n, _c(BLOCK))), b.srem(c, _c(BLOCK))))
+            b.store(b.load(pc, typ=I32), cell)
+
+            def k(b: ir.IRBuilder, i: ir.Value) -> None:
+                xv = b.sext(b.load(_gep(b, x, b.add(b.mul(q, xs), i)), typ=I8), I32)
+                wv = b.sext(b.load(_gep(b, wc, b.mul(i, _c(BLOCK))), typ=I8), I32)
+                b.store(b.add(b.load(cell, typ=I32), b.mul(xv, wv)), cell)
+            _loop(b, n, k)
+            v = _rq(b, rq, b.load(cell, typ=I32), pc, zp, amin, amax)
+            b.store(b.trunc(v, I8), _gep(b, out, b.add(b.mul(q, os), c)))
+        _loop(b, oc, channel)
+    _loop(b, npix, pixel)
+    b.ret(_c(0))
+    return fn
+
+
+def define_dw_row(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Function, native: bool) -> ir.Function:
+    fn, b = _fn(mod, name, kinds)
+    (out, lb, x, w, p, C, H, W, kh, kw, dh, dw, sw, iy0, pl, OW, zp_in, zp, amin, amax, shl) = fn.args
+    LW = b.add(b.add(b.mul(b.sub(OW, _c(1)), sw), b.mul(b.sub(kw, _c(1)), dw)), _c(1))
+    cells = (b.alloca(V32I32), b.alloca(V32I32)) if native else ()
+    cell = b.alloca(I32)
+    _fill_lines(b, lb, x, C, H, W, kh, dh, iy0, pl, LW, zp_in)
+    if native:
+        hint = b.and_(shl, _c(1))
+
+        def step(b: ir.IRBuilder, x0: ir.Value, x1: ir.Value, o0: ir.Value, o1: ir.Value, c0: ir.Value) -> None:
+            pb = _gep(b, p, b.mul(c0, _c(4)), I32)
+            bias = b.load(pb, typ=V32I32)
+            bias.align = 4
+            for cell in cells:
+                b.store(bias, cell)
+            lanes = _lanes(b, _min(b, b.sub(C, c0), _c(BLOCK)))
+
+            def row(b: ir.IRBuilder, ky: ir.Value) -> None:
+                def col(b: ir.IRBuilder, kx: ir.Value) -> None:
+                    off = b.add(b.mul(b.add(b.mul(ky, LW), b.mul(kx, dw)), C), c0)
+                    wv = b.sext(_vld(b, _gep(b, w, b.add(b.mul(b.add(b.mul(ky, kw), kx), C), c0)), V32I8, lanes),
+                                V32I32)
+                    for cell, xp in zip(cells, (x0, x1)):
+                        xv = b.sext(_vld(b, _gep(b, xp, off), V32I8, lanes), V32I32)
+                        b.store(b.add(b.load(cell, typ=V32I32), b.mul(xv, wv)), cell)
+                _loop(b, kw, col)
+            _loop(b, kh, row)
+            for cell, o in zip(cells, (o0, o1)):
+                _vstore(b, _vrq(b, b.load(cell, typ=V32I32), pb, zp, amin, amax, hint), _gep(b, o, c0), lanes)
+        _pairs(b, OW, lb, b.mul(sw, C), out, C, C, step)
+        b.ret(_c(0))
+        return fn
+
+    def pixel(b: ir.IRBuilder, ox: ir.Value) -> None:
+        def channel(b: ir.IRBuilder, c: ir.Value) -> None:
+            pc = _pcol(b, p, c)
+            b.store(b.load(pc, typ=I32), cell)
+
+            def row(b: ir.IRBuilder, ky: ir.Value) -> None:
+                def col(b: ir.IRBuilder, kx: ir.Value) -> None:
+                    li = b.add(b.mul(b.add(b.add(b.mul(ky, LW), b.mul(ox, sw)), b.mul(kx, dw)), C), c)
+                    wi = b.add(b.mul(b.add(b.mul(ky, kw), kx), C), c)
+                    xv = b.sext(b.load(_gep(b, lb, li), typ=I8), I32)
+                    wv = b.sext(b.load(_gep(b, w, wi), typ=I8), I32)
+                    b.store(b.add(b.load(cell, typ=I32), b.mul(xv, wv)), cell)
+                _loop(b, kw, col)
+            _loop(b, kh, row)
+            v = _rq(b, rq, b.load(cell, typ=I32), pc, zp, amin, amax)
+            b.store(b.trunc(v, I8), _gep(b, out, b.add(b.mul(ox, C), c)))
+        _loop(b, C, channel)
+    _loop(b, OW, pixel)
+    b.ret(_c(0))
+    return fn
+
+
+def define_rvv(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Function, features: str) -> ir.Function:
+    """The LLVM function of the RVV routine `name` (aot.kernel.intrinsics_rvv)."""
+    define = {"rvv_gemm": define_gemm, "rvv_dw_row": define_dw_row}[name]
+    return define(mod, name, kinds, rq, rvv_native(mod, features))
