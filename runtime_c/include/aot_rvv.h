@@ -2,16 +2,16 @@
  * microaot RISC-V vector (RVV 1.0) routines: the vector intrinsics of aot/kernel/intrinsics_rvv.py
  * (their specification), called by the RVV schedules (aot/lower/schedule/rvv.py). With
  * __riscv_vector one inline-assembly statement per pair of pixels and block of 32 output channels
- * (the text of aot/kernel/rvv_asm.py, which the LLVM backend uses too: int32 accumulators in
- * LMUL=8 register groups, vsext.vf2 + vwmacc, vector requantization exact to TFLite's two
- * roundings); everywhere else (the host build the QEMU runs are compared with) the same
+ * (the text of aot/kernel/rvv_asm.py: int32 accumulators in LMUL=8 register groups, or LMUL=4
+ * for four pixels of up to 16 channels; vsext.vf2 + vwmacc, vector requantization exact to
+ * TFLite's two roundings); everywhere else (the host build the QEMU runs are compared with) the same
  * arithmetic in portable C.
  *
  * A parameter table p holds per block of 32 output channels four rows of 32 int32: bias (input
  * offset folded in), multiplier, left shift, minus the right shift; shl bit 0 is clear when no
  * channel shifts left. GCC 12 has no vector register allocation: the statements name the
  * vector registers they use and no C code around them uses V; their general registers are
- * clobbered (t0-t6).
+ * clobbered (t0-t6, a7).
  * C99, static inline only.
  */
 #ifndef AOT_RVV_H
@@ -127,6 +127,166 @@
     "vse8.v v8, (%4)\n\t" \
     "vse8.v v10, (%5)"
 
+#define AOT_RVV_GEMM4 \
+    "csrwi vxrm, 0\n\t" \
+    "lw t6, 4(%6)\n\t" \
+    "vsetvli zero, t6, e32, m4, ta, ma\n\t" \
+    "vle32.v v16, (%3)\n\t" \
+    "vmv.v.v v20, v16\n\t" \
+    "vmv.v.v v24, v16\n\t" \
+    "vmv.v.v v28, v16\n\t" \
+    "vsetvli zero, t6, e16, m2, ta, ma\n\t" \
+    "mv t1, %0\n\t" \
+    "add t2, t1, %1\n\t" \
+    "add t3, t2, %1\n\t" \
+    "add t4, t3, %1\n\t" \
+    "mv t5, %2\n\t" \
+    "lw t0, 0(%6)\n\t" \
+    "andi a7, t0, 3\n\t" \
+    "beqz a7, 2f\n\t" \
+    "1:\n\t" \
+    "vle8.v v0, (t5)\n\t" \
+    "addi t5, t5, 32\n\t" \
+    "vsext.vf2 v2, v0\n\t" \
+    "lb t6, 0(t1)\n\t" \
+    "vwmacc.vx v16, t6, v2\n\t" \
+    "lb t6, 0(t2)\n\t" \
+    "vwmacc.vx v20, t6, v2\n\t" \
+    "lb t6, 0(t3)\n\t" \
+    "vwmacc.vx v24, t6, v2\n\t" \
+    "lb t6, 0(t4)\n\t" \
+    "vwmacc.vx v28, t6, v2\n\t" \
+    "addi t1, t1, 1\n\t" \
+    "addi t2, t2, 1\n\t" \
+    "addi t3, t3, 1\n\t" \
+    "addi t4, t4, 1\n\t" \
+    "addi a7, a7, -1\n\t" \
+    "bnez a7, 1b\n\t" \
+    "2:\n\t" \
+    "srli t0, t0, 2\n\t" \
+    "beqz t0, 4f\n\t" \
+    "3:\n\t" \
+    "vle8.v v0, (t5)\n\t" \
+    "addi t5, t5, 32\n\t" \
+    "vsext.vf2 v2, v0\n\t" \
+    "lb t6, 0(t1)\n\t" \
+    "vwmacc.vx v16, t6, v2\n\t" \
+    "lb t6, 0(t2)\n\t" \
+    "vwmacc.vx v20, t6, v2\n\t" \
+    "lb t6, 0(t3)\n\t" \
+    "vwmacc.vx v24, t6, v2\n\t" \
+    "lb t6, 0(t4)\n\t" \
+    "vwmacc.vx v28, t6, v2\n\t" \
+    "vle8.v v0, (t5)\n\t" \
+    "addi t5, t5, 32\n\t" \
+    "vsext.vf2 v2, v0\n\t" \
+    "lb t6, 1(t1)\n\t" \
+    "vwmacc.vx v16, t6, v2\n\t" \
+    "lb t6, 1(t2)\n\t" \
+    "vwmacc.vx v20, t6, v2\n\t" \
+    "lb t6, 1(t3)\n\t" \
+    "vwmacc.vx v24, t6, v2\n\t" \
+    "lb t6, 1(t4)\n\t" \
+    "vwmacc.vx v28, t6, v2\n\t" \
+    "vle8.v v0, (t5)\n\t" \
+    "addi t5, t5, 32\n\t" \
+    "vsext.vf2 v2, v0\n\t" \
+    "lb t6, 2(t1)\n\t" \
+    "vwmacc.vx v16, t6, v2\n\t" \
+    "lb t6, 2(t2)\n\t" \
+    "vwmacc.vx v20, t6, v2\n\t" \
+    "lb t6, 2(t3)\n\t" \
+    "vwmacc.vx v24, t6, v2\n\t" \
+    "lb t6, 2(t4)\n\t" \
+    "vwmacc.vx v28, t6, v2\n\t" \
+    "vle8.v v0, (t5)\n\t" \
+    "addi t5, t5, 32\n\t" \
+    "vsext.vf2 v2, v0\n\t" \
+    "lb t6, 3(t1)\n\t" \
+    "vwmacc.vx v16, t6, v2\n\t" \
+    "lb t6, 3(t2)\n\t" \
+    "vwmacc.vx v20, t6, v2\n\t" \
+    "lb t6, 3(t3)\n\t" \
+    "vwmacc.vx v24, t6, v2\n\t" \
+    "lb t6, 3(t4)\n\t" \
+    "vwmacc.vx v28, t6, v2\n\t" \
+    "addi t1, t1, 4\n\t" \
+    "addi t2, t2, 4\n\t" \
+    "addi t3, t3, 4\n\t" \
+    "addi t4, t4, 4\n\t" \
+    "addi t0, t0, -1\n\t" \
+    "bnez t0, 3b\n\t" \
+    "4:\n\t" \
+    "lw t6, 4(%6)\n\t" \
+    "vsetvli zero, t6, e32, m4, ta, ma\n\t" \
+    "lw t4, 20(%6)\n\t" \
+    "beqz t4, 5f\n\t" \
+    "addi t5, %3, 256\n\t" \
+    "vle32.v v8, (t5)\n\t" \
+    "vsll.vv v16, v16, v8\n\t" \
+    "vsll.vv v20, v20, v8\n\t" \
+    "vsll.vv v24, v24, v8\n\t" \
+    "vsll.vv v28, v28, v8\n\t" \
+    "5:\n\t" \
+    "addi t5, %3, 128\n\t" \
+    "vle32.v v8, (t5)\n\t" \
+    "vsmul.vv v16, v16, v8\n\t" \
+    "vsmul.vv v20, v20, v8\n\t" \
+    "vsmul.vv v24, v24, v8\n\t" \
+    "vsmul.vv v28, v28, v8\n\t" \
+    "addi t5, %3, 384\n\t" \
+    "vle32.v v8, (t5)\n\t" \
+    "vand.vv v0, v16, v8\n\t" \
+    "vsra.vi v0, v0, 31\n\t" \
+    "vsadd.vv v16, v16, v0\n\t" \
+    "vand.vv v0, v20, v8\n\t" \
+    "vsra.vi v0, v0, 31\n\t" \
+    "vsadd.vv v20, v20, v0\n\t" \
+    "vand.vv v0, v24, v8\n\t" \
+    "vsra.vi v0, v0, 31\n\t" \
+    "vsadd.vv v24, v24, v0\n\t" \
+    "vand.vv v0, v28, v8\n\t" \
+    "vsra.vi v0, v0, 31\n\t" \
+    "vsadd.vv v28, v28, v0\n\t" \
+    "vrsub.vi v8, v8, 0\n\t" \
+    "vssra.vv v16, v16, v8\n\t" \
+    "vssra.vv v20, v20, v8\n\t" \
+    "vssra.vv v24, v24, v8\n\t" \
+    "vssra.vv v28, v28, v8\n\t" \
+    "lw t4, 8(%6)\n\t" \
+    "vadd.vx v16, v16, t4\n\t" \
+    "vadd.vx v20, v20, t4\n\t" \
+    "vadd.vx v24, v24, t4\n\t" \
+    "vadd.vx v28, v28, t4\n\t" \
+    "lw t4, 12(%6)\n\t" \
+    "vmax.vx v16, v16, t4\n\t" \
+    "vmax.vx v20, v20, t4\n\t" \
+    "vmax.vx v24, v24, t4\n\t" \
+    "vmax.vx v28, v28, t4\n\t" \
+    "lw t4, 16(%6)\n\t" \
+    "vmin.vx v16, v16, t4\n\t" \
+    "vmin.vx v20, v20, t4\n\t" \
+    "vmin.vx v24, v24, t4\n\t" \
+    "vmin.vx v28, v28, t4\n\t" \
+    "vsetvli zero, t6, e16, m2, ta, ma\n\t" \
+    "vnsrl.wi v0, v16, 0\n\t" \
+    "vnsrl.wi v2, v20, 0\n\t" \
+    "vnsrl.wi v4, v24, 0\n\t" \
+    "vnsrl.wi v6, v28, 0\n\t" \
+    "vsetvli zero, t6, e8, m1, ta, ma\n\t" \
+    "vnsrl.wi v8, v0, 0\n\t" \
+    "vnsrl.wi v9, v2, 0\n\t" \
+    "vnsrl.wi v10, v4, 0\n\t" \
+    "vnsrl.wi v11, v6, 0\n\t" \
+    "mv t1, %4\n\t" \
+    "vse8.v v8, (t1)\n\t" \
+    "add t1, t1, %5\n\t" \
+    "vse8.v v9, (t1)\n\t" \
+    "add t1, t1, %5\n\t" \
+    "vse8.v v10, (t1)\n\t" \
+    "add t1, t1, %5\n\t" \
+    "vse8.v v11, (t1)"
+
 #define AOT_RVV_DW2 \
     "csrwi vxrm, 0\n\t" \
     "lw t6, 4(%6)\n\t" \
@@ -205,7 +365,7 @@
 
 #define AOT_RVV_STEP(text, x0, x1, w, p, o0, o1, cfg)                                               \
     __asm__ volatile(text : : "r"(x0), "r"(x1), "r"(w), "r"(p), "r"(o0), "r"(o1), "r"(cfg)               \
-                     : "t0", "t1", "t2", "t3", "t4", "t5", "t6", "memory")
+                     : "t0", "t1", "t2", "t3", "t4", "t5", "t6", "a7", "memory")
 
 /* n bytes (n >= 0) from s to d / of value v at d, 128 bytes per vector step (e8, LMUL 8) */
 static inline void aot_rvv_copy(int8_t *d, const int8_t *s, int32_t n) {
@@ -232,7 +392,14 @@ static inline void aot_rvv_gemm(int8_t *out, const int8_t *x, const int8_t *w, c
                                 int32_t amax, int32_t shl) {
     int32_t cfg[6] = {n, 0, zp, amin, amax, shl & 1};
     const int32_t wblock = n * AOT_RVV_BLOCK;
-    for (int32_t q = 0; q < npix; q += 2) {
+    int32_t q = 0;
+    if (OC <= AOT_RVV_BLOCK / 2) { /* one block of up to 16 channels: four pixels per step (LMUL 4) */
+        cfg[1] = OC;
+        for (; q + 4 <= npix; q += 4) {
+            AOT_RVV_STEP(AOT_RVV_GEMM4, x + q * xs, xs, w, p, out + q * os, os, cfg);
+        }
+    }
+    for (; q < npix; q += 2) {
         const int8_t *x0 = x + q * xs;
         const int8_t *x1 = q + 1 < npix ? x0 + xs : x0;
         int8_t *o0 = out + q * os;
