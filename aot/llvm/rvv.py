@@ -14,6 +14,7 @@ from llvmlite import ir
 
 from aot.llvm.helium import _fill_lines
 from aot.llvm.loops import counted_loop as _loop
+from aot.llvm.volatile import make_volatile
 
 I8, I32 = ir.IntType(8), ir.IntType(32)
 PTR = ir.PointerType()
@@ -59,8 +60,9 @@ def _splat(b: ir.IRBuilder, v: ir.Value, vt: ir.VectorType = V32I32) -> ir.Value
 
 def _vld(b: ir.IRBuilder, p: ir.Value, vt: ir.VectorType, mask: ir.Value | None = None) -> ir.Value:
     """A vector load at p (masked: lanes off read as zero)."""
-    if mask is None:
-        ld = b.load(p, typ=vt)
+    if mask is None:  # volatile: in program order, not hoisted nor clustered (aot.llvm.volatile), so
+        # the unrolled taps do not keep every loaded vector live at once (LLVM spilled them)
+        ld = make_volatile(b.load(p, typ=vt))
         ld.align = 1
         return ld
     name = f"llvm.masked.load.v{vt.count}i{vt.element.width}.p0"
@@ -76,8 +78,9 @@ def _vrq(b: ir.IRBuilder, acc: ir.Value, pb: ir.Value, zp: ir.Value, amin: ir.Va
          shl: ir.Value) -> ir.Value:
     """TFLite's MultiplyByQuantizedMultiplier on 32 lanes (parameters: the block's table), + zp,
     clamp: int32 operations only."""
-    def row(k: int) -> ir.Value:
-        ld = b.load(_gep(b, pb, _c(k * BLOCK), I32), typ=V32I32)
+    def row(k: int) -> ir.Value:  # volatile: LLVM does not fold the constant table into the code (a
+        # constant multiplier vector defeats the MULH combine: the products were scalarized)
+        ld = make_volatile(b.load(_gep(b, pb, _c(k * BLOCK), I32), typ=V32I32))
         ld.align = 4
         return ld
     m, left, nright = row(1), row(2), row(3)
@@ -85,10 +88,13 @@ def _vrq(b: ir.IRBuilder, acc: ir.Value, pb: ir.Value, zp: ir.Value, amin: ir.Va
     # SaturatingRoundingDoublingHighMul: (x * m + 2^30) >> 31 from the high and low words
     hi = b.trunc(b.lshr(b.mul(b.sext(x, V32I64), b.sext(m, V32I64)), _splat(b, ir.Constant(I64, 32), V32I64)),
                  V32I32)
+    # + floor((lo + 2^30) / 2^31) = ((lo >> 1) + 2^29) >> 30 (0, 1 or 2)
     lo = b.mul(x, m)
-    t = b.add(lo, _splat(b, _c(1 << 30)))
-    carry = b.zext(b.icmp_unsigned("<", t, lo), V32I32)
-    v = b.add(b.add(b.shl(hi, _splat(b, _c(1))), b.lshr(t, _splat(b, _c(31)))), b.shl(carry, _splat(b, _c(1))))
+    low = b.lshr(b.add(b.lshr(lo, _splat(b, _c(1))), _splat(b, _c(1 << 29))), _splat(b, _c(30)))
+    # 2 * hi as a saturating add (exact but where both factors are INT32_MIN, selected below): LLVM
+    # folds a plain doubling back into one 64-bit shift of the product, which it scalarizes
+    sat = _decl(b.module, "llvm.sadd.sat.v32i32", V32I32, [V32I32, V32I32])
+    v = b.add(b.call(sat, [hi, hi]), low)
     imin = _splat(b, _c(-(1 << 31)))
     both = b.and_(b.icmp_signed("==", x, imin), b.icmp_signed("==", m, imin))
     v = b.select(both, _splat(b, _c((1 << 31) - 1)), v)
@@ -193,7 +199,7 @@ def define_dw_row(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Func
     fn, b = _fn(mod, name, kinds)
     (out, lb, x, w, p, C, H, W, kh, kw, dh, dw, sw, iy0, pl, OW, zp_in, zp, amin, amax, shl) = fn.args
     LW = b.add(b.add(b.mul(b.sub(OW, _c(1)), sw), b.mul(b.sub(kw, _c(1)), dw)), _c(1))
-    cells = (b.alloca(V32I32), b.alloca(V32I32)) if native else ()
+    cells = (b.alloca(V32I32),) if native else ()
     cell = b.alloca(I32)
     _fill_lines(b, lb, x, C, H, W, kh, dh, iy0, pl, LW, zp_in)
     if native:
@@ -201,23 +207,30 @@ def define_dw_row(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Func
 
         def step(b: ir.IRBuilder, x0: ir.Value, x1: ir.Value, o0: ir.Value, o1: ir.Value, c0: ir.Value) -> None:
             pb = _gep(b, p, b.mul(c0, _c(4)), I32)
-            bias = b.load(pb, typ=V32I32)
-            bias.align = 4
-            for cell in cells:
+            vl = _min(b, b.sub(C, c0), _c(BLOCK))
+            lanes = _lanes(b, vl)
+            cell = cells[0]
+            for xp, o in ((x0, o0), (x1, o1)):  # one pixel after the other: one accumulator live (LLVM
+                # spilled two LMUL-8 accumulators and their operands)
+                bias = b.load(pb, typ=V32I32)
+                bias.align = 4
                 b.store(bias, cell)
-            lanes = _lanes(b, _min(b, b.sub(C, c0), _c(BLOCK)))
 
-            def row(b: ir.IRBuilder, ky: ir.Value) -> None:
-                def col(b: ir.IRBuilder, kx: ir.Value) -> None:
-                    off = b.add(b.mul(b.add(b.mul(ky, LW), b.mul(kx, dw)), C), c0)
-                    wv = b.sext(_vld(b, _gep(b, w, b.add(b.mul(b.add(b.mul(ky, kw), kx), C), c0)), V32I8, lanes),
-                                V32I32)
-                    for cell, xp in zip(cells, (x0, x1)):
-                        xv = b.sext(_vld(b, _gep(b, xp, off), V32I8, lanes), V32I32)
-                        b.store(b.add(b.load(cell, typ=V32I32), b.mul(xv, wv)), cell)
-                _loop(b, kw, col)
-            _loop(b, kh, row)
-            for cell, o in zip(cells, (o0, o1)):
+                def taps(b: ir.IRBuilder, mask: ir.Value | None, xp: ir.Value = xp) -> None:
+                    def row(b: ir.IRBuilder, ky: ir.Value) -> None:
+                        def col(b: ir.IRBuilder, kx: ir.Value) -> None:
+                            off = b.add(b.mul(b.add(b.mul(ky, LW), b.mul(kx, dw)), C), c0)
+                            wp = _gep(b, w, b.add(b.mul(b.add(b.mul(ky, kw), kx), C), c0))
+                            wv = b.sext(_vld(b, wp, V32I8, mask), V32I32)
+                            xv = b.sext(_vld(b, _gep(b, xp, off), V32I8, mask), V32I32)
+                            b.store(b.add(b.load(cell, typ=V32I32), b.mul(xv, wv)), cell)
+                        _loop(b, kw, col)
+                    _loop(b, kh, row)
+                with b.if_else(b.icmp_signed("==", vl, _c(BLOCK))) as (whole, part):
+                    with whole:  # plain loads of 32 channels
+                        taps(b, None)
+                    with part:  # the last block's channels only
+                        taps(b, lanes)
                 _vstore(b, _vrq(b, b.load(cell, typ=V32I32), pb, zp, amin, amax, hint), _gep(b, o, c0), lanes)
         _pairs(b, OW, lb, b.mul(sw, C), out, C, C, step)
         b.ret(_c(0))
