@@ -18,6 +18,7 @@ None (the scalar RV32 schedules run).
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Mapping
 
 import numpy as np
@@ -131,12 +132,17 @@ def rvv_fully_connected(ctx, xf: Accessor, rows: int, w: Accessor, bias: Accesso
 
 def rvv_depthwise(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter,  # noqa: ANN001
                   attrs: Mapping, arith: MacArith) -> K.Stmt | None:
-    """Depth multiplier 1 over a materialised int8 input; None otherwise."""
+    """Depth multiplier 1 over a materialised int8 input, or one input channel (a convolution:
+    rvv_gemm); None otherwise."""
     if not (rvv_target(ctx) and plain_output(out) and _usable(arith)):
         return None
     n_, oh, ow, oc_n = out.shape
     _, h, wd, cin = x.shape
     _, kh, kw, _ = w.shape
+    if cin == 1 and oc_n > 1:  # one input channel, a depth multiplier: a convolution into oc_n channels
+        conv_w = SimpleNamespace(shape=(oc_n, kh, kw, 1),
+                                 const=np.asarray(w.const).reshape(kh, kw, oc_n).transpose(2, 0, 1)[..., None])
+        return rvv_conv2d(ctx, x, conv_w, bias, out, attrs, arith)  # type: ignore[arg-type]
     if cin != oc_n or x.buffer is None or x.buffer.dtype != "i8":
         return None
     w2d = np.asarray(w.const).reshape(kh * kw, oc_n).T

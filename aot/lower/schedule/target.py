@@ -58,7 +58,8 @@ ARMV6M_CPUS = frozenset({"cortex-m0", "cortex-m0plus", "cortex-m1"})
 ASM_REGISTERS = 14
 
 # RISC-V cores (aot.board.riscv.RISCV_CPUS): the DSP feature there only asks for the in-place
-# schedules (a board whose RAM the generic plan does not fit); GEMMs stay scalar RV32IM code
+# schedules (a board whose RAM the generic plan does not fit); "rvv" (a board ISA with V) selects
+# the vector schedules (aot.lower.schedule.rvv), else GEMMs are scalar RV32IM code
 RISCV_CPUS = frozenset({"rv32", "sifive-e31", "bumblebee", "esp32c3"})
 ARMV81M_CPUS = frozenset({"cortex-m55", "cortex-m85"})
 
