@@ -92,8 +92,37 @@ def rvv_dw_row(out: Ref, lb: Ref, x: Ref, w: Ref, p: Ref, C: int, H: int, W: int
     return 0
 
 
+ADD_PARAMS = 13  # rvv_add's table: o1 m1 r1 o2 m2 r2 mo ro zo min max left sub
+
+
+def add_table(p, sub: bool) -> np.ndarray:  # noqa: ANN001
+    """rvv_add's parameter table from TFLite's ADD / SUB parameters (aot.quant AddParams; every
+    multiplier's shift <= 0, as QuantizeMultiplierSmallerThanOneExp gives): the offsets, the
+    multipliers and right shifts of both inputs and the output, the output offset, the clamp, the
+    common left shift and 1 for SUB."""
+    return np.array([p.input1_offset, p.input1_multiplier, -p.input1_shift, p.input2_offset, p.input2_multiplier,
+                     -p.input2_shift, p.output_multiplier, -p.output_shift, p.output_offset, p.act_min, p.act_max,
+                     p.left_shift, int(sub)], dtype=np.int32)
+
+
+def rvv_add(out: Ref, a: Ref, b: Ref, p: Ref, n: int) -> int:
+    """TFLite's int8 ADD (SUB) of n elements: out[i] = clamp(requant(requant((a[i] + o1) << left, m1,
+    -r1) +- requant((b[i] + o2) << left, m2, -r2), mo, -ro) + zo), the table as add_table lays it out."""
+    pa, pi = p
+    o1, m1, r1, o2, m2, r2, mo, ro, zo, lo, hi, left, sub = (int(v) for v in pa[pi:pi + ADD_PARAMS])
+    x = np.asarray(a[0][a[1]:a[1] + n]).astype(np.int64)
+    y = np.asarray(b[0][b[1]:b[1] + n]).astype(np.int64)
+    sa = fp.multiply_by_quantized_multiplier(fp.wrap32((x + o1) << left), m1, -r1)
+    sb = fp.multiply_by_quantized_multiplier(fp.wrap32((y + o2) << left), m2, -r2)
+    raw = fp.wrap32(sa - sb if sub else sa + sb)
+    v = np.clip(fp.multiply_by_quantized_multiplier(raw, mo, -ro) + zo, lo, hi)
+    out[0][out[1]:out[1] + n] = v
+    return 0
+
+
 # name -> (argument dtypes, result dtype, semantics)
 RVV_INTRINSICS: tuple[tuple[str, tuple[str, ...], str, Callable[..., int]], ...] = (
     ("rvv_gemm", ("*i8", "&i8", "&i8", "&i32") + ("i32",) * 9, "i32", rvv_gemm),
     ("rvv_dw_row", ("*i8", "*i8", "&i8", "&i8", "&i32") + ("i32",) * 16, "i32", rvv_dw_row),
+    ("rvv_add", ("*i8", "&i8", "&i8", "&i32", "i32"), "i32", rvv_add),
 )

@@ -152,7 +152,63 @@ bnez t0, 1b""",
     _REQUANT,
 ))
 
-ROUTINES = {"AOT_RVV_GEMM2": GEMM2, "AOT_RVV_GEMM4": GEMM4, "AOT_RVV_DW2": DW2}
+def _rescale(v: int, mult: int, right: int, label: int) -> str:
+    """v (LMUL 8) = RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(v, table[mult]), table[right])."""
+    return "\n".join((f"lw t5, {4 * mult}(%3)", f"vsmul.vx v{v}, v{v}, t5", f"lw t5, {4 * right}(%3)",
+                      f"beqz t5, {label}f", f"vsra.vi v24, v{v}, 31", f"vsadd.vv v{v}, v{v}, v24",
+                      f"vssra.vx v{v}, v{v}, t5", f"{label}:"))
+
+
+# TFLite's int8 ADD / SUB of %4 (> 0) elements: %0 the output, %1 and %2 the inputs, %3 the table
+# of aot.kernel.intrinsics_rvv.add_table; 32 int32 lanes (LMUL 8) per iteration
+ADD = "\n".join((
+    """csrwi vxrm, 0
+mv t0, %4
+mv t1, %1
+mv t2, %2
+mv t3, %0
+lw t6, 44(%3)
+1:
+vsetvli t4, t0, e32, m8, ta, ma
+vle8.v v0, (t1)
+vsext.vf4 v8, v0
+vle8.v v0, (t2)
+vsext.vf4 v16, v0
+lw t5, 0(%3)
+vadd.vx v8, v8, t5
+vsll.vx v8, v8, t6
+lw t5, 12(%3)
+vadd.vx v16, v16, t5
+vsll.vx v16, v16, t6""",
+    _rescale(8, 1, 2, 2),
+    _rescale(16, 4, 5, 3),
+    """lw t5, 48(%3)
+bnez t5, 4f
+vadd.vv v8, v8, v16
+j 5f
+4:
+vsub.vv v8, v8, v16
+5:""",
+    _rescale(8, 6, 7, 6),
+    """lw t5, 32(%3)
+vadd.vx v8, v8, t5
+lw t5, 36(%3)
+vmax.vx v8, v8, t5
+lw t5, 40(%3)
+vmin.vx v8, v8, t5
+vsetvli zero, t4, e16, m4, ta, ma
+vnsrl.wi v0, v8, 0
+vsetvli zero, t4, e8, m2, ta, ma
+vnsrl.wi v4, v0, 0
+vse8.v v4, (t3)
+add t1, t1, t4
+add t2, t2, t4
+add t3, t3, t4
+sub t0, t0, t4
+bnez t0, 1b""",
+))
+
+ROUTINES = {"AOT_RVV_GEMM2": GEMM2, "AOT_RVV_GEMM4": GEMM4, "AOT_RVV_DW2": DW2, "AOT_RVV_ADD": ADD}
 
 
 def c_literal(name: str) -> str:

@@ -258,7 +258,62 @@ def define_dw_row(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Func
     return fn
 
 
+def _vrescale(b: ir.IRBuilder, x: ir.Value, m: ir.Value, right: ir.Value) -> ir.Value:
+    """RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x, m), right) on 32 lanes, m and right
+    scalars (0 <= right <= 31)."""
+    mv = _splat(b, m)
+    hi = b.trunc(b.lshr(b.mul(b.sext(x, V32I64), b.sext(mv, V32I64)), _splat(b, ir.Constant(I64, 32), V32I64)),
+                 V32I32)
+    lo = b.mul(x, mv)
+    low = b.lshr(b.add(b.lshr(lo, _splat(b, _c(1))), _splat(b, _c(1 << 29))), _splat(b, _c(30)))
+    sat = _decl(b.module, "llvm.sadd.sat.v32i32", V32I32, [V32I32, V32I32])
+    v = b.add(b.call(sat, [hi, hi]), low)
+    imin = _splat(b, _c(-(1 << 31)))
+    both = b.and_(b.icmp_signed("==", x, imin), b.icmp_signed("==", mv, imin))
+    v = b.select(both, _splat(b, _c((1 << 31) - 1)), v)
+    r = _splat(b, right)
+    mask = b.sub(b.shl(_splat(b, _c(1)), r), _splat(b, _c(1)))
+    thr = b.add(b.ashr(mask, _splat(b, _c(1))), b.zext(b.icmp_signed("<", v, _splat(b, _c(0))), V32I32))
+    return b.add(b.ashr(v, r), b.zext(b.icmp_signed(">", b.and_(v, mask), thr), V32I32))
+
+
+def define_add(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Function, native: bool) -> ir.Function:
+    fn, b = _fn(mod, name, kinds)
+    out, xa, xb, p, n = fn.args
+    prm = [make_volatile(b.load(_gep(b, p, _c(i), I32), typ=I32)) for i in range(13)]
+    o1, m1, r1, o2, m2, r2, mo, ro, zo, lo, hi, left, sub = prm
+    if native:
+        def chunk(b: ir.IRBuilder, i: ir.Value) -> None:
+            lanes = _lanes(b, b.sub(n, i))
+            x = b.sext(_vld(b, _gep(b, xa, i), V32I8, lanes), V32I32)
+            y = b.sext(_vld(b, _gep(b, xb, i), V32I8, lanes), V32I32)
+            sa = _vrescale(b, b.shl(b.add(x, _splat(b, o1)), _splat(b, left)), m1, r1)
+            sb = _vrescale(b, b.shl(b.add(y, _splat(b, o2)), _splat(b, left)), m2, r2)
+            raw = b.select(b.icmp_signed("!=", sub, _c(0)), b.sub(sa, sb), b.add(sa, sb))
+            v = b.add(_vrescale(b, raw, mo, ro), _splat(b, zo))
+            v = b.select(b.icmp_signed("<", v, _splat(b, lo)), _splat(b, lo), v)
+            v = b.select(b.icmp_signed(">", v, _splat(b, hi)), _splat(b, hi), v)
+            _vstore(b, v, _gep(b, out, i), lanes)
+        _loop(b, n, chunk, step=BLOCK)
+        b.ret(_c(0))
+        return fn
+
+    def one(b: ir.IRBuilder, i: ir.Value) -> None:
+        x = b.sext(b.load(_gep(b, xa, i), typ=I8), I32)
+        y = b.sext(b.load(_gep(b, xb, i), typ=I8), I32)
+        sa = b.call(rq, [b.shl(b.add(x, o1), left), m1, b.sub(_c(0), r1)])
+        sb = b.call(rq, [b.shl(b.add(y, o2), left), m2, b.sub(_c(0), r2)])
+        raw = b.select(b.icmp_signed("!=", sub, _c(0)), b.sub(sa, sb), b.add(sa, sb))
+        v = b.add(b.call(rq, [raw, mo, b.sub(_c(0), ro)]), zo)
+        v = b.select(b.icmp_signed("<", v, lo), lo, v)
+        v = b.select(b.icmp_signed(">", v, hi), hi, v)
+        b.store(b.trunc(v, I8), _gep(b, out, i))
+    _loop(b, n, one)
+    b.ret(_c(0))
+    return fn
+
+
 def define_rvv(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Function, features: str) -> ir.Function:
     """The LLVM function of the RVV routine `name` (aot.kernel.intrinsics_rvv)."""
-    define = {"rvv_gemm": define_gemm, "rvv_dw_row": define_dw_row}[name]
+    define = {"rvv_gemm": define_gemm, "rvv_dw_row": define_dw_row, "rvv_add": define_add}[name]
     return define(mod, name, kinds, rq, rvv_native(mod, features))

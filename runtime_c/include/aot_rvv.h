@@ -363,6 +363,73 @@
     "vse8.v v8, (%4)\n\t" \
     "vse8.v v10, (%5)"
 
+#define AOT_RVV_ADD \
+    "csrwi vxrm, 0\n\t" \
+    "mv t0, %4\n\t" \
+    "mv t1, %1\n\t" \
+    "mv t2, %2\n\t" \
+    "mv t3, %0\n\t" \
+    "lw t6, 44(%3)\n\t" \
+    "1:\n\t" \
+    "vsetvli t4, t0, e32, m8, ta, ma\n\t" \
+    "vle8.v v0, (t1)\n\t" \
+    "vsext.vf4 v8, v0\n\t" \
+    "vle8.v v0, (t2)\n\t" \
+    "vsext.vf4 v16, v0\n\t" \
+    "lw t5, 0(%3)\n\t" \
+    "vadd.vx v8, v8, t5\n\t" \
+    "vsll.vx v8, v8, t6\n\t" \
+    "lw t5, 12(%3)\n\t" \
+    "vadd.vx v16, v16, t5\n\t" \
+    "vsll.vx v16, v16, t6\n\t" \
+    "lw t5, 4(%3)\n\t" \
+    "vsmul.vx v8, v8, t5\n\t" \
+    "lw t5, 8(%3)\n\t" \
+    "beqz t5, 2f\n\t" \
+    "vsra.vi v24, v8, 31\n\t" \
+    "vsadd.vv v8, v8, v24\n\t" \
+    "vssra.vx v8, v8, t5\n\t" \
+    "2:\n\t" \
+    "lw t5, 16(%3)\n\t" \
+    "vsmul.vx v16, v16, t5\n\t" \
+    "lw t5, 20(%3)\n\t" \
+    "beqz t5, 3f\n\t" \
+    "vsra.vi v24, v16, 31\n\t" \
+    "vsadd.vv v16, v16, v24\n\t" \
+    "vssra.vx v16, v16, t5\n\t" \
+    "3:\n\t" \
+    "lw t5, 48(%3)\n\t" \
+    "bnez t5, 4f\n\t" \
+    "vadd.vv v8, v8, v16\n\t" \
+    "j 5f\n\t" \
+    "4:\n\t" \
+    "vsub.vv v8, v8, v16\n\t" \
+    "5:\n\t" \
+    "lw t5, 24(%3)\n\t" \
+    "vsmul.vx v8, v8, t5\n\t" \
+    "lw t5, 28(%3)\n\t" \
+    "beqz t5, 6f\n\t" \
+    "vsra.vi v24, v8, 31\n\t" \
+    "vsadd.vv v8, v8, v24\n\t" \
+    "vssra.vx v8, v8, t5\n\t" \
+    "6:\n\t" \
+    "lw t5, 32(%3)\n\t" \
+    "vadd.vx v8, v8, t5\n\t" \
+    "lw t5, 36(%3)\n\t" \
+    "vmax.vx v8, v8, t5\n\t" \
+    "lw t5, 40(%3)\n\t" \
+    "vmin.vx v8, v8, t5\n\t" \
+    "vsetvli zero, t4, e16, m4, ta, ma\n\t" \
+    "vnsrl.wi v0, v8, 0\n\t" \
+    "vsetvli zero, t4, e8, m2, ta, ma\n\t" \
+    "vnsrl.wi v4, v0, 0\n\t" \
+    "vse8.v v4, (t3)\n\t" \
+    "add t1, t1, t4\n\t" \
+    "add t2, t2, t4\n\t" \
+    "add t3, t3, t4\n\t" \
+    "sub t0, t0, t4\n\t" \
+    "bnez t0, 1b"
+
 #define AOT_RVV_STEP(text, x0, x1, w, p, o0, o1, cfg)                                               \
     __asm__ volatile(text : : "r"(x0), "r"(x1), "r"(w), "r"(p), "r"(o0), "r"(o1), "r"(cfg)               \
                      : "t0", "t1", "t2", "t3", "t4", "t5", "t6", "a7", "memory")
@@ -413,7 +480,26 @@ static inline void aot_rvv_gemm(int8_t *out, const int8_t *x, const int8_t *w, c
     }
 }
 
+/* TFLite's int8 ADD / SUB of n elements (the table: aot/kernel/intrinsics_rvv.py add_table); an
+   input may be the output (each element is read before it is written) */
+static inline void aot_rvv_add(int8_t *out, const int8_t *a, const int8_t *b, const int32_t *p, int32_t n) {
+    if (n > 0) {
+        __asm__ volatile(AOT_RVV_ADD : : "r"(out), "r"(a), "r"(b), "r"(p), "r"(n)
+                         : "t0", "t1", "t2", "t3", "t4", "t5", "t6", "memory");
+    }
+}
+
 #else /* portable C */
+
+static inline void aot_rvv_add(int8_t *out, const int8_t *a, const int8_t *b, const int32_t *p, int32_t n) {
+    for (int32_t i = 0; i < n; i++) {
+        int32_t sa = aot_requantize((int32_t)((uint32_t)((int32_t)a[i] + p[0]) << p[11]), p[1], -p[2]);
+        int32_t sb = aot_requantize((int32_t)((uint32_t)((int32_t)b[i] + p[3]) << p[11]), p[4], -p[5]);
+        int32_t raw = (int32_t)(p[12] ? (uint32_t)sa - (uint32_t)sb : (uint32_t)sa + (uint32_t)sb);
+        int32_t v = aot_requantize(raw, p[6], -p[7]) + p[8];
+        out[i] = (int8_t)(v < p[9] ? p[9] : (v > p[10] ? p[10] : v));
+    }
+}
 
 static inline int32_t aot_rvv_rq1(int32_t acc, const int32_t *pc, int32_t zp, int32_t amin, int32_t amax) {
     const int32_t left = pc[2 * AOT_RVV_BLOCK];

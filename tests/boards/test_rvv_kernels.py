@@ -45,8 +45,9 @@ CHAINS = {
 }
 
 
-def _residual() -> aot.ir.Model:
-    """A 3x3 convolution whose output a residual add takes (the fused epilogue: staged results)."""
+def _residual(sub: bool = False) -> aot.ir.Model:
+    """A 3x3 convolution whose output a residual add takes (the fused epilogue: staged results,
+    rvv_add); sub: the input less the convolution (the kernel's value second)."""
     rng = np.random.default_rng(9)
     g = aot.GraphBuilder("residual")
     q = Quant((0.05,), (-9,))
@@ -56,13 +57,16 @@ def _residual() -> aot.ir.Model:
     w = g.constant(rng.integers(-127, 128, (16, 3, 3, 16)).astype(np.int8), "w", quant=wq)
     b = g.constant(rng.integers(-2000, 2000, 16).astype(np.int32), "b", quant=bq)
     y = g.conv2d(x, w, b, padding="same", out_quant=Quant((0.08,), (3,)))
-    g.output(g.add(y, x, out_quant=Quant((0.1,), (-4,))), "y")
+    if sub:
+        g.output(g.sub(x, y, out_quant=Quant((0.1,), (-4,))), "y")
+    else:
+        g.output(g.add(y, x, out_quant=Quant((0.1,), (-4,))), "y")
     return g.finish()
 
 
 def _model(chain: str) -> aot.ir.Model:
-    if chain == "residual":
-        return _residual()
+    if chain.startswith("residual"):
+        return _residual(chain == "residual-sub")
     x_shape, ops = CHAINS[chain]
     return conv_chain(200 + len(chain), x_shape, ops)
 
@@ -77,14 +81,14 @@ def test_rvv_routines_are_chosen_on_v_boards_only() -> None:
     assert "rvv_gemm" in used
     assert "rvv_dw_row" in _intrinsics_used(compile_model(_model("dw"), target_options(VIRT)).module)
     assert "rvv_gemm" in _intrinsics_used(compile_model(_model("dw-mult"), target_options(VIRT)).module)
-    assert "rvv_gemm" in _intrinsics_used(compile_model(_residual(), target_options(VIRT)).module)
+    assert {"rvv_gemm", "rvv_add"} <= _intrinsics_used(compile_model(_residual(), target_options(VIRT)).module)
     for chain in ("conv", "dw"):
         assert not _rvv(_intrinsics_used(compile_model(_model(chain), target_options(FE310)).module)), chain
     size = target_for_board(load_board("rv32-virt"), "size")
     assert not _rvv(_intrinsics_used(compile_model(_model("conv"), target_options(size)).module))
 
 
-@pytest.mark.parametrize("chain", list(CHAINS) + ["residual"])
+@pytest.mark.parametrize("chain", list(CHAINS) + ["residual", "residual-sub"])
 def test_rvv_schedules_bit_exact_on_interp_c_and_llvm(chain: str) -> None:
     model = _model(chain)
     inputs = _input(model)

@@ -95,8 +95,9 @@ def schedule_conv2d(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: Ou
     if ctx.target.reference or int(attrs.get("groups", 1)) != 1 or not _int8_mac(x, w, bias, out, arith):
         return None
     mve = helium_conv2d(ctx, x, w, bias, out, attrs, arith)
-    if mve is None:
-        mve = rvv_conv2d(ctx, x, w, bias, out, attrs, arith)
+    rvv = rvv_conv2d(ctx, x, w, bias, out, attrs, arith) if mve is None else None
+    if rvv is not None:
+        return Scheduled(rvv[0], budget, rvv[1])
     if mve is not None:
         return Scheduled(mve, budget)
     x86 = x86_conv2d(ctx, x, w, bias, out, attrs, arith)

@@ -46,12 +46,42 @@ def _hint(arith: MacArith) -> int:
     return _shl(arith) & 1
 
 
+def _fused_add(ctx, out: OutputWriter) -> tuple[K.Buffer, K.Buffer, bool] | None:  # noqa: ANN001
+    """A residual ADD / SUB fused after the kernel, whose other operand is an int8 input of the
+    output's shape: its rvv_add table, that input's buffer, and whether the kernel's value is the
+    first operand; None otherwise (the epilogue's scalar code runs)."""
+    from aot.kernel.intrinsics_rvv import add_table
+    from aot.ops.quantized import _binary_params
+    if len(out.tail) != 1 or out.buffer.dtype != "i8" or out.type.shape != out.final_type.shape:
+        return None
+    call = out.tail[0]
+    if call.op_name not in ("add", "sub") or len(call.args) != 2 or call.out.type.dtype != "int8":
+        return None
+    mine = [i for i, a in enumerate(call.args) if id(a) not in out.inputs]
+    if len(mine) != 1 or call.args[mine[0]].type != out.type:
+        return None
+    other = out.inputs[id(call.args[1 - mine[0]])]
+    if (other.buffer is None or other.buffer.dtype != "i8" or other.type.dtype != "int8"
+            or tuple(other.type.shape) != tuple(out.final_type.shape)):
+        return None
+    try:
+        p = _binary_params(call.op_name, call.args[0].type, call.args[1].type, call.out.type,
+                           call.attrs.get("activation", "none"))
+    except Exception:  # noqa: BLE001 - whatever the scalar epilogue would report, it reports
+        return None
+    if max(p.input1_shift, p.input2_shift, p.output_shift) > 0 or not 0 <= p.left_shift <= 31:
+        return None
+    table = ctx.const(add_table(p, call.op_name == "sub"), "i32", "addp")
+    return table, other.buffer, mine[0] == 0
+
+
 def emit_gemm(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: MacArith,  # noqa: ANN001
-              out: OutputWriter) -> K.Stmt:
+              out: OutputWriter) -> tuple[K.Stmt, tuple[K.Buffer, ...]]:
     """Pixels whose inputs are evenly spaced rows of the input (unpadded 1x1 stride-1 convolutions,
     fully connected layers): one call over every pixel; strided 1x1: per pixel; otherwise per group
     of pixels whose columns fit COLUMN_BYTES: the columns, then one call. An output with a fused
-    epilogue (a residual add) takes the int8 results of a run of pixels from a staging buffer."""
+    epilogue takes the int8 results of a run of pixels from a staging buffer: a residual ADD / SUB
+    by rvv_add (which may write over its other input: the second result), else its scalar code."""
     oc_n, depth = w2d.shape
     ylo, yhi, xlo, xhi = g.pads
     direct = g.kh == 1 and g.kw == 1 and not (ylo or yhi or xlo or xhi) and g.buf is not None
@@ -62,6 +92,8 @@ def emit_gemm(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: MacAr
     plain = plain_output(out)
     stage_pixels = max(2, STAGE_BYTES // oc_n)
     stage = None if plain else K.Buffer(ctx.fresh("stage"), "i8", oc_n * min(g.pixels, stage_pixels))
+    fused = None if plain else _fused_add(ctx, out)
+    over = () if fused is None else (fused[1],)
 
     def gemm(xref: K.Expr, q: K.Expr, npix: int, xs: int) -> K.Stmt:
         dst = K.Load(out.buffer, q * oc_n) if stage is None else K.Load(stage, K.Const(0))
@@ -69,6 +101,12 @@ def emit_gemm(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: MacAr
                                     depth, npix, xs, oc_n, oc_n, *consts))
         if stage is None:
             return call
+        if fused is not None:
+            table, skip, first = fused
+            mine, theirs = K.Load(stage, K.Const(0)), K.Load(skip, q * oc_n)
+            a, b = (mine, theirs) if first else (theirs, mine)
+            return K.seq(call, K.Evaluate(intrinsic("rvv_add", K.Load(out.buffer, q * oc_n), a, b,
+                                                    K.Load(table, K.Const(0)), npix * oc_n)))
         sl, c = ctx.var("slot"), ctx.var("c")
         lets, p = pixel_coords(ctx, g, simplify_expr(q + sl))
         value = K.Load(stage, sl * oc_n + c).cast("i32")
@@ -82,15 +120,15 @@ def emit_gemm(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: MacAr
         assert g.buf is not None
         buf = g.buf
         if stage is None:
-            return gemm(K.Load(buf, K.Const(0)), K.Const(0), g.pixels, g.C)
+            return gemm(K.Load(buf, K.Const(0)), K.Const(0), g.pixels, g.C), over
         return staged(K.seq(*in_chunks(ctx, g.pixels, stage_pixels,
-                                       lambda q0, n: gemm(K.Load(buf, q0 * g.C), q0, n, g.C))))
+                                       lambda q0, n: gemm(K.Load(buf, q0 * g.C), q0, n, g.C)))), over
     if direct:  # strided 1x1: one pixel at a time, read in place
         def pixel(q: K.Expr) -> K.Stmt:
             lets, p = pixel_coords(ctx, g, q)
             assert g.buf is not None
             return K.seq(*lets, gemm(K.Load(g.buf, g.flat(p.n, p.iy0, p.ix0, K.Const(0))), q, 1, g.C))
-        return staged(_pixel_loop(ctx, g.pixels, pixel))
+        return staged(_pixel_loop(ctx, g.pixels, pixel)), over
     group = max(1, min(g.pixels, COLUMN_BYTES // depth, stage_pixels))
     col = K.Buffer(ctx.fresh("col"), "i8", depth * group)
     fill = _Fill(ctx, g, None, col, group, True)
@@ -106,7 +144,7 @@ def emit_gemm(ctx, g: Geometry, w2d: np.ndarray, biasf: np.ndarray, arith: MacAr
         fills = K.For(sl, count, K.seq(*lets, fill.fill(p, sl)))
         return K.seq(fills, gemm(K.Load(col, K.Const(0)), q0, count, depth))
 
-    return K.Allocate(col, staged(K.seq(*in_chunks(ctx, g.pixels, group, pixels))))
+    return K.Allocate(col, staged(K.seq(*in_chunks(ctx, g.pixels, group, pixels)))), over
 
 
 def _epilogue_ok(out: OutputWriter) -> bool:
@@ -115,7 +153,8 @@ def _epilogue_ok(out: OutputWriter) -> bool:
 
 
 def rvv_conv2d(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter,  # noqa: ANN001
-               attrs: Mapping, arith: MacArith) -> K.Stmt | None:
+               attrs: Mapping, arith: MacArith) -> tuple[K.Stmt, tuple[K.Buffer, ...]] | None:
+    """The body and the inputs it may overwrite with its output; None where it does not apply."""
     if not (rvv_target(ctx) and _epilogue_ok(out) and _usable(arith)):
         return None
     problem = conv_problem(x, w, bias, out, attrs, arith)
@@ -127,7 +166,7 @@ def rvv_fully_connected(ctx, xf: Accessor, rows: int, w: Accessor, bias: Accesso
     if not (rvv_target(ctx) and plain_output(out) and _usable(arith)):
         return None
     problem = fc_problem(xf, rows, w, bias, out, arith)
-    return None if problem is None else emit_gemm(ctx, *problem, arith, out)
+    return None if problem is None else emit_gemm(ctx, *problem, arith, out)[0]
 
 
 def rvv_depthwise(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter,  # noqa: ANN001
@@ -142,7 +181,8 @@ def rvv_depthwise(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: Out
     if cin == 1 and oc_n > 1:  # one input channel, a depth multiplier: a convolution into oc_n channels
         conv_w = SimpleNamespace(shape=(oc_n, kh, kw, 1),
                                  const=np.asarray(w.const).reshape(kh, kw, oc_n).transpose(2, 0, 1)[..., None])
-        return rvv_conv2d(ctx, x, conv_w, bias, out, attrs, arith)  # type: ignore[arg-type]
+        done = rvv_conv2d(ctx, x, conv_w, bias, out, attrs, arith)  # type: ignore[arg-type]
+        return None if done is None else done[0]
     if cin != oc_n or x.buffer is None or x.buffer.dtype != "i8":
         return None
     w2d = np.asarray(w.const).reshape(kh * kw, oc_n).T
