@@ -258,10 +258,10 @@ def define_dw_row(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Func
     return fn
 
 
-def _vrescale(b: ir.IRBuilder, x: ir.Value, m: ir.Value, right: ir.Value) -> ir.Value:
-    """RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x, m), right) on 32 lanes, m and right
-    scalars (0 <= right <= 31)."""
-    mv = _splat(b, m)
+def _vrescale(b: ir.IRBuilder, x: ir.Value, mv: ir.Value, right: ir.Value) -> ir.Value:
+    """RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x, mv), right) on 32 lanes, mv a
+    vector (not a visible splat: LLVM scalarizes the 64-bit product of one), right a scalar
+    (0 <= right <= 31)."""
     hi = b.trunc(b.lshr(b.mul(b.sext(x, V32I64), b.sext(mv, V32I64)), _splat(b, ir.Constant(I64, 32), V32I64)),
                  V32I32)
     lo = b.mul(x, mv)
@@ -283,14 +283,25 @@ def define_add(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Functio
     prm = [make_volatile(b.load(_gep(b, p, _c(i), I32), typ=I32)) for i in range(13)]
     o1, m1, r1, o2, m2, r2, mo, ro, zo, lo, hi, left, sub = prm
     if native:
+        cells = []
+        for m in (m1, m2, mo):  # the multipliers as vectors read back from the stack (volatile)
+            cell = b.alloca(V32I32)
+            b.store(_splat(b, m), cell)
+            cells.append(cell)
+
+        def mult(b: ir.IRBuilder, k: int) -> ir.Value:
+            ld = make_volatile(b.load(cells[k], typ=V32I32))
+            ld.align = 4
+            return ld
+
         def chunk(b: ir.IRBuilder, i: ir.Value) -> None:
             lanes = _lanes(b, b.sub(n, i))
             x = b.sext(_vld(b, _gep(b, xa, i), V32I8, lanes), V32I32)
             y = b.sext(_vld(b, _gep(b, xb, i), V32I8, lanes), V32I32)
-            sa = _vrescale(b, b.shl(b.add(x, _splat(b, o1)), _splat(b, left)), m1, r1)
-            sb = _vrescale(b, b.shl(b.add(y, _splat(b, o2)), _splat(b, left)), m2, r2)
+            sa = _vrescale(b, b.shl(b.add(x, _splat(b, o1)), _splat(b, left)), mult(b, 0), r1)
+            sb = _vrescale(b, b.shl(b.add(y, _splat(b, o2)), _splat(b, left)), mult(b, 1), r2)
             raw = b.select(b.icmp_signed("!=", sub, _c(0)), b.sub(sa, sb), b.add(sa, sb))
-            v = b.add(_vrescale(b, raw, mo, ro), _splat(b, zo))
+            v = b.add(_vrescale(b, raw, mult(b, 2), ro), _splat(b, zo))
             v = b.select(b.icmp_signed("<", v, _splat(b, lo)), _splat(b, lo), v)
             v = b.select(b.icmp_signed(">", v, _splat(b, hi)), _splat(b, hi), v)
             _vstore(b, v, _gep(b, out, i), lanes)
