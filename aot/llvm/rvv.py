@@ -70,48 +70,57 @@ def _vld(b: ir.IRBuilder, p: ir.Value, vt: ir.VectorType, mask: ir.Value | None 
     return b.call(f, [p, _c(1), mask, ir.Constant(vt, [0] * vt.count)])
 
 
-def _lanes(b: ir.IRBuilder, vl: ir.Value) -> ir.Value:
-    return b.icmp_signed("<", ir.Constant(V32I32, list(range(BLOCK))), _splat(b, vl))
+def _vt(bits: int, lanes: int) -> ir.VectorType:
+    return ir.VectorType(ir.IntType(bits), lanes)
+
+
+def _lanes(b: ir.IRBuilder, vl: ir.Value, n: int = BLOCK) -> ir.Value:
+    return b.icmp_signed("<", ir.Constant(_vt(32, n), list(range(n))), _splat(b, vl, _vt(32, n)))
 
 
 def _vrq(b: ir.IRBuilder, acc: ir.Value, pb: ir.Value, zp: ir.Value, amin: ir.Value, amax: ir.Value,
          shl: ir.Value) -> ir.Value:
-    """TFLite's MultiplyByQuantizedMultiplier on 32 lanes (parameters: the block's table), + zp,
-    clamp: int32 operations only."""
+    """TFLite's MultiplyByQuantizedMultiplier on the lanes of acc (32, or 16; parameters: the
+    block's table), + zp, clamp: int32 operations only."""
+    n = acc.type.count
+    vt, wide = _vt(32, n), _vt(64, n)
+
+    def sp(v: int | ir.Value) -> ir.Value:
+        return _splat(b, _c(v) if isinstance(v, int) else v, vt)
+
     def row(k: int) -> ir.Value:  # volatile: LLVM does not fold the constant table into the code (a
         # constant multiplier vector defeats the MULH combine: the products were scalarized)
-        ld = make_volatile(b.load(_gep(b, pb, _c(k * BLOCK), I32), typ=V32I32))
+        ld = make_volatile(b.load(_gep(b, pb, _c(k * BLOCK), I32), typ=vt))
         ld.align = 4
         return ld
     m, left, nright = row(1), row(2), row(3)
     x = b.select(b.icmp_signed("!=", shl, _c(0)), b.shl(acc, left), acc)
     # SaturatingRoundingDoublingHighMul: (x * m + 2^30) >> 31 from the high and low words
-    hi = b.trunc(b.lshr(b.mul(b.sext(x, V32I64), b.sext(m, V32I64)), _splat(b, ir.Constant(I64, 32), V32I64)),
-                 V32I32)
+    hi = b.trunc(b.lshr(b.mul(b.sext(x, wide), b.sext(m, wide)), _splat(b, ir.Constant(I64, 32), wide)), vt)
     # + floor((lo + 2^30) / 2^31) = ((lo >> 1) + 2^29) >> 30 (0, 1 or 2)
     lo = b.mul(x, m)
-    low = b.lshr(b.add(b.lshr(lo, _splat(b, _c(1))), _splat(b, _c(1 << 29))), _splat(b, _c(30)))
+    low = b.lshr(b.add(b.lshr(lo, sp(1)), sp(1 << 29)), sp(30))
     # 2 * hi as a saturating add (exact but where both factors are INT32_MIN, selected below): LLVM
     # folds a plain doubling back into one 64-bit shift of the product, which it scalarizes
-    sat = _decl(b.module, "llvm.sadd.sat.v32i32", V32I32, [V32I32, V32I32])
+    sat = _decl(b.module, f"llvm.sadd.sat.v{n}i32", vt, [vt, vt])
     v = b.add(b.call(sat, [hi, hi]), low)
-    imin = _splat(b, _c(-(1 << 31)))
-    both = b.and_(b.icmp_signed("==", x, imin), b.icmp_signed("==", m, imin))
-    v = b.select(both, _splat(b, _c((1 << 31) - 1)), v)
+    both = b.and_(b.icmp_signed("==", x, sp(-(1 << 31))), b.icmp_signed("==", m, sp(-(1 << 31))))
+    v = b.select(both, sp((1 << 31) - 1), v)
     # RoundingDivideByPOT by r = -nright (0..31)
-    r = b.sub(_splat(b, _c(0)), nright)
-    mask = b.sub(b.shl(_splat(b, _c(1)), r), _splat(b, _c(1)))
+    r = b.sub(sp(0), nright)
+    mask = b.sub(b.shl(sp(1), r), sp(1))
     rem = b.and_(v, mask)
-    thr = b.add(b.ashr(mask, _splat(b, _c(1))), b.zext(b.icmp_signed("<", v, _splat(b, _c(0))), V32I32))
-    v = b.add(b.ashr(v, r), b.zext(b.icmp_signed(">", rem, thr), V32I32))
-    v = b.add(v, _splat(b, zp))
-    v = b.select(b.icmp_signed("<", v, _splat(b, amin)), _splat(b, amin), v)
-    return b.select(b.icmp_signed(">", v, _splat(b, amax)), _splat(b, amax), v)
+    thr = b.add(b.ashr(mask, sp(1)), b.zext(b.icmp_signed("<", v, sp(0)), vt))
+    v = b.add(b.ashr(v, r), b.zext(b.icmp_signed(">", rem, thr), vt))
+    v = b.add(v, sp(zp))
+    v = b.select(b.icmp_signed("<", v, sp(amin)), sp(amin), v)
+    return b.select(b.icmp_signed(">", v, sp(amax)), sp(amax), v)
 
 
 def _vstore(b: ir.IRBuilder, v: ir.Value, p: ir.Value, lanes: ir.Value) -> None:
-    f = _decl(b.module, "llvm.masked.store.v32i8.p0", ir.VoidType(), [V32I8, PTR, I32, V32I1])
-    b.call(f, [b.trunc(v, V32I8), p, _c(1), lanes])
+    n = v.type.count
+    f = _decl(b.module, f"llvm.masked.store.v{n}i8.p0", ir.VoidType(), [_vt(8, n), PTR, I32, _vt(1, n)])
+    b.call(f, [b.trunc(v, _vt(8, n)), p, _c(1), lanes])
 
 
 def _rq(b: ir.IRBuilder, rq: ir.Function, acc: ir.Value, pc: ir.Value, zp: ir.Value, amin: ir.Value,
@@ -132,7 +141,7 @@ def _pcol(b: ir.IRBuilder, p: ir.Value, c: ir.Value) -> ir.Value:
 
 
 def _pairs(b: ir.IRBuilder, count: ir.Value, x: ir.Value, xs: ir.Value, out: ir.Value, os: ir.Value,
-           blocks: ir.Value, step) -> None:  # noqa: ANN001
+           blocks: ir.Value, step, start: ir.Value | None = None) -> None:  # noqa: ANN001
     """step(b, x0, x1, o0, o1, c0) for every pair of pixels (an odd last one twice) and channel block."""
     def pair(b: ir.IRBuilder, q: ir.Value) -> None:
         two = b.icmp_signed("<", b.add(q, _c(1)), count)
@@ -144,34 +153,52 @@ def _pairs(b: ir.IRBuilder, count: ir.Value, x: ir.Value, xs: ir.Value, out: ir.
         def block(b: ir.IRBuilder, c0: ir.Value) -> None:
             step(b, x0, x1, o0, o1, c0)
         _loop(b, blocks, block, step=BLOCK)
-    _loop(b, count, pair, step=2)
+    _loop(b, count, pair, start=start, step=2)
 
 
 def define_gemm(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Function, native: bool) -> ir.Function:
     fn, b = _fn(mod, name, kinds)
     out, x, w, p, n, npix, xs, os, oc, zp, amin, amax, shl = fn.args
     if native:
-        cells = (b.alloca(V32I32), b.alloca(V32I32))
+        v16 = _vt(32, 16)
+        cells32 = [b.alloca(V32I32) for _ in range(2)]
+        cells16 = [b.alloca(v16) for _ in range(4)]
         hint = b.and_(shl, _c(1))
 
-        def step(b: ir.IRBuilder, x0: ir.Value, x1: ir.Value, o0: ir.Value, o1: ir.Value, c0: ir.Value) -> None:
+        def pixels(b: ir.IRBuilder, xps: list[ir.Value], ops: list[ir.Value], c0: ir.Value, n_l: int) -> None:
+            """len(xps) pixels x one block of n_l lanes: one weight vector per step for every pixel."""
+            vt = _vt(32, n_l)
+            cells = cells32 if n_l == BLOCK else cells16
             pb = _gep(b, p, b.mul(c0, _c(4)), I32)
             wb = _gep(b, w, b.mul(c0, n))
-            bias = b.load(pb, typ=V32I32)
+            bias = b.load(pb, typ=vt)
             bias.align = 4
             for cell in cells:
                 b.store(bias, cell)
 
             def k(b: ir.IRBuilder, i: ir.Value) -> None:
-                wv = b.sext(_vld(b, _gep(b, wb, b.mul(i, _c(BLOCK))), V32I8), V32I32)
-                for cell, xp in zip(cells, (x0, x1)):
-                    xv = _splat(b, b.sext(b.load(_gep(b, xp, i), typ=I8), I32))
-                    b.store(b.add(b.load(cell, typ=V32I32), b.mul(xv, wv)), cell)
+                wv = b.sext(_vld(b, _gep(b, wb, b.mul(i, _c(BLOCK))), _vt(8, n_l)), vt)
+                for cell, xp in zip(cells, xps):
+                    xv = _splat(b, b.sext(b.load(_gep(b, xp, i), typ=I8), I32), vt)
+                    b.store(b.add(b.load(cell, typ=vt), b.mul(xv, wv)), cell)
             _loop(b, n, k)
-            lanes = _lanes(b, _min(b, b.sub(oc, c0), _c(BLOCK)))
-            for cell, o in zip(cells, (o0, o1)):
-                _vstore(b, _vrq(b, b.load(cell, typ=V32I32), pb, zp, amin, amax, hint), _gep(b, o, c0), lanes)
-        _pairs(b, npix, x, xs, out, os, oc, step)
+            lanes = _lanes(b, _min(b, b.sub(oc, c0), _c(n_l)), n_l)
+            for cell, o in zip(cells, ops):
+                _vstore(b, _vrq(b, b.load(cell, typ=vt), pb, zp, amin, amax, hint), _gep(b, o, c0), lanes)
+
+        # up to 16 channels: four pixels per step on 16 lanes (as the C routine), the rest in pairs
+        small = b.icmp_signed("<=", oc, _c(BLOCK // 2))
+        quads = b.select(small, b.and_(npix, _c(-4)), _c(0))
+
+        def quad(b: ir.IRBuilder, q: ir.Value) -> None:
+            xps = [_gep(b, x, b.mul(b.add(q, _c(j)), xs)) for j in range(4)]
+            ops = [_gep(b, out, b.mul(b.add(q, _c(j)), os)) for j in range(4)]
+            pixels(b, xps, ops, _c(0), 16)
+        _loop(b, quads, quad, step=4)
+
+        def step(b: ir.IRBuilder, x0: ir.Value, x1: ir.Value, o0: ir.Value, o1: ir.Value, c0: ir.Value) -> None:
+            pixels(b, [x0, x1], [o0, o1], c0, BLOCK)
+        _pairs(b, npix, x, xs, out, os, oc, step, start=quads)
         b.ret(_c(0))
         return fn
     cell = b.alloca(I32)
