@@ -5,7 +5,7 @@ starts with "&" (read) or "*" (written) is a reference; they run as K.Evaluate s
 C: runtime_c/include/aot_rvv.h (inline assembly on cores with V, the same arithmetic in portable
 C elsewhere); LLVM: aot/llvm/rvv.py (the same assembly text as LLVM inline asm).
 
-Both routines vectorize over output channels, RVV_BLOCK (32) per vector: int32 accumulators in
+rvv_gemm and rvv_dw_row vectorize over output channels, RVV_BLOCK (32) per vector: int32 accumulators in
 an LMUL=8 register group at VLEN 128, int8 operands sign-extended to int16 (vsext.vf2) and
 multiplied into them (vwmacc). A parameter table p (int32) holds per block of 32 output channels
 four rows of 32 entries: the bias (input offset folded in), the multiplier, the left shift and
@@ -14,7 +14,8 @@ Requantization is TFLite's MultiplyByQuantizedMultiplier with its two roundings:
 round-to-nearest-up is SaturatingRoundingDoublingHighMul exactly, and the rounding right shift
 rounds half away from zero (a negative value less one, saturating, then vssra). The last
 argument, shl, is a hint: bit 0 clear when no channel shifts left (the vector code skips that
-shift); the result is the same.
+shift); the result is the same. rvv_add is TFLite's int8 ADD / SUB over a run of elements (a
+residual add fused after a convolution).
 """
 from __future__ import annotations
 

@@ -5,16 +5,20 @@ board's ISA string) at opt speed.
 
 conv2d / fully_connected: the receptive field of an output pixel is one contiguous int8 run
 (the input itself for unpadded 1x1 convolutions and fully connected layers, else an int8
-column of a group of pixels, filled as the Helium schedule fills it); `rvv_gemm` takes every
-output channel of a run of pixels, two pixels and 32 channels per step: per reduction step two
-input bytes (scalar loads) and one 32-byte weight vector (weights re-laid out at compile time
-as [block][K][32]), sign-extended to int16 once for two vwmacc.vx into int32 accumulators.
+column of a group of pixels, filled by mve_col, whose copies are vector code on V cores);
+`rvv_gemm` takes every output channel of a run of pixels, two pixels and 32 channels per step:
+per reduction step two input bytes (scalar loads) and one 32-byte weight vector (weights
+re-laid out at compile time as [block][K][32]), sign-extended to int16 once for two vwmacc.vx
+into int32 accumulators; up to 16 output channels, four pixels per step. A convolution with a
+fused epilogue writes a run of pixels into a staging buffer first: a residual ADD / SUB then
+runs as `rvv_add` (in place over its other input), another epilogue as its scalar code.
 depthwise_conv2d (depth multiplier 1): `rvv_dw_row` per output row: the window's input rows
 are copied into a line buffer with the padding written as the input zero point, then per pair
-of pixels and 32 channels every tap is three vector loads, three vsext.vf2 and two vwmacc.vv.
+of pixels and 32 channels every tap is three vector loads, three vsext.vf2 and two vwmacc.vv;
+one input channel with a depth multiplier is a convolution (rvv_gemm).
 Requantization is vector code exact to TFLite's two roundings (aot.kernel.intrinsics_rvv).
-Otherwise, or when an operand is not a plain int8 buffer or the output has a fused epilogue,
-None (the scalar RV32 schedules run).
+Otherwise (an operand not a plain int8 buffer, a shift outside -31..31, a depthwise epilogue)
+None: the scalar RV32 schedules run.
 """
 from __future__ import annotations
 
