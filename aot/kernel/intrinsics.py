@@ -16,6 +16,7 @@ import numpy as np
 
 from aot.kernel.ir import Expr, Intrinsic, MultiAssign, ScalarVar, as_expr
 from aot.kernel.intrinsics_mve import MVE_INTRINSICS
+from aot.kernel.intrinsics_rvv import RVV_INTRINSICS
 from aot.kernel.intrinsics_multi import MULTI_INTRINSICS
 from aot.kernel.intrinsics_x86 import X86_INTRINSICS
 from aot.kernel.lanes import (bot as _bot, pair as _pair, requant_mma, s8 as _s8, s32 as _s32,
@@ -231,6 +232,7 @@ INTRINSICS: Mapping[str, IntrinsicDef] = MappingProxyType({
         IntrinsicDef("store_pair", ("*i32", "i32", "i32"), "i32", store_pair, store_pair.__doc__ or ""),
     )
 } | {n: IntrinsicDef(n, args, dt, fn, fn.__doc__ or "") for n, args, dt, fn in MVE_INTRINSICS}
+  | {n: IntrinsicDef(n, args, dt, fn, fn.__doc__ or "") for n, args, dt, fn in RVV_INTRINSICS}
   | {n: IntrinsicDef(n, args, dt, fn, fn.__doc__ or "") for n, args, dt, fn in X86_INTRINSICS}
   | {n: IntrinsicDef(n, args, "i32", fn, fn.__doc__ or "", results) for n, args, results, fn in MULTI_INTRINSICS})
 

@@ -316,6 +316,10 @@ def define_intrinsic(mod: ir.Module, name: str, features: str = "") -> ir.Functi
         from aot.kernel.intrinsics import INTRINSICS
         from aot.llvm.helium import define_mve
         return define_mve(mod, name, INTRINSICS[name].arg_dtypes, define_intrinsic(mod, "requantize"))
+    if name.startswith("rvv_"):  # RISC-V vector routines (aot.llvm.rvv)
+        from aot.kernel.intrinsics import INTRINSICS
+        from aot.llvm.rvv import define_rvv
+        return define_rvv(mod, name, INTRINSICS[name].arg_dtypes, define_intrinsic(mod, "requantize"), features)
     if name.startswith("x86_"):  # x86-64 host routines, LLVM vector IR (aot.llvm.x86, x86_f32)
         from aot.kernel.intrinsics import INTRINSICS
         from aot.llvm.x86_f32 import define_x86

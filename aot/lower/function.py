@@ -74,7 +74,9 @@ def lower_function(ctx: LowerCtx, fn: Function, budget: WeightBudget) -> tuple[K
             finally:
                 del bound[id(kernel.out)]
 
-        writer = OutputWriter(kernel.out.type, out_buf, out_var.type, epilogue)
+        at = next(i for i, c in enumerate(fn.body) if c is kernel)
+        tail = tuple(fn.body[at + 1:])
+        writer = OutputWriter(kernel.out.type, out_buf, out_var.type, epilogue, tail, materialised)
         op = REGISTRY.get(kernel.op_name)
         body, budget, over = _kernel_body(ctx, op, kernel, [accessor(a) for a in kernel.args], writer, budget)
     body = simplify_stmt(body)

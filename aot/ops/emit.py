@@ -11,8 +11,8 @@ EmitCtx of one model's lowering, with the target core added for the schedules.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -139,6 +139,10 @@ class OutputWriter:
     buffer: K.Buffer
     final_type: TensorType
     epilogue: Callable[[K.Expr, Sequence[K.Expr]], tuple[list[K.Stmt], K.Expr]]
+    # the fused ops after the kernel (aot.ir Calls, in order) and the materialised inputs of the
+    # function by id of their Var: what a schedule may read to run the epilogue itself
+    tail: tuple[Any, ...] = ()
+    inputs: Mapping[int, Any] = field(default_factory=dict)
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -528,6 +528,10 @@ static inline void aot_mve_chsum(int32_t *out, const int8_t *x, int32_t C, int32
     }
 }
 
+#if defined(__riscv_vector) /* RISC-V V: vector copies (aot_rvv.h) */
+#define AOT_MVE_COL_FILL(d, v, len) aot_rvv_fill((d), (v), (len))
+#define AOT_MVE_COL_COPY(d, s_, len) aot_rvv_copy((d), (s_), (len))
+#else
 #define AOT_MVE_COL_FILL(d, v, len)            \
     for (int32_t i_ = 0; i_ < (len); i_++) {   \
         (d)[i_] = (int8_t)(v);                 \
@@ -536,6 +540,7 @@ static inline void aot_mve_chsum(int32_t *out, const int8_t *x, int32_t C, int32
     for (int32_t i_ = 0; i_ < (len); i_++) {   \
         (d)[i_] = (s_)[i_];                    \
     }
+#endif
 #define AOT_MVE_COL_RUN(d, s_, len) AOT_MVE_COL_COPY(d, s_, len)
 #define AOT_MVE_COL_INLINE
 

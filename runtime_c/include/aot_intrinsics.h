@@ -698,6 +698,10 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
 #define aot_dw3x3q_s1_6 AOT_DW3_FORM6_(dw3x3q_s1_6)
 #define aot_dw3x3q_s2_6 AOT_DW3_FORM6_(dw3x3q_s2_6)
 
+/* RISC-V vector (RVV 1.0) routines of the RV32 V schedules (before aot_helium.h: its column
+   routine copies with them on V cores) */
+#include "aot_rvv.h"
+
 /* Helium (MVE) vector routines of the Cortex-M55 schedules */
 #include "aot_helium.h"
 

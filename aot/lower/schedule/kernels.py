@@ -27,6 +27,7 @@ from aot.lower.schedule.gemm import Geometry
 from aot.lower.schedule.gemm64 import emit_product
 from aot.lower.schedule.gemm16 import Epilogue, emit_gemm16
 from aot.lower.schedule.helium import helium_avg_pool, helium_conv2d, helium_depthwise, helium_fully_connected
+from aot.lower.schedule.rvv import rvv_conv2d, rvv_depthwise, rvv_fully_connected
 from aot.lower.schedule.host_f32 import f32_conv2d, f32_depthwise, f32_fully_connected
 from aot.lower.schedule.host_dw import x86_depthwise
 from aot.lower.schedule.host_x86 import x86_avg_pool, x86_conv2d, x86_fully_connected, x86_gemm_geometry
@@ -94,6 +95,9 @@ def schedule_conv2d(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: Ou
     if ctx.target.reference or int(attrs.get("groups", 1)) != 1 or not _int8_mac(x, w, bias, out, arith):
         return None
     mve = helium_conv2d(ctx, x, w, bias, out, attrs, arith)
+    rvv = rvv_conv2d(ctx, x, w, bias, out, attrs, arith) if mve is None else None
+    if rvv is not None:
+        return Scheduled(rvv[0], budget, rvv[1])
     if mve is not None:
         return Scheduled(mve, budget)
     x86 = x86_conv2d(ctx, x, w, bias, out, attrs, arith)
@@ -160,6 +164,8 @@ def schedule_fully_connected(ctx: LowerCtx, call: Call, args: Sequence[Accessor]
     if ctx.target.reference or not _int8_mac(xf, w, bias, out, arith):
         return None
     mve = helium_fully_connected(ctx, xf, rows, w, bias, out, arith)
+    if mve is None:
+        mve = rvv_fully_connected(ctx, xf, rows, w, bias, out, arith)
     if mve is not None:
         return Scheduled(mve, budget)
     x86 = x86_fully_connected(ctx, xf, rows, w, bias, out, arith)
@@ -190,6 +196,8 @@ def schedule_depthwise(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out:
     if ctx.target.reference or not _int8_mac(x, w, bias, out, arith):
         return None
     mve = helium_depthwise(ctx, x, w, bias, out, attrs, arith)
+    if mve is None:
+        mve = rvv_depthwise(ctx, x, w, bias, out, attrs, arith)
     if mve is not None:
         return Scheduled(mve, budget)
     x86 = x86_depthwise(ctx, x, w, bias, out, attrs, arith)  # AVX-512 VNNI hosts

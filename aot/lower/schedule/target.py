@@ -58,7 +58,8 @@ ARMV6M_CPUS = frozenset({"cortex-m0", "cortex-m0plus", "cortex-m1"})
 ASM_REGISTERS = 14
 
 # RISC-V cores (aot.board.riscv.RISCV_CPUS): the DSP feature there only asks for the in-place
-# schedules (a board whose RAM the generic plan does not fit); GEMMs stay scalar RV32IM code
+# schedules (a board whose RAM the generic plan does not fit); "rvv" (a board ISA with V) selects
+# the vector schedules (aot.lower.schedule.rvv), else GEMMs are scalar RV32IM code
 RISCV_CPUS = frozenset({"rv32", "sifive-e31", "bumblebee", "esp32c3"})
 ARMV81M_CPUS = frozenset({"cortex-m55", "cortex-m85"})
 
@@ -103,7 +104,8 @@ class ScheduleTarget:
 
     @property
     def riscv(self) -> bool:
-        """A RISC-V core: scalar RV32IM schedules (aot.lower.schedule.rv32)."""
+        """A RISC-V core: scalar RV32IM schedules, and the vector ones (aot.lower.schedule.rvv)
+        where the features have "rvv" (the board's ISA has V)."""
         return self.cpu in RISCV_CPUS
 
     @property
@@ -124,13 +126,21 @@ def target_for_cpu(cpu: str, features: Iterable[str] | None = None, opt: str = "
     return ScheduleTarget(cpu, feats, opt)
 
 
+def _isa_extensions(isa: str) -> frozenset[str]:
+    from aot.board.riscv import isa_extensions
+    return isa_extensions(isa)
+
+
 def target_for_board(board: Any, opt: str = "speed") -> ScheduleTarget:
-    """A board's core: its cpu, and DSP as its board file says (M33 parts differ)."""
+    """A board's core: its cpu, DSP as its board file says (M33 parts differ), and "rvv" for a
+    RISC-V board whose ISA string has V."""
     feats = set(CPU_FEATURES.get(board.cpu, frozenset()))
     if getattr(board, "dsp", False):
         feats.add("dsp")
     else:
         feats.discard("dsp")
+    if getattr(board, "is_riscv", False) and "v" in _isa_extensions(str(board.isa)):
+        feats.add("rvv")  # the vector extension: aot.lower.schedule.rvv
     return ScheduleTarget(board.cpu, frozenset(feats), opt, int(board.flash_bytes))
 
 
