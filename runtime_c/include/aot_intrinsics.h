@@ -823,11 +823,14 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
     do { \
         const int32_t *aot_c_ = (cp) + (cw), *aot_w_ = (wp) + (ww); \
         const int32_t *aot_e_ = aot_c_ + 32 * (n); \
-        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
+        register int32_t aot_x0_ __asm__("r0"), aot_x1_ __asm__("r1"), aot_w0_ __asm__("r2"), \
+            aot_w1_ __asm__("r3"); \
         __asm__("ldrd %[a2], %[a3], [%[w], #8]\n\t" \
-                "ldrd %[b0], %[b1], [%[w]]\n\t" \
-                "ldrd %[b2], %[b3], [%[w], #8]\n\t" \
                 "ldrd %[a0], %[a1], [%[w]], #16\n\t" \
+                "mov %[b0], %[a0]\n\t" \
+                "mov %[b1], %[a1]\n\t" \
+                "mov %[b2], %[a2]\n\t" \
+                "mov %[b3], %[a3]\n\t" \
                 "1:\n\t" \
                 AOT_LOHIC_STEP_("0", "4") \
                 AOT_LOHIC_STEP_("8", "12") \
