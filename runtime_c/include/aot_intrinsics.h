@@ -809,10 +809,12 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
     } while (0)
 /* The same 16-step loop for fewest cycles (AOT_OPTIMIZE_CYCLES, set by board builds with --optimize cycles):
    each step's four words by four single LDRs, which pipeline on Cortex-M3/M4 (2 + 1 + 1 + 1 = 5 cycles,
-   where LDRD, which pipelines with nothing, costs 3 + 3). Both pointers and the four loaded words live
-   in r0-r7 ("l") and every offset is positive (0 to 124), so the LDRs are 16-bit and the loop is as
-   long as the LDRD form (the ART cache of a flash part holds it the same); the pointers advance once
-   per iteration. Two instructions more per step: instruction counts rise, cycles fall. */
+   where LDRD, which pipelines with nothing, costs 3 + 3). The four loaded words live in r0-r3 (fixed:
+   with "l" alone gcc spilled around kws_int8's loop and its output-channel loop outgrew a 1 KiB flash
+   cache), both pointers in r0-r7, and every offset is positive (0 to 124), so the LDRs are 16-bit and
+   the loop is as long as the LDRD form; the pointers advance once per iteration. The biases: two LDRDs
+   and four MOVs (10 cycles where four LDRDs take 12). Two instructions more per step: instruction
+   counts rise, cycles fall. */
 #define AOT_LOHIC_STEP_(cx0, cx1) \
     "ldr %[x0], [%[c], #" cx0 "]\n\t" \
     "ldr %[x1], [%[c], #" cx1 "]\n\t" \
