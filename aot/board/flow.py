@@ -159,7 +159,7 @@ def make_project(model: Model, board: "Board | str | Path", out_dir: Path, input
     board = board_of(board)
     options = dict(options)
     input_lcg = bool(options.pop("input_lcg", False))  # main.c generates the inputs (aot.board.lcg)
-    from aot.timing.placement import check_optimize, constants_in_ram
+    from aot.timing.placement import check_optimize, constants_in_ram, cycle_kernels
     optimize = check_optimize(options.pop("optimize", "instructions"))  # cycles: constants to RAM (fast)
     stack = int(options.get("stack_bytes", board.stack_bytes))
     io = str(options.get("io", "uart"))
@@ -180,7 +180,7 @@ def make_project(model: Model, board: "Board | str | Path", out_dir: Path, input
                              input_bytes=[a.tobytes() for a in args],
                              expected_output_bytes=[e.tobytes() for e in expected], stack_bytes=stack,
                              pool_placement=pool_placement(board, compiled), io=io, input_lcg=input_lcg,
-                             const_ram=const_ram)
+                             const_ram=const_ram, cycle_kernels=optimize == "cycles" and cycle_kernels(board.cpu))
     return BoardBuild(board, compiled, out_dir, expected, compile_seconds)
 
 

@@ -196,8 +196,10 @@ def _cycles(core: CoreTiming, insn: Insn, taken: bool, target: Insn | None,
     if core.dual_issue and prev is not None and not prev_paired and _pairs(prev, insn):
         return 0
     if core.load_pipelining and cls in ("ld", "st"):
-        pipelined = prev is not None and prev.cls == "ld" and not prev.writes_pc and (
-            insn.base is None or insn.base not in prev.writes)
+        # "the destination of the first LDR is not used to compute the address for the next instruction"
+        # (DDI 0439 3.3.2): the base and an offset register both compute it
+        pipelined = prev is not None and prev.cls == "ld" and not prev.writes_pc and not (
+            address_registers(insn) & set(prev.writes))
         if cls == "st":
             if not _REG_OFFSET.search(insn.operands):
                 return 1  # STR Rx,[Ry,#imm] is always one cycle (DDI 0439 3.3.2)

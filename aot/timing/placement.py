@@ -37,3 +37,13 @@ def constants_in_ram(memory_system: Mapping[str, Any] | None, ram_bytes: int, co
     if const_bytes <= 0 or not flash_costs_cycles(memory_system):
         return False
     return const_bytes + pool_bytes + stack_bytes + RAM_MARGIN_BYTES <= ram_bytes
+
+
+def cycle_kernels(cpu: str) -> bool:
+    """Whether a cycles-optimised build for `cpu` takes the runtime's fewest-cycles kernel forms
+    (AOT_OPTIMIZE_CYCLES): four single loads where an LDRD pair stood, which pay on a core whose
+    neighbouring single loads pipeline (Cortex-M3/M4 and the cores priced as the M4), not where LDRD
+    takes one cycle (the approximated Cortex-M7) or on cores without the DSP extension."""
+    from aot.timing.cores import CORES
+    core = CORES.get(cpu)
+    return core is not None and core.load_pipelining and core.cycles["ldd"] > core.cycles["ld"]

@@ -811,7 +811,64 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
                                (cp) + (cw), 2 * aot_lt_, aot_lw_ + 4, 2 * aot_lt_); \
         } \
     } while (0)
-#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 14
+/* The same 16-step loop for fewest cycles (AOT_OPTIMIZE_CYCLES, set by board builds with --optimize cycles):
+   each step's four words by four single LDRs, which pipeline on Cortex-M3/M4 (2 + 1 + 1 + 1 = 5 cycles,
+   where LDRD, which pipelines with nothing, costs 3 + 3). The four loaded words live in r0-r3 (fixed:
+   with "l" alone gcc spilled around kws_int8's loop and its output-channel loop outgrew a 1 KiB flash
+   cache), both pointers in r0-r7, and every offset is positive (0 to 124), so the LDRs are 16-bit and
+   the loop is as long as the LDRD form; the pointers advance once per iteration. The biases: two LDRDs
+   and four MOVs (10 cycles where four LDRDs take 12). Two instructions more per step: instruction
+   counts rise, cycles fall. */
+#define AOT_LOHIC_STEP_(cx0, cx1) \
+    "ldr %[x0], [%[c], #" cx0 "]\n\t" \
+    "ldr %[x1], [%[c], #" cx1 "]\n\t" \
+    "ldr %[w0], [%[w], #" cx0 "]\n\t" \
+    "ldr %[w1], [%[w], #" cx1 "]\n\t" \
+    AOT_LOHI_MACS_
+#define aot_asmc_lohi_2x4_x16(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n) \
+    do { \
+        const int32_t *aot_c_ = (cp) + (cw), *aot_w_ = (wp) + (ww); \
+        const int32_t *aot_e_ = aot_c_ + 32 * (n); \
+        register int32_t aot_x0_ __asm__("r0"), aot_x1_ __asm__("r1"), aot_w0_ __asm__("r2"), \
+            aot_w1_ __asm__("r3"); \
+        __asm__("ldrd %[a2], %[a3], [%[w], #8]\n\t" \
+                "ldrd %[a0], %[a1], [%[w]], #16\n\t" \
+                "mov %[b0], %[a0]\n\t" \
+                "mov %[b1], %[a1]\n\t" \
+                "mov %[b2], %[a2]\n\t" \
+                "mov %[b3], %[a3]\n\t" \
+                "1:\n\t" \
+                AOT_LOHIC_STEP_("0", "4") \
+                AOT_LOHIC_STEP_("8", "12") \
+                AOT_LOHIC_STEP_("16", "20") \
+                AOT_LOHIC_STEP_("24", "28") \
+                AOT_LOHIC_STEP_("32", "36") \
+                AOT_LOHIC_STEP_("40", "44") \
+                AOT_LOHIC_STEP_("48", "52") \
+                AOT_LOHIC_STEP_("56", "60") \
+                AOT_LOHIC_STEP_("64", "68") \
+                AOT_LOHIC_STEP_("72", "76") \
+                AOT_LOHIC_STEP_("80", "84") \
+                AOT_LOHIC_STEP_("88", "92") \
+                AOT_LOHIC_STEP_("96", "100") \
+                AOT_LOHIC_STEP_("104", "108") \
+                AOT_LOHIC_STEP_("112", "116") \
+                AOT_LOHIC_STEP_("120", "124") \
+                "adds %[c], #128\n\t" \
+                "adds %[w], #128\n\t" \
+                "ldr %[x0], %[e]\n\t" \
+                "cmp %[c], %[x0]\n\t" \
+                "bne 1b" \
+                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), [a3] "=&r"(o3), \
+                  [b0] "=&r"(o4), [b1] "=&r"(o5), [b2] "=&r"(o6), [b3] "=&r"(o7), \
+                  [c] "+l"(aot_c_), [w] "+l"(aot_w_), \
+                  [x0] "=&l"(aot_x0_), [x1] "=&l"(aot_x1_), [w0] "=&l"(aot_w0_), [w1] "=&l"(aot_w1_) \
+                : [e] "m"(aot_e_) \
+                : "memory", "cc"); \
+    } while (0)
+#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 14 && defined(AOT_OPTIMIZE_CYCLES) && AOT_OPTIMIZE_CYCLES
+#define aot_lohi_2x4_x16 aot_asmc_lohi_2x4_x16
+#elif AOT_DSP_ASM_ && AOT_ASM_REGS >= 14
 #define aot_lohi_2x4_x16 aot_asm_lohi_2x4_x16
 #elif AOT_DSP_ASM_ && AOT_ASM_REGS >= 13
 #define aot_lohi_2x4_x16 aot_asm13_lohi_2x4_x16

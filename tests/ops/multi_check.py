@@ -42,7 +42,7 @@ def check_backends(module: K.KernelModule, x: np.ndarray, ref: np.ndarray, what:
         np.testing.assert_array_equal(got, ref, err_msg=f"{what} / {backend}")
 
 
-def cortex_m4_disassembly(compiled: Any, tmp_path: Path, opt: str) -> str:
+def cortex_m4_disassembly(compiled: Any, tmp_path: Path, opt: str, defines: tuple[str, ...] = ()) -> str:
     """objdump -d of the library's kernels compiled with arm-none-eabi-gcc `opt` for Cortex-M4
     (-std=c99 -Wall -Wextra -Werror: warning-free in both forms)."""
     from aot.api import library_files
@@ -52,7 +52,8 @@ def cortex_m4_disassembly(compiled: Any, tmp_path: Path, opt: str) -> str:
         p.write_text(text)
     src = next(p for p in (tmp_path / "src").glob("*.c") if "constants" not in p.name)
     obj = tmp_path / "m.o"
-    subprocess.run(["arm-none-eabi-gcc", opt, "-std=c99", "-mcpu=cortex-m4", "-mthumb", "-Wall", "-Wextra", "-Werror",
+    subprocess.run(["arm-none-eabi-gcc", opt, *[f"-D{d}" for d in defines], "-std=c99", "-mcpu=cortex-m4", "-mthumb",
+                    "-Wall", "-Wextra", "-Werror",
                     f"-I{tmp_path / 'include'}", f"-I{tmp_path / 'src'}", f"-I{ROOT / 'runtime_c' / 'include'}",
                     "-c", str(src), "-o", str(obj)], check=True, capture_output=True, text=True)
     return subprocess.run(["arm-none-eabi-objdump", "-d", str(obj)], check=True, capture_output=True, text=True).stdout

@@ -194,6 +194,34 @@ def test_c_compiles_for_cortex_m4(tmp_path: Path, opt: str) -> None:
     assert asm_steps == (opt == "-O2"), opt
 
 
+@pytest.mark.usefixtures("arm_toolchain")
+def test_cycles_form_loads_single_words(tmp_path: Path) -> None:
+    """AOT_OPTIMIZE_CYCLES (--optimize cycles on a Cortex-M4 board): the 16-step loop loads each step's
+    four words by four 16-bit LDRs (they pipeline: 5 cycles where two LDRDs take 6), not LDRD; the
+    biases keep two LDRDs per block."""
+    import re
+    _, cm = _compile("pw64-pw128")
+    plain = cortex_m4_disassembly(cm, tmp_path, "-O2")
+    fast = cortex_m4_disassembly(cm, tmp_path, "-O2", ("AOT_OPTIMIZE_CYCLES=1",))
+    narrow = re.compile(r"^\s*[0-9a-f]+:\s+[0-9a-f]{4}\s+ldr\s+r[0-3], \[r[0-7], #\d+\]", re.M)
+    steps = plain.count("sxtb16") // 2  # two SXTB16 per step in both forms
+    assert steps >= 32 and fast.count("sxtb16") // 2 == steps
+    assert len(narrow.findall(fast)) >= 4 * 32 > len(narrow.findall(plain))
+    assert fast.count("ldrd") < plain.count("ldrd") - 32
+
+
+@pytest.mark.slow  # QEMU
+@pytest.mark.usefixtures("arm_toolchain")
+def test_cycles_form_bit_exact_in_qemu() -> None:
+    from aot.board.flow import run_on_board
+    model = conv_chain(8, (1, 5, 5, 64), [dict(kind="conv", oc=64, k=(1, 1)),
+                                          dict(kind="conv", oc=6, k=(1, 1), act="none")])
+    inputs = _input(model, 8)
+    outs, extra = run_on_board(model, inputs, "mps2-an386", flash_budget=0, optimize="cycles")
+    np.testing.assert_array_equal(outs["y"], aot.reference(model, inputs)["y"])
+    assert extra["match_host"] is True
+
+
 @pytest.mark.slow  # QEMU
 @pytest.mark.usefixtures("arm_toolchain")
 @pytest.mark.parametrize("backend", ["c", "llvm"])

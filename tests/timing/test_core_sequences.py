@@ -50,6 +50,18 @@ def test_ldrd_does_not_pipeline_with_its_neighbours() -> None:
     assert cycles("ldrd r0, r1, [r4]\nldrd r2, r3, [r5]\n", "cortex-m4") == 6
 
 
+@pytest.mark.parametrize("cpu", ["cortex-m3", "cortex-m4"])
+def test_a_load_whose_address_needs_the_previous_load_does_not_pipeline(cpu: str) -> None:
+    # DDI 0439 3.3.2: LDR R0,[R1]; LDR R1,[R2] is 3 cycles (the loaded R0 is no address register)
+    assert cycles("ldr r0, [r1]\nldr r1, [r2]\n", cpu) == 3
+    # the loaded register as the base or as the offset register: no pipelining, 2 + 2
+    assert cycles("ldr r0, [r1]\nldr r2, [r0]\n", cpu) == 4
+    assert cycles("ldr r0, [r1]\nldr r2, [r3, r0]\n", cpu) == 4
+    # a store's offset register as well (2 + 2), its data register not (2 + 1)
+    assert cycles("ldr r0, [r1]\nstr r2, [r3, r0]\n", cpu) == 4
+    assert cycles("ldr r0, [r1, r2]\nstr r0, [r3, r2]\n", cpu) == 3
+
+
 BRANCH = "cmp r0, #0\nbeq 1f\nadds r1, #1\n1: adds r2, #1\n"
 
 

@@ -9,7 +9,7 @@ import pytest
 from aot.board.boards import load_board
 from aot.board.project.linker import render_linker_script
 from aot.errors import Error
-from aot.timing.placement import RAM_MARGIN_BYTES, check_optimize, constants_in_ram, flash_costs_cycles
+from aot.timing.placement import RAM_MARGIN_BYTES, check_optimize, constants_in_ram, cycle_kernels, flash_costs_cycles
 
 L4 = load_board("nucleo-l4r5zi").memory_system
 
@@ -28,6 +28,15 @@ def test_constants_go_to_ram_only_when_they_fit() -> None:
     assert constants_in_ram(L4, room, just, 12_000, 16_384)
     assert not constants_in_ram(L4, room, just + 1, 12_000, 16_384)
     assert not constants_in_ram(L4, room, 0, 12_000, 16_384)
+
+
+def test_cycle_kernels_only_where_single_loads_pipeline() -> None:
+    # Cortex-M3/M4 (and the cores priced as the M4): four pipelined LDRs (5 cycles) beat two LDRDs (6)
+    assert cycle_kernels("cortex-m4") and cycle_kernels("cortex-m33")
+    # the approximated M7 loads an LDRD in one cycle; the M0/M0+ pipeline nothing; unknown cores: no
+    assert not cycle_kernels("cortex-m7")
+    assert not cycle_kernels("cortex-m0plus") and not cycle_kernels("cortex-m0")
+    assert not cycle_kernels("rv32imc")
 
 
 def test_optimize_values_are_checked() -> None:

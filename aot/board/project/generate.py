@@ -241,6 +241,7 @@ def generate_project(
     io: str = "uart",
     input_lcg: bool = False,
     const_ram: bool = False,
+    cycle_kernels: bool = False,
     validate_hello: bytes | None = None,
 ) -> Path:
     """Write a buildable project for `board` into `out_dir` and return `out_dir`.
@@ -254,7 +255,9 @@ def generate_project(
     syscalls) or "semihosting". `input_lcg`: the inputs are not embedded, main.c generates them
     (aot.board.lcg, the benchmark anchors' generator); `input_bytes` must be that stream.
     `validate_hello`: write the validation firmware instead (main_validate.c.j2: it answers framed
-    requests on the console UART, aot.validate); the bytes are its HELLO reply."""
+    requests on the console UART, aot.validate); the bytes are its HELLO reply. `cycle_kernels`: the
+    runtime's kernel routines take their fewest-cycles forms (AOT_OPTIMIZE_CYCLES: more instructions,
+    fewer cycles on a core whose neighbouring loads pipeline)."""
     if io not in IO_MODES:
         raise Error(f"io must be one of {IO_MODES}, got {io!r}")
     if stack_bytes is None:
@@ -318,6 +321,8 @@ def generate_project(
         f"AOT_TIMER_NS_PER_TICK_DEN={board.timer_clock_hz // ns_gcd}u",
         f"AOT_PLATFORM_ARENA_BYTES={arena_bytes}",
     ]
+    if cycle_kernels:
+        define_list.append("AOT_OPTIMIZE_CYCLES=1")
     if io == "semihosting":
         define_list.append("AOT_IO_SEMIHOSTING=1")
     elif board.console is not None:
