@@ -127,11 +127,12 @@ def cache_root() -> Path:
     return Path(base) / "validate"
 
 
-def build_firmware(model: Model, board: "Board | str | Path", backend: str = "c", baud: int | None = None,
-                   build_dir: Path | None = None, **options: Any) -> tuple[ValidationBuild, Path]:
-    """The validation firmware's ELF for (model, board, backend, options), built once and reused:
-    the project lives in `build_dir`, by default a cache directory named after the model's hash."""
-    from aot.runners.qemu import _elf_of, build_project
+def prepare_firmware(model: Model, board: "Board | str | Path", backend: str = "c", baud: int | None = None,
+                     build_dir: Path | None = None, **options: Any) -> ValidationBuild:
+    """Compile `model` once and write the validation firmware's project (not built) where
+    `build_firmware` builds it: `build_dir`, by default a cache directory named after the model's
+    hash; a project written before for the same HELLO is kept as it is (its ELF is reused)."""
+    from aot.runners.qemu import _elf_of
 
     chosen: list[Path] = []
 
@@ -145,4 +146,20 @@ def build_firmware(model: Model, board: "Board | str | Path", backend: str = "c"
         return None if same and _elf_of(d).is_file() else d  # built before: reuse it
 
     vb = compile_for_validation(model, board, backend, baud, project_dir=where, **options)
-    return replace(vb, project_dir=chosen[0]), build_project(chosen[0])
+    return replace(vb, project_dir=chosen[0])
+
+
+def build_prepared(vb: ValidationBuild) -> Path:
+    """The ELF of a project written by `prepare_firmware` (built once, then reused)."""
+    from aot.runners.qemu import build_project
+    if vb.project_dir is None:
+        raise Error("the validation build has no project directory (prepare_firmware writes one)")
+    return build_project(vb.project_dir)
+
+
+def build_firmware(model: Model, board: "Board | str | Path", backend: str = "c", baud: int | None = None,
+                   build_dir: Path | None = None, **options: Any) -> tuple[ValidationBuild, Path]:
+    """The validation firmware's ELF for (model, board, backend, options), built once and reused:
+    the project lives in `build_dir`, by default a cache directory named after the model's hash."""
+    vb = prepare_firmware(model, board, backend, baud, build_dir, **options)
+    return vb, build_prepared(vb)
