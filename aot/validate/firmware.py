@@ -108,12 +108,14 @@ def compile_for_validation(model: Model, board: "Board | str | Path", backend: s
     return replace(vb, project_dir=Path(project_dir)) if project_dir is not None else vb
 
 
-def firmware_digest() -> str:
-    """A digest of the firmware's own sources (main loop template, platform code): a cached build
-    made from other sources is not reused."""
+def firmware_digest(board: Board | None = None) -> str:
+    """A digest of the firmware's own sources (main loop template, platform code) and of the
+    board's console settings: a cached build made from other sources is not reused."""
     from aot.assets import asset_dir
     from aot.board.project.render import TEMPLATE_DIR
     h = hashlib.sha256((TEMPLATE_DIR / "main_validate.c.j2").read_bytes())
+    if board is not None and board.console is not None:
+        h.update(" ".join(board.console.defines()).encode())
     root = asset_dir("platform") / "cortex_m"
     for path in sorted(root.rglob("*.[ch]")):
         h.update(path.read_bytes())
@@ -137,7 +139,7 @@ def prepare_firmware(model: Model, board: "Board | str | Path", backend: str = "
     chosen: list[Path] = []
 
     def where(vb: ValidationBuild) -> Path | None:
-        d = Path(build_dir) if build_dir is not None else cache_root() / f"{vb.board.name}-{backend}-{vb.model_hash[:16]}-{firmware_digest()}"
+        d = Path(build_dir) if build_dir is not None else cache_root() / f"{vb.board.name}-{backend}-{vb.model_hash[:16]}-{firmware_digest(vb.board)}"
         chosen.append(d)
         try:
             same = json.loads((d / "project.json").read_text()).get("validate") == vb.hello
