@@ -87,7 +87,7 @@ _OPTIONAL_KEYS = {"description", "qemu_machine", "boot_reserved_bytes", "notes",
                   "isa", "abi", "qemu_cpu", "exit"}
 CONSOLE_DRIVERS = ("cmsdk_uart", "stm32_usart_f4", "stm32_usart", "nrf_uart", "nrf_uarte", "pl011_uart",
                    "ns16550", "sifive_uart", "gd32v_usart", "esp32c3_uart")
-_CONSOLE_KEYS = {"driver", "base", "baud", "clock_hz", "tx_pin", "rx_pin", "lpuart", "note"}
+_CONSOLE_KEYS = {"driver", "base", "baud", "clock_hz", "tx_pin", "rx_pin", "rx_irqs", "lpuart", "note"}
 FLASH_TOOLS = ("pyocd", "uf2", "dfu-util", "esptool", "openocd")
 # cores with a DWT cycle counter (CYCCNT); ARMv6-M cores have none
 DWT_CPUS = ("cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
@@ -106,6 +106,9 @@ class Console:
     lpuart: bool = False
     note: str = ""
     rx_pin: int | None = None  # Nordic parts: the receive pin (the validation firmware reads the console)
+    # NVIC lines the console's receive interrupt may come on (one 32-line word): the validation
+    # firmware sleeps (WFI, interrupts masked, no handler) until a byte arrives instead of polling
+    rx_irqs: tuple[int, ...] = ()
 
     def defines(self) -> list[str]:
         out = [f"AOT_CONSOLE_BASE=0x{self.base:08X}u", f"AOT_CONSOLE_BAUD={self.baud}u",
@@ -116,6 +119,9 @@ class Console:
             out.append(f"AOT_CONSOLE_RX_PIN={self.rx_pin}u")
         if self.lpuart:
             out.append("AOT_CONSOLE_LPUART=1")
+        if self.rx_irqs:
+            mask = sum(1 << (n % 32) for n in self.rx_irqs)
+            out += [f"AOT_CONSOLE_RX_IRQ_WORD={self.rx_irqs[0] // 32}u", f"AOT_CONSOLE_RX_IRQ_MASK=0x{mask:08X}u"]
         return out
 _REGION_KEYS = {"name", "origin", "size", "kind", "pools", "note"}
 
@@ -423,7 +429,19 @@ def _console_from_dict(raw: Any, source: str) -> Console:
         lpuart=bool(raw.get("lpuart", False)),
         note=str(raw.get("note", "")),
         rx_pin=_as_int(raw["rx_pin"], f"{source}: console.rx_pin") if raw.get("rx_pin") is not None else None,
+        rx_irqs=_rx_irqs(raw.get("rx_irqs"), source),
     )
+
+
+def _rx_irqs(raw: Any, source: str) -> tuple[int, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw:
+        raise Error(f"{source}: console.rx_irqs must be a list of NVIC interrupt numbers, e.g. [0, 1]")
+    irqs = tuple(_as_int(n, f"{source}: console.rx_irqs") for n in raw)
+    if len({n // 32 for n in irqs}) != 1 or min(irqs) < 0:
+        raise Error(f"{source}: console.rx_irqs {list(irqs)} must lie in one group of 32 (0-31, 32-63, ...)")
+    return irqs
 
 
 def _flash_tool(raw: Any, source: str) -> tuple[tuple[str, str], ...]:

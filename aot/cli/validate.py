@@ -3,6 +3,7 @@ or in QEMU, compared with the host build sample by sample."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -11,17 +12,26 @@ from aot.errors import Error
 
 
 def cmd_validate(a: argparse.Namespace) -> int:
-    from aot.validate.firmware import compile_for_validation
+    from aot.validate.firmware import build_prepared, compile_for_validation, prepare_firmware
     from aot.validate.run import (Progress, Report, host_runner, load_labels, load_samples, tflm_runner,
                                   validate, write_html, write_json)
     from aot.validate.target import Target
 
     if (a.port is None) == (not a.qemu):
         raise Error("aot validate needs --port DEVICE (a board running `aot project --validate` firmware) or --qemu")
+    jobs = a.jobs if a.jobs is not None else (os.cpu_count() or 1)
+    if jobs < 1:
+        raise Error(f"--jobs must be at least 1, got {jobs}")
+    if a.port is not None and a.jobs is not None and a.jobs > 1:
+        raise Error(f"--jobs {a.jobs} needs --qemu: a board on a serial port is one board (drop --jobs)")
     model = load_model(a.model, getattr(a, "input_shape", None))
     kw = compile_kwargs(a)
-    # the data is checked against the compiled model before anything connects
-    vb = compile_for_validation(model, a.board, a.backend, a.baud, **kw)
+    # the model is compiled once (the firmware's project is written from the same compilation), and
+    # the data is checked against it before anything is built or connects
+    if a.qemu and a.firmware is None:
+        vb = prepare_firmware(model, a.board, a.backend, a.baud, **kw)
+    else:
+        vb = compile_for_validation(model, a.board, a.backend, a.baud, **kw)
     samples = load_samples(a.data, vb.hello["inputs"])
     n = samples[0].shape[0]
     if a.limit is not None:
@@ -47,16 +57,24 @@ def cmd_validate(a: argparse.Namespace) -> int:
     report = Report(model=vb.hello["model"], board=vb.board.name, backend=a.backend, transport=transport,
                     samples=n, model_hash=vb.model_hash, reference=ref_name)
     progress = Progress(n)
+    jobs = min(jobs, n) if a.qemu else 1
+    targets: list[Target] = []
     try:
-        target = Target(a.board, port=a.port, qemu=a.qemu, model=model, baud=a.baud, backend=a.backend,
-                        firmware=a.firmware, timeout=a.timeout, **kw)
+        firmware = a.firmware if a.firmware is not None else (build_prepared(vb) if a.qemu else None)
+        for _ in range(jobs):  # one QEMU process per job, each serving many samples
+            targets.append(Target(a.board, port=a.port, qemu=a.qemu, model=model, baud=a.baud, backend=a.backend,
+                                  firmware=firmware, timeout=a.timeout, build=vb, **kw))
     except Error as e:
         report.error = " ".join(str(e).split())
     else:
-        with target:
-            print(f"validating {n} samples on {vb.board.name} ({transport}): firmware of {target.info.get('model')} "
-                  f"{str(target.info.get('hash'))[:16]}, {target.timer}", file=sys.stderr, flush=True)
-            validate(target, samples, host, report, labels, reference, progress)
+        t = targets[0]
+        print(f"validating {n} samples on {vb.board.name} ({transport}" + (f", {jobs} processes" if jobs > 1 else "")
+              + f"): firmware of {t.info.get('model')} {str(t.info.get('hash'))[:16]}, {t.timer}",
+              file=sys.stderr, flush=True)
+        validate(targets, samples, host, report, labels, reference, progress)
+    finally:
+        for t in targets:
+            t.close()
     if report.done and report.done < n:
         progress.close()
     for line in report.lines():
@@ -92,6 +110,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                    help="top-1 agreement with TFLM or a float model (dequantized inputs) besides the host build")
     v.add_argument("--backend", choices=["c", "llvm"], default="c")
     v.add_argument("--firmware", metavar="ELF", help="(--qemu) run this validation firmware instead of building one")
+    v.add_argument("--jobs", type=int, metavar="N", help="(--qemu) QEMU processes serving the samples side by side "
+                   "(default: the number of cores)")
     v.add_argument("--limit", type=int, metavar="N", help="only the first N samples")
     v.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each answer (default 10)")
     v.add_argument("--json", nargs="?", const=True, metavar="OUT", help="print the report as JSON (or write it to OUT)")

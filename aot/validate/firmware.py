@@ -108,12 +108,14 @@ def compile_for_validation(model: Model, board: "Board | str | Path", backend: s
     return replace(vb, project_dir=Path(project_dir)) if project_dir is not None else vb
 
 
-def firmware_digest() -> str:
-    """A digest of the firmware's own sources (main loop template, platform code): a cached build
-    made from other sources is not reused."""
+def firmware_digest(board: Board | None = None) -> str:
+    """A digest of the firmware's own sources (main loop template, platform code) and of the
+    board's console settings: a cached build made from other sources is not reused."""
     from aot.assets import asset_dir
     from aot.board.project.render import TEMPLATE_DIR
     h = hashlib.sha256((TEMPLATE_DIR / "main_validate.c.j2").read_bytes())
+    if board is not None and board.console is not None:
+        h.update(" ".join(board.console.defines()).encode())
     root = asset_dir("platform") / "cortex_m"
     for path in sorted(root.rglob("*.[ch]")):
         h.update(path.read_bytes())
@@ -127,16 +129,17 @@ def cache_root() -> Path:
     return Path(base) / "validate"
 
 
-def build_firmware(model: Model, board: "Board | str | Path", backend: str = "c", baud: int | None = None,
-                   build_dir: Path | None = None, **options: Any) -> tuple[ValidationBuild, Path]:
-    """The validation firmware's ELF for (model, board, backend, options), built once and reused:
-    the project lives in `build_dir`, by default a cache directory named after the model's hash."""
-    from aot.runners.qemu import _elf_of, build_project
+def prepare_firmware(model: Model, board: "Board | str | Path", backend: str = "c", baud: int | None = None,
+                     build_dir: Path | None = None, **options: Any) -> ValidationBuild:
+    """Compile `model` once and write the validation firmware's project (not built) where
+    `build_firmware` builds it: `build_dir`, by default a cache directory named after the model's
+    hash; a project written before for the same HELLO is kept as it is (its ELF is reused)."""
+    from aot.runners.qemu import _elf_of
 
     chosen: list[Path] = []
 
     def where(vb: ValidationBuild) -> Path | None:
-        d = Path(build_dir) if build_dir is not None else cache_root() / f"{vb.board.name}-{backend}-{vb.model_hash[:16]}-{firmware_digest()}"
+        d = Path(build_dir) if build_dir is not None else cache_root() / f"{vb.board.name}-{backend}-{vb.model_hash[:16]}-{firmware_digest(vb.board)}"
         chosen.append(d)
         try:
             same = json.loads((d / "project.json").read_text()).get("validate") == vb.hello
@@ -145,4 +148,20 @@ def build_firmware(model: Model, board: "Board | str | Path", backend: str = "c"
         return None if same and _elf_of(d).is_file() else d  # built before: reuse it
 
     vb = compile_for_validation(model, board, backend, baud, project_dir=where, **options)
-    return replace(vb, project_dir=chosen[0]), build_project(chosen[0])
+    return replace(vb, project_dir=chosen[0])
+
+
+def build_prepared(vb: ValidationBuild) -> Path:
+    """The ELF of a project written by `prepare_firmware` (built once, then reused)."""
+    from aot.runners.qemu import build_project
+    if vb.project_dir is None:
+        raise Error("the validation build has no project directory (prepare_firmware writes one)")
+    return build_project(vb.project_dir)
+
+
+def build_firmware(model: Model, board: "Board | str | Path", backend: str = "c", baud: int | None = None,
+                   build_dir: Path | None = None, **options: Any) -> tuple[ValidationBuild, Path]:
+    """The validation firmware's ELF for (model, board, backend, options), built once and reused:
+    the project lives in `build_dir`, by default a cache directory named after the model's hash."""
+    vb = prepare_firmware(model, board, backend, baud, build_dir, **options)
+    return vb, build_prepared(vb)

@@ -4,6 +4,7 @@ line fails or the user interrupts."""
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections import deque
 from dataclasses import asdict, dataclass, field
@@ -171,79 +172,202 @@ class Progress:
             sys.stderr.flush()
 
 
+@dataclass
+class _Sample:
+    """One sample's result on the board, beside the host build (and the reference)."""
+    same: bool
+    count: int
+    stack_bytes: int
+    device_top1: int
+    host_top1: int
+    ref_top1: int | None
+    ref_exact: bool | None
+    difference: dict[str, Any] | None  # elements that differ and the largest difference, when not same
+
+
+class _Expected:
+    """The host build's (and the reference's) outputs, computed a batch at a time and shared by
+    the boards; a batch is dropped once each of its samples was taken."""
+
+    def __init__(self, samples: list[np.ndarray], host_run: Callable[[list[np.ndarray]], list[np.ndarray]],
+                 reference: Callable[[list[np.ndarray]], list[np.ndarray]] | None, batch: int = 64) -> None:
+        self.samples, self.host_run, self.reference, self.batch = samples, host_run, reference, batch
+        self._lock = threading.Lock()  # the host build's library has one arena: one run at a time
+        self._cache: dict[int, tuple[list[np.ndarray], list[np.ndarray] | None]] = {}
+        self._left: dict[int, int] = {}
+
+    def __call__(self, i: int) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+        b = i // self.batch
+        with self._lock:
+            if b not in self._cache:
+                part = [s[b * self.batch:(b + 1) * self.batch] for s in self.samples]
+                self._cache[b] = (self.host_run(part), self.reference(part) if self.reference is not None else None)
+                self._left[b] = part[0].shape[0]
+            exp, refs = self._cache[b]
+            self._left[b] -= 1
+            if self._left[b] == 0:
+                del self._cache[b], self._left[b]
+        k = i - b * self.batch
+        return [e[k] for e in exp], ([r[k] for r in refs] if refs is not None else None)
+
+
+class _Work:
+    """The samples still to send, in chunks handed to whichever board asks first, and the results."""
+
+    def __init__(self, n: int, chunk: int) -> None:
+        self.n, self.chunk = n, chunk
+        self._next = 0
+        self._lock = threading.Lock()
+        self.results: dict[int, _Sample] = {}
+        self.errors: list[tuple[float, str]] = []  # (when, why) per board that stopped
+        self.crash: BaseException | None = None  # a fault of this program in a board's thread
+        self.stop = threading.Event()
+
+    def take(self) -> range:
+        with self._lock:
+            if self.stop.is_set() or self._next >= self.n:
+                return range(0)
+            lo = self._next
+            self._next = min(self.n, lo + self.chunk)
+            return range(lo, self._next)
+
+
+def _check(target: Any, out_specs: list[dict[str, Any]], reply: Any, exp: list[np.ndarray],
+           refs: list[np.ndarray] | None, reference: str) -> _Sample:
+    got = target.decode(reply.outputs)
+    same = all(np.array_equal(got[o["name"]].reshape(-1), x.reshape(-1)) for o, x in zip(out_specs, exp))
+    difference = None
+    if not same:
+        g = np.concatenate([got[o["name"]].reshape(-1).astype(np.float64) for o in out_specs])
+        h = np.concatenate([x.reshape(-1).astype(np.float64) for x in exp])
+        difference = {"elements": int((g != h).sum()), "max_diff": float(np.abs(g - h).max())}
+    first = got[out_specs[0]["name"]]
+    ref_top1 = _top1(refs[0]) if refs is not None else None
+    ref_exact = bool(np.array_equal(first.reshape(-1), refs[0].reshape(-1))) if refs is not None and reference == "tflm" else None
+    return _Sample(same, int(reply.count), int(reply.stack_bytes), _top1(first), _top1(exp[0]), ref_top1, ref_exact,
+                   difference)
+
+
+def _serve(target: Any, samples: list[np.ndarray], expected: _Expected, work: _Work, reference: str,
+           on_sample: Callable[[int, _Sample], None]) -> None:
+    """One board's loop: take chunks of samples, keep two requests in flight (the firmware reads the
+    next sample while the host checks a reply), check every reply against the host build."""
+    out_specs = target.outputs
+    depth = 2
+    pending: deque[tuple[int, int]] = deque()  # (sample, sequence number)
+    todo: deque[int] = deque()
+    try:
+        while True:
+            while len(pending) < depth and not work.stop.is_set():
+                if not todo:
+                    todo.extend(work.take())
+                    if not todo:
+                        break
+                i = todo.popleft()
+                pending.append((i, target.send(b"".join(s[i].tobytes() for s in samples))))
+            if not pending:
+                return
+            i, seq = pending.popleft()
+            exp, refs = expected(i)
+            reply = target.receive(seq)
+            on_sample(i, _check(target, out_specs, reply, exp, refs, reference))
+            if work.stop.is_set() and not pending:
+                return
+    except Error as e:
+        work.errors.append((time.monotonic(), " ".join(str(e).split())))
+        work.stop.set()
+    except Exception as e:  # not the line's fault: raised again by validate() once every board stopped
+        if threading.current_thread() is threading.main_thread():
+            raise
+        work.crash = e
+        work.stop.set()
+
+
 def validate(target: Any, samples: list[np.ndarray], host_run: Callable[[list[np.ndarray]], list[np.ndarray]],
              report: Report, labels: np.ndarray | None = None,
              reference: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None,
              progress: Callable[[int, int], None] | None = None) -> Report:
-    """Every sample through `target` (an aot.Target), compared with `host_run` (the host build's
-    outputs of a batch); the report is filled as samples finish, so an error or Ctrl-C leaves
-    what was done. Errors are recorded in report.error (not raised); Ctrl-C sets interrupted."""
+    """Every sample through `target` (an aot.Target, or a list of them: the same firmware in
+    several QEMU processes, each serving chunks of samples as it asks for them), compared with
+    `host_run` (the host build's outputs of a batch). The report is in sample order and filled as
+    samples finish, so an error or Ctrl-C leaves what was done. Errors are recorded in
+    report.error (not raised); Ctrl-C sets interrupted."""
+    targets = list(target) if isinstance(target, (list, tuple)) else [target]
     n = samples[0].shape[0]
-    report.timer = target.timer
-    out_specs = target.outputs
+    report.timer = targets[0].timer
     t0 = time.perf_counter()
+    expected = _Expected(samples, host_run, reference)
+    work = _Work(n, chunk=8 if len(targets) > 1 else n)
+    lock = threading.Lock()
+    tally = [0, 0]  # done, bit-exact
+
+    def on_sample(i: int, r: _Sample) -> None:
+        with lock:
+            work.results[i] = r
+            tally[0] += 1
+            tally[1] += int(r.same)
+            if progress is not None:
+                progress(tally[0], tally[1])
+
+    threads: list[threading.Thread] = []
+    try:
+        if len(targets) == 1:
+            _serve(targets[0], samples, expected, work, report.reference, on_sample)
+        else:
+            threads = [threading.Thread(target=_serve, args=(t, samples, expected, work, report.reference, on_sample),
+                                        daemon=True) for t in targets]
+            for th in threads:
+                th.start()
+            for th in threads:
+                while th.is_alive():
+                    th.join(0.2)
+    except KeyboardInterrupt:
+        report.interrupted = True
+        work.stop.set()
+        for th in threads:
+            th.join(30.0)
+    finally:
+        report.seconds = time.perf_counter() - t0
+        _merge(report, work, labels)
+    if work.crash is not None:
+        raise work.crash
+    return report
+
+
+def _merge(report: Report, work: _Work, labels: np.ndarray | None) -> None:
+    """The samples' results into the report, in sample order."""
+    with_results = sorted(work.results)
+    report.done = len(with_results)
+    report.bit_exact = 0
+    report.counts = []
+    report.differing = []
     device_top1: list[int] = []
     host_top1: list[int] = []
     ref_top1: list[int] = []
-    batch = 64
-    depth = 2  # requests in flight: the firmware reads the next sample while the host checks a reply
-    cache: dict[int, tuple[list[np.ndarray], list[np.ndarray] | None]] = {}
-
-    def expected(i: int) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
-        b = i // batch
-        if b not in cache:
-            cache.pop(b - 1, None)
-            part = [s[b * batch:(b + 1) * batch] for s in samples]
-            cache[b] = (host_run(part), reference(part) if reference is not None else None)
-        exp, refs = cache[b]
-        k = i - b * batch
-        return [e[k] for e in exp], ([r[k] for r in refs] if refs is not None else None)
-
-    pending: deque[int] = deque()
-    sent = 0
-    try:
-        while report.done < n:
-            while sent < n and len(pending) < depth:
-                pending.append(target.send(b"".join(s[sent].tobytes() for s in samples)))
-                sent += 1
-            i = report.done
-            exp, refs = expected(i)
-            reply = target.receive(pending.popleft())
-            got = target.decode(reply.outputs)
-            same = all(np.array_equal(got[o["name"]].reshape(-1), x.reshape(-1)) for o, x in zip(out_specs, exp))
-            report.done += 1
-            report.counts.append(int(reply.count))
-            report.stack_bytes = max(report.stack_bytes, int(reply.stack_bytes))
-            if same:
-                report.bit_exact += 1
-            elif len(report.differing) < MAX_LISTED:
-                g = np.concatenate([got[o["name"]].reshape(-1).astype(np.float64) for o in out_specs])
-                h = np.concatenate([x.reshape(-1).astype(np.float64) for x in exp])
-                report.differing.append({"index": i, "elements": int((g != h).sum()),
-                                         "max_diff": float(np.abs(g - h).max())})
-            first = got[out_specs[0]["name"]]
-            device_top1.append(_top1(first))
-            host_top1.append(_top1(exp[0]))
-            if refs is not None:
-                ref_top1.append(_top1(refs[0]))
-                if report.reference == "tflm":
-                    report.reference_bit_exact = (report.reference_bit_exact or 0) + int(
-                        np.array_equal(first.reshape(-1), refs[0].reshape(-1)))
-            if progress is not None:
-                progress(report.done, report.bit_exact)
-    except KeyboardInterrupt:
-        report.interrupted = True
-    except Error as e:
-        report.error = " ".join(str(e).split())
-    finally:
-        report.seconds = time.perf_counter() - t0
-        k = len(device_top1)
-        if labels is not None and k:
-            report.accuracy_device = float(np.mean(np.asarray(device_top1) == labels[:k]))
-            report.accuracy_host = float(np.mean(np.asarray(host_top1) == labels[:k]))
-        if ref_top1:
-            report.agreement = float(np.mean(np.asarray(device_top1[:len(ref_top1)]) == np.asarray(ref_top1)))
-    return report
+    done_labels: list[int] = []
+    for i in with_results:
+        r = work.results[i]
+        report.counts.append(r.count)
+        report.stack_bytes = max(report.stack_bytes, r.stack_bytes)
+        if r.same:
+            report.bit_exact += 1
+        elif len(report.differing) < MAX_LISTED and r.difference is not None:
+            report.differing.append({"index": i, **r.difference})
+        device_top1.append(r.device_top1)
+        host_top1.append(r.host_top1)
+        if r.ref_top1 is not None:
+            ref_top1.append(r.ref_top1)
+        if r.ref_exact is not None:
+            report.reference_bit_exact = (report.reference_bit_exact or 0) + int(r.ref_exact)
+        done_labels.append(i)
+    if work.errors and not report.interrupted:
+        report.error = min(work.errors)[1]
+    k = len(device_top1)
+    if labels is not None and k:
+        report.accuracy_device = float(np.mean(np.asarray(device_top1) == labels[done_labels]))
+        report.accuracy_host = float(np.mean(np.asarray(host_top1) == labels[done_labels]))
+    if ref_top1:
+        report.agreement = float(np.mean(np.asarray(device_top1[:len(ref_top1)]) == np.asarray(ref_top1)))
 
 
 def host_runner(compiled: Any) -> Callable[[list[np.ndarray]], list[np.ndarray]]:

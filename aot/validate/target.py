@@ -42,9 +42,10 @@ class Target:
 
     def __init__(self, board: str, port: str | None = None, qemu: bool = False, model: Any = None, *,
                  baud: int | None = None, backend: str = "c", firmware: "str | Path | None" = None,
-                 build_dir: "str | Path | None" = None, timeout: float = 10.0, **options: Any) -> None:
+                 build_dir: "str | Path | None" = None, timeout: float = 10.0, build: Any = None,
+                 **options: Any) -> None:
         from aot.board.boards import load_board
-        from aot.validate.firmware import board_with_baud, build_firmware, compile_for_validation
+        from aot.validate.firmware import board_with_baud, build_firmware, build_prepared, compile_for_validation
         from aot.validate.transport import QemuTransport, SerialTransport
 
         if (port is None) == (not qemu):
@@ -55,7 +56,7 @@ class Target:
         if isinstance(model, (str, Path)) and Path(model).is_file():
             options.setdefault("source_bytes", Path(model).stat().st_size)  # as `aot validate MODEL` compiles it
         self.model = _load_model(model)
-        self.build: Any = None
+        self.build: Any = build  # a ValidationBuild of the model already compiled: not compiled again
         self.timeout = timeout
         self._transport: Any = None
         self.stack_bytes = 0  # the stack high-water mark the firmware reported last (bytes)
@@ -65,15 +66,17 @@ class Target:
                 elf = Path(firmware)
                 if not elf.is_file():
                     raise Error(f"firmware {elf} does not exist")
-                if self.model is not None:
+                if self.model is not None and self.build is None:
                     self.build = compile_for_validation(self.model, self.board, backend, **options)
+            elif self.build is not None and self.build.project_dir is not None:
+                elf = build_prepared(self.build)
             elif self.model is None:
                 raise Error("aot.Target(qemu=True) needs model= (the firmware is built for it) or firmware=ELF")
             else:
                 self.build, elf = build_firmware(self.model, self.board, backend, build_dir=build_dir, **options)
             self._transport = QemuTransport(elf, self.board)
         else:
-            if self.model is not None:
+            if self.model is not None and self.build is None:
                 self.build = compile_for_validation(self.model, self.board, backend, **options)
             self._transport = SerialTransport(str(port), self.board.console.baud if self.board.console else 115200)
         try:

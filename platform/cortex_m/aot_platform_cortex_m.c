@@ -96,6 +96,36 @@ void SysTick_Handler(void) {
     aot_timer_wraps = aot_timer_wraps + 1u;
 }
 
+#if defined(AOT_CONSOLE_RX_IRQ_MASK)
+#define AOT_NVIC_ISER (*(volatile uint32_t *)(0xE000E100u + 4u * (AOT_CONSOLE_RX_IRQ_WORD)))
+#define AOT_NVIC_ICER (*(volatile uint32_t *)(0xE000E180u + 4u * (AOT_CONSOLE_RX_IRQ_WORD)))
+#define AOT_NVIC_ICPR (*(volatile uint32_t *)(0xE000E280u + 4u * (AOT_CONSOLE_RX_IRQ_WORD)))
+#define AOT_SYST_CSR_COUNTFLAG (1u << 16)
+
+/* WFI wakes on a pending interrupt that is enabled in the NVIC even while PRIMASK masks it, so the
+   UART's line is enabled only around the WFI and cleared before PRIMASK is lifted: no handler is
+   ever entered for it. A byte that arrives after the check pends the line, and WFI returns at once. */
+int aot_console_rx_wait(void) {
+    uint32_t csr;
+    __asm volatile("cpsid i" ::: "memory");
+    aot_console_rx_irq_clear();
+    AOT_NVIC_ICPR = AOT_CONSOLE_RX_IRQ_MASK;
+    AOT_NVIC_ISER = AOT_CONSOLE_RX_IRQ_MASK;
+    if (!aot_console_rx_ready()) {
+        __asm volatile("wfi" ::: "memory");
+    }
+    AOT_NVIC_ICER = AOT_CONSOLE_RX_IRQ_MASK;
+    csr = AOT_SYST_CSR;
+    if ((csr & AOT_SYST_CSR_ENABLE) == 0u) { /* stopped by aot_timer_stop_*: the wake-up tick again */
+        AOT_SYST_RVR = AOT_SYST_RELOAD;
+        AOT_SYST_CVR = 0u;
+        AOT_SYST_CSR = AOT_SYST_CSR_CLKSOURCE | AOT_SYST_CSR_TICKINT | AOT_SYST_CSR_ENABLE;
+    }
+    __asm volatile("cpsie i" ::: "memory"); /* a pending SysTick runs its handler (counts a wrap) */
+    return (csr & AOT_SYST_CSR_COUNTFLAG) != 0u ? 1 : 0;
+}
+#endif
+
 void aot_timer_start(void) {
 #if defined(AOT_TIMER_DWT)
     AOT_DEMCR |= AOT_DEMCR_TRCENA;

@@ -59,6 +59,17 @@ void aot_console_flush(void);
 void aot_console_rx_init(void);
 int aot_console_read(void);
 void aot_console_write_raw(const uint8_t *bytes, size_t length);
+#if defined(AOT_CONSOLE_RX_IRQ_MASK)
+/* Boards whose console names its receive interrupt (board JSON console.rx_irqs): sleep (WFI, with
+ * interrupts masked: no handler runs for the UART) until a byte may have arrived, or SysTick
+ * wrapped (it runs, with its interrupt, while the console waits). Returns 1 when SysTick wrapped
+ * since the previous call, so a caller counts quiet time in wraps of 2^24 processor cycles.
+ * The driver provides aot_console_rx_ready (a byte waits: 1) and aot_console_rx_irq_clear
+ * (clears the UART's own receive-interrupt flag), and enables the interrupt in aot_console_rx_init. */
+int aot_console_rx_wait(void);
+int aot_console_rx_ready(void);
+void aot_console_rx_irq_clear(void);
+#endif
 
 /* aot_console_write of the drivers that transmit one character at a time (putc blocks until
  * the transmitter takes it): '\n' goes out as "\r\n". */

@@ -10,6 +10,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 import zlib
 from pathlib import Path
 from typing import Iterator
@@ -202,6 +203,43 @@ def test_a_truncated_frame_costs_one_nack_then_hello_goes_through(firmware, line
         line.write(encode_frame(CMD_RUN, 9, _sample(3).tobytes())[:200])  # the host died mid-frame
         info = c.hello()  # its bytes complete the payload, fail the CRC (NACK), the retry is answered
         assert info["hash"] == vb.model_hash
+
+
+def test_a_frame_that_stops_is_refused_after_the_quiet_time(firmware, line):  # noqa: ANN001
+    """The firmware sleeps between bytes (WFI on the UART's receive interrupt): its quiet-time limit
+    inside a frame still ends a frame whose host went silent, with NACK 6."""
+    vb, _ = firmware
+    assert vb.board.console.rx_irqs  # the sleeping receive loop is the one under test
+    x = _sample(8)
+    with deadline(60):
+        Client(line).hello()
+        t0 = time.monotonic()
+        nack = _raw_reply(line, encode_frame(CMD_RUN, 21, x.tobytes())[:120])
+        assert nack.command == CMD_NACK and nack.payload[:2] == bytes([6, CMD_RUN]) and nack.seq == 21
+        assert 0.3 < time.monotonic() - t0 < 15
+        assert Client(line).run(x.tobytes(), 12).outputs == _host(vb, x)
+
+
+@pytest.mark.slow
+def test_the_model_is_compiled_once(tmp_path, monkeypatch):  # noqa: ANN001
+    import aot.validate.firmware as fw
+    from aot.cli import main
+    calls = []
+    compile_for_board = fw._compile_for_board
+    monkeypatch.setattr(fw, "_compile_for_board", lambda *a, **k: calls.append(1) or compile_for_board(*a, **k))
+    np.save(tmp_path / "x.npy", np.zeros((2, 49, 10, 1), np.int8))
+    with deadline(120):
+        rc = main(["validate", str(shared_model("kws_int8.tflite")), "--board", BOARD, "--port",
+                   "/dev/ttyACM_no_such_port", "--data", str(tmp_path / "x.npy")])
+    assert rc == 2 and len(calls) == 1
+
+
+def test_jobs_need_qemu(tmp_path, capsys):  # noqa: ANN001
+    from aot.cli import main
+    np.save(tmp_path / "x.npy", np.zeros((2, 49, 10, 1), np.int8))
+    rc = main(["validate", str(shared_model("kws_int8.tflite")), "--board", BOARD, "--port", "/dev/ttyACM0",
+               "--jobs", "2", "--data", str(tmp_path / "x.npy")])
+    assert rc == 2 and "--jobs 2 needs --qemu" in capsys.readouterr().err
 
 
 def test_an_oversized_request_is_refused_from_its_header(firmware, line):  # noqa: ANN001

@@ -397,6 +397,7 @@ def generate_project(
             io_in_pool=library.io_in_pool,
             hello_size=len(validate_hello),
             byte_polls=max(board.timer_clock_hz // 16, 1 << 16),
+            quiet_wraps=max(1, -(-board.timer_clock_hz // 2 // (1 << 24))),
             hello_bytes=_c_bytes(validate_hello),
             input_total=sum(i.size_bytes for i in library.inputs),
             output_total=sum(o.size_bytes for o in library.outputs),

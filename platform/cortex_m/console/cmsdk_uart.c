@@ -34,8 +34,23 @@ void aot_console_flush(void) {
 /* Receive (the validation firmware): STATE bit 1 RX buffer full, bit 3 RX overrun (write 1 to clear),
    CTRL bit 1 RX enable. */
 void aot_console_rx_init(void) {
+#if defined(AOT_CONSOLE_RX_IRQ_MASK)
+    AOT_UART_CTRL = 3u | 8u; /* TX and RX enable, RX interrupt (for aot_console_rx_wait's WFI) */
+#else
     AOT_UART_CTRL = 3u; /* TX and RX enable */
+#endif
 }
+
+#if defined(AOT_CONSOLE_RX_IRQ_MASK)
+/* INTSTATUS/INTCLEAR +0x0C: bit 1 RX interrupt (write 1 to clear). */
+int aot_console_rx_ready(void) {
+    return (AOT_UART_STATE & 2u) != 0u;
+}
+
+void aot_console_rx_irq_clear(void) {
+    AOT_UART(0x0Cu) = 2u;
+}
+#endif
 
 int aot_console_read(void) {
     if ((AOT_UART_STATE & 8u) != 0u) {

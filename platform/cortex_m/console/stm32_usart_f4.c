@@ -36,8 +36,22 @@ void aot_console_flush(void) {
 /* Receive (the validation firmware): CR1 bit 2 RE, SR bit 5 RXNE (an overrun, bit 3, is cleared by
    reading SR then DR). The RX pin is set up by soc/<name>.c. */
 void aot_console_rx_init(void) {
+#if defined(AOT_CONSOLE_RX_IRQ_MASK)
+    AOT_USART_CR1 = (1u << 13) | (1u << 5) | (1u << 3) | (1u << 2); /* UE | RXNEIE (aot_console_rx_wait) | TE | RE */
+#else
     AOT_USART_CR1 = (1u << 13) | (1u << 3) | (1u << 2); /* UE | TE | RE */
+#endif
 }
+
+#if defined(AOT_CONSOLE_RX_IRQ_MASK)
+/* The interrupt follows RXNE (and an overrun): reading DR clears it, nothing else to clear. */
+int aot_console_rx_ready(void) {
+    return (AOT_USART_SR & ((1u << 5) | (1u << 3))) != 0u;
+}
+
+void aot_console_rx_irq_clear(void) {
+}
+#endif
 
 int aot_console_read(void) {
     uint32_t sr = AOT_USART_SR;
