@@ -4,7 +4,7 @@ conditions decided by the ranges of the loop variables (`(44 + fky) >= 0` in a l
 only the branch taken, and a local whose last use went with a dropped branch is dropped too."""
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import Iterator
 
 from aot.kernel import ir as K
@@ -84,6 +84,8 @@ class _Folds:
 
 
 def simplify_expr(e: K.Expr, env: Env | None = None, folds: _Folds | None = None) -> K.Expr:
+    if isinstance(e, (K.Const, K.ScalarVar)):  # leaves, most of the nodes: nothing to fold
+        return e
     env = {} if env is None else env
     folds = _Folds() if folds is None else folds
 
@@ -184,11 +186,12 @@ def _nodes(node: object) -> Iterator[object]:
     while stack:
         n = stack.pop()
         yield n
-        for f in fields(n):  # type: ignore[arg-type]
-            v = getattr(n, f.name)
-            for x in (v if isinstance(v, tuple) else (v,)):
-                if isinstance(x, (K.Expr, K.Stmt)):
-                    stack.append(x)
+        for name in K.field_names(type(n)):
+            v = getattr(n, name)
+            if isinstance(v, tuple):
+                stack.extend(x for x in v if isinstance(x, (K.Expr, K.Stmt)))
+            elif isinstance(v, (K.Expr, K.Stmt)):
+                stack.append(v)
 
 
 def _drop_unused_lets(s: K.Stmt) -> K.Stmt:
@@ -207,17 +210,30 @@ def _drop_unused_once(s: K.Stmt) -> K.Stmt:
     the bodies `walk` rebuilds: Seq, For, Allocate, If)."""
     used: set[K.ScalarVar] = set()
     lets: list[K.Let] = []
-    for n in _nodes(s):
-        if isinstance(n, K.Let):  # its own variable is no use: only what its value reads
-            lets.append(n)
-            used.update(v for v in _nodes(n.value) if isinstance(v, K.ScalarVar))
-        elif not isinstance(n, K.ScalarVar):  # any other node: the variables it holds (an Assign's
-            # target too: its Let must stay), a bare variable among them as much as one inside
-            for f in fields(n):  # type: ignore[arg-type]
-                v = getattr(n, f.name)
-                for x in (v if isinstance(v, tuple) else (v,)):
+    # one walk of every node; variables and constants have no children and are not pushed. A Let's
+    # own variable is no use (only what its value reads); any other node's variables are (an
+    # Assign's target too: its Let must stay), a bare variable among them as much as one inside
+    leaf = (K.ScalarVar, K.Const)
+    node = (K.Expr, K.Stmt)
+    stack: list[object] = [s]
+    while stack:
+        n = stack.pop()
+        let = isinstance(n, K.Let)
+        if let:
+            lets.append(n)  # type: ignore[arg-type]
+        for name in K.field_names(type(n)):
+            v = getattr(n, name)
+            if isinstance(v, tuple):
+                for x in v:
                     if isinstance(x, K.ScalarVar):
                         used.add(x)
+                    elif isinstance(x, node) and not isinstance(x, leaf):
+                        stack.append(x)
+            elif isinstance(v, K.ScalarVar):
+                if not (let and name == "var"):
+                    used.add(v)
+            elif isinstance(v, node) and not isinstance(v, K.Const):
+                stack.append(v)
     if all(let.var in used for let in lets):
         return s
 
