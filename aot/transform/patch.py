@@ -30,7 +30,7 @@ aot.pipeline.patching.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 
 from aot.errors import Error
@@ -199,7 +199,7 @@ def _needed(stage: tuple[Call, ...], out: Region, windows: Windows) -> dict[int,
 def _with_region(v: Var, region: Region, name: str) -> Var:
     shape = tuple(v.type.shape)
     (r0, r1), (c0, c1) = region
-    return Var(name, replace(v.type, shape=(shape[0], r1 - r0, c1 - c0) + shape[3:]), v.origin)
+    return Var(name, v.type.with_shape((shape[0], r1 - r0, c1 - c0) + shape[3:]), v.origin)
 
 
 def _crop(v: Var, have: Region, want: Region, name: str, body: list[Call]) -> Var:
@@ -221,7 +221,7 @@ def _crop_nchw(x: Var, want: Region, name: str, body: list[Call]) -> Var:
     shape = tuple(x.type.shape)
     if (r0, r1, c0, c1) == (0, shape[2], 0, shape[3]):
         return x
-    out = Var(name, replace(x.type, shape=(shape[0], shape[1], r1 - r0, c1 - c0)), x.origin)
+    out = Var(name, x.type.with_shape((shape[0], shape[1], r1 - r0, c1 - c0)), x.origin)
     attrs = {"begin": (0, 0, r0, c0), "size": tuple(out.type.shape), "step": (1, 1, 1, 1), "materialize": True}
     body.append(Call("strided_slice", (x,), out, freeze_attrs(attrs)))
     return out
