@@ -14,6 +14,8 @@ def swap_buffers(node: object, mapping: dict[int, K.Buffer]) -> object:
     if isinstance(node, tuple):
         items = tuple(swap_buffers(x, mapping) for x in node)
         return node if all(a is b for a, b in zip(items, node)) else items
+    if isinstance(node, (K.Const, K.ScalarVar)):  # leaves: no buffer inside
+        return node
     if isinstance(node, (K.Expr, K.Stmt)):
         changed = {}
         for name in K.init_field_names(type(node)):

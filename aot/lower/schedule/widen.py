@@ -199,27 +199,50 @@ def _local(hint: str) -> K.ScalarVar:
     return K.ScalarVar(hint, "i32")  # a name is no node: the count needs no fresh one
 
 
+class _Counter:
+    """Nodes of a tree, each shared subtree counted once per place it appears but walked once
+    (the count of a node object is memoised by identity; the expansions made while counting are
+    kept alive, so no identity is reused)."""
+
+    def __init__(self) -> None:
+        self.memo: dict[int, int] = {}
+        self.made: list[object] = []
+
+    def nodes(self, n: object) -> int:
+        if isinstance(n, (list, tuple)):
+            return sum(self.nodes(x) for x in n)
+        if not isinstance(n, (K.Expr, K.Stmt)):
+            return 0
+        if isinstance(n, (K.Const, K.ScalarVar)):
+            return 1
+        got = self.memo.get(id(n))
+        if got is not None:
+            return got
+        if isinstance(n, K.MultiAssign):  # counted as the plain statements it stands for
+            plain = expand_multi(n, _local)
+            self.made.append(plain)
+            total = self.nodes(plain)
+        else:
+            total = 1
+            for name in K.field_names(type(n)):
+                v = getattr(n, name)
+                if isinstance(v, (K.Expr, K.Stmt, list, tuple)):
+                    total += self.nodes(v)
+            if isinstance(n, K.For) and n.unroll is True and isinstance(n.extent, int):
+                total *= max(1, n.extent)
+        self.memo[id(n)] = total
+        return total
+
+
 def _nodes(n: object) -> int:
-    if isinstance(n, (list, tuple)):
-        return sum(_nodes(x) for x in n)
-    if not isinstance(n, (K.Expr, K.Stmt)):
-        return 0
-    if isinstance(n, K.MultiAssign):  # counted as the plain statements it stands for
-        return _nodes(expand_multi(n, _local))
-    total = 1
-    for name in K.field_names(type(n)):
-        v = getattr(n, name)
-        if isinstance(v, (K.Expr, K.Stmt, list, tuple)):
-            total += _nodes(v)
-    if isinstance(n, K.For) and n.unroll is True and isinstance(n.extent, int):
-        total *= max(1, n.extent)
-    return total
+    return _Counter().nodes(n)
 
 
 def module_nodes(module: K.KernelModule) -> dict[str, int]:
     """Kernel IR nodes of each function (a multi-result intrinsic counted as the plain statements
     it stands for, whose code it is no bigger than)."""
-    return {f.name: _nodes(f.body) for f in module.funcs}
+    counter = _Counter()
+    return {f.name: counter.nodes(f.body) for f in module.funcs}
 
 
 def code_estimate(module: K.KernelModule) -> int:
