@@ -37,6 +37,9 @@ def _shape(fn: K.PrimFunc, consts: set[int]) -> tuple[Hashable, tuple[K.Buffer, 
             return ("B", slots.setdefault(("b", id(x)), len(slots)), x.dtype, x.size, x.kind)
         if isinstance(x, K.ScalarVar):
             return ("V", slots.setdefault(("v", id(x)), len(slots)), x.dtype)
+        if type(x) is K.Const:  # the generic case below, spelled out for the most frequent node
+            v = x.value
+            return ("Const", ("f", v.hex()) if isinstance(v, float) else v, x.dtype)
         if isinstance(x, (tuple, list)):
             return tuple([walk(i) for i in x])
         if isinstance(x, (K.Expr, K.Stmt)) or is_dataclass(x):
