@@ -59,30 +59,28 @@ class _Model:
         self._wrote = [sum(sizes.get(b, 0) for b in s.writes) for s in steps]
         self._reads = [tuple((b, self.readers[b], sizes.get(b, 0)) for b in dict.fromkeys(s.reads) if b not in keep)
                        for s in steps]
-        self._inplace = [(s.inplace, sizes.get(s.out, 0)) if s.out is not None and s.inplace else None for s in steps]
+        # the inputs each step may overwrite, in its order: those it reads and nobody keeps
+        self._inplace = [(tuple((self.readers[b], sizes.get(b, 0)) for b in s.inplace
+                                if b in s.reads and b not in keep), sizes.get(s.out, 0))
+                         if s.out is not None and s.inplace else None for s in steps]
 
     def step(self, done: int, live: int, c: int) -> tuple[int, int]:
         """(bytes live while step c runs after the steps in `done`, bytes live after it)."""
-        after = done | (1 << c)
+        rest = ~(done | (1 << c))  # the steps still to run after c
         born = 0
         for readers, size, kept in self._writes[c]:
-            if kept or readers & ~after:
+            if kept or readers & rest:
                 born += size
-        running = live + self._wrote[c]
         freed = 0
-        dying = None
-        for b, readers, size in self._reads[c]:
-            if not readers & ~after:
-                if dying is None:
-                    dying = {b}
-                else:
-                    dying.add(b)
+        for _, readers, size in self._reads[c]:
+            if not readers & rest:
                 freed += size
+        running = live + self._wrote[c]
         inplace = self._inplace[c]
-        if inplace is not None and dying is not None:
-            for b in inplace[0]:
-                if b in dying:
-                    running -= min(self.sizes.get(b, 0), inplace[1])
+        if inplace is not None:
+            for readers, size in inplace[0]:
+                if not readers & rest:  # the first that dies here
+                    running -= min(size, inplace[1])
                     break
         return running, live + born - freed
 
