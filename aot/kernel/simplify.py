@@ -89,11 +89,8 @@ def simplify_expr(e: K.Expr, env: Env | None = None, folds: _Folds | None = None
     env = {} if env is None else env
     folds = _Folds() if folds is None else folds
 
-    def sub(x: K.Expr) -> K.Expr:
-        return simplify_expr(x, env, folds)
-
     if isinstance(e, K.Binary):
-        a, b = sub(e.a), sub(e.b)
+        a, b = simplify_expr(e.a, env, folds), simplify_expr(e.b, env, folds)
         dt = a.dtype
         if dt != "f32" and (isinstance(a, K.Const) or isinstance(b, K.Const)):  # every rule folds a constant
             if _is_const(a) and _is_const(b) and e.op in ("+", "-", "*", "min", "max", "<<", ">>", "&", "|") \
@@ -111,21 +108,22 @@ def simplify_expr(e: K.Expr, env: Env | None = None, folds: _Folds | None = None
                 return a
             # (x + c1) + c2 -> x + (c1 + c2)
             if e.op == "+" and _is_const(b) and isinstance(a, K.Binary) and a.op == "+" and _is_const(a.b):
-                return sub(K.Binary("+", a.a, K.Const(a.b.value + b.value, dt)))  # type: ignore[attr-defined]
+                folded = K.Binary("+", a.a, K.Const(a.b.value + b.value, dt))  # type: ignore[attr-defined]
+                return simplify_expr(folded, env, folds)
         if a is e.a and b is e.b:
             return e
         return K.Binary(e.op, a, b)
     if isinstance(e, K.Cast):
-        v = sub(e.value)
+        v = simplify_expr(e.value, env, folds)
         if v.dtype == e.dtype:
             return v
         if isinstance(v, K.Const):
             return K.Const(cast_value(v.value, e.dtype), e.dtype)
         return v if v is e.value and False else K.Cast(e.dtype, v)
     if isinstance(e, K.Compare):
-        return K.Compare(e.op, sub(e.a), sub(e.b))
+        return K.Compare(e.op, simplify_expr(e.a, env, folds), simplify_expr(e.b, env, folds))
     if isinstance(e, K.Logic):
-        a, b = sub(e.a), sub(e.b)
+        a, b = simplify_expr(e.a, env, folds), simplify_expr(e.b, env, folds)
         keep_if = True if e.op == "and" else False  # the side that, when decided so, leaves the other
         if _truth(a, env) is keep_if:
             folds.n += 1
@@ -135,16 +133,16 @@ def simplify_expr(e: K.Expr, env: Env | None = None, folds: _Folds | None = None
             return a
         return K.Logic(e.op, a, b)
     if isinstance(e, K.Select):
-        c = sub(e.cond)
+        c = simplify_expr(e.cond, env, folds)
         t = _truth(c, env)
         if t is not None:
             folds.n += 1
-            return sub(e.a if t else e.b)
-        return K.Select(c, sub(e.a), sub(e.b))
+            return simplify_expr(e.a if t else e.b, env, folds)
+        return K.Select(c, simplify_expr(e.a, env, folds), simplify_expr(e.b, env, folds))
     if isinstance(e, K.Load):
-        return K.Load(e.buffer, sub(e.index))
+        return K.Load(e.buffer, simplify_expr(e.index, env, folds))
     if isinstance(e, K.Intrinsic):
-        return K.Intrinsic(e.name, tuple(sub(a) for a in e.args), e.dtype)
+        return K.Intrinsic(e.name, tuple(simplify_expr(a, env, folds) for a in e.args), e.dtype)
     return e
 
 
