@@ -12,7 +12,8 @@ interpreter (aot.kernel.interp):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import cache
 from typing import Union
 
 KDTYPES = ("i8", "u8", "i16", "i32", "i64", "f32", "bool")
@@ -21,6 +22,19 @@ GRAPH_TO_K = {"int8": "i8", "uint8": "u8", "int16": "i16", "int32": "i32", "int6
               "bool": "u8",  # a graph bool is one byte holding 0 or 1
               "uint32": "i32", "uint64": "i64"}  # Signal-library unsigned values: same-width signed storage
 K_ITEMSIZE = {"i8": 1, "u8": 1, "i16": 2, "i32": 4, "i64": 8, "f32": 4, "bool": 1}
+
+
+@cache
+def field_names(cls: type) -> tuple[str, ...]:
+    """The fields of a node class, in order (`dataclasses.fields` once per class: the tree walkers
+    ask for every node)."""
+    return tuple(f.name for f in fields(cls))
+
+
+@cache
+def init_field_names(cls: type) -> tuple[str, ...]:
+    """The fields of a node class its constructor takes (`replace` may set only these)."""
+    return tuple(f.name for f in fields(cls) if f.init)
 
 
 class Expr:

@@ -9,7 +9,7 @@ emit_assembly alike); it prints the expanded statements, as it printed them befo
 """
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import Callable
 
 from aot.kernel import ir as K
@@ -166,8 +166,8 @@ def expand_all(s: K.Stmt, stores: bool = False) -> K.Stmt:
         if stores and isinstance(x, K.Evaluate) and isinstance(x.value, K.Intrinsic) and x.value.name == "store_pair":
             return _store_pair(x)
         changed = {}
-        for f in fields(x):  # type: ignore[arg-type]
-            v = getattr(x, f.name)
+        for name in K.field_names(type(x)):
+            v = getattr(x, name)
             if isinstance(v, K.Stmt):
                 w = walk(v)
             elif isinstance(v, tuple) and v and all(isinstance(i, K.Stmt) for i in v):
@@ -176,6 +176,6 @@ def expand_all(s: K.Stmt, stores: bool = False) -> K.Stmt:
             else:
                 continue
             if w is not v:
-                changed[f.name] = w
+                changed[name] = w
         return replace(x, **changed) if changed else x  # type: ignore[type-var]
     return walk(s)

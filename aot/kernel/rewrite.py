@@ -1,7 +1,7 @@
 """Rewriting kernel IR: replace buffers by others throughout a tree."""
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 
 from aot.kernel import ir as K
 
@@ -14,13 +14,14 @@ def swap_buffers(node: object, mapping: dict[int, K.Buffer]) -> object:
     if isinstance(node, tuple):
         items = tuple(swap_buffers(x, mapping) for x in node)
         return node if all(a is b for a, b in zip(items, node)) else items
+    if isinstance(node, (K.Const, K.ScalarVar)):  # leaves: no buffer inside
+        return node
     if isinstance(node, (K.Expr, K.Stmt)):
         changed = {}
-        for f in fields(node):  # type: ignore[arg-type]
-            if f.init:
-                v = getattr(node, f.name)
-                w = swap_buffers(v, mapping)
-                if w is not v:
-                    changed[f.name] = w
+        for name in K.init_field_names(type(node)):
+            v = getattr(node, name)
+            w = swap_buffers(v, mapping)
+            if w is not v:
+                changed[name] = w
         return replace(node, **changed) if changed else node  # type: ignore[type-var]
     return node

@@ -14,7 +14,7 @@ Only kernels that read at least one constant are shared; the others keep their n
 """
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass, replace
+from dataclasses import is_dataclass, replace
 from typing import Hashable
 
 from aot.kernel import ir as K
@@ -37,10 +37,13 @@ def _shape(fn: K.PrimFunc, consts: set[int]) -> tuple[Hashable, tuple[K.Buffer, 
             return ("B", slots.setdefault(("b", id(x)), len(slots)), x.dtype, x.size, x.kind)
         if isinstance(x, K.ScalarVar):
             return ("V", slots.setdefault(("v", id(x)), len(slots)), x.dtype)
+        if type(x) is K.Const:  # the generic case below, spelled out for the most frequent node
+            v = x.value
+            return ("Const", ("f", v.hex()) if isinstance(v, float) else v, x.dtype)
         if isinstance(x, (tuple, list)):
-            return tuple(walk(i) for i in x)
-        if is_dataclass(x):
-            return (type(x).__name__,) + tuple(walk(getattr(x, f.name)) for f in fields(x))
+            return tuple([walk(i) for i in x])
+        if isinstance(x, (K.Expr, K.Stmt)) or is_dataclass(x):
+            return (type(x).__name__,) + tuple([walk(getattr(x, name)) for name in K.field_names(type(x))])
         if isinstance(x, float):
             return ("f", x.hex())  # -0.0 and 0.0 differ; NaN equals itself
         return x  # type: ignore[return-value]

@@ -4,7 +4,7 @@ conditions decided by the ranges of the loop variables (`(44 + fky) >= 0` in a l
 only the branch taken, and a local whose last use went with a dropped branch is dropped too."""
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import Iterator
 
 from aot.kernel import ir as K
@@ -84,16 +84,15 @@ class _Folds:
 
 
 def simplify_expr(e: K.Expr, env: Env | None = None, folds: _Folds | None = None) -> K.Expr:
+    if isinstance(e, (K.Const, K.ScalarVar)):  # leaves, most of the nodes: nothing to fold
+        return e
     env = {} if env is None else env
     folds = _Folds() if folds is None else folds
 
-    def sub(x: K.Expr) -> K.Expr:
-        return simplify_expr(x, env, folds)
-
     if isinstance(e, K.Binary):
-        a, b = sub(e.a), sub(e.b)
+        a, b = simplify_expr(e.a, env, folds), simplify_expr(e.b, env, folds)
         dt = a.dtype
-        if dt != "f32":
+        if dt != "f32" and (isinstance(a, K.Const) or isinstance(b, K.Const)):  # every rule folds a constant
             if _is_const(a) and _is_const(b) and e.op in ("+", "-", "*", "min", "max", "<<", ">>", "&", "|") \
                     and not (e.op in ("<<", ">>") and b.value < 0):  # type: ignore[attr-defined, operator]
                 return K.Const(_binary(e.op, a.value, b.value, dt), dt)  # type: ignore[attr-defined]
@@ -109,21 +108,22 @@ def simplify_expr(e: K.Expr, env: Env | None = None, folds: _Folds | None = None
                 return a
             # (x + c1) + c2 -> x + (c1 + c2)
             if e.op == "+" and _is_const(b) and isinstance(a, K.Binary) and a.op == "+" and _is_const(a.b):
-                return sub(K.Binary("+", a.a, K.Const(a.b.value + b.value, dt)))  # type: ignore[attr-defined]
+                folded = K.Binary("+", a.a, K.Const(a.b.value + b.value, dt))  # type: ignore[attr-defined]
+                return simplify_expr(folded, env, folds)
         if a is e.a and b is e.b:
             return e
         return K.Binary(e.op, a, b)
     if isinstance(e, K.Cast):
-        v = sub(e.value)
+        v = simplify_expr(e.value, env, folds)
         if v.dtype == e.dtype:
             return v
         if isinstance(v, K.Const):
             return K.Const(cast_value(v.value, e.dtype), e.dtype)
         return v if v is e.value and False else K.Cast(e.dtype, v)
     if isinstance(e, K.Compare):
-        return K.Compare(e.op, sub(e.a), sub(e.b))
+        return K.Compare(e.op, simplify_expr(e.a, env, folds), simplify_expr(e.b, env, folds))
     if isinstance(e, K.Logic):
-        a, b = sub(e.a), sub(e.b)
+        a, b = simplify_expr(e.a, env, folds), simplify_expr(e.b, env, folds)
         keep_if = True if e.op == "and" else False  # the side that, when decided so, leaves the other
         if _truth(a, env) is keep_if:
             folds.n += 1
@@ -133,16 +133,16 @@ def simplify_expr(e: K.Expr, env: Env | None = None, folds: _Folds | None = None
             return a
         return K.Logic(e.op, a, b)
     if isinstance(e, K.Select):
-        c = sub(e.cond)
+        c = simplify_expr(e.cond, env, folds)
         t = _truth(c, env)
         if t is not None:
             folds.n += 1
-            return sub(e.a if t else e.b)
-        return K.Select(c, sub(e.a), sub(e.b))
+            return simplify_expr(e.a if t else e.b, env, folds)
+        return K.Select(c, simplify_expr(e.a, env, folds), simplify_expr(e.b, env, folds))
     if isinstance(e, K.Load):
-        return K.Load(e.buffer, sub(e.index))
+        return K.Load(e.buffer, simplify_expr(e.index, env, folds))
     if isinstance(e, K.Intrinsic):
-        return K.Intrinsic(e.name, tuple(sub(a) for a in e.args), e.dtype)
+        return K.Intrinsic(e.name, tuple(simplify_expr(a, env, folds) for a in e.args), e.dtype)
     return e
 
 
@@ -184,11 +184,12 @@ def _nodes(node: object) -> Iterator[object]:
     while stack:
         n = stack.pop()
         yield n
-        for f in fields(n):  # type: ignore[arg-type]
-            v = getattr(n, f.name)
-            for x in (v if isinstance(v, tuple) else (v,)):
-                if isinstance(x, (K.Expr, K.Stmt)):
-                    stack.append(x)
+        for name in K.field_names(type(n)):
+            v = getattr(n, name)
+            if isinstance(v, tuple):
+                stack.extend(x for x in v if isinstance(x, (K.Expr, K.Stmt)))
+            elif isinstance(v, (K.Expr, K.Stmt)):
+                stack.append(v)
 
 
 def _drop_unused_lets(s: K.Stmt) -> K.Stmt:
@@ -207,17 +208,30 @@ def _drop_unused_once(s: K.Stmt) -> K.Stmt:
     the bodies `walk` rebuilds: Seq, For, Allocate, If)."""
     used: set[K.ScalarVar] = set()
     lets: list[K.Let] = []
-    for n in _nodes(s):
-        if isinstance(n, K.Let):  # its own variable is no use: only what its value reads
-            lets.append(n)
-            used.update(v for v in _nodes(n.value) if isinstance(v, K.ScalarVar))
-        elif not isinstance(n, K.ScalarVar):  # any other node: the variables it holds (an Assign's
-            # target too: its Let must stay), a bare variable among them as much as one inside
-            for f in fields(n):  # type: ignore[arg-type]
-                v = getattr(n, f.name)
-                for x in (v if isinstance(v, tuple) else (v,)):
+    # one walk of every node; variables and constants have no children and are not pushed. A Let's
+    # own variable is no use (only what its value reads); any other node's variables are (an
+    # Assign's target too: its Let must stay), a bare variable among them as much as one inside
+    leaf = (K.ScalarVar, K.Const)
+    node = (K.Expr, K.Stmt)
+    stack: list[object] = [s]
+    while stack:
+        n = stack.pop()
+        let = isinstance(n, K.Let)
+        if let:
+            lets.append(n)  # type: ignore[arg-type]
+        for name in K.field_names(type(n)):
+            v = getattr(n, name)
+            if isinstance(v, tuple):
+                for x in v:
                     if isinstance(x, K.ScalarVar):
                         used.add(x)
+                    elif isinstance(x, node) and not isinstance(x, leaf):
+                        stack.append(x)
+            elif isinstance(v, K.ScalarVar):
+                if not (let and name == "var"):
+                    used.add(v)
+            elif isinstance(v, node) and not isinstance(v, K.Const):
+                stack.append(v)
     if all(let.var in used for let in lets):
         return s
 

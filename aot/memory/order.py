@@ -53,26 +53,34 @@ class _Model:
         # bytes live before any step: buffers nobody writes (given from outside) still to be read
         self.initial = sum(sizes.get(b, 0) for b in names if b not in born and (self.readers[b] or b in keep))
         self.pred_mask = [sum(1 << p for p in s.preds) for s in steps]
+        # per step, what `step` reads of it: (readers mask, size, kept) of each buffer written and
+        # of each distinct buffer read, the bytes written, and the in-place candidates
+        self._writes = [tuple((self.readers.get(b, 0), sizes.get(b, 0), b in keep) for b in s.writes) for s in steps]
+        self._wrote = [sum(sizes.get(b, 0) for b in s.writes) for s in steps]
+        self._reads = [tuple((b, self.readers[b], sizes.get(b, 0)) for b in dict.fromkeys(s.reads) if b not in keep)
+                       for s in steps]
+        # the inputs each step may overwrite, in its order: those it reads and nobody keeps
+        self._inplace = [(tuple((self.readers[b], sizes.get(b, 0)) for b in s.inplace
+                                if b in s.reads and b not in keep), sizes.get(s.out, 0))
+                         if s.out is not None and s.inplace else None for s in steps]
 
     def step(self, done: int, live: int, c: int) -> tuple[int, int]:
         """(bytes live while step c runs after the steps in `done`, bytes live after it)."""
-        s = self.steps[c]
-        after = done | (1 << c)
+        rest = ~(done | (1 << c))  # the steps still to run after c
         born = 0
-        for b in s.writes:
-            if self.readers.get(b, 0) & ~after or b in self.keep:
-                born += self.sizes.get(b, 0)
-        running = live + sum(self.sizes.get(b, 0) for b in s.writes)
+        for readers, size, kept in self._writes[c]:
+            if kept or readers & rest:
+                born += size
         freed = 0
-        dying = set()
-        for b in set(s.reads):
-            if not (self.readers[b] & ~after) and b not in self.keep:
-                dying.add(b)
-                freed += self.sizes.get(b, 0)
-        if s.out is not None:
-            for b in s.inplace:
-                if b in dying:
-                    running -= min(self.sizes.get(b, 0), self.sizes.get(s.out, 0))
+        for _, readers, size in self._reads[c]:
+            if not readers & rest:
+                freed += size
+        running = live + self._wrote[c]
+        inplace = self._inplace[c]
+        if inplace is not None:
+            for readers, size in inplace[0]:
+                if not readers & rest:  # the first that dies here
+                    running -= min(size, inplace[1])
                     break
         return running, live + born - freed
 
@@ -98,29 +106,37 @@ def best_order(steps: Sequence[Step], sizes: Mapping[str, int], keep: frozenset[
     for i, s in enumerate(steps):
         if any(p >= m.n or p < 0 or p == i for p in s.preds):
             raise ValueError(f"step {i}: bad predecessors {sorted(s.preds)}")
-    # state: done mask -> (peak so far, order so far, live bytes now)
-    layer: dict[int, tuple[int, tuple[int, ...], int]] = {0: (m.initial, (), m.initial)}
+    succs: list[list[int]] = [[] for _ in range(m.n)]
+    for i, s in enumerate(steps):
+        for p in s.preds:
+            succs[p].append(i)
+    # state: done mask -> (peak so far, order so far, live bytes now, steps ready to run)
+    start = tuple(c for c in range(m.n) if not m.pred_mask[c])
+    layer: dict[int, tuple[int, tuple[int, ...], int, tuple[int, ...]]] = {0: (m.initial, (), m.initial, start)}
     exact = True
     for _ in range(m.n):
-        nxt: dict[int, tuple[int, tuple[int, ...], int]] = {}
-        for done, (peak, seq, live) in layer.items():
-            for c in range(m.n):
-                if done >> c & 1 or m.pred_mask[c] & ~done:
-                    continue
+        # key -> (peak, order, live, the parent's ready steps, the step run last)
+        grown: dict[int, tuple[int, tuple[int, ...], int, tuple[int, ...], int]] = {}
+        for done, (peak, seq, live, ready) in layer.items():
+            for c in ready:
                 running, live2 = m.step(done, live, c)
-                cand = (max(peak, running), seq + (c,), live2)
+                top = peak if peak >= running else running
                 key = done | (1 << c)
-                old = nxt.get(key)
-                if old is None or cand[:2] < old[:2]:
-                    nxt[key] = cand
-        if not nxt:
+                old = grown.get(key)
+                if old is None or top < old[0] or (top == old[0] and seq + (c,) < old[1]):
+                    grown[key] = (top, seq + (c,), live2, ready, c)
+        if not grown:
             raise ValueError("the steps' predecessors form a cycle")
-        if len(nxt) > beam:
+        if len(grown) > beam:
             exact = False
-            kept = sorted(nxt.items(), key=lambda kv: (kv[1][0], kv[1][2], kv[1][1]))[:beam]
-            nxt = dict(kept)
-        layer = nxt
-    (peak, seq, _), = layer.values()
+            kept = sorted(grown.items(), key=lambda kv: (kv[1][0], kv[1][2], kv[1][1]))[:beam]
+            grown = dict(kept)
+        layer = {}
+        for key, (top, seq, live2, ready, c) in grown.items():
+            now = tuple(r for r in ready if r != c) + tuple(
+                s for s in succs[c] if not m.pred_mask[s] & ~key)
+            layer[key] = (top, seq, live2, now)
+    (peak, seq, _, _), = layer.values()
     given = tuple(range(m.n))
     if seq != given and all(not (m.pred_mask[c] >> c2 & 1) for c in given for c2 in range(c, m.n)):
         given_peak = modeled_peak(steps, sizes, given, keep)

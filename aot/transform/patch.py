@@ -30,7 +30,8 @@ aot.pipeline.patching.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from functools import cache
 
 from aot.errors import Error
 from aot.ir import Call, Constant, Function, Model, Var
@@ -157,14 +158,27 @@ def _reads(w: tuple[int, int, int, int], lo: int, hi: int) -> tuple[int, int]:
     return lo * s - before, (hi - 1) * s - before + (k - 1) * d + 1
 
 
-def _needed(stage: tuple[Call, ...], out: Region) -> dict[int, Region]:
+Windows = dict[int, tuple[tuple[int, int, int, int], tuple[int, int, int, int]]]  # id(call) -> _window
+
+
+def _windows(stage: tuple[Call, ...]) -> Windows:
+    """_window of each window op of the stage, computed once for all its patches."""
+    out: Windows = {}
+    for c in stage:
+        if c.op_name in WINDOW_OPS:
+            axes = _window(c)
+            assert axes is not None
+            out[id(c)] = axes
+    return out
+
+
+def _needed(stage: tuple[Call, ...], out: Region, windows: Windows) -> dict[int, Region]:
     """id(tensor) -> the region of it the patch `out` of the stage's last tensor needs."""
     need: dict[int, Region] = {id(stage[-1].out): out}
     for c in reversed(stage):
         region = need[id(c.out)]
-        if c.op_name in WINDOW_OPS:
-            axes = _window(c)
-            assert axes is not None
+        axes = windows.get(id(c))
+        if axes is not None:
             got = []
             for axis, w, (lo, hi) in zip((1, 2), axes, region):
                 size = c.args[0].type.shape[axis]
@@ -185,7 +199,7 @@ def _needed(stage: tuple[Call, ...], out: Region) -> dict[int, Region]:
 def _with_region(v: Var, region: Region, name: str) -> Var:
     shape = tuple(v.type.shape)
     (r0, r1), (c0, c1) = region
-    return Var(name, replace(v.type, shape=(shape[0], r1 - r0, c1 - c0) + shape[3:]), v.origin)
+    return Var(name, v.type.with_shape((shape[0], r1 - r0, c1 - c0) + shape[3:]), v.origin)
 
 
 def _crop(v: Var, have: Region, want: Region, name: str, body: list[Call]) -> Var:
@@ -207,15 +221,16 @@ def _crop_nchw(x: Var, want: Region, name: str, body: list[Call]) -> Var:
     shape = tuple(x.type.shape)
     if (r0, r1, c0, c1) == (0, shape[2], 0, shape[3]):
         return x
-    out = Var(name, replace(x.type, shape=(shape[0], shape[1], r1 - r0, c1 - c0)), x.origin)
+    out = Var(name, x.type.with_shape((shape[0], shape[1], r1 - r0, c1 - c0)), x.origin)
     attrs = {"begin": (0, 0, r0, c0), "size": tuple(out.type.shape), "step": (1, 1, 1, 1), "materialize": True}
     body.append(Call("strided_slice", (x,), out, freeze_attrs(attrs)))
     return out
 
 
-def _patch_calls(stage: tuple[Call, ...], x: Var, tag: str, region: Region, body: list[Call]) -> Var:
+def _patch_calls(stage: tuple[Call, ...], x: Var, tag: str, region: Region, body: list[Call],
+                 windows: Windows) -> Var:
     """Append one patch's calls to `body`; the patch's piece of the stage's last tensor."""
-    need = _needed(stage, region)
+    need = _needed(stage, region, windows)
     nchw = _nchw_input(stage[0], x)
     if nchw:
         env: dict[int, tuple[Var, Region]] = {id(x): (_crop_nchw(x, need[id(x)], f"{x.name}_{tag}", body),
@@ -227,9 +242,8 @@ def _patch_calls(stage: tuple[Call, ...], x: Var, tag: str, region: Region, body
         reg = need[id(c.out)]
         out = _with_region(c.out, reg, f"{c.out.name}_{tag}")
         attrs = dict(c.attrs)
-        if c.op_name in WINDOW_OPS:
-            axes = _window(c)
-            assert axes is not None
+        axes = windows.get(id(c))
+        if axes is not None:
             spans = [_reads(w, lo, hi) for w, (lo, hi) in zip(axes, reg)]
             sizes = c.args[0].type.shape[1:3]
             want = tuple((max(0, a), min(n, b)) for (a, b), n in zip(spans, sizes))
@@ -267,10 +281,11 @@ def patch_stage(model: Model, cut: Cut, rows: int, cols: int = 1) -> Model:
     stage = _stage(model, cut)
     t = stage[-1].out
     x = model.inputs[0]
+    windows = _windows(stage)
     body: list[Call] = []
     row_vars: list[Var] = []
     for r, rr in enumerate(strips(cut.shape[1], rows)):
-        pieces = [_patch_calls(stage, x, f"p{r}_{k}" if cols > 1 else f"p{r}", (rr, cc), body)
+        pieces = [_patch_calls(stage, x, f"p{r}_{k}" if cols > 1 else f"p{r}", (rr, cc), body, windows)
                   for k, cc in enumerate(strips(cut.shape[2], cols))]
         if cols == 1:
             row_vars.append(pieces[0])
@@ -318,6 +333,12 @@ def _dw_in_place(c: Call) -> bool:
         and c.args[0].type.shape == c.out.type.shape and c.args[0].type.dtype == c.out.type.dtype
 
 
+@cache
+def _writes_over(op: str) -> bool:
+    """An elementwise op other than a slice: its output may take an operand's storage."""
+    return REGISTRY.get(op).kind == "elementwise" and op != "strided_slice"
+
+
 def live_peak(model: Model, io_in_pool: bool = True) -> int:
     """The largest sum of bytes live at one call of the entry (inputs, outputs and tensors held
     across), with the sharing the planner gives the patched stage: a strip's piece of the cut
@@ -328,33 +349,32 @@ def live_peak(model: Model, io_in_pool: bool = True) -> int:
     fn = model.main
     body = fn.body
     last: dict[int, int] = {}
-    for i, c in enumerate(body):
-        for a in c.args:
-            if isinstance(a, Var):
-                last[id(a)] = i
-    end = len(body)
-    for r in fn.results:
-        last[id(r)] = end
     uses: dict[int, int] = {}
-    for c in body:
-        for a in c.args:
-            if isinstance(a, Var):
-                uses[id(a)] = uses.get(id(a), 0) + 1
     owner: dict[int, int] = {}  # id(var) -> id(var whose storage it uses)
-    for c in body:
-        if c.op_name == "concat" and c.attrs.get("axis") == 1:
-            for a in c.args:
-                owner[id(a)] = id(c.out)
-        if c.op_name == "strided_slice" and uses.get(id(c.out)) == 1 and not c.attrs.get("materialize"):
-            owner[id(c.out)] = -1  # inlined: no storage
     first: dict[int, int] = {}
     size: dict[int, int] = {}
+    names = [c.op_name for c in body]
     for v in fn.params:
         first[id(v)] = 0
         size[id(v)] = v.type.nbytes
     for i, c in enumerate(body):
-        first.setdefault(id(c.out), i)
-        size[id(c.out)] = c.out.type.nbytes
+        for a in c.args:
+            if isinstance(a, Var):
+                k = id(a)
+                last[k] = i
+                uses[k] = uses.get(k, 0) + 1
+        k = id(c.out)
+        first.setdefault(k, i)
+        size[k] = c.out.type.nbytes
+    end = len(body)
+    for r in fn.results:
+        last[id(r)] = end
+    for c, name in zip(body, names):
+        if name == "concat" and c.attrs.get("axis") == 1:
+            for a in c.args:
+                owner[id(a)] = id(c.out)
+        if name == "strided_slice" and uses.get(id(c.out)) == 1 and not c.attrs.get("materialize"):
+            owner[id(c.out)] = -1  # inlined: no storage
     span: dict[int, list[int]] = {}
     io = set() if io_in_pool else {id(v) for v in (*model.inputs, *model.outputs)}
     for v, f in first.items():
@@ -362,13 +382,16 @@ def live_peak(model: Model, io_in_pool: bool = True) -> int:
         if root == -1 or v in io:
             continue
         lo, hi = f, last.get(v, f)
-        s = span.setdefault(root, [lo, hi])
-        s[0], s[1] = min(s[0], lo), max(s[1], hi)
+        s = span.get(root)
+        if s is None:
+            span[root] = [lo, hi]
+        else:
+            s[0], s[1] = min(s[0], lo), max(s[1], hi)
     inplace: set[int] = set()  # outputs written over a same-size operand dying at their call
-    for i, c in enumerate(body):
-        kind = REGISTRY.get(c.op_name).kind if isinstance(c.op, str) else ""
-        if kind == "elementwise" and c.op_name != "strided_slice" or _dw_in_place(c):
-            if any(isinstance(a, Var) and last.get(id(a)) == i and a.type.nbytes == c.out.type.nbytes
+    for i, (c, name) in enumerate(zip(body, names)):
+        if isinstance(c.op, str) and _writes_over(name) or _dw_in_place(c):
+            nbytes = size[id(c.out)]
+            if any(isinstance(a, Var) and last.get(id(a)) == i and a.type.nbytes == nbytes
                    and id(a) not in owner for a in c.args):
                 inplace.add(id(c.out))
     delta = [0] * (len(body) + 2)

@@ -55,7 +55,6 @@ choice reaches the schedules through the WeightBudget's `allow` set without any 
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import math
 from dataclasses import dataclass
@@ -64,7 +63,7 @@ import numpy as np
 
 from aot.ir.graph import Call, Constant, Model
 from aot.kernel import ir as K
-from aot.kernel.multi_expand import expand_all
+from aot.kernel.multi_expand import expand_multi
 
 # code_estimate (calibration in the module docstring)
 CODE_BASE = 5376  # firmware runtime, startup, console: measured 2.2-4.9 KiB beyond the kernels
@@ -196,22 +195,54 @@ def _knapsack(cands: list[Candidate], budget: int) -> tuple[frozenset[str], int]
     return front[used][1], used
 
 
+def _local(hint: str) -> K.ScalarVar:
+    return K.ScalarVar(hint, "i32")  # a name is no node: the count needs no fresh one
+
+
+class _Counter:
+    """Nodes of a tree, each shared subtree counted once per place it appears but walked once
+    (the count of a node object is memoised by identity; the expansions made while counting are
+    kept alive, so no identity is reused)."""
+
+    def __init__(self) -> None:
+        self.memo: dict[int, int] = {}
+        self.made: list[object] = []
+
+    def nodes(self, n: object) -> int:
+        if isinstance(n, (list, tuple)):
+            return sum(self.nodes(x) for x in n)
+        if not isinstance(n, (K.Expr, K.Stmt)):
+            return 0
+        if isinstance(n, (K.Const, K.ScalarVar)):
+            return 1
+        got = self.memo.get(id(n))
+        if got is not None:
+            return got
+        if isinstance(n, K.MultiAssign):  # counted as the plain statements it stands for
+            plain = expand_multi(n, _local)
+            self.made.append(plain)
+            total = self.nodes(plain)
+        else:
+            total = 1
+            for name in K.field_names(type(n)):
+                v = getattr(n, name)
+                if isinstance(v, (K.Expr, K.Stmt, list, tuple)):
+                    total += self.nodes(v)
+            if isinstance(n, K.For) and n.unroll is True and isinstance(n.extent, int):
+                total *= max(1, n.extent)
+        self.memo[id(n)] = total
+        return total
+
+
 def _nodes(n: object) -> int:
-    if isinstance(n, (list, tuple)):
-        return sum(_nodes(x) for x in n)
-    if not isinstance(n, (K.Expr, K.Stmt)):
-        return 0
-    total = 1 + sum(_nodes(getattr(n, f.name)) for f in dataclasses.fields(n)
-                    if isinstance(getattr(n, f.name), (K.Expr, K.Stmt, list, tuple)))
-    if isinstance(n, K.For) and n.unroll is True and isinstance(n.extent, int):
-        total *= max(1, n.extent)
-    return total
+    return _Counter().nodes(n)
 
 
 def module_nodes(module: K.KernelModule) -> dict[str, int]:
     """Kernel IR nodes of each function (a multi-result intrinsic counted as the plain statements
     it stands for, whose code it is no bigger than)."""
-    return {f.name: _nodes(expand_all(f.body)) for f in module.funcs}
+    counter = _Counter()
+    return {f.name: counter.nodes(f.body) for f in module.funcs}
 
 
 def code_estimate(module: K.KernelModule) -> int:
