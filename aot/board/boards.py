@@ -434,9 +434,9 @@ def _console_from_dict(raw: Any, source: str) -> Console:
 
 
 def _rx_irqs(raw: Any, source: str) -> tuple[int, ...]:
-    if raw is None:
+    if raw is None or (isinstance(raw, (list, tuple)) and not raw):  # none (Board.to_dict writes ())
         return ()
-    if not isinstance(raw, list) or not raw:
+    if not isinstance(raw, (list, tuple)):
         raise Error(f"{source}: console.rx_irqs must be a list of NVIC interrupt numbers, e.g. [0, 1]")
     irqs = tuple(_as_int(n, f"{source}: console.rx_irqs") for n in raw)
     if len({n // 32 for n in irqs}) != 1 or min(irqs) < 0:

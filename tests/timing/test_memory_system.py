@@ -69,3 +69,17 @@ def test_timing_only_parts_run_on_the_machine_of_their_core(name: str, cpu: str,
     assert part.cpu == cpu and not part.emulated and part.memory_system
     assert memory_system_from_dict(part.memory_system, name).caches
     assert emulator_for(part).name == machine
+
+
+
+def test_a_board_survives_its_dict_round_trip() -> None:
+    """Board.to_dict, as it is and through JSON, loads back to the same board: the console's receive
+    interrupts included (a board with them and one without)."""
+    import json
+    from aot.board.boards import _board_from_dict
+    for name in ("mps2-an386", "nucleo-l4r5zi"):
+        b = load_board(name)
+        for data in (b.to_dict(), json.loads(json.dumps(b.to_dict()))):
+            assert _board_from_dict(data, name).console == b.console
+    assert load_board("mps2-an386").console.rx_irqs
+    assert not load_board("nucleo-l4r5zi").console.rx_irqs
