@@ -834,24 +834,18 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
                 "mov %[b2], %[a2]\n\t" \
                 "mov %[b3], %[a3]\n\t" \
                 "1:\n\t" \
-                AOT_LOHIC_STEP_("0", "4") \
-                AOT_LOHIC_STEP_("8", "12") \
-                AOT_LOHIC_STEP_("16", "20") \
-                AOT_LOHIC_STEP_("24", "28") \
-                AOT_LOHIC_STEP_("32", "36") \
-                AOT_LOHIC_STEP_("40", "44") \
-                AOT_LOHIC_STEP_("48", "52") \
-                AOT_LOHIC_STEP_("56", "60") \
-                AOT_LOHIC_STEP_("64", "68") \
-                AOT_LOHIC_STEP_("72", "76") \
-                AOT_LOHIC_STEP_("80", "84") \
-                AOT_LOHIC_STEP_("88", "92") \
-                AOT_LOHIC_STEP_("96", "100") \
-                AOT_LOHIC_STEP_("104", "108") \
-                AOT_LOHIC_STEP_("112", "116") \
-                AOT_LOHIC_STEP_("120", "124") \
-                "adds %[c], #128\n\t" \
-                "adds %[w], #128\n\t" \
+                "ldr %[x1], [%[c], #4]\n\t" \
+                "ldr %[x0], [%[c]], #64\n\t" \
+                "ldr %[w1], [%[w], #4]\n\t" \
+                "ldr %[w0], [%[w]], #64\n\t" \
+                AOT_LOHI_MACS_ \
+                AOT_LOHIC_STEP_("-56", "-52") \
+                AOT_LOHIC_STEP_("-48", "-44") \
+                AOT_LOHIC_STEP_("-40", "-36") \
+                AOT_LOHIC_STEP_("-32", "-28") \
+                AOT_LOHIC_STEP_("-24", "-20") \
+                AOT_LOHIC_STEP_("-16", "-12") \
+                AOT_LOHIC_STEP_("-8", "-4") \
                 "ldr %[x0], %[e]\n\t" \
                 "cmp %[c], %[x0]\n\t" \
                 "bne 1b" \
@@ -875,11 +869,19 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
 /* a and b to the two adjacent words at p (aot.kernel.intrinsics.store_pair): with gcc on Thumb-2 one
    STRD (an asm whose memory operand is the 8 bytes, "Uv": base register and offset within +-1020, a
    multiple of 4; the may_alias type keeps later int32 reads of them ordered after it), where gcc
-   stored a column fill's values with two STRs */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__thumb2__)
+   stored a column fill's values with two STRs; for fewest cycles (AOT_OPTIMIZE_CYCLES, Cortex-M3/M4) the
+   two STRs, one cycle each where STRD takes three */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__thumb2__) && \
+    !(defined(AOT_OPTIMIZE_CYCLES) && AOT_OPTIMIZE_CYCLES && AOT_DSP_ASM_)
 typedef int64_t __attribute__((may_alias)) aot_i64_alias_t;
 static inline int32_t aot_store_pair(int32_t *p, int32_t a, int32_t b) {
     __asm__("strd %1, %2, %0" : "=Uv"(*(aot_i64_alias_t *)p) : "r"(a), "r"(b));
+    return 0;
+}
+#elif defined(__GNUC__) && !defined(__clang__) && defined(__thumb2__)
+static inline int32_t aot_store_pair(int32_t *p, int32_t a, int32_t b) {
+    __asm__("str %1, %0" : "=m"(p[0]) : "r"(a));
+    __asm__("str %1, %0" : "=m"(p[1]) : "r"(b));
     return 0;
 }
 #else
