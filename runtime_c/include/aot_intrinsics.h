@@ -807,13 +807,15 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
                                (cp) + (cw), 2 * aot_lt_, aot_lw_ + 4, 2 * aot_lt_); \
         } \
     } while (0)
-/* The same 16-step loop for fewest cycles (AOT_OPTIMIZE_CYCLES, set by board builds with --optimize cycles):
-   each step's four words by four single LDRs, which pipeline on Cortex-M3/M4 (2 + 1 + 1 + 1 = 5 cycles,
-   where LDRD, which pipelines with nothing, costs 3 + 3). The four loaded words live in r0-r3 (fixed:
-   with "l" alone gcc spilled around kws_int8's loop and its output-channel loop outgrew a 1 KiB flash
-   cache), both pointers in r0-r7, and every offset is positive (0 to 124), so the LDRs are 16-bit and
-   the loop is as long as the LDRD form; the pointers advance once per iteration. The biases: two LDRDs
-   and four MOVs (10 cycles where four LDRDs take 12). Two instructions more per step: instruction
+/* The same loop for fewest cycles (AOT_OPTIMIZE_CYCLES, set by board builds with --optimize cycles): 8 steps
+   per iteration (twice the iterations), so that a block's output-channel loop and the column fill
+   before it fit a 1 KiB flash cache together (kws_int8: 12,700 misses where 16 steps missed 52,400).
+   Each step's four words by four single LDRs, which pipeline on Cortex-M3/M4 (2 + 1 + 1 + 1 = 5
+   cycles, where LDRD, which pipelines with nothing, costs 3 + 3); the first step's two last loads
+   post-indexed (the pointers' advance by 64 bytes, no ADDs), the other steps at offsets -56 to -4.
+   The four loaded words live in r0-r3 (fixed: with "l" alone gcc spilled around kws_int8's loop),
+   both pointers in r0-r7. The biases: eight LDRs (9 cycles where two LDRDs and four MOVs took 10,
+   and the first step's loads pipeline behind them). Two instructions more per step: instruction
    counts rise, cycles fall. */
 #define AOT_LOHIC_STEP_(cx0, cx1) \
     "ldr %[x0], [%[c], #" cx0 "]\n\t" \
@@ -827,12 +829,14 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
         const int32_t *aot_e_ = aot_c_ + 32 * (n); \
         register int32_t aot_x0_ __asm__("r0"), aot_x1_ __asm__("r1"), aot_w0_ __asm__("r2"), \
             aot_w1_ __asm__("r3"); \
-        __asm__("ldrd %[a2], %[a3], [%[w], #8]\n\t" \
-                "ldrd %[a0], %[a1], [%[w]], #16\n\t" \
-                "mov %[b0], %[a0]\n\t" \
-                "mov %[b1], %[a1]\n\t" \
-                "mov %[b2], %[a2]\n\t" \
-                "mov %[b3], %[a3]\n\t" \
+        __asm__("ldr %[a1], [%[w], #4]\n\t" \
+                "ldr %[a2], [%[w], #8]\n\t" \
+                "ldr %[a3], [%[w], #12]\n\t" \
+                "ldr %[b0], [%[w], #0]\n\t" \
+                "ldr %[b1], [%[w], #4]\n\t" \
+                "ldr %[b2], [%[w], #8]\n\t" \
+                "ldr %[b3], [%[w], #12]\n\t" \
+                "ldr %[a0], [%[w]], #16\n\t" \
                 "1:\n\t" \
                 "ldr %[x1], [%[c], #4]\n\t" \
                 "ldr %[x0], [%[c]], #64\n\t" \
