@@ -807,22 +807,46 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
                                (cp) + (cw), 2 * aot_lt_, aot_lw_ + 4, 2 * aot_lt_); \
         } \
     } while (0)
-/* The same loop for fewest cycles (AOT_OPTIMIZE_CYCLES, set by board builds with --optimize cycles): 8 steps
-   per iteration (twice the iterations), so that a block's output-channel loop and the column fill
-   before it fit a 1 KiB flash cache together (kws_int8: 12,700 misses where 16 steps missed 52,400).
-   Each step's four words by four single LDRs, which pipeline on Cortex-M3/M4 (2 + 1 + 1 + 1 = 5
-   cycles, where LDRD, which pipelines with nothing, costs 3 + 3); the first step's two last loads
-   post-indexed (the pointers' advance by 64 bytes, no ADDs), the other steps at offsets -56 to -4.
-   The four loaded words live in r0-r3 (fixed: with "l" alone gcc spilled around kws_int8's loop),
-   both pointers in r0-r7. The biases: eight LDRs (9 cycles where two LDRDs and four MOVs took 10,
-   and the first step's loads pipeline behind them). Two instructions more per step: instruction
-   counts rise, cycles fall. */
+/* The same loop for fewest cycles (AOT_OPTIMIZE_CYCLES, set by board builds with --optimize cycles): 16 steps
+   per iteration, or 8 (twice the iterations) where the board's instruction cache is small
+   (AOT_ICACHE_BYTES < 2048, set by the same builds): a block's output-channel loop and the column
+   fill before it then fit a 1 KiB flash cache together (kws_int8 on NUCLEO-L4R5ZI: 12,700 misses
+   where 16 steps missed 52,400). Each step's four words by four single LDRs, which pipeline on
+   Cortex-M3/M4 (2 + 1 + 1 + 1 = 5 cycles, where LDRD, which pipelines with nothing, costs 3 + 3);
+   the first step's two last loads post-indexed (the pointers' advance, no ADDs), the other steps
+   at negative offsets. The four loaded words live in r0-r3 (fixed: with "l" alone gcc spilled
+   around kws_int8's loop), both pointers in r0-r7. The biases: eight LDRs (9 cycles where two
+   LDRDs and four MOVs took 10, and the first step's loads pipeline behind them). Two instructions
+   more per step: instruction counts rise, cycles fall. */
 #define AOT_LOHIC_STEP_(cx0, cx1) \
     "ldr %[x0], [%[c], #" cx0 "]\n\t" \
     "ldr %[x1], [%[c], #" cx1 "]\n\t" \
     "ldr %[w0], [%[w], #" cx0 "]\n\t" \
     "ldr %[w1], [%[w], #" cx1 "]\n\t" \
     AOT_LOHI_MACS_
+#if defined(AOT_ICACHE_BYTES) && AOT_ICACHE_BYTES < 2048
+#define AOT_LOHIC_BODY_ \
+    "ldr %[x1], [%[c], #4]\n\t" \
+    "ldr %[x0], [%[c]], #64\n\t" \
+    "ldr %[w1], [%[w], #4]\n\t" \
+    "ldr %[w0], [%[w]], #64\n\t" \
+    AOT_LOHI_MACS_ \
+    AOT_LOHIC_STEP_("-56", "-52") AOT_LOHIC_STEP_("-48", "-44") AOT_LOHIC_STEP_("-40", "-36") \
+    AOT_LOHIC_STEP_("-32", "-28") AOT_LOHIC_STEP_("-24", "-20") AOT_LOHIC_STEP_("-16", "-12") \
+    AOT_LOHIC_STEP_("-8", "-4")
+#else
+#define AOT_LOHIC_BODY_ \
+    "ldr %[x1], [%[c], #4]\n\t" \
+    "ldr %[x0], [%[c]], #128\n\t" \
+    "ldr %[w1], [%[w], #4]\n\t" \
+    "ldr %[w0], [%[w]], #128\n\t" \
+    AOT_LOHI_MACS_ \
+    AOT_LOHIC_STEP_("-120", "-116") AOT_LOHIC_STEP_("-112", "-108") AOT_LOHIC_STEP_("-104", "-100") \
+    AOT_LOHIC_STEP_("-96", "-92") AOT_LOHIC_STEP_("-88", "-84") AOT_LOHIC_STEP_("-80", "-76") \
+    AOT_LOHIC_STEP_("-72", "-68") AOT_LOHIC_STEP_("-64", "-60") AOT_LOHIC_STEP_("-56", "-52") \
+    AOT_LOHIC_STEP_("-48", "-44") AOT_LOHIC_STEP_("-40", "-36") AOT_LOHIC_STEP_("-32", "-28") \
+    AOT_LOHIC_STEP_("-24", "-20") AOT_LOHIC_STEP_("-16", "-12") AOT_LOHIC_STEP_("-8", "-4")
+#endif
 #define aot_asmc_lohi_2x4_x16(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n) \
     do { \
         const int32_t *aot_c_ = (cp) + (cw), *aot_w_ = (wp) + (ww); \
@@ -838,18 +862,7 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
                 "ldr %[b3], [%[w], #12]\n\t" \
                 "ldr %[a0], [%[w]], #16\n\t" \
                 "1:\n\t" \
-                "ldr %[x1], [%[c], #4]\n\t" \
-                "ldr %[x0], [%[c]], #64\n\t" \
-                "ldr %[w1], [%[w], #4]\n\t" \
-                "ldr %[w0], [%[w]], #64\n\t" \
-                AOT_LOHI_MACS_ \
-                AOT_LOHIC_STEP_("-56", "-52") \
-                AOT_LOHIC_STEP_("-48", "-44") \
-                AOT_LOHIC_STEP_("-40", "-36") \
-                AOT_LOHIC_STEP_("-32", "-28") \
-                AOT_LOHIC_STEP_("-24", "-20") \
-                AOT_LOHIC_STEP_("-16", "-12") \
-                AOT_LOHIC_STEP_("-8", "-4") \
+                AOT_LOHIC_BODY_ \
                 "ldr %[x0], %[e]\n\t" \
                 "cmp %[c], %[x0]\n\t" \
                 "bne 1b" \
