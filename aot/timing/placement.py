@@ -47,3 +47,14 @@ def cycle_kernels(cpu: str) -> bool:
     from aot.timing.cores import CORES
     core = CORES.get(cpu)
     return core is not None and core.load_pipelining and core.cycles["ldd"] > core.cycles["ld"]
+
+
+def instruction_cache_bytes(memory_system: Mapping[str, Any] | None) -> int | None:
+    """The bytes of the board's enabled instruction caches (AOT_ICACHE_BYTES of a cycles build: the
+    runtime's cycles loops take shorter bodies where it is small), or None without one."""
+    from aot.timing.memsys import memory_system_from_dict
+    if memory_system is None:
+        return None
+    caches = [c for c in memory_system_from_dict(memory_system).caches
+              if c.enabled and c.serves in ("instruction", "both")]
+    return sum(c.bytes for c in caches) if caches else None

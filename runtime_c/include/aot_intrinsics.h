@@ -811,51 +811,62 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
                                (cp) + (cw), 2 * aot_lt_, aot_lw_ + 4, 2 * aot_lt_); \
         } \
     } while (0)
-/* The same 16-step loop for fewest cycles (AOT_OPTIMIZE_CYCLES, set by board builds with --optimize cycles):
-   each step's four words by four single LDRs, which pipeline on Cortex-M3/M4 (2 + 1 + 1 + 1 = 5 cycles,
-   where LDRD, which pipelines with nothing, costs 3 + 3). The four loaded words live in r0-r3 (fixed:
-   with "l" alone gcc spilled around kws_int8's loop and its output-channel loop outgrew a 1 KiB flash
-   cache), both pointers in r0-r7, and every offset is positive (0 to 124), so the LDRs are 16-bit and
-   the loop is as long as the LDRD form; the pointers advance once per iteration. The biases: two LDRDs
-   and four MOVs (10 cycles where four LDRDs take 12). Two instructions more per step: instruction
-   counts rise, cycles fall. */
+/* The same loop for fewest cycles (AOT_OPTIMIZE_CYCLES, set by board builds with --optimize cycles): 16 steps
+   per iteration, or 8 (twice the iterations) where the board's instruction cache is small
+   (AOT_ICACHE_BYTES < 2048, set by the same builds): a block's output-channel loop and the column
+   fill before it then fit a 1 KiB flash cache together (kws_int8 on NUCLEO-L4R5ZI: 12,700 misses
+   where 16 steps missed 52,400). Each step's four words by four single LDRs, which pipeline on
+   Cortex-M3/M4 (2 + 1 + 1 + 1 = 5 cycles, where LDRD, which pipelines with nothing, costs 3 + 3);
+   the first step's two last loads post-indexed (the pointers' advance, no ADDs), the other steps
+   at negative offsets. The four loaded words live in r0-r3 (fixed: with "l" alone gcc spilled
+   around kws_int8's loop), both pointers in r0-r7. The biases: eight LDRs (9 cycles where two
+   LDRDs and four MOVs took 10, and the first step's loads pipeline behind them). Two instructions
+   more per step: instruction counts rise, cycles fall. */
 #define AOT_LOHIC_STEP_(cx0, cx1) \
     "ldr %[x0], [%[c], #" cx0 "]\n\t" \
     "ldr %[x1], [%[c], #" cx1 "]\n\t" \
     "ldr %[w0], [%[w], #" cx0 "]\n\t" \
     "ldr %[w1], [%[w], #" cx1 "]\n\t" \
     AOT_LOHI_MACS_
+#if defined(AOT_ICACHE_BYTES) && AOT_ICACHE_BYTES < 2048
+#define AOT_LOHIC_BODY_ \
+    "ldr %[x1], [%[c], #4]\n\t" \
+    "ldr %[x0], [%[c]], #64\n\t" \
+    "ldr %[w1], [%[w], #4]\n\t" \
+    "ldr %[w0], [%[w]], #64\n\t" \
+    AOT_LOHI_MACS_ \
+    AOT_LOHIC_STEP_("-56", "-52") AOT_LOHIC_STEP_("-48", "-44") AOT_LOHIC_STEP_("-40", "-36") \
+    AOT_LOHIC_STEP_("-32", "-28") AOT_LOHIC_STEP_("-24", "-20") AOT_LOHIC_STEP_("-16", "-12") \
+    AOT_LOHIC_STEP_("-8", "-4")
+#else
+#define AOT_LOHIC_BODY_ \
+    "ldr %[x1], [%[c], #4]\n\t" \
+    "ldr %[x0], [%[c]], #128\n\t" \
+    "ldr %[w1], [%[w], #4]\n\t" \
+    "ldr %[w0], [%[w]], #128\n\t" \
+    AOT_LOHI_MACS_ \
+    AOT_LOHIC_STEP_("-120", "-116") AOT_LOHIC_STEP_("-112", "-108") AOT_LOHIC_STEP_("-104", "-100") \
+    AOT_LOHIC_STEP_("-96", "-92") AOT_LOHIC_STEP_("-88", "-84") AOT_LOHIC_STEP_("-80", "-76") \
+    AOT_LOHIC_STEP_("-72", "-68") AOT_LOHIC_STEP_("-64", "-60") AOT_LOHIC_STEP_("-56", "-52") \
+    AOT_LOHIC_STEP_("-48", "-44") AOT_LOHIC_STEP_("-40", "-36") AOT_LOHIC_STEP_("-32", "-28") \
+    AOT_LOHIC_STEP_("-24", "-20") AOT_LOHIC_STEP_("-16", "-12") AOT_LOHIC_STEP_("-8", "-4")
+#endif
 #define aot_asmc_lohi_2x4_x16(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n) \
     do { \
         const int32_t *aot_c_ = (cp) + (cw), *aot_w_ = (wp) + (ww); \
         const int32_t *aot_e_ = aot_c_ + 32 * (n); \
         register int32_t aot_x0_ __asm__("r0"), aot_x1_ __asm__("r1"), aot_w0_ __asm__("r2"), \
             aot_w1_ __asm__("r3"); \
-        __asm__("ldrd %[a2], %[a3], [%[w], #8]\n\t" \
-                "ldrd %[a0], %[a1], [%[w]], #16\n\t" \
-                "mov %[b0], %[a0]\n\t" \
-                "mov %[b1], %[a1]\n\t" \
-                "mov %[b2], %[a2]\n\t" \
-                "mov %[b3], %[a3]\n\t" \
+        __asm__("ldr %[a1], [%[w], #4]\n\t" \
+                "ldr %[a2], [%[w], #8]\n\t" \
+                "ldr %[a3], [%[w], #12]\n\t" \
+                "ldr %[b0], [%[w], #0]\n\t" \
+                "ldr %[b1], [%[w], #4]\n\t" \
+                "ldr %[b2], [%[w], #8]\n\t" \
+                "ldr %[b3], [%[w], #12]\n\t" \
+                "ldr %[a0], [%[w]], #16\n\t" \
                 "1:\n\t" \
-                AOT_LOHIC_STEP_("0", "4") \
-                AOT_LOHIC_STEP_("8", "12") \
-                AOT_LOHIC_STEP_("16", "20") \
-                AOT_LOHIC_STEP_("24", "28") \
-                AOT_LOHIC_STEP_("32", "36") \
-                AOT_LOHIC_STEP_("40", "44") \
-                AOT_LOHIC_STEP_("48", "52") \
-                AOT_LOHIC_STEP_("56", "60") \
-                AOT_LOHIC_STEP_("64", "68") \
-                AOT_LOHIC_STEP_("72", "76") \
-                AOT_LOHIC_STEP_("80", "84") \
-                AOT_LOHIC_STEP_("88", "92") \
-                AOT_LOHIC_STEP_("96", "100") \
-                AOT_LOHIC_STEP_("104", "108") \
-                AOT_LOHIC_STEP_("112", "116") \
-                AOT_LOHIC_STEP_("120", "124") \
-                "adds %[c], #128\n\t" \
-                "adds %[w], #128\n\t" \
+                AOT_LOHIC_BODY_ \
                 "ldr %[x0], %[e]\n\t" \
                 "cmp %[c], %[x0]\n\t" \
                 "bne 1b" \
@@ -879,11 +890,19 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
 /* a and b to the two adjacent words at p (aot.kernel.intrinsics.store_pair): with gcc on Thumb-2 one
    STRD (an asm whose memory operand is the 8 bytes, "Uv": base register and offset within +-1020, a
    multiple of 4; the may_alias type keeps later int32 reads of them ordered after it), where gcc
-   stored a column fill's values with two STRs */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__thumb2__)
+   stored a column fill's values with two STRs; for fewest cycles (AOT_OPTIMIZE_CYCLES, Cortex-M3/M4) the
+   two STRs, one cycle each where STRD takes three */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__thumb2__) && \
+    !(defined(AOT_OPTIMIZE_CYCLES) && AOT_OPTIMIZE_CYCLES && AOT_DSP_ASM_)
 typedef int64_t __attribute__((may_alias)) aot_i64_alias_t;
 static inline int32_t aot_store_pair(int32_t *p, int32_t a, int32_t b) {
     __asm__("strd %1, %2, %0" : "=Uv"(*(aot_i64_alias_t *)p) : "r"(a), "r"(b));
+    return 0;
+}
+#elif defined(__GNUC__) && !defined(__clang__) && defined(__thumb2__)
+static inline int32_t aot_store_pair(int32_t *p, int32_t a, int32_t b) {
+    __asm__("str %1, %0" : "=m"(p[0]) : "r"(a));
+    __asm__("str %1, %0" : "=m"(p[1]) : "r"(b));
     return 0;
 }
 #else

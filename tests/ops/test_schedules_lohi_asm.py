@@ -195,18 +195,24 @@ def test_c_compiles_for_cortex_m4(tmp_path: Path, opt: str) -> None:
 
 
 @pytest.mark.usefixtures("arm_toolchain")
-def test_cycles_form_loads_single_words(tmp_path: Path) -> None:
-    """AOT_OPTIMIZE_CYCLES (--optimize cycles on a Cortex-M4 board): the 16-step loop loads each step's
-    four words by four 16-bit LDRs (they pipeline: 5 cycles where two LDRDs take 6), not LDRD; the
-    biases keep two LDRDs per block."""
+@pytest.mark.parametrize("icache,steps", [(None, 16), (1024, 8)])
+def test_cycles_form_loads_single_words(tmp_path: Path, icache: int | None, steps: int) -> None:
+    """AOT_OPTIMIZE_CYCLES (--optimize cycles on a Cortex-M4 board): the loop of 16 steps (8 where
+    AOT_ICACHE_BYTES says the instruction cache is small) loads each step's four words by four single
+    LDRs into r0-r3 (they pipeline: 5 cycles where two LDRDs take 6), not LDRD, the first step's
+    post-indexed (the pointers' advance), the others at negative offsets; the biases by eight LDRs,
+    not LDRDs."""
     import re
     _, cm = _compile("pw64-pw128")
     plain = cortex_m4_disassembly(cm, tmp_path, "-O2")
-    fast = cortex_m4_disassembly(cm, tmp_path, "-O2", ("AOT_OPTIMIZE_CYCLES=1",))
-    narrow = re.compile(r"^\s*[0-9a-f]+:\s+[0-9a-f]{4}\s+ldr\s+r[0-3], \[r[0-7], #\d+\]", re.M)
-    steps = plain.count("sxtb16") // 2  # two SXTB16 per step in both forms
-    assert steps >= 32 and fast.count("sxtb16") // 2 == steps
-    assert len(narrow.findall(fast)) >= 4 * 32 > len(narrow.findall(plain))
+    defines = ("AOT_OPTIMIZE_CYCLES=1",) + ((f"AOT_ICACHE_BYTES={icache}",) if icache else ())
+    fast = cortex_m4_disassembly(cm, tmp_path, "-O2", defines)
+    neg = re.compile(r"ldr(?:\.w)?\s+r[0-3], \[r[0-7], #-\d+\]")
+    post = re.compile(rf"ldr(?:\.w)?\s+r[0-3], \[r[0-7]\], #{4 * 2 * steps}\b")
+    assert plain.count("sxtb16") // 2 >= 32  # two SXTB16 per step
+    loops = len(post.findall(fast)) // 2  # one post-indexed load per pointer and loop
+    assert loops == 2 and not post.findall(plain)  # the two layers' loops
+    assert len(neg.findall(fast)) == 4 * (steps - 1) * loops > len(neg.findall(plain))  # steps 2 on
     assert fast.count("ldrd") < plain.count("ldrd") - 32
 
 

@@ -9,7 +9,8 @@ import pytest
 from aot.board.boards import load_board
 from aot.board.project.linker import render_linker_script
 from aot.errors import Error
-from aot.timing.placement import RAM_MARGIN_BYTES, check_optimize, constants_in_ram, cycle_kernels, flash_costs_cycles
+from aot.timing.placement import (RAM_MARGIN_BYTES, check_optimize, constants_in_ram, cycle_kernels, flash_costs_cycles,
+                                  instruction_cache_bytes)
 
 L4 = load_board("nucleo-l4r5zi").memory_system
 
@@ -37,6 +38,17 @@ def test_cycle_kernels_only_where_single_loads_pipeline() -> None:
     assert not cycle_kernels("cortex-m7")
     assert not cycle_kernels("cortex-m0plus") and not cycle_kernels("cortex-m0")
     assert not cycle_kernels("rv32imc")
+
+
+def test_instruction_cache_bytes_of_enabled_caches() -> None:
+    assert instruction_cache_bytes(L4) == 1024  # the ART instruction cache (AOT_ICACHE_BYTES: 8-step loops)
+    assert instruction_cache_bytes(None) is None
+    off = {"flash": {"wait_states": 4},
+           "caches": [{"serves": "instruction", "bytes": 8192, "line_bytes": 16, "enabled": False},
+                      {"serves": "data", "bytes": 256, "line_bytes": 8}]}
+    assert instruction_cache_bytes(off) is None
+    off["caches"][0]["enabled"] = True
+    assert instruction_cache_bytes(off) == 8192
 
 
 def test_optimize_values_are_checked() -> None:

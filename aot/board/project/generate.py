@@ -322,7 +322,11 @@ def generate_project(
         f"AOT_PLATFORM_ARENA_BYTES={arena_bytes}",
     ]
     if cycle_kernels:
+        from aot.timing.placement import instruction_cache_bytes
         define_list.append("AOT_OPTIMIZE_CYCLES=1")
+        icache = instruction_cache_bytes(board.memory_system)
+        if icache is not None:
+            define_list.append(f"AOT_ICACHE_BYTES={icache}")
     if io == "semihosting":
         define_list.append("AOT_IO_SEMIHOSTING=1")
     elif board.console is not None:
