@@ -171,6 +171,15 @@ def mve_dot16x4(out: Ref, x: Ref, w: Ref, n: int, ws: int, b: Ref) -> int:
     return 0
 
 
+def mve_lut(out: Ref, t: Ref, n: int) -> int:
+    """out[i] = t[out[i] + 128] for i < n, in place: a 256-entry int8 table applied to an int8
+    run (a fused LUT epilogue after a Helium kernel; VLDRB gather with byte offsets, 16 lanes)."""
+    oa, oi = out
+    ta, ti = t
+    oa[oi:oi + n] = ta[ti + oa[oi:oi + n].astype(np.int64) + 128]
+    return 0
+
+
 # name -> (argument dtypes, result dtype, semantics)
 MVE_INTRINSICS: tuple[tuple[str, tuple[str, ...], str, Callable[..., int]], ...] = (
     ("mve_conv4", ("*i8", "&i8", "&i8") + ("i32",) * 5 + ("&i32",) + ("i32",) * 5, "i32", mve_conv4),
@@ -180,4 +189,5 @@ MVE_INTRINSICS: tuple[tuple[str, tuple[str, ...], str, Callable[..., int]], ...]
     ("mve_col", ("*i8", "&i8") + ("i32",) * 14, "i32", mve_col),
     ("mve_dot16", ("&i16", "&i8", "i32", "i32"), "i32", mve_dot16),
     ("mve_dot16x4", ("*i32", "&i16", "&i8", "i32", "i32", "&i32"), "i32", mve_dot16x4),
+    ("mve_lut", ("*i8", "&i8", "i32"), "i32", mve_lut),
 )

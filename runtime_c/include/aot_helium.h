@@ -591,4 +591,28 @@ static inline AOT_MVE_COL_INLINE void aot_mve_col(int8_t *col, const int8_t *x, 
 #undef AOT_MVE_COL_RUN
 #undef AOT_MVE_COL_INLINE
 
+/* out[i] = t[out[i] + 128] for i < n, in place (aot.kernel.intrinsics_mve.mve_lut): 16 bytes per
+   step, the table read by one VLDRB gather with byte offsets (out[i] ^ 0x80 = out[i] + 128) */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+static inline __attribute__((always_inline)) void aot_mve_lut(int8_t *out, const int8_t *t, int32_t n) {
+    uint8_t *o = (uint8_t *)out;
+    const uint8_t *tb = (const uint8_t *)t;
+    const uint8x16_t bias = vdupq_n_u8(0x80u);
+    int32_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        vstrbq_u8(o + i, vldrbq_gather_offset_u8(tb, veorq_u8(vldrbq_u8(o + i), bias)));
+    }
+    if (i < n) {
+        const mve_pred16_t pr = vctp8q((uint32_t)(n - i));
+        vstrbq_p_u8(o + i, vldrbq_gather_offset_z_u8(tb, veorq_u8(vldrbq_z_u8(o + i, pr), bias), pr), pr);
+    }
+}
+#else
+static inline void aot_mve_lut(int8_t *out, const int8_t *t, int32_t n) {
+    for (int32_t i = 0; i < n; i++) {
+        out[i] = t[(int32_t)out[i] + 128];
+    }
+}
+#endif
+
 #endif /* AOT_HELIUM_H */

@@ -54,6 +54,57 @@ def plain_output(out: OutputWriter) -> bool:
     return out.buffer.dtype == "i8" and out.plain()
 
 
+def split_output(ctx, out: OutputWriter) -> tuple[OutputWriter, K.Stmt | None] | None:  # noqa: ANN001
+    """The writer a Helium routine stores through, and what runs after it over the whole output:
+    nothing for a plain int8 output; for a fused elementwise epilogue on an int8 kernel output
+    (a table look-up, a residual ADD) the routine stores the kernel's own int8 values into the
+    output buffer and the epilogue then rewrites each element in place: one mve_lut for a lone
+    table, else a loop applying the epilogue at every index. None when neither applies."""
+    if plain_output(out):
+        return out, None
+    if (out.type.dtype != "int8" or out.buffer.dtype != "i8" or out.final_type.dtype != "int8"
+            or out.type.shape != out.final_type.shape):
+        return None
+    inner = OutputWriter(out.type, out.buffer, out.type, lambda v, idx: ([], v))
+    return inner, _epilogue_pass(ctx, out)
+
+
+def _lut_table(out: OutputWriter) -> K.Buffer | None:
+    """The table of an epilogue that is one look-up of the kernel's value (aot.ops.elementwise lut)."""
+    probe = K.ScalarVar("probe", "i32")
+    pre, v = out.epilogue(probe, [K.Const(0)] * len(out.shape))
+    if len(pre) != 1 or not isinstance(pre[0], K.Let) or pre[0].value is not probe:
+        return None
+    bound = pre[0].var
+    while isinstance(v, K.Cast):
+        v = v.value
+    if not (isinstance(v, K.Load) and v.buffer.dtype == "i8" and v.buffer.size == 256):
+        return None
+    ix = v.index
+    ok = (isinstance(ix, K.Binary) and ix.op == "+" and ix.a is bound and isinstance(ix.b, K.Const)
+          and ix.b.value == 128)
+    return v.buffer if ok else None
+
+
+def _epilogue_pass(ctx, out: OutputWriter) -> K.Stmt:  # noqa: ANN001
+    total = int(np.prod(out.shape))
+    table = _lut_table(out)
+    if table is not None:
+        return K.Evaluate(intrinsic("mve_lut", K.Load(out.buffer, K.Const(0)), K.Load(table, K.Const(0)), total))
+    idx = [ctx.var(f"e{d}_") for d in range(len(out.shape))]
+    flat = K.Const(0)
+    for d, n in enumerate(out.shape):
+        flat = flat * n + idx[d] if d else idx[d]
+    body: K.Stmt = out.store(idx, K.Load(out.buffer, simplify_expr(flat)).cast("i32"))
+    for d in reversed(range(len(idx))):
+        body = K.For(idx[d], out.shape[d], body)
+    return body
+
+
+def _then(body: K.Stmt | None, post: K.Stmt | None) -> K.Stmt | None:
+    return body if body is None or post is None else K.seq(body, post)
+
+
 def param_table(ctx, biasf: np.ndarray, arith: MacArith, channels: int,  # noqa: ANN001
                 slots: np.ndarray | None = None, block: int = LANES) -> tuple[K.Buffer, int]:
     """The int32 parameter table of the vector routines: per block of `block` channels the rows
@@ -206,25 +257,31 @@ def fc_problem(xf: Accessor, rows: int, w: Accessor, bias: Accessor | None, out:
 
 def helium_conv2d(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter,  # noqa: ANN001
                   attrs: Mapping, arith: MacArith) -> K.Stmt | None:
-    if not (helium_target(ctx) and plain_output(out) and _usable(arith)):
+    split = split_output(ctx, out) if helium_target(ctx) and _usable(arith) else None
+    if split is None:
         return None
-    problem = conv_problem(x, w, bias, out, attrs, arith)
-    return None if problem is None else emit_conv(ctx, *problem, arith, out)
+    inner, post = split
+    problem = conv_problem(x, w, bias, inner, attrs, arith)
+    return None if problem is None else _then(emit_conv(ctx, *problem, arith, inner), post)
 
 
 def helium_fully_connected(ctx, xf: Accessor, rows: int, w: Accessor, bias: Accessor | None,  # noqa: ANN001
                            out: OutputWriter, arith: MacArith) -> K.Stmt | None:
-    if not (helium_target(ctx) and plain_output(out) and _usable(arith)):
+    split = split_output(ctx, out) if helium_target(ctx) and _usable(arith) else None
+    if split is None:
         return None
-    problem = fc_problem(xf, rows, w, bias, out, arith)
-    return None if problem is None else emit_conv(ctx, *problem, arith, out)
+    inner, post = split
+    problem = fc_problem(xf, rows, w, bias, inner, arith)
+    return None if problem is None else _then(emit_conv(ctx, *problem, arith, inner), post)
 
 
 def helium_depthwise(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter,  # noqa: ANN001
                      attrs: Mapping, arith: MacArith) -> K.Stmt | None:
     """Depth multiplier 1 over a materialised int8 input; None otherwise."""
-    if not (helium_target(ctx) and plain_output(out) and _usable(arith)):
+    split = split_output(ctx, out) if helium_target(ctx) and _usable(arith) else None
+    if split is None:
         return None
+    out, post = split
     n_, oh, ow, oc_n = out.shape
     _, h, wd, cin = x.shape
     _, kh, kw, _ = w.shape
@@ -254,7 +311,7 @@ def helium_depthwise(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: 
                          *geo, simplify_expr(oy * g.sh - g.pt), g.pl, *consts)
         return K.Evaluate(call)
 
-    return K.Allocate(lbuf, _pixel_loop(ctx, n_ * oh, row))
+    return _then(K.Allocate(lbuf, _pixel_loop(ctx, n_ * oh, row)), post)
 
 
 def helium_avg_pool(ctx, x: Accessor, out: OutputWriter, attrs: Mapping) -> K.Stmt | None:  # noqa: ANN001
