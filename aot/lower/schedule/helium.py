@@ -18,9 +18,11 @@ TFLite's int8 weights lie in [-127, 127] - then widened into four int32 vectors)
 The accumulators start at the bias with the input offset folded in (fold_bias), so the
 routines multiply raw inputs; requantization is TFLite's two-rounding
 MultiplyByQuantizedMultiplier (VQRDMULH, then a rounding shift with the half-away fixup),
-bit-exact on every lane. Used when the target has "mve" and opt is speed; otherwise, or when
-an operand is not a plain int8 buffer or the output has a fused epilogue, None (the other
-schedules run).
+bit-exact on every lane. A fused elementwise epilogue on the int8 output (HARD_SWISH or
+another table look-up, a residual ADD) runs after the routine over the output it wrote, in
+place (split_output): one mve_lut (a 16-lane VLDRB gather) for a lone table, else a loop
+applying the epilogue at each index. Used when the target has "mve" and opt is speed;
+otherwise, or when an operand is not a plain int8 buffer, None (the other schedules run).
 """
 from __future__ import annotations
 
