@@ -88,8 +88,9 @@ def mve_dw_row(out: Ref, lb: Ref, x: Ref, w: Ref, p: Ref, C: int, H: int, W: int
     """Depthwise (multiplier 1), one output row of OW pixels, every channel: taps outside the
     image read zp_in; weights as dw_weights lays them out; channel c's parameters at
     dw_slots(C)[c] of the table. lb is the line
-    buffer ([kh][(OW-1)*sw + (kw-1)*dw + 1][C] int8) the vector version fills first; its
-    content afterwards is unspecified."""
+    buffer ([kh][(OW-1)*sw + (kw-1)*dw + 1][C] int8, then 16 bytes the vector version may read
+    past a row's last channel block) the vector version fills first; its content afterwards is
+    unspecified."""
     xa, xi = x
     wa, wi = w
     blocks = -(-C // DW_BLOCK)

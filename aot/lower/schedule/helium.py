@@ -300,7 +300,7 @@ def helium_depthwise(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: 
     g = conv_geometry(x, w, out, attrs)
     xbuf = x.buffer
     lw = (ow - 1) * g.sw + (kw - 1) * g.dw + 1
-    lbuf = K.Buffer(ctx.fresh("lines"), "i8", kh * lw * cin)
+    lbuf = K.Buffer(ctx.fresh("lines"), "i8", kh * lw * cin + DW_BLOCK)  # + one vector read past the end
     geo = (cin, h, wd, kh, kw, g.dh, g.dw, g.sw)
     consts = (ow, -int(arith.input_offset), ps, int(arith.output_offset), int(arith.act_min), int(arith.act_max),
               _shl(arith))
