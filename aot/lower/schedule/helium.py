@@ -58,17 +58,46 @@ def plain_output(out: OutputWriter) -> bool:
 
 def split_output(ctx, out: OutputWriter) -> tuple[OutputWriter, K.Stmt | None] | None:  # noqa: ANN001
     """The writer a Helium routine stores through, and what runs after it over the whole output:
-    nothing for a plain int8 output; for a fused elementwise epilogue on an int8 kernel output
-    (a table look-up, a residual ADD) the routine stores the kernel's own int8 values into the
-    output buffer and the epilogue then rewrites each element in place: one mve_lut for a lone
-    table, else a loop applying the epilogue at every index. None when neither applies."""
+    nothing for a plain int8 output; for a fused elementwise epilogue of the kernel's value alone
+    (a table look-up, a per-channel table, a clamp) on an int8 kernel output the routine stores
+    the kernel's own int8 values into the output buffer and the epilogue then rewrites each
+    element in place: one mve_lut for a lone table, else a loop applying the epilogue at every
+    index. None when neither applies, and for an epilogue that reads another tensor (a residual
+    ADD): that one keeps the schedule that reads the tensor within the store, so the output may
+    overwrite it in the pool."""
     if plain_output(out):
         return out, None
     if (out.type.dtype != "int8" or out.buffer.dtype != "i8" or out.final_type.dtype != "int8"
-            or out.type.shape != out.final_type.shape):
+            or out.type.shape != out.final_type.shape or not _reads_constants_only(ctx, out)):
         return None
     inner = OutputWriter(out.type, out.buffer, out.type, lambda v, idx: ([], v))
     return inner, _epilogue_pass(ctx, out)
+
+
+def _reads_constants_only(ctx, out: OutputWriter) -> bool:  # noqa: ANN001
+    """The epilogue loads from constant tables only (no other tensor of the model)."""
+    consts = {id(c.buffer) for c in ctx.consts}
+    probe = K.ScalarVar("probe", "i32")
+    pre, v = out.epilogue(probe, [K.Const(0)] * len(out.shape))
+    loads: list[K.Buffer] = []
+
+    def walk(e: object) -> None:
+        if isinstance(e, (K.Load, K.LoadWord)):
+            loads.append(e.buffer)
+        if isinstance(e, K.Intrinsic):
+            for a in e.args:
+                walk(a)
+        elif isinstance(e, K.Expr):
+            for ch in ("a", "b", "cond", "value", "index"):
+                sub = getattr(e, ch, None)
+                if isinstance(sub, K.Expr):
+                    walk(sub)
+    for st in pre:
+        if not isinstance(st, K.Let):
+            return False
+        walk(st.value)
+    walk(v)
+    return all(id(b) in consts for b in loads)
 
 
 def _lut_table(out: OutputWriter) -> K.Buffer | None:
