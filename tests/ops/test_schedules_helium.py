@@ -133,6 +133,31 @@ def test_fused_epilogues_after_helium_kernels_bit_exact() -> None:
         np.testing.assert_array_equal(got, ref, err_msg=backend)
 
 
+def test_per_channel_epilogue_after_a_helium_conv_bit_exact() -> None:
+    """A conv followed by an unfolded BatchNormalization (MUL and ADD by per-channel constants: one
+    per-channel table fused into the conv): the Helium routine, then the epilogue loop over its
+    output; bit-exact on the interpreter, the portable C and the LLVM JIT."""
+    from test_schedules import _q, _weights
+    rng = np.random.default_rng(12)
+    g = aot.GraphBuilder("bn")
+    x = g.input("x", (1, 5, 6, 12), "int8", _q(0.05, 4))
+    w, b = _weights(rng, g, (10, 3, 3, 12), 0, 0.05, "c0")
+    c = g.conv2d(x, w, b, padding="same", activation="none", out_quant=_q(0.09, -3))
+    scale = g.constant(rng.integers(1, 127, 10).astype(np.int8), "s", quant=_q(0.01))
+    shift = g.constant(rng.integers(-127, 127, 10).astype(np.int8), "t", quant=_q(0.02))
+    y = g.add(g.mul(c, scale, out_quant=_q(0.05, 2)), shift, out_quant=_q(0.06, -7))
+    g.output(y, "y")
+    model = g.finish()
+    cm = compile_model(model, target_options(M55))
+    assert [f.doc for f in cm.module.funcs if f.doc.startswith("conv2d")] == ["conv2d -> lut_channel"]
+    assert "mve_conv4" in _intrinsics_used(cm.module)
+    inputs = _input(model)
+    ref = aot.reference(model, inputs)["y"]
+    for backend in ("interp", "c", "llvm"):
+        got = run_kernel_module(cm.module, [inputs["x"]], backend)[0].reshape(ref.shape)
+        np.testing.assert_array_equal(got, ref, err_msg=backend)
+
+
 def test_mve_lut_spec_reads_the_table_at_the_value_plus_128() -> None:
     from aot.kernel.intrinsics_mve import mve_lut
     t = (np.arange(256) * 7 % 256 - 128).astype(np.int8)
