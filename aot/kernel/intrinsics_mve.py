@@ -88,8 +88,9 @@ def mve_dw_row(out: Ref, lb: Ref, x: Ref, w: Ref, p: Ref, C: int, H: int, W: int
     """Depthwise (multiplier 1), one output row of OW pixels, every channel: taps outside the
     image read zp_in; weights as dw_weights lays them out; channel c's parameters at
     dw_slots(C)[c] of the table. lb is the line
-    buffer ([kh][(OW-1)*sw + (kw-1)*dw + 1][C] int8) the vector version fills first; its
-    content afterwards is unspecified."""
+    buffer ([kh][(OW-1)*sw + (kw-1)*dw + 1][C] int8, then 16 bytes the vector version may read
+    past a row's last channel block) the vector version fills first; its content afterwards is
+    unspecified."""
     xa, xi = x
     wa, wi = w
     blocks = -(-C // DW_BLOCK)
@@ -171,6 +172,15 @@ def mve_dot16x4(out: Ref, x: Ref, w: Ref, n: int, ws: int, b: Ref) -> int:
     return 0
 
 
+def mve_lut(out: Ref, t: Ref, n: int) -> int:
+    """out[i] = t[out[i] + 128] for i < n, in place: a 256-entry int8 table applied to an int8
+    run (a fused LUT epilogue after a Helium kernel; VLDRB gather with byte offsets, 16 lanes)."""
+    oa, oi = out
+    ta, ti = t
+    oa[oi:oi + n] = ta[ti + oa[oi:oi + n].astype(np.int64) + 128]
+    return 0
+
+
 # name -> (argument dtypes, result dtype, semantics)
 MVE_INTRINSICS: tuple[tuple[str, tuple[str, ...], str, Callable[..., int]], ...] = (
     ("mve_conv4", ("*i8", "&i8", "&i8") + ("i32",) * 5 + ("&i32",) + ("i32",) * 5, "i32", mve_conv4),
@@ -180,4 +190,5 @@ MVE_INTRINSICS: tuple[tuple[str, tuple[str, ...], str, Callable[..., int]], ...]
     ("mve_col", ("*i8", "&i8") + ("i32",) * 14, "i32", mve_col),
     ("mve_dot16", ("&i16", "&i8", "i32", "i32"), "i32", mve_dot16),
     ("mve_dot16x4", ("*i32", "&i16", "&i8", "i32", "i32", "&i32"), "i32", mve_dot16x4),
+    ("mve_lut", ("*i8", "&i8", "i32"), "i32", mve_lut),
 )

@@ -601,8 +601,34 @@ def define_dot16x4(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Fun
     return fn
 
 
+def define_lut(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Function) -> ir.Function:
+    """mve_lut: out[i] = t[out[i] + 128] in place; on MVE 16 bytes per step through the VLDRB
+    gather with byte offsets (out[i] ^ 0x80), the tail scalar; elsewhere scalar."""
+    del rq
+    fn, b = _fn(mod, name, kinds)
+    out, t, n = fn.args
+    start = None
+    if mve_native(mod):
+        gather = _mve(mod, "llvm.arm.mve.vldr.gather.offset.v16i8.p0.v16i8", V16I8, [PTR, V16I8, I32, I32, I32])
+        start = b.and_(n, _c(-16))
+        flip = ir.Constant(V16I8, [0x80] * 16)
+
+        def step(b: ir.IRBuilder, i: ir.Value) -> None:
+            v = b.call(gather, [t, b.xor(_vload(b, out, i, V16I8), flip), _c(8), _c(0), _c(1)])
+            st = b.store(v, b.gep(out, [i], inbounds=True, source_etype=I8))
+            st.align = 1
+        _loop(b, start, step, step=16)
+
+    def one(b: ir.IRBuilder, i: ir.Value) -> None:
+        v = b.add(b.sext(_ld(b, out, i, I8), I32), _c(128))
+        b.store(_ld(b, t, v, I8), b.gep(out, [i], inbounds=True, source_etype=I8))
+    _loop(b, n, one, start=start)
+    b.ret(_c(0))
+    return fn
+
+
 def define_mve(mod: ir.Module, name: str, kinds: tuple[str, ...], rq: ir.Function) -> ir.Function:
     """The LLVM function of the Helium routine `name` (aot.kernel.intrinsics_mve)."""
     define = {"mve_dw_row": define_dw_row, "mve_chsum": define_chsum, "mve_col": define_col,
-              "mve_dot16": define_dot16, "mve_dot16x4": define_dot16x4}.get(name, define_conv4)
+              "mve_dot16": define_dot16, "mve_dot16x4": define_dot16x4, "mve_lut": define_lut}.get(name, define_conv4)
     return define(mod, name, kinds, rq)

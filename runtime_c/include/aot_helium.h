@@ -276,7 +276,7 @@ static inline __attribute__((always_inline)) void aot_mve_fill(int8_t *dst, int8
 /* depthwise (depth multiplier 1), one output row of OW pixels, every channel: out[ox][c] =
    requant(p'[c] + sum over the window of x[iy][ix][c] * w[ky][kx][c]); taps outside the image
    read zp_in. The kh input rows of the window (iy0 + ky*dh) are first copied into the line
-   buffer lb ([kh][LW][C], LW = (OW-1)*sw + (kw-1)*dw + 1 columns from ix = -pl), padding
+   buffer lb ([kh][LW][C] and 16 bytes, LW = (OW-1)*sw + (kw-1)*dw + 1 columns from ix = -pl), padding
    written as zp_in, so the taps need no bounds checks.
    16 channels per step: VMULLB.S8 / VMULLT.S8 multiply the even and the odd channels into int16
    lanes; two taps are summed there (exact: |x*w| <= 128*127, the schedule refuses weights of
@@ -328,7 +328,10 @@ static inline __attribute__((always_inline)) void aot_mve_dw_row(
                 const int8_t *x0p = xp + ((t / kw) * LW + (t % kw) * dw) * C;
                 const int8_t *x1p = xp + ((t1 / kw) * LW + (t1 % kw) * dw) * C;
 #if defined(__GNUC__) && !defined(__clang__)
-                if (!(C & 15)) { /* two taps in eight vector registers (gcc spills the accumulators) */
+                { /* two taps in eight vector registers (gcc spills the accumulators); with C not a
+                     multiple of 16 the last block's loads run past the row's channels into the next
+                     pixel's (the line buffer holds 16 bytes more; those lanes meet the weights'
+                     zero padding and are never stored) */
                     int8x16_t t0_, t1_, t2_, t3_;
                     __asm__ volatile(
                         "vldrb.u8 %q[t0], [%[x0]]\n\tvldrb.u8 %q[t1], [%[w]], #16\n\t"
@@ -359,7 +362,11 @@ static inline __attribute__((always_inline)) void aot_mve_dw_row(
             if (taps & 1) {
                 const int32_t t = taps - 1;
                 const int8x16_t x0 = AOT_MVE_LD16(xp + ((t / kw) * LW + (t % kw) * dw) * C);
-                const int8x16_t w0 = AOT_MVE_LD16((C & 15) ? wp + t * 16 : wp); /* wp advanced by the pairs */
+#if defined(__GNUC__) && !defined(__clang__)
+                const int8x16_t w0 = AOT_MVE_LD16(wp); /* wp advanced by the pairs */
+#else
+                const int8x16_t w0 = AOT_MVE_LD16(wp + t * 16);
+#endif
                 AOT_MVE_DW_WIDEN(vmullbq_int_s8(x0, w0), vmulltq_int_s8(x0, w0));
             }
             int8_t *o = out + ox * C + c;
@@ -595,5 +602,29 @@ static inline AOT_MVE_COL_INLINE void aot_mve_col(int8_t *col, const int8_t *x, 
 #undef AOT_MVE_COL_COPY
 #undef AOT_MVE_COL_RUN
 #undef AOT_MVE_COL_INLINE
+
+/* out[i] = t[out[i] + 128] for i < n, in place (aot.kernel.intrinsics_mve.mve_lut): 16 bytes per
+   step, the table read by one VLDRB gather with byte offsets (out[i] ^ 0x80 = out[i] + 128) */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+static inline __attribute__((always_inline)) void aot_mve_lut(int8_t *out, const int8_t *t, int32_t n) {
+    uint8_t *o = (uint8_t *)out;
+    const uint8_t *tb = (const uint8_t *)t;
+    const uint8x16_t bias = vdupq_n_u8(0x80u);
+    int32_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        vstrbq_u8(o + i, vldrbq_gather_offset_u8(tb, veorq_u8(vldrbq_u8(o + i), bias)));
+    }
+    if (i < n) {
+        const mve_pred16_t pr = vctp8q((uint32_t)(n - i));
+        vstrbq_p_u8(o + i, vldrbq_gather_offset_z_u8(tb, veorq_u8(vldrbq_z_u8(o + i, pr), bias), pr), pr);
+    }
+}
+#else
+static inline void aot_mve_lut(int8_t *out, const int8_t *t, int32_t n) {
+    for (int32_t i = 0; i < n; i++) {
+        out[i] = t[(int32_t)out[i] + 128];
+    }
+}
+#endif
 
 #endif /* AOT_HELIUM_H */

@@ -90,6 +90,84 @@ def test_helium_schedules_bit_exact_on_interp_c_and_llvm(chain: str) -> None:
         np.testing.assert_array_equal(got, ref, err_msg=f"{chain} / {backend}")
 
 
+def _epilogues() -> aot.ir.Model:
+    """Helium kernels with fused epilogues: a window conv and a depthwise conv each followed by
+    HARD_SWISH (a table look-up: mve_lut over the output), a 1x1 conv whose output is added to
+    the block's input (a residual ADD), a fully connected layer with HARD_SWISH; 20 channels
+    (predicated tails of every routine)."""
+    from test_schedules import _q, _weights
+    rng = np.random.default_rng(11)
+    g = aot.GraphBuilder("epilogues")
+    x = g.input("x", (1, 6, 5, 20), "int8", _q(0.05, -9))
+    w, b = _weights(rng, g, (20, 3, 3, 20), 0, 0.05, "c0")
+    c0 = g.hard_swish(g.conv2d(x, w, b, padding="same", activation="none", out_quant=_q(0.09, 3)),
+                      out_quant=_q(0.07, -20))
+    w, b = _weights(rng, g, (1, 3, 3, 20), 3, 0.07, "d1")
+    d1 = g.hard_swish(g.depthwise_conv2d(c0, w, b, padding="same", activation="none", out_quant=_q(0.11, -5)),
+                      out_quant=_q(0.06, -30))
+    w, b = _weights(rng, g, (20, 1, 1, 20), 0, 0.06, "c2")
+    c2 = g.conv2d(d1, w, b, padding="same", activation="none", out_quant=_q(0.08, 7))
+    r = g.add(c2, c0, out_quant=_q(0.1, -2))
+    w, b = _weights(rng, g, (9, 600), 0, 0.1, "f3")
+    f = g.fully_connected(g.reshape(r, (1, 600)), w, b, activation="none", out_quant=_q(0.12, 4))
+    g.output(g.hard_swish(f, out_quant=_q(0.05, -40)), "y")
+    return g.finish()
+
+
+def test_fused_epilogues_after_helium_kernels_bit_exact() -> None:
+    """Convolutions, depthwise and fully connected layers whose output feeds a table look-up keep
+    the Helium routines (the table applied over their output afterwards); the 1x1 conv whose
+    output a residual ADD reads keeps the schedule that reads the residual within its store.
+    Bit-exact on the interpreter, the portable C and the LLVM JIT."""
+    model = _epilogues()
+    cm = compile_model(model, target_options(M55, policy="micro", stack_limit=256))
+    verify_kernel_module(cm.module, planned=True)
+    used = _intrinsics_used(cm.module)
+    assert {"mve_conv4", "mve_dw_row", "mve_lut"} <= used and "mve_pw" not in used, used
+    m4 = _intrinsics_used(compile_model(model, target_options(target_for_cpu("cortex-m4"))).module)
+    assert not {u for u in m4 if u.startswith("mve")}
+    inputs = _input(model)
+    ref = aot.reference(model, inputs)["y"]
+    for backend in ("interp", "c", "llvm"):
+        got = run_kernel_module(cm.module, [inputs["x"]], backend)[0].reshape(ref.shape)
+        np.testing.assert_array_equal(got, ref, err_msg=backend)
+
+
+def test_per_channel_epilogue_after_a_helium_conv_bit_exact() -> None:
+    """A conv followed by an unfolded BatchNormalization (MUL and ADD by per-channel constants: one
+    per-channel table fused into the conv): the Helium routine, then the epilogue loop over its
+    output; bit-exact on the interpreter, the portable C and the LLVM JIT."""
+    from test_schedules import _q, _weights
+    rng = np.random.default_rng(12)
+    g = aot.GraphBuilder("bn")
+    x = g.input("x", (1, 5, 6, 12), "int8", _q(0.05, 4))
+    w, b = _weights(rng, g, (10, 3, 3, 12), 0, 0.05, "c0")
+    c = g.conv2d(x, w, b, padding="same", activation="none", out_quant=_q(0.09, -3))
+    scale = g.constant(rng.integers(1, 127, 10).astype(np.int8), "s", quant=_q(0.01))
+    shift = g.constant(rng.integers(-127, 127, 10).astype(np.int8), "t", quant=_q(0.02))
+    y = g.add(g.mul(c, scale, out_quant=_q(0.05, 2)), shift, out_quant=_q(0.06, -7))
+    g.output(y, "y")
+    model = g.finish()
+    cm = compile_model(model, target_options(M55))
+    assert [f.doc for f in cm.module.funcs if f.doc.startswith("conv2d")] == ["conv2d -> lut_channel"]
+    assert "mve_conv4" in _intrinsics_used(cm.module)
+    inputs = _input(model)
+    ref = aot.reference(model, inputs)["y"]
+    for backend in ("interp", "c", "llvm"):
+        got = run_kernel_module(cm.module, [inputs["x"]], backend)[0].reshape(ref.shape)
+        np.testing.assert_array_equal(got, ref, err_msg=backend)
+
+
+def test_mve_lut_spec_reads_the_table_at_the_value_plus_128() -> None:
+    from aot.kernel.intrinsics_mve import mve_lut
+    t = (np.arange(256) * 7 % 256 - 128).astype(np.int8)
+    out = np.array([5, -128, 127, 0, -1, 9], np.int8)
+    want = out.copy()
+    want[1:5] = t[out[1:5].astype(np.int64) + 128]
+    mve_lut((out, 1), (t, 0), 4)
+    np.testing.assert_array_equal(out, want)
+
+
 def test_depthwise_with_a_weight_of_minus_128_keeps_the_other_schedule() -> None:
     """Two taps' int16 products sum exactly only for |w| <= 127: a -128 weight (outside TFLite's
     symmetric int8 range) refuses mve_dw_row, and the result stays bit-exact."""
@@ -169,8 +247,8 @@ def test_evaluate_needs_a_written_reference_and_no_constant_target() -> None:
 @pytest.mark.parametrize("backend", ["c", "llvm"])
 def test_helium_chains_in_qemu_bit_exact(backend: str) -> None:
     from aot.board.flow import run_on_board
-    for chain in ("conv", "dw", "dw-16", "fc", "pools"):
-        model = _model(chain)
+    for chain in ("conv", "dw", "dw-16", "fc", "pools", "epilogues"):
+        model = _epilogues() if chain == "epilogues" else _model(chain)
         inputs = _input(model, 1)
         outs, extra = run_on_board(model, inputs, "mps3-an547", backend=backend)
         np.testing.assert_array_equal(outs["y"], aot.reference(model, inputs)["y"], err_msg=chain)

@@ -18,9 +18,11 @@ TFLite's int8 weights lie in [-127, 127] - then widened into four int32 vectors)
 The accumulators start at the bias with the input offset folded in (fold_bias), so the
 routines multiply raw inputs; requantization is TFLite's two-rounding
 MultiplyByQuantizedMultiplier (VQRDMULH, then a rounding shift with the half-away fixup),
-bit-exact on every lane. Used when the target has "mve" and opt is speed; otherwise, or when
-an operand is not a plain int8 buffer or the output has a fused epilogue, None (the other
-schedules run).
+bit-exact on every lane. A fused elementwise epilogue on the int8 output (HARD_SWISH or
+another table look-up, a residual ADD) runs after the routine over the output it wrote, in
+place (split_output): one mve_lut (a 16-lane VLDRB gather) for a lone table, else a loop
+applying the epilogue at each index. Used when the target has "mve" and opt is speed;
+otherwise, or when an operand is not a plain int8 buffer, None (the other schedules run).
 """
 from __future__ import annotations
 
@@ -52,6 +54,86 @@ def helium_target(ctx) -> bool:  # noqa: ANN001
 def plain_output(out: OutputWriter) -> bool:
     """The output is stored as is (no fused epilogue) into an int8 buffer of the op's shape."""
     return out.buffer.dtype == "i8" and out.plain()
+
+
+def split_output(ctx, out: OutputWriter) -> tuple[OutputWriter, K.Stmt | None] | None:  # noqa: ANN001
+    """The writer a Helium routine stores through, and what runs after it over the whole output:
+    nothing for a plain int8 output; for a fused elementwise epilogue of the kernel's value alone
+    (a table look-up, a per-channel table, a clamp) on an int8 kernel output the routine stores
+    the kernel's own int8 values into the output buffer and the epilogue then rewrites each
+    element in place: one mve_lut for a lone table, else a loop applying the epilogue at every
+    index. None when neither applies, and for an epilogue that reads another tensor (a residual
+    ADD): that one keeps the schedule that reads the tensor within the store, so the output may
+    overwrite it in the pool."""
+    if plain_output(out):
+        return out, None
+    if (out.type.dtype != "int8" or out.buffer.dtype != "i8" or out.final_type.dtype != "int8"
+            or out.type.shape != out.final_type.shape or not _reads_constants_only(ctx, out)):
+        return None
+    inner = OutputWriter(out.type, out.buffer, out.type, lambda v, idx: ([], v))
+    return inner, _epilogue_pass(ctx, out)
+
+
+def _reads_constants_only(ctx, out: OutputWriter) -> bool:  # noqa: ANN001
+    """The epilogue loads from constant tables only (no other tensor of the model)."""
+    consts = {id(c.buffer) for c in ctx.consts}
+    probe = K.ScalarVar("probe", "i32")
+    pre, v = out.epilogue(probe, [K.Const(0)] * len(out.shape))
+    loads: list[K.Buffer] = []
+
+    def walk(e: object) -> None:
+        if isinstance(e, (K.Load, K.LoadWord)):
+            loads.append(e.buffer)
+        if isinstance(e, K.Intrinsic):
+            for a in e.args:
+                walk(a)
+        elif isinstance(e, K.Expr):
+            for ch in ("a", "b", "cond", "value", "index"):
+                sub = getattr(e, ch, None)
+                if isinstance(sub, K.Expr):
+                    walk(sub)
+    for st in pre:
+        if not isinstance(st, K.Let):
+            return False
+        walk(st.value)
+    walk(v)
+    return all(id(b) in consts for b in loads)
+
+
+def _lut_table(out: OutputWriter) -> K.Buffer | None:
+    """The table of an epilogue that is one look-up of the kernel's value (aot.ops.elementwise lut)."""
+    probe = K.ScalarVar("probe", "i32")
+    pre, v = out.epilogue(probe, [K.Const(0)] * len(out.shape))
+    if len(pre) != 1 or not isinstance(pre[0], K.Let) or pre[0].value is not probe:
+        return None
+    bound = pre[0].var
+    while isinstance(v, K.Cast):
+        v = v.value
+    if not (isinstance(v, K.Load) and v.buffer.dtype == "i8" and v.buffer.size == 256):
+        return None
+    ix = v.index
+    ok = (isinstance(ix, K.Binary) and ix.op == "+" and ix.a is bound and isinstance(ix.b, K.Const)
+          and ix.b.value == 128)
+    return v.buffer if ok else None
+
+
+def _epilogue_pass(ctx, out: OutputWriter) -> K.Stmt:  # noqa: ANN001
+    total = int(np.prod(out.shape))
+    table = _lut_table(out)
+    if table is not None:
+        return K.Evaluate(intrinsic("mve_lut", K.Load(out.buffer, K.Const(0)), K.Load(table, K.Const(0)), total))
+    idx = [ctx.var(f"e{d}_") for d in range(len(out.shape))]
+    flat = K.Const(0)
+    for d, n in enumerate(out.shape):
+        flat = flat * n + idx[d] if d else idx[d]
+    body: K.Stmt = out.store(idx, K.Load(out.buffer, simplify_expr(flat)).cast("i32"))
+    for d in reversed(range(len(idx))):
+        body = K.For(idx[d], out.shape[d], body)
+    return body
+
+
+def _then(body: K.Stmt | None, post: K.Stmt | None) -> K.Stmt | None:
+    return body if body is None or post is None else K.seq(body, post)
 
 
 def param_table(ctx, biasf: np.ndarray, arith: MacArith, channels: int,  # noqa: ANN001
@@ -206,25 +288,31 @@ def fc_problem(xf: Accessor, rows: int, w: Accessor, bias: Accessor | None, out:
 
 def helium_conv2d(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter,  # noqa: ANN001
                   attrs: Mapping, arith: MacArith) -> K.Stmt | None:
-    if not (helium_target(ctx) and plain_output(out) and _usable(arith)):
+    split = split_output(ctx, out) if helium_target(ctx) and _usable(arith) else None
+    if split is None:
         return None
-    problem = conv_problem(x, w, bias, out, attrs, arith)
-    return None if problem is None else emit_conv(ctx, *problem, arith, out)
+    inner, post = split
+    problem = conv_problem(x, w, bias, inner, attrs, arith)
+    return None if problem is None else _then(emit_conv(ctx, *problem, arith, inner), post)
 
 
 def helium_fully_connected(ctx, xf: Accessor, rows: int, w: Accessor, bias: Accessor | None,  # noqa: ANN001
                            out: OutputWriter, arith: MacArith) -> K.Stmt | None:
-    if not (helium_target(ctx) and plain_output(out) and _usable(arith)):
+    split = split_output(ctx, out) if helium_target(ctx) and _usable(arith) else None
+    if split is None:
         return None
-    problem = fc_problem(xf, rows, w, bias, out, arith)
-    return None if problem is None else emit_conv(ctx, *problem, arith, out)
+    inner, post = split
+    problem = fc_problem(xf, rows, w, bias, inner, arith)
+    return None if problem is None else _then(emit_conv(ctx, *problem, arith, inner), post)
 
 
 def helium_depthwise(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: OutputWriter,  # noqa: ANN001
                      attrs: Mapping, arith: MacArith) -> K.Stmt | None:
     """Depth multiplier 1 over a materialised int8 input; None otherwise."""
-    if not (helium_target(ctx) and plain_output(out) and _usable(arith)):
+    split = split_output(ctx, out) if helium_target(ctx) and _usable(arith) else None
+    if split is None:
         return None
+    out, post = split
     n_, oh, ow, oc_n = out.shape
     _, h, wd, cin = x.shape
     _, kh, kw, _ = w.shape
@@ -241,7 +329,7 @@ def helium_depthwise(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: 
     g = conv_geometry(x, w, out, attrs)
     xbuf = x.buffer
     lw = (ow - 1) * g.sw + (kw - 1) * g.dw + 1
-    lbuf = K.Buffer(ctx.fresh("lines"), "i8", kh * lw * cin)
+    lbuf = K.Buffer(ctx.fresh("lines"), "i8", kh * lw * cin + DW_BLOCK)  # + one vector read past the end
     geo = (cin, h, wd, kh, kw, g.dh, g.dw, g.sw)
     consts = (ow, -int(arith.input_offset), ps, int(arith.output_offset), int(arith.act_min), int(arith.act_max),
               _shl(arith))
@@ -254,7 +342,7 @@ def helium_depthwise(ctx, x: Accessor, w: Accessor, bias: Accessor | None, out: 
                          *geo, simplify_expr(oy * g.sh - g.pt), g.pl, *consts)
         return K.Evaluate(call)
 
-    return K.Allocate(lbuf, _pixel_loop(ctx, n_ * oh, row))
+    return _then(K.Allocate(lbuf, _pixel_loop(ctx, n_ * oh, row)), post)
 
 
 def helium_avg_pool(ctx, x: Accessor, out: OutputWriter, attrs: Mapping) -> K.Stmt | None:  # noqa: ANN001
