@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from aot.kernel.lanes import requant_mma, smlabb, smlabt, smlad, smlatb, ssat8, sxtb16
+from aot.kernel.lanes import requant_mma, s32, smlabb, smlabt, smlad, smlatb, ssat8, sxtb16
 
 Ref = tuple[np.ndarray, int]
 
@@ -77,6 +77,37 @@ def lohi_2x4_x16(c: Ref, co: int, w: Ref, wo: int, n: int) -> tuple[int, ...]:
     for t in range(LOHI_LOOP_STEPS * n):
         accs = smlad_lohi_2x4(*accs, c, co + 2 * t, w, wo + 4 + 2 * t)
     return accs
+
+
+LOHI_Q_FIELDS = 3  # a channel's requantization words after a lohi_2x4_x16q block's weights: m, h, e
+
+
+def lohi_2x4_x16q(c: Ref, co: int, w: Ref, wo: int, n: int, r: int, hi: int) -> tuple[int, ...]:
+    """lohi_2x4_x16, then the eight accumulators requantized (aot.lower.schedule.lohi.lohi_scaled with
+    the "mma" mode): channel k's words m, h, e at w[q + 3k], .., q = wo + 4 + 32 n (the record's
+    requantization rows after its weights); a low channel's y = acc << e, a high one's
+    y = (acc - low) >> e (hi 0) or << e (hi 1), then ssat8(requant_mma(y, m, h, r)) with r (1 .. 31)
+    an immediate. Returns (a0, a1, a2, a3, b0, b1, b2, b3), each in [-128, 127]. Cortex-M DSP
+    (the fewest-cycles form): the loop, then four SUBs, per channel three LDRs and per output a shift,
+    SMMLA and SSAT (ASR r), in place in the loop's registers."""
+    if not 1 <= r <= 31:
+        raise ValueError(f"lohi_2x4_x16q shift {r} outside 1..31")
+    if hi not in (0, 1):
+        raise ValueError(f"lohi_2x4_x16q direction {hi} is not 0 (asr) or 1 (lsl)")
+    accs = lohi_2x4_x16(c, co, w, wo, n)
+    q = wo + 4 + 2 * LOHI_LOOP_STEPS * n
+    out = []
+    for p in range(2):
+        for k in range(4):
+            m, h, e = (_word(w, q, LOHI_Q_FIELDS * k + f) for f in range(LOHI_Q_FIELDS))
+            acc = accs[4 * p + k]
+            if k % 2 == 0:
+                y = s32(acc << e)
+            else:
+                d = s32(acc - accs[4 * p + k - 1])
+                y = s32(d << e) if hi else d >> e
+            out.append(ssat8(requant_mma(y, m, h, r)))
+    return tuple(out)
 
 
 # one 3-tap kernel row of a depthwise block (aot.lower.schedule.depthwise_pairs): per output the
@@ -151,4 +182,5 @@ MULTI_INTRINSICS: tuple[tuple[str, tuple[str, ...], int, Callable[..., tuple[int
 ) + tuple((f"dw3x3_s{s}_{n}", ("&i32", "#i32") * 4, n, _dw3x3(s, n)) for s, n in DW3_SHAPES) + tuple(
     (f"dw3x3q_s{s}_{n}", ("&i32", "#i32") * 4 + ("#i32", "#i32"), n, _dw3x3q(s, n)) for s, n in DW3_SHAPES) + (
     ("lohi_2x4_x16", ("&i32", "#i32", "&i32", "#i32", "#i32"), 8, lohi_2x4_x16),
+    ("lohi_2x4_x16q", ("&i32", "#i32", "&i32", "#i32", "#i32", "#i32", "#i32"), 8, lohi_2x4_x16q),
 )

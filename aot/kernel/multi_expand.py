@@ -14,7 +14,7 @@ from typing import Callable
 
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call
-from aot.kernel.intrinsics_multi import DW3_SHAPES, LOHI_LOOP_STEPS, dw3_ops, dw3_words
+from aot.kernel.intrinsics_multi import DW3_SHAPES, LOHI_LOOP_STEPS, LOHI_Q_FIELDS, dw3_ops, dw3_words
 from aot.kernel.simplify import _nodes, simplify_expr
 
 
@@ -129,7 +129,33 @@ def _lohi_loop(s: K.MultiAssign, var: Callable[[str], K.ScalarVar], res: list[K.
     return [*out, K.For(it, int(n.value), K.Seq(tuple(body)))]
 
 
-EXPANSIONS = ({"smlad_lohi_2x4": _lohi, "smlad_lohi_1x4": _lohi, "lohi_2x4_x16": _lohi_loop}
+def _lohi_loop_q(s: K.MultiAssign, var: Callable[[str], K.ScalarVar], res: list[K.Expr]) -> list[K.Stmt]:
+    """lohi_2x4_x16q: the loop (_lohi_loop), then each channel's m, h, e and per output
+    ssat8(requant_mma(y, m, h, r)), y the low channel's acc << e or the high one's (acc - low) >> e (<< e)."""
+    c, co, w, wo, n, r, hi = s.value.args
+    assert isinstance(n, K.Const) and isinstance(wo, K.Const) and isinstance(hi, K.Const)
+    out = _lohi_loop(K.MultiAssign(s.targets, K.Intrinsic("lohi_2x4_x16", (c, co, w, wo, n), s.value.dtype)),
+                     var, res)
+    q = int(wo.value) + 4 + 2 * LOHI_LOOP_STEPS * int(n.value)
+    accs = list(res)
+    for k in range(4):
+        m, h, e = var("qm"), var("qh"), var("qe")
+        out += [K.Let(v, _at(w, K.Const(q), LOHI_Q_FIELDS * k + f)) for f, v in enumerate((m, h, e))]
+        for p in range(2):
+            acc = accs[4 * p + k]
+            if k % 2 == 0:
+                y: K.Expr = acc << e
+            else:
+                d = acc - accs[4 * p + k - 1]
+                y = d << e if int(hi.value) else d >> e
+            v = var("mr")
+            out.append(K.Let(v, call("ssat8", call("requant_mma", y, m, h, r))))
+            res[4 * p + k] = v
+    return out
+
+
+EXPANSIONS = ({"smlad_lohi_2x4": _lohi, "smlad_lohi_1x4": _lohi, "lohi_2x4_x16": _lohi_loop,
+               "lohi_2x4_x16q": _lohi_loop_q}
               | {f"dw3x3_s{st}_{n}": _dw3x3 for st, n in DW3_SHAPES}
               | {f"dw3x3q_s{st}_{n}": _dw3x3q for st, n in DW3_SHAPES})
 

@@ -887,6 +887,119 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
 #define aot_lohi_2x4_x16 aot_c_lohi_2x4_x16
 #endif
 
+/* lohi_2x4_x16, then its eight accumulators requantized (aot.kernel.intrinsics_multi.lohi_2x4_x16q):
+   channel k's m, h, e at wp[ww + 4 + 32 n + 3 k], ..; a low channel's y = acc << e, a high one's
+   y = (acc - low) >> e (hi 0) or << e (hi 1); each output aot_ssat8(aot_requant_mma(y, m, h, r)). */
+#define AOT_LOHIQ_CH_(k, lo, hi_, y) \
+    do { \
+        const int32_t *aot_q_ = aot_qp_ + 3 * (k); \
+        int32_t aot_m_ = aot_q_[0], aot_h_ = aot_q_[1], aot_e_ = aot_q_[2]; \
+        (lo) = aot_ssat8(aot_requant_mma(y(lo, hi_, aot_e_), aot_m_, aot_h_, aot_r_)); \
+    } while (0)
+#define AOT_LOHIQ_LOW_(a, l, e) ((int32_t)((uint32_t)(a) << (e)))
+#define AOT_LOHIQ_HIGH_(a, l, e) \
+    (aot_hl_ ? (int32_t)((uint32_t)((a) - (l)) << (e)) : (((a) - (l)) >> (e)))
+#define aot_c_lohi_2x4_x16q(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n, r, hi) \
+    do { \
+        const int32_t *aot_qp_ = (wp) + (ww) + 4 + 32 * (n); \
+        const int32_t aot_r_ = (r), aot_hl_ = (hi); \
+        aot_lohi_2x4_x16(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n); \
+        AOT_LOHIQ_CH_(1, o1, o0, AOT_LOHIQ_HIGH_); \
+        AOT_LOHIQ_CH_(1, o5, o4, AOT_LOHIQ_HIGH_); \
+        AOT_LOHIQ_CH_(3, o3, o2, AOT_LOHIQ_HIGH_); \
+        AOT_LOHIQ_CH_(3, o7, o6, AOT_LOHIQ_HIGH_); \
+        AOT_LOHIQ_CH_(0, o0, o0, AOT_LOHIQ_LOW_); \
+        AOT_LOHIQ_CH_(0, o4, o4, AOT_LOHIQ_LOW_); \
+        AOT_LOHIQ_CH_(2, o2, o2, AOT_LOHIQ_LOW_); \
+        AOT_LOHIQ_CH_(2, o6, o6, AOT_LOHIQ_LOW_); \
+    } while (0)
+/* For fewest cycles (AOT_OPTIMIZE_CYCLES): the requantization in the same asm, in the loop's registers
+   (the weight pointer has reached the constants): four SUBs (the high channels' differences), then per
+   channel three pipelined LDRs (m, h, e) and per output a shift, SMMLA and SSAT (ASR r); where gcc, from
+   the C form, reloaded the record and output pointers from the stack and paired the constants' loads
+   into LDRDs (kws_int8 on NUCLEO-L4R5ZI: about 30 cycles fewer per block). */
+#define AOT_LOHIQ_HI_0 "asr"
+#define AOT_LOHIQ_HI_1 "lsl"
+#define AOT_LOHIQ_RQ_(a, b, mo, ho, eo, sh) \
+    "ldr %[x0], [%[w], #" mo "]\n\t" \
+    "ldr %[x1], [%[w], #" ho "]\n\t" \
+    "ldr %[w0], [%[w], #" eo "]\n\t" \
+    sh " %[" a "], %[" a "], %[w0]\n\t" \
+    sh " %[" b "], %[" b "], %[w0]\n\t" \
+    "smmla %[" a "], %[" a "], %[x0], %[x1]\n\t" \
+    "smmla %[" b "], %[" b "], %[x0], %[x1]\n\t" \
+    "ssat %[" a "], #8, %[" a "], asr %[rq]\n\t" \
+    "ssat %[" b "], #8, %[" b "], asr %[rq]\n\t"
+/* Its loop with both pointers 8 bytes behind the iteration's words: every step but the last at a positive
+   offset (a 16-bit LDR: the block's loop, requantization and column fill then fit the 1 KiB instruction
+   cache of NUCLEO-L4R5ZI, which the negative offsets' 32-bit LDRs overflowed), the last step's first loads
+   pre-indexed with writeback (the pointers' advance). */
+#define AOT_LOHIQ_STEP_(a, b) \
+    "ldr %[x0], [%[c], #" a "]\n\t" \
+    "ldr %[x1], [%[c], #" b "]\n\t" \
+    "ldr %[w0], [%[w], #" a "]\n\t" \
+    "ldr %[w1], [%[w], #" b "]\n\t" \
+    AOT_LOHI_MACS_
+#define AOT_LOHIQ_LAST_(adv) \
+    "ldr %[x0], [%[c], #" adv "]!\n\t" \
+    "ldr %[x1], [%[c], #4]\n\t" \
+    "ldr %[w0], [%[w], #" adv "]!\n\t" \
+    "ldr %[w1], [%[w], #4]\n\t" \
+    AOT_LOHI_MACS_
+#if defined(AOT_ICACHE_BYTES) && AOT_ICACHE_BYTES < 2048
+#define AOT_LOHIQ_BODY_ \
+    AOT_LOHIQ_STEP_("8", "12") AOT_LOHIQ_STEP_("16", "20") AOT_LOHIQ_STEP_("24", "28") \
+    AOT_LOHIQ_STEP_("32", "36") AOT_LOHIQ_STEP_("40", "44") AOT_LOHIQ_STEP_("48", "52") \
+    AOT_LOHIQ_STEP_("56", "60") AOT_LOHIQ_LAST_("64")
+#else
+#define AOT_LOHIQ_BODY_ \
+    AOT_LOHIQ_STEP_("8", "12") AOT_LOHIQ_STEP_("16", "20") AOT_LOHIQ_STEP_("24", "28") \
+    AOT_LOHIQ_STEP_("32", "36") AOT_LOHIQ_STEP_("40", "44") AOT_LOHIQ_STEP_("48", "52") \
+    AOT_LOHIQ_STEP_("56", "60") AOT_LOHIQ_STEP_("64", "68") AOT_LOHIQ_STEP_("72", "76") \
+    AOT_LOHIQ_STEP_("80", "84") AOT_LOHIQ_STEP_("88", "92") AOT_LOHIQ_STEP_("96", "100") \
+    AOT_LOHIQ_STEP_("104", "108") AOT_LOHIQ_STEP_("112", "116") AOT_LOHIQ_STEP_("120", "124") \
+    AOT_LOHIQ_LAST_("128")
+#endif
+#define aot_asmc_lohi_2x4_x16q(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n, r, hi) \
+    do { \
+        const int32_t *aot_c_ = (const int32_t *)((uintptr_t)((cp) + (cw)) - 8u), *aot_w_ = (wp) + (ww); \
+        const int32_t *aot_e_ = (const int32_t *)((uintptr_t)((cp) + (cw) + 32 * (n)) - 8u); \
+        register int32_t aot_x0_ __asm__("r0"), aot_x1_ __asm__("r1"), aot_w0_ __asm__("r2"), \
+            aot_w1_ __asm__("r3"); \
+        __asm__("ldr %[a1], [%[w], #4]\n\t" \
+                "ldr %[a2], [%[w], #8]\n\t" \
+                "ldr %[a3], [%[w], #12]\n\t" \
+                "ldr %[b0], [%[w], #0]\n\t" \
+                "ldr %[b1], [%[w], #4]\n\t" \
+                "ldr %[b2], [%[w], #8]\n\t" \
+                "ldr %[b3], [%[w], #12]\n\t" \
+                "ldr %[a0], [%[w]], #8\n\t" \
+                "1:\n\t" \
+                AOT_LOHIQ_BODY_ \
+                "ldr %[x0], %[e]\n\t" \
+                "cmp %[c], %[x0]\n\t" \
+                "bne 1b\n\t" \
+                "sub %[a1], %[a1], %[a0]\n\t" \
+                "sub %[b1], %[b1], %[b0]\n\t" \
+                "sub %[a3], %[a3], %[a2]\n\t" \
+                "sub %[b3], %[b3], %[b2]\n\t" \
+                AOT_LOHIQ_RQ_("a0", "b0", "8", "12", "16", "lsl") \
+                AOT_LOHIQ_RQ_("a1", "b1", "20", "24", "28", AOT_LOHIQ_HI_##hi) \
+                AOT_LOHIQ_RQ_("a2", "b2", "32", "36", "40", "lsl") \
+                AOT_LOHIQ_RQ_("a3", "b3", "44", "48", "52", AOT_LOHIQ_HI_##hi) \
+                : [a0] "=&r"(o0), [a1] "=&r"(o1), [a2] "=&r"(o2), [a3] "=&r"(o3), \
+                  [b0] "=&r"(o4), [b1] "=&r"(o5), [b2] "=&r"(o6), [b3] "=&r"(o7), \
+                  [c] "+l"(aot_c_), [w] "+l"(aot_w_), \
+                  [x0] "=&l"(aot_x0_), [x1] "=&l"(aot_x1_), [w0] "=&l"(aot_w0_), [w1] "=&l"(aot_w1_) \
+                : [e] "m"(aot_e_), [rq] "i"(r) \
+                : "memory", "cc"); \
+    } while (0)
+#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 14 && defined(AOT_OPTIMIZE_CYCLES) && AOT_OPTIMIZE_CYCLES
+#define aot_lohi_2x4_x16q aot_asmc_lohi_2x4_x16q
+#else
+#define aot_lohi_2x4_x16q aot_c_lohi_2x4_x16q
+#endif
+
 /* a and b to the two adjacent words at p (aot.kernel.intrinsics.store_pair): with gcc on Thumb-2 one
    STRD (an asm whose memory operand is the 8 bytes, "Uv": base register and offset within +-1020, a
    multiple of 4; the may_alias type keeps later int32 reads of them ordered after it), where gcc

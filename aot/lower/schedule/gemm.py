@@ -38,7 +38,7 @@ from aot.lower.schedule.gemm_layout import (ColumnLayout, column_layout, pair_or
                                             run_pairs)
 from aot.lower.schedule.gemm_union import fill_union, union_nest, union_ok, union_pair, union_words
 from aot.lower.schedule.lohi import (LOHI_BLOCK, LOHI_SLOTS, flat_store, lohi_fits,  # noqa: F401 (re-exported)
-                                     lohi_loop, lohi_record, lohi_scaled, lohi_step, pack_lohi, record_channel,
+                                     lohi_loop, lohi_loop_q, lohi_record, lohi_scaled, lohi_step, pack_lohi, record_channel,
                                      row_column, row_unroll, scaled_acc)
 from aot.lower.schedule.requant import Requant
 from aot.lower.schedule.target import ScheduleTarget, WeightBudget
@@ -698,9 +698,10 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         w0 = simplify_expr(w_base(oc0, seg, K.Const(0), size))
         loop = (lohi_loop(accs, col, wtab, seg, ksteps) if rec and size == 4 and nsl == 2 and speed and wide
                 and not (direct or union) else None)
+        loop_q = lohi_loop_q(loop, rq, hi_shift) if loop is not None else None
         if loop is not None:  # the whole reduction, biases included, as one asm loop (lohi_loop)
             pre = [K.Let(a, K.Const(0)) for row in accs for a in row]
-            body.append(loop)
+            body.append(loop_q or loop)
         elif union and main > 1:  # tap by tap (see gemm_union.union_nest)
             def steps(kb: K.Expr, ub: K.Expr, offs: list[int]) -> list[K.Stmt]:
                 wb = ctx.var("wb")
@@ -718,7 +719,7 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         for k in range(ksteps if union and main > 1 else main * u, ksteps):
             body += step(K.Const(0), w0, k)
         post: list[K.Stmt] = []
-        for c in range(size):
+        for c in range(size if loop_q is None else 0):
             lets, cc = (record_channel(ctx, rq, wtab, seg + (size + units(size) * ksteps + c * nv)) if rec
                         else rq.channel(ctx, oc0 + c))
             post += lets
@@ -735,6 +736,11 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
                 v = rq.value(cc, acc, doubled=doubled)
                 post.append(g.store(p.n, p.oy, p.ox, oc0 + c, v) if obase is None else
                             g.store(_c(0), _c(0), _c(0), simplify_expr(obase + (oc0 + (c + s * oc_n))), v))
+        for c in range(size if loop_q is not None else 0):  # the outputs themselves (lohi_loop_q), in the
+            for s in range(nsl):  # order above (pixels adjacent: gcc merged each four bytes of a pixel by BFIs)
+                p = pixs[s]
+                post.append(g.store(p.n, p.oy, p.ox, oc0 + c, accs[s][c]) if obase is None else
+                            g.store(_c(0), _c(0), _c(0), simplify_expr(obase + (oc0 + (c + s * oc_n))), accs[s][c]))
         return K.seq(*pre, *body, *post)
 
     def pad_pair(s: int) -> list[K.Stmt]:

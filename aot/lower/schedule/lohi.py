@@ -215,3 +215,20 @@ def lohi_loop(accs: list[list[K.ScalarVar]], col: K.Buffer, wtab: K.Buffer, seg:
     outs = [accs[s][ch] for s in range(2) for ch in range(4)]
     return multi(outs, "lohi_2x4_x16", K.Load(col, K.Const(0)), K.Const(0), K.Load(wtab, seg), K.Const(0),
                  K.Const(ksteps // LOHI_LOOP_STEPS))
+
+
+def lohi_loop_q(loop: K.Stmt, rq: Requant, hi_shift: str | None) -> K.Stmt | None:
+    """lohi_loop's block with its requantization in the same statement
+    (aot.kernel.intrinsics_multi.lohi_2x4_x16q: its results are the eight outputs, in [-128, 127]) where
+    the channels are scaled (lohi_scaled: mode "mma", the record's rows m, h, e in that order) and
+    nothing follows the SSAT (no output offset, no clamp inside the int8 range); None otherwise. Its
+    fewest-cycles C form (AOT_OPTIMIZE_CYCLES) requantizes in the loop's registers, where gcc reloaded
+    the block's pointers and constants from the stack between the loop and the stores."""
+    r = rq.consts.get("r")
+    if (hi_shift is None or rq.mode != "mma" or rq.varying != ["m", "h", "e"] or rq.consts.get("zp", 1) != 0
+            or (rq.act_min, rq.act_max) != (-128, 127) or r is None or not 1 <= r <= 31
+            or not isinstance(loop, K.MultiAssign)):
+        return None
+    return K.MultiAssign(loop.targets, K.Intrinsic("lohi_2x4_x16q", (*loop.value.args, K.Const(r),
+                                                                     K.Const(int(hi_shift == "lsl"))),
+                                                   loop.value.dtype))
