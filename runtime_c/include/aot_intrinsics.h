@@ -898,7 +898,7 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
     } while (0)
 #define AOT_LOHIQ_LOW_(a, l, e) ((int32_t)((uint32_t)(a) << (e)))
 #define AOT_LOHIQ_HIGH_(a, l, e) \
-    (aot_hl_ ? (int32_t)((uint32_t)((a) - (l)) << (e)) : (((a) - (l)) >> (e)))
+    (aot_hl_ ? (int32_t)(((uint32_t)(a) - (uint32_t)(l)) << (e)) : ((int32_t)((uint32_t)(a) - (uint32_t)(l)) >> (e)))
 #define aot_c_lohi_2x4_x16q(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n, r, hi) \
     do { \
         const int32_t *aot_qp_ = (wp) + (ww) + 4 + 32 * (n); \

@@ -38,8 +38,8 @@ from aot.lower.schedule.gemm_layout import (ColumnLayout, column_layout, pair_or
                                             run_pairs)
 from aot.lower.schedule.gemm_union import fill_union, union_nest, union_ok, union_pair, union_words
 from aot.lower.schedule.lohi import (LOHI_BLOCK, LOHI_SLOTS, flat_store, lohi_fits,  # noqa: F401 (re-exported)
-                                     lohi_loop, lohi_loop_q, lohi_record, lohi_scaled, lohi_step, pack_lohi, record_channel,
-                                     row_column, row_unroll, scaled_acc)
+                                     lohi_loop, lohi_loop_q, lohi_q_value, lohi_record, lohi_scaled, lohi_step,
+                                     pack_lohi, record_channel, row_column, row_unroll, scaled_acc)
 from aot.lower.schedule.requant import Requant
 from aot.lower.schedule.target import ScheduleTarget, WeightBudget
 from aot.lower.schedule.widen import weight_key, widened_extra_bytes
@@ -739,8 +739,9 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         for c in range(size if loop_q is not None else 0):  # the outputs themselves (lohi_loop_q), in the
             for s in range(nsl):  # order above (pixels adjacent: gcc merged each four bytes of a pixel by BFIs)
                 p = pixs[s]
-                post.append(g.store(p.n, p.oy, p.ox, oc0 + c, accs[s][c]) if obase is None else
-                            g.store(_c(0), _c(0), _c(0), simplify_expr(obase + (oc0 + (c + s * oc_n))), accs[s][c]))
+                v = lohi_q_value(rq, accs[s][c])
+                post.append(g.store(p.n, p.oy, p.ox, oc0 + c, v) if obase is None else
+                            g.store(_c(0), _c(0), _c(0), simplify_expr(obase + (oc0 + (c + s * oc_n))), v))
         return K.seq(*pre, *body, *post)
 
     def pad_pair(s: int) -> list[K.Stmt]:

@@ -217,16 +217,22 @@ def lohi_loop(accs: list[list[K.ScalarVar]], col: K.Buffer, wtab: K.Buffer, seg:
                  K.Const(ksteps // LOHI_LOOP_STEPS))
 
 
+def lohi_q_value(rq: Requant, out: K.Expr) -> K.Expr:
+    """An output of lohi_loop_q's statement as stored: its lower bound applied (clamp8's MAX) unless -128."""
+    return out if rq.act_min == -128 else K.maximum(out, rq.act_min)
+
+
 def lohi_loop_q(loop: K.Stmt, rq: Requant, hi_shift: str | None) -> K.Stmt | None:
     """lohi_loop's block with its requantization in the same statement
     (aot.kernel.intrinsics_multi.lohi_2x4_x16q: its results are the eight outputs, in [-128, 127]) where
     the channels are scaled (lohi_scaled: mode "mma", the record's rows m, h, e in that order) and
-    nothing follows the SSAT (no output offset, no clamp inside the int8 range); None otherwise. Its
+    nothing follows the SSAT but a ReLU-like lower bound (no output offset, the upper bound 127; the
+    caller applies the lower one, lohi_q_value); None otherwise. Its
     fewest-cycles C form (AOT_OPTIMIZE_CYCLES) requantizes in the loop's registers, where gcc reloaded
     the block's pointers and constants from the stack between the loop and the stores."""
     r = rq.consts.get("r")
     if (hi_shift is None or rq.mode != "mma" or rq.varying != ["m", "h", "e"] or rq.consts.get("zp", 1) != 0
-            or (rq.act_min, rq.act_max) != (-128, 127) or r is None or not 1 <= r <= 31
+            or rq.act_max != 127 or not -128 <= rq.act_min <= 127 or r is None or not 1 <= r <= 31
             or not isinstance(loop, K.MultiAssign)):
         return None
     return K.MultiAssign(loop.targets, K.Intrinsic("lohi_2x4_x16q", (*loop.value.args, K.Const(r),
