@@ -890,28 +890,32 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
 /* lohi_2x4_x16, then its eight accumulators requantized (aot.kernel.intrinsics_multi.lohi_2x4_x16q):
    channel k's m, h, e at wp[ww + 4 + 32 n + 3 k], ..; a low channel's y = acc << e, a high one's
    y = (acc - low) >> e (hi 0) or << e (hi 1); each output aot_ssat8(aot_requant_mma(y, m, h, r)). */
-#define AOT_LOHIQ_CH_(k, lo, hi_, y) \
+#define AOT_LOHIQ_CH_(k, lo, hi_, lo_, hi2_) \
     do { \
         const int32_t *aot_q_ = aot_qp_ + 3 * (k); \
         int32_t aot_m_ = aot_q_[0], aot_h_ = aot_q_[1], aot_e_ = aot_q_[2]; \
-        (lo) = aot_ssat8(aot_requant_mma(y(lo, hi_, aot_e_), aot_m_, aot_h_, aot_r_)); \
+        if ((k) % 2 == 0) { \
+            lo_ = aot_ssat8(aot_requant_mma((int32_t)((uint32_t)(lo) << aot_e_), aot_m_, aot_h_, aot_r_)); \
+            hi2_ = aot_ssat8(aot_requant_mma((int32_t)((uint32_t)(hi_) << aot_e_), aot_m_, aot_h_, aot_r_)); \
+        } else { \
+            lo_ = aot_ssat8(aot_requant_mma(AOT_LOHIQ_HIGH_(lo, aot_l0_, aot_e_), aot_m_, aot_h_, aot_r_)); \
+            hi2_ = aot_ssat8(aot_requant_mma(AOT_LOHIQ_HIGH_(hi_, aot_l1_, aot_e_), aot_m_, aot_h_, aot_r_)); \
+        } \
     } while (0)
-#define AOT_LOHIQ_LOW_(a, l, e) ((int32_t)((uint32_t)(a) << (e)))
 #define AOT_LOHIQ_HIGH_(a, l, e) \
     (aot_hl_ ? (int32_t)(((uint32_t)(a) - (uint32_t)(l)) << (e)) : ((int32_t)((uint32_t)(a) - (uint32_t)(l)) >> (e)))
 #define aot_c_lohi_2x4_x16q(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n, r, hi) \
     do { \
         const int32_t *aot_qp_ = (wp) + (ww) + 4 + 32 * (n); \
         const int32_t aot_r_ = (r), aot_hl_ = (hi); \
+        int32_t aot_l0_, aot_l1_; \
         aot_lohi_2x4_x16(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n); \
-        AOT_LOHIQ_CH_(1, o1, o0, AOT_LOHIQ_HIGH_); \
-        AOT_LOHIQ_CH_(1, o5, o4, AOT_LOHIQ_HIGH_); \
-        AOT_LOHIQ_CH_(3, o3, o2, AOT_LOHIQ_HIGH_); \
-        AOT_LOHIQ_CH_(3, o7, o6, AOT_LOHIQ_HIGH_); \
-        AOT_LOHIQ_CH_(0, o0, o0, AOT_LOHIQ_LOW_); \
-        AOT_LOHIQ_CH_(0, o4, o4, AOT_LOHIQ_LOW_); \
-        AOT_LOHIQ_CH_(2, o2, o2, AOT_LOHIQ_LOW_); \
-        AOT_LOHIQ_CH_(2, o6, o6, AOT_LOHIQ_LOW_); \
+        aot_l0_ = (o0); aot_l1_ = (o4); \
+        AOT_LOHIQ_CH_(0, o0, o4, o0, o4); \
+        AOT_LOHIQ_CH_(1, o1, o5, o1, o5); \
+        aot_l0_ = (o2); aot_l1_ = (o6); \
+        AOT_LOHIQ_CH_(2, o2, o6, o2, o6); \
+        AOT_LOHIQ_CH_(3, o3, o7, o3, o7); \
     } while (0)
 /* For fewest cycles (AOT_OPTIMIZE_CYCLES): the requantization in the same asm, in the loop's registers
    (the weight pointer has reached the constants): four SUBs (the high channels' differences), then per
