@@ -152,11 +152,12 @@ def test_schedule_uses_one_step_per_reduction_pair() -> None:
     budget (pre-widened weights) or no DSP means no lohi step."""
     _, cm = _compile("pw64-pw128")
     # two pixels: each layer's 4-channel blocks one asm loop of 16 steps per iteration (32 and 64 steps:
-    # 2 and 4 iterations); the ninth pixel alone: 16 single steps per layer
+    # 2 and 4 iterations; the ReLU layer's with its requantization, lohi_2x4_x16q); the ninth pixel
+    # alone: 16 single steps per layer
     assert (_multi_steps(cm, "smlad_lohi_2x4"), _multi_steps(cm, "smlad_lohi_1x4"),
-            _multi_steps(cm, "lohi_2x4_x16")) == (0, 32, 2)
-    loops = [n.value.args[-1].value for f in cm.module.funcs for n in nodes(f.body)
-             if isinstance(n, K.MultiAssign) and n.value.name == "lohi_2x4_x16"]
+            _multi_steps(cm, "lohi_2x4_x16"), _multi_steps(cm, "lohi_2x4_x16q")) == (0, 32, 1, 1)
+    loops = [n.value.args[4].value for f in cm.module.funcs for n in nodes(f.body)
+             if isinstance(n, K.MultiAssign) and n.value.name in ("lohi_2x4_x16", "lohi_2x4_x16q")]
     assert sorted(loops) == [2, 4]
     x_shape, ops = CHAINS["pw64-pw128"]
     widened = compile_model(conv_chain(5, x_shape, ops), CompileOptions(cpu="cortex-m4", policy="micro"))
@@ -211,7 +212,8 @@ def test_cycles_form_loads_single_words(tmp_path: Path, icache: int | None, step
     post = re.compile(rf"ldr(?:\.w)?\s+r[0-3], \[r[0-7]\], #{4 * 2 * steps}\b")
     assert plain.count("sxtb16") // 2 >= 32  # two SXTB16 per step
     loops = len(post.findall(fast)) // 2  # one post-indexed load per pointer and loop
-    assert loops == 2 and not post.findall(plain)  # the two layers' loops
+    # the second layer's loop (the first one's, with its requantization: tests/ops/test_schedules_lohi_q.py)
+    assert loops == _multi_steps(cm, "lohi_2x4_x16") == 1 and not post.findall(plain)
     assert len(neg.findall(fast)) == 4 * (steps - 1) * loops > len(neg.findall(plain))  # steps 2 on
     assert fast.count("ldrd") < plain.count("ldrd") - 32
 
