@@ -921,7 +921,9 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
    (the weight pointer has reached the constants): four SUBs (the high channels' differences), then per
    channel three pipelined LDRs (m, h, e) and per output a shift, SMMLA and SSAT (ASR r); where gcc, from
    the C form, reloaded the record and output pointers from the stack and paired the constants' loads
-   into LDRDs (kws_int8 on NUCLEO-L4R5ZI: about 30 cycles fewer per block). */
+   into LDRDs (kws_int8 on NUCLEO-L4R5ZI: 3,516,760 core cycles where the C form took 3,542,924, about 6.6
+   a block). The outputs come back to C, which stores them with STRBs in channel order (pixel by pixel,
+   gcc merged each four into a word by a MOV, four BFIs and an STR). */
 #define AOT_LOHIQ_HI_0 "asr"
 #define AOT_LOHIQ_HI_1 "lsl"
 #define AOT_LOHIQ_RQ_(a, b, mo, ho, eo, sh) \
