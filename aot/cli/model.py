@@ -208,8 +208,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     cp.add_argument("--input", action="append", metavar="IN.npy")
     cp.add_argument("--seed", type=int, default=0)
     cp.add_argument("--target", choices=["host", "llvm"], default="host")
-    cp.add_argument("--ort-optimization", choices=["all", "extended", "basic", "none"], default="all",
-                    help="onnxruntime's graph optimization level for an .onnx model (default all, as a session has)")
+    cp.add_argument("--ort-optimization", choices=["auto", "all", "extended", "basic", "none"], default="auto",
+                    help="onnxruntime's graph optimization level for an .onnx model (default auto: all where onnxruntime's "
+                         "integer kernels are exact, none on x86-64 without VNNI)")
     add_input_shape_option(cp)
     cp.set_defaults(fn=cmd_compare)
 

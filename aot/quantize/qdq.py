@@ -105,9 +105,8 @@ def write_qdq(onnx_path: Path, g: FloatGraph, params: dict[int, QParams], per_te
 def run_onnx(model: "bytes | Path", data: dict[str, np.ndarray], nchw: dict[str, tuple[int, ...]]) -> list[np.ndarray]:
     """Outputs (stacked per output) of an ONNX model in onnxruntime for every sample; `data` in the
     graph's NHWC layout, given to the model in its own (NCHW) shapes."""
-    import onnxruntime as ort
-    src = model if isinstance(model, bytes) else str(model)
-    sess = ort.InferenceSession(src, providers=["CPUExecutionProvider"])
+    from aot.frontend.onnx.ort_session import session
+    sess = session(model if isinstance(model, bytes) else str(model))
     n = next(iter(data.values())).shape[0]
     outs: list[list[np.ndarray]] = [[] for _ in sess.get_outputs()]
     for k in range(n):

@@ -31,10 +31,10 @@ import numpy as np
 
 from aot.errors import Error
 from aot.ir import Model, Var
+from aot.frontend.onnx.ort_session import resolve, session
 from aot.tools.compare import named_inputs, windowed_rows
 
 INSTALL_HINT = "pip install onnxruntime"
-OPTIMIZATION = ("all", "extended", "basic", "none")
 
 
 @dataclass(frozen=True)
@@ -228,20 +228,6 @@ def _onnx_dtypes(proto: Any) -> dict[str, int]:
     return out
 
 
-def _session(proto_bytes: bytes, optimization: str) -> Any:
-    import onnxruntime as ort
-    so = ort.SessionOptions()
-    so.graph_optimization_level = {
-        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL, "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-        "none": ort.GraphOptimizationLevel.ORT_DISABLE_ALL}[optimization]
-    so.log_severity_level = 3
-    try:
-        return ort.InferenceSession(proto_bytes, so, providers=["CPUExecutionProvider"])
-    except Exception as e:
-        raise Error(f"onnxruntime cannot load the model: {' '.join(str(e).split())[:300]}") from None
-
-
 # ====================================================================== comparison
 def _chosen(proto: Any, links: Mapping[str, Any], ours_of: Any, dtypes: Mapping[str, int]
             ) -> list[tuple[str, np.ndarray]]:
@@ -296,7 +282,7 @@ def _run_exposed(proto: Any, names: Sequence[str], dtypes: Mapping[str, int], op
     model with them as extra graph outputs; the inputs included)."""
     import onnx
     from onnx import helper
-    given = _session(proto.SerializeToString(), optimization)
+    given = session(proto.SerializeToString(), optimization)
     ort_feeds = _ort_inputs(given, feeds)
     final = dict(zip([o.name for o in given.get_outputs()], given.run(None, ort_feeds)))
     probe = onnx.ModelProto()
@@ -307,22 +293,21 @@ def _run_exposed(proto: Any, names: Sequence[str], dtypes: Mapping[str, int], op
             elem = dtypes.get(name)
             probe.graph.output.append(helper.make_tensor_value_info(name, elem, None) if elem
                                       else helper.make_empty_tensor_value_info(name))
-    sess = _session(probe.SerializeToString(), optimization)
+    sess = session(probe.SerializeToString(), optimization)
     theirs = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, ort_feeds)))
     theirs.update(ort_feeds)
     return final, theirs
 
 
 def compare_onnx(proto: Any, model: Model, links: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
-                 backend: str = "c", optimization: str = "all", steps: int = 1, rtol: float = 1e-4,
+                 backend: str = "c", optimization: str = "auto", steps: int = 1, rtol: float = 1e-4,
                  **build_options: Any) -> CompareOnnxReport:
     """Compare our build of `model` (imported from the ONNX ModelProto `proto`, with the
     frontend's tensor `links`) with onnxruntime on `inputs`, tensor by tensor. Any change made
     to `model` after import (a test breaking one layer on purpose) shows in the report."""
     from aot.ir.boundary import check_inputs
     from aot.tools.compare import IntermediateRunner
-    if optimization not in OPTIMIZATION:
-        raise Error(f"optimization must be one of {', '.join(OPTIMIZATION)}, got {optimization!r}")
+    optimization = resolve(optimization)  # "auto": what this host's onnxruntime computes exactly
     args = check_inputs(model, inputs)
     feeds = {v.name: a for v, a in zip(model.inputs, args)}
     runner = IntermediateRunner(model, backend, **build_options)
@@ -398,7 +383,7 @@ def _local_outputs(model: Model, args: Sequence[np.ndarray],
 
 def compare_with_onnxruntime(model_path: "str | Path",
                              inputs: "Mapping[str, np.ndarray] | Sequence[np.ndarray] | None" = None,
-                             backend: str = "c", optimization: str = "all", steps: int = 1, rtol: float = 1e-4,
+                             backend: str = "c", optimization: str = "auto", steps: int = 1, rtol: float = 1e-4,
                              seed: int = 0, input_shapes: Mapping[str, Sequence[int]] | None = None,
                              **build_options: Any) -> CompareOnnxReport:
     """Run `model_path` (.onnx) through our host build (every intermediate kept) and through

@@ -26,6 +26,7 @@ import aot  # noqa: E402
 from aot.errors import UnsupportedError  # noqa: E402
 
 from aot.frontend.onnx import load_onnx  # noqa: E402
+from aot.frontend.onnx.ort_session import session as ort_session  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -52,8 +53,7 @@ def make(nodes: list, inputs: Sequence[tuple[str, Sequence[int]]], outputs: Sequ
 
 
 def ort_run(m: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
+    return ort_session(m.SerializeToString()).run(None, feeds)  # "auto": exact integer kernels or none
 
 
 def check(m: Any, feeds: dict[str, np.ndarray], backends: Sequence[str] = ("c", "llvm"), layout: str = "onnx",
