@@ -1,9 +1,13 @@
 """Shared test helpers: run a model through the numpy oracle, C on the host and the LLVM JIT."""
 from __future__ import annotations
 
+import datetime
 import os
+import random
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -12,6 +16,27 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("AOT_SHARED", ROOT.parent / "shared"))
 MODELS = SHARED / "models"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The day heavy matrices are sampled by: set once in the controlling process, so pytest-xdist's
+# workers (which inherit the environment) collect the same cells; AOT_TEST_DAY=N replays day N.
+DAY = int(os.environ.setdefault("AOT_TEST_DAY", str(datetime.date.today().toordinal())))
+T = TypeVar("T")
+
+
+def daily_sample(items: Sequence[T], k: int, salt: str = "") -> list[T]:
+    """k of the items (all of them when k >= len), a different k every day, in their given order;
+    over the days every item runs. `salt` keeps two samples of one list independent."""
+    if k >= len(items):
+        return list(items)
+    keep = set(random.Random(f"{DAY}:{salt}").sample(range(len(items)), k))
+    return [it for i, it in enumerate(items) if i in keep]
+
+
+def daily_cells(rows: Sequence[str], cols: Sequence[str], per_row: int) -> list[tuple[str, str]]:
+    """A matrix sampled so that every row runs each day with `per_row` of the columns, the columns
+    rotating by day and row (every column runs each day once there are as many rows as columns)."""
+    n = len(cols)
+    step = max(1, n // max(1, per_row))
+    return [(r, cols[(DAY + i + j * step) % n]) for i, r in enumerate(rows) for j in range(min(per_row, n))]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,8 +1,9 @@
 """Static analysis of the generated C: cppcheck (Debian package `cppcheck`, installed by
 `make setup`) with its warning, portability and performance checks on every shared model's
-library, both the portable C `aot compile` prints without --cpu and the DSP schedules of
---cpu cortex-m4 (whose convolution column fill once kept window conditions such as `(44 + fky) >= 0`
-that its loop makes always true: cppcheck's negativeIndex; aot/kernel/simplify.py now folds them),
+library (one a day for each kind, rotating), both the portable C `aot compile` prints without
+--cpu and the DSP schedules of --cpu cortex-m4 (whose convolution column fill once kept window
+conditions such as `(44 + fky) >= 0` that its loop makes always true: cppcheck's negativeIndex;
+aot/kernel/simplify.py now folds them),
 and gcc's -fanalyzer on one model. Findings are fixed in the generator, never suppressed: every run
 must print nothing."""
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 import aot
 from aot.api import library_files
 from aot.runners.host import CFLAGS, runtime_sources, write_files
-from conftest import SHARED
+from conftest import SHARED, daily_cells
 
 MODELS = sorted((SHARED / "models").glob("*.tflite"))
 # constant tables are pure data: above this size cppcheck spends minutes tokenizing initializers
@@ -32,13 +33,15 @@ def _library(path: Path, root: Path, prefix: str, cpu: str | None = None) -> Pat
     return lib
 
 
-@pytest.mark.parametrize("cpu", [None, "cortex-m4"])
-def test_cppcheck_finds_nothing_in_the_generated_c(tmp_path: Path, cpu: str | None) -> None:
+# each build kind every day on one of the models (rotating; minutes each on the whole set)
+@pytest.mark.parametrize("cpu,path", [(c, p) for c, p in daily_cells([None, "cortex-m4"], MODELS, 1)],
+                         ids=lambda v: v.stem if isinstance(v, Path) else str(v))
+def test_cppcheck_finds_nothing_in_the_generated_c(tmp_path: Path, cpu: str | None, path: Path) -> None:
     cppcheck = shutil.which("cppcheck")
     if cppcheck is None:
         pytest.fail("cppcheck is not installed: run `make setup` (Debian package cppcheck)")
     _, incs = runtime_sources("host")
-    libs = [_library(p, tmp_path, p.stem, cpu) for p in MODELS]
+    libs = [_library(path, tmp_path, path.stem, cpu)]
     args = [cppcheck, "--enable=warning,portability,performance", "--std=c99", "-D__GNUC__", "--error-exitcode=1",
             "--quiet", "--template={file}:{line}: {severity} ({id}): {message}", "-j2"]
     args += [f"-I{i}" for i in incs]

@@ -9,6 +9,7 @@ from aot.tools.demo import build_demo_model, demo_input
 from aot.api import library_files
 from aot.artifact.header import tensor_infos
 from aot.runners.host import build_and_run_executable
+from conftest import daily_cells
 
 pytestmark = pytest.mark.slow  # builds with gcc or arm-none-eabi-gcc and runs them (QEMU, sanitizers, bench)
 
@@ -64,8 +65,8 @@ def test_sanitizer_harness_catches_out_of_bounds() -> None:
         build_and_run_executable(files, "m", ["x"], ["y"], [np.zeros(4, np.int32)], [((4,), np.int32)])
 
 
-@pytest.mark.parametrize("name", ["kws_int8", "ad_int8", "micro_speech_quantized"])
-@pytest.mark.parametrize("policy", ["host", "micro"])
+# each model every day under one of the policies (rotating)
+@pytest.mark.parametrize("name,policy", daily_cells(["kws_int8", "ad_int8", "micro_speech_quantized"], ["host", "micro"], 1))
 def test_shared_models_clean_under_asan_ubsan(name: str, policy: str) -> None:
     from conftest import shared_model
     model = aot.load(shared_model(f"{name}.tflite"))

@@ -15,7 +15,7 @@ from aot.board.flow import make_project
 from aot.board.footprint import footprint, function_stack
 from aot.ir.boundary import random_inputs
 from aot.runners.qemu import build_project, run_elf
-from conftest import SHARED
+from conftest import SHARED, daily_cells
 
 pytestmark = [pytest.mark.usefixtures("arm_toolchain"), pytest.mark.slow]
 
@@ -41,8 +41,9 @@ def _paint(main_c: Path, prefix: str) -> str:
     return entry
 
 
-@pytest.mark.parametrize("backend", ["c", "llvm"])
-@pytest.mark.parametrize("path", MODELS, ids=[p.stem for p in MODELS])
+# each model every day with one of the backends (rotating)
+@pytest.mark.parametrize("path,backend", daily_cells(MODELS, ["c", "llvm"], 1),
+                         ids=lambda v: v.stem if isinstance(v, Path) else v)
 def test_reported_stack_bounds_the_painted_stack(path: Path, backend: str, tmp_path: Path) -> None:
     model = aot.load(path)
     bb = make_project(model, BOARD, tmp_path / "p", random_inputs(model, 0), backend=backend)

@@ -32,7 +32,7 @@ QEMU_TOO_LONG = {"third_party/xtensa/examples/pytorch_to_tflite/mobilenet_v2_qua
 LAYERS = [f for f in FILES if f.startswith("integration_tests/")]
 TODAY = datetime.date.today().toordinal()
 CASES = ([f for f in FILES if f not in QEMU_TOO_LONG and f not in LAYERS]
-         + sorted(random.Random(TODAY).sample(LAYERS, min(16, len(LAYERS)))))
+         + sorted(random.Random(TODAY).sample(LAYERS, min(6, len(LAYERS)))))
 
 
 @pytest.mark.parametrize("rel", CASES, ids=[f"{f}@day{TODAY}" for f in CASES])

@@ -23,6 +23,7 @@ from aot.runners.kernel_module import run_kernel_module
 from aot.lower.entry import build_kernel_module
 from aot.lower.schedule import ScheduleTarget, WeightBudget, target_for_board, target_for_cpu
 from aot.quant.requant import q31_constants
+from conftest import daily_cells
 
 M4 = target_for_cpu("cortex-m4")
 TARGETS = {
@@ -156,9 +157,12 @@ def _input(model, seed: int = 0) -> dict:  # noqa: ANN001
     return {v.name: np.random.default_rng(seed).integers(-128, 128, v.type.shape).astype(np.int8)}
 
 
-@pytest.mark.slow  # the kernel-IR interpreter on every chain and target
-@pytest.mark.parametrize("target", list(TARGETS))
-@pytest.mark.parametrize("chain", list(CHAINS))
+# every chain on the Cortex-M4's schedules and, each day, on one of the other targets (rotating)
+DAILY_CELLS = [(c, "dsp-speed") for c in CHAINS] + daily_cells(list(CHAINS), [t for t in TARGETS if t != "dsp-speed"], 1)
+
+
+@pytest.mark.slow  # the kernel-IR interpreter on every chain
+@pytest.mark.parametrize("chain,target", DAILY_CELLS)
 def test_schedule_bit_exact_on_interp_c_and_llvm(chain: str, target: str) -> None:
     x_shape, ops = CHAINS[chain]
     model = conv_chain(len(chain), x_shape, ops)

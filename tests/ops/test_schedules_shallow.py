@@ -19,6 +19,7 @@ from aot.lower.schedule.shallow import shallow_pairs  # noqa: E402
 from aot.pipeline.driver import compile_model  # noqa: E402
 from aot.runners.kernel_module import run_kernel_module  # noqa: E402
 from test_schedules import M4, TARGETS, _input, conv_chain, target_options  # noqa: E402
+from conftest import daily_sample  # noqa: E402
 
 # (input shape, one shallow layer); "pad" explicit = (top, bottom, left, right)
 CASES = {
@@ -100,7 +101,7 @@ def test_deep_or_pointwise_layers_keep_the_generic_schedule() -> None:
 
 
 @pytest.mark.slow  # the kernel-IR interpreter and a C and an LLVM host build per case
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case", daily_sample(list(CASES), (len(CASES) + 1) // 2, "shallow"))  # half a day, rotating
 def test_bit_exact_on_interp_c_and_llvm(case: str) -> None:
     model = _model(case)
     for seed in (0, 1):

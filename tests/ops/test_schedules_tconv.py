@@ -21,6 +21,7 @@ from aot.lower.schedule.tconv import phase_taps, tconv_phases  # noqa: E402
 from aot.ops.mac16 import tconv_scatter  # noqa: E402
 from aot.pipeline.driver import compile_model  # noqa: E402
 from aot.runners.kernel_module import run_kernel_module  # noqa: E402
+from conftest import daily_cells  # noqa: E402
 from test_schedules import M4, TARGETS, target_options  # noqa: E402
 
 # (name, input NHWC, cout, kernel, stride, padding (top, bottom, left, right), output padding, act)
@@ -125,9 +126,8 @@ def test_taken_where_it_applies_and_exact_on_m4(name: str) -> None:
 
 
 _ALL_TARGETS = list(TARGETS) + ["m55"]
-# every target on the U-Net layer, two targets each for the others (sampled, not the full matrix)
-MATRIX = [("unet-2x2-s2", t) for t in _ALL_TARGETS] + \
-    [(n, _ALL_TARGETS[(2 * i + j) % len(_ALL_TARGETS)]) for i, n in enumerate(list(CASES)[1:]) for j in (0, 1)]
+# each day: the U-Net layer on three of the targets, every other case on one (rotating by day)
+MATRIX = daily_cells(list(CASES)[:1], _ALL_TARGETS, 3) + daily_cells(list(CASES)[1:], _ALL_TARGETS, 1)
 
 
 @pytest.mark.slow  # the kernel interpreter

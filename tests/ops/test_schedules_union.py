@@ -20,6 +20,7 @@ from aot.pipeline.driver import CompileOptions, compile_model  # noqa: E402
 from aot.runners.kernel_module import run_kernel_module  # noqa: E402
 from test_schedules import _input, conv_chain  # noqa: E402
 from test_schedules_rows import _allocated  # noqa: E402
+from conftest import daily_cells  # noqa: E402
 
 CHAINS = {
     # 16 channels (eight pairs per pixel: one tap per iteration), SAME padding on every side,
@@ -49,8 +50,8 @@ def _columns(cm) -> dict[str, int]:  # noqa: ANN001
 
 
 @pytest.mark.slow  # a C build and an LLVM JIT per case
-@pytest.mark.parametrize("budget", [0, None])  # int8 (lohi) weights; pre-widened pairs (no flash limit)
-@pytest.mark.parametrize("chain", list(CHAINS))
+# int8 (lohi) weights or pre-widened pairs (no flash limit): each chain on one of them a day, rotating
+@pytest.mark.parametrize("chain,budget", daily_cells(list(CHAINS), [0, None], 1))
 def test_union_bit_exact_on_interp_c_and_llvm(chain: str, budget: int | None) -> None:
     x_shape, ops = CHAINS[chain]
     model = conv_chain(len(chain) + 3, x_shape, ops)

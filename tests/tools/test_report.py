@@ -110,8 +110,8 @@ def test_console_errors_are_caught(tmp_path: Path) -> None:
 def test_report_and_sweep_pages(tmp_path: Path) -> None:
     model = shared_model("kws_int8.tflite")
     sw_json, sw_html = tmp_path / "sweep.json", tmp_path / "sweep.html"
-    r = subprocess.run([sys.executable, "-m", "aot", "sweep", str(model), "--board", "mps2-an386", "--json",
-                        str(sw_json), "--html", str(sw_html), "--quiet"], cwd=ROOT, capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "aot", "sweep", str(model), "--board", "mps2-an386", "--opt", "speed",
+                        "--backend", "c", "--json", str(sw_json), "--html", str(sw_html), "--quiet"], cwd=ROOT, capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     sweep = json.loads(sw_json.read_text())
