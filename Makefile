@@ -20,11 +20,15 @@ setup:
 demo: setup
 	$(PYTHON) -m aot demo
 
+# the suite spawns many `python3 -m aot` processes: with bytecode caching off (PYTHONDONTWRITEBYTECODE)
+# each one compiles the package again, so the tests turn it back on
+TEST_ENV := env -u PYTHONDONTWRITEBYTECODE
+
 test: setup
-	$(PYTHON) -m pytest -n $(JOBS) --dist worksteal -q --durations=30 tests
+	$(TEST_ENV) $(PYTHON) -m pytest -n $(JOBS) --dist worksteal -q --durations=30 tests
 
 test-fast:
-	$(PYTHON) -m pytest -n $(JOBS) --dist worksteal -q -m "not slow" tests
+	$(TEST_ENV) $(PYTHON) -m pytest -n $(JOBS) --dist worksteal -q -m "not slow" tests
 
 fuzz: setup
 	$(PYTHON) tools/fuzz.py --seconds $(FUZZ_SECONDS) --jobs $(JOBS)
