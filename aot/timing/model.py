@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 from aot.timing.cores import CoreTiming, refill_cycles
 from aot.timing.decode import Insn
@@ -33,17 +33,15 @@ _ADDRESS = re.compile(r"\[([^\]]*)\]")
 _PAIRABLE = frozenset({"alu", "nop", "ld", "st", "mul", "mla", "dspmul", "dspmac", "fp", "fpld", "fpst", "fpmov"})
 
 
-@dataclass(frozen=True)
-class Access:
-    """One data access of an executed instruction."""
+class Access(NamedTuple):
+    """One data access of an executed instruction (a tuple: a trace makes millions of them)."""
 
     address: int
     size: int
     store: bool
 
 
-@dataclass(frozen=True)
-class Executed:
+class Executed(NamedTuple):
     """One executed instruction, the next PC (a taken branch when it is not pc + size) and its
     data accesses."""
 
@@ -224,7 +222,8 @@ class _Memory:
 
     def __init__(self, memsys: MemorySystem, is_flash: Callable[[int], bool], fetch_buffer: int = 0) -> None:
         self.m = memsys
-        self.is_flash = is_flash
+        self._is_flash = is_flash
+        self._flash: dict[int, bool] = {}  # address -> is_flash (a run touches few distinct addresses)
         self.caches = [LruCache(c) for c in memsys.caches if c.enabled]
         self.icaches = [c for c in self.caches if c.spec.serves in ("instruction", "both")]
         self.dcaches = [c for c in self.caches if c.spec.serves in ("data", "both")]
@@ -248,8 +247,11 @@ class _Memory:
             return 0
         if self.request is None and self.line >= 0 and self._asks_next(pc):
             self.request = now
+        first, last = pc // self.rb, (pc + size - 1) // self.rb
+        if first == last == self.line:  # within the line being executed: nothing to fetch
+            return 0
         stall = 0
-        for line in range(pc // self.rb, (pc + size - 1) // self.rb + 1):
+        for line in range(first, last + 1):
             if line == self.line:
                 continue
             sequential = line == self.line + 1
@@ -271,6 +273,12 @@ class _Memory:
             self.arrival = now + stall
             self.request = self.arrival if self._asks_next(pc) else None
         return stall
+
+    def is_flash(self, address: int) -> bool:
+        got = self._flash.get(address)
+        if got is None:
+            got = self._flash[address] = self._is_flash(address)
+        return got
 
     def data(self, a: Access) -> tuple[int, bool]:
         """Stall cycles of one data access, and whether it read flash."""
@@ -297,48 +305,55 @@ def simulate(trace: Iterable[Executed], core: CoreTiming, memsys: MemorySystem,
     now = core_total = fetch_total = data_total = n = taken_n = flash_reads = 0
     prev: Insn | None = None
     prev_paired = False
-    by_class: dict[str, list[int]] = {}
-    per_pc: dict[int, list[int]] = {}
+    # pc -> [executions, core cycles, stall cycles, insn]
+    per_pc: dict[int, list[Any]] = {}
+    # an instruction's core cycles depend only on it, its predecessor, the branch target and the
+    # pairing state: computed once per distinct combination (a model's loops repeat a few thousand)
+    memo: dict[tuple[int, bool, int, int, bool], int] = {}
     segments: list[list[Any]] = [["", 0, 0]]
-    for ex in trace:
-        insn = ex.insn
+    for insn, nxt, accesses in trace:
+        pc = insn.pc
         n += 1
-        if starts and insn.pc in starts:
-            segments.append([starts[insn.pc], n - 1, now])
-        f = mem.fetch(insn.pc, insn.size, now)
-        nxt = ex.next_pc
+        if starts and pc in starts:
+            segments.append([starts[pc], n - 1, now])
+        f = mem.fetch(pc, insn.size, now)
         if nxt is None:  # the last instruction of the trace: the return of the measured function
             taken = insn.cls == "bx" or insn.writes_pc
         else:
-            taken = nxt != insn.pc + insn.size
-        target = insns.get(nxt) if (taken and insns is not None and nxt is not None) else None
-        c = instruction_cycles(core, insn, taken, target, prev, prev_paired)
+            taken = nxt != pc + insn.size
+        key = (pc, taken, nxt if taken and nxt is not None else -1, -1 if prev is None else prev.pc, prev_paired)
+        c = memo.get(key)
+        if c is None:
+            target = insns.get(nxt) if (taken and insns is not None and nxt is not None) else None
+            c = instruction_cycles(core, insn, taken, target, prev, prev_paired)
+            if taken and insn.cls not in ("b", "bl", "bx", "cbz", "tb", "lob") and not insn.writes_pc:
+                c += EXCEPTION_ENTRY_CYCLES  # an exception entered (or returned) here
+            memo[key] = c
         if taken:
             taken_n += 1
-            if insn.cls not in ("b", "bl", "bx", "cbz", "tb", "lob") and not insn.writes_pc:
-                c += EXCEPTION_ENTRY_CYCLES  # an exception entered (or returned) here
         d = 0
-        for a in ex.accesses:
-            s, fl = mem.data(a)
-            d += s
+        for a in accesses:
+            st, fl = mem.data(a)
+            d += st
             flash_reads += fl and not a.store
         prev_paired = core.dual_issue and c == 0 and insn.cls != "it"
-        row = by_class.get(insn.cls)
-        if row is None:
-            row = by_class[insn.cls] = [0, 0, 0]
-        row[0] += 1
-        row[1] += c
-        row[2] += f + d
-        at = per_pc.get(insn.pc)
+        at = per_pc.get(pc)
         if at is None:
-            at = per_pc[insn.pc] = [0, 0]
+            at = per_pc[pc] = [0, 0, 0, insn]
         at[0] += 1
-        at[1] += c + f + d
+        at[1] += c
+        at[2] += f + d
         core_total += c
         fetch_total += f
         data_total += d
         now += c + f + d
         prev = insn
+    by_class: dict[str, list[int]] = {}
+    for count, cyc, stall, ins in per_pc.values():
+        row = by_class.setdefault(ins.cls, [0, 0, 0])
+        row[0] += count
+        row[1] += cyc
+        row[2] += stall
     bounds = [(name, i0, c0) for name, i0, c0 in segments] + [("", n, now)]
     segs = [[bounds[k][0], bounds[k + 1][1] - bounds[k][1], bounds[k + 1][2] - bounds[k][2]]
             for k in range(len(segments)) if k or bounds[1][1] > 0]
@@ -347,7 +362,7 @@ def simulate(trace: Iterable[Executed], core: CoreTiming, memsys: MemorySystem,
         caches[c.spec.name] = {"hits": c.hits, "misses": c.misses}
     return {"cycles": now, "core": core_total, "fetch": fetch_total, "data": data_total, "instructions": n,
             "taken": taken_n, "flash_reads": flash_reads, "caches": caches, "by_class": by_class,
-            "per_pc": per_pc, "segments": segs}
+            "per_pc": {pc: [at[0], at[1] + at[2]] for pc, at in per_pc.items()}, "segments": segs}
 
 
 def executed_from_pcs(insns: dict[int, Insn], pcs: Sequence[int],
