@@ -409,6 +409,45 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
                   [c] "r"(cp), [w] "r"(wp), [co] "i"(4 * (cw)), [wo] "i"(4 * (ww)) \
                 : "memory"); \
     } while (0)
+/* the same two steps for fewest cycles (AOT_OPTIMIZE_CYCLES, Cortex-M3/M4): the words by single LDRs, which
+   pipeline (2x4: 2 + 1 + 1 + 1 = 5 cycles where two LDRDs, which pipeline with nothing, take 3 + 3; 1x4:
+   4 where LDR and LDRD take 2 + 3), in registers gcc chooses (r0-r3 fixed, as the cycles loop
+   aot_asmc_lohi_2x4_x16 takes them, cost register moves around kws_int8's unrolled steps on
+   NUCLEO-L4R5ZI: 3,545,718 estimated cycles where free registers gave 3,531,878) */
+#define aot_asmc_smlad_lohi_2x4(o0, o1, o2, o3, o4, o5, o6, o7, i0, i1, i2, i3, i4, i5, i6, i7, cp, cw, wp, ww) \
+    do { \
+        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
+        __asm__("ldr %[x0], [%[c], %[co]]\n\t" \
+                "ldr %[x1], [%[c], %[co4]]\n\t" \
+                "ldr %[w0], [%[w], %[wo]]\n\t" \
+                "ldr %[w1], [%[w], %[wo4]]\n\t" \
+                AOT_LOHI_MACS_ \
+                : [a0] "=r"(o0), [a1] "=r"(o1), [a2] "=r"(o2), [a3] "=r"(o3), \
+                  [b0] "=r"(o4), [b1] "=r"(o5), [b2] "=r"(o6), [b3] "=r"(o7), \
+                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
+                : "0"(i0), "1"(i1), "2"(i2), "3"(i3), "4"(i4), "5"(i5), "6"(i6), "7"(i7), \
+                  [c] "r"(cp), [w] "r"(wp), [co] "i"(4 * (cw)), [co4] "i"(4 * (cw) + 4), \
+                  [wo] "i"(4 * (ww)), [wo4] "i"(4 * (ww) + 4) \
+                : "memory"); \
+    } while (0)
+#define aot_asmc_smlad_lohi_1x4(o0, o1, o2, o3, i0, i1, i2, i3, cp, cw, wp, ww) \
+    do { \
+        int32_t aot_x0_, aot_w0_, aot_w1_; \
+        __asm__("ldr %[x0], [%[c], %[co]]\n\t" \
+                "ldr %[w0], [%[w], %[wo]]\n\t" \
+                "ldr %[w1], [%[w], %[wo4]]\n\t" \
+                "smlad %[a1], %[x0], %[w0], %[a1]\n\t" \
+                "sxtb16 %[w0], %[w0]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
+                "sxtb16 %[w1], %[w1]\n\t" \
+                "smlad %[a2], %[x0], %[w1], %[a2]" \
+                : [a0] "=r"(o0), [a1] "=r"(o1), [a2] "=r"(o2), [a3] "=r"(o3), \
+                  [x0] "=&r"(aot_x0_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
+                : "0"(i0), "1"(i1), "2"(i2), "3"(i3), \
+                  [c] "r"(cp), [w] "r"(wp), [co] "i"(4 * (cw)), [wo] "i"(4 * (ww)), [wo4] "i"(4 * (ww) + 4) \
+                : "memory"); \
+    } while (0)
 /* a 3x3 window of a depthwise block of n outputs (aot.kernel.intrinsics_multi.dw3_ops), accumulators from
    the word at wp (the bias): per kernel row the input words two at a time (LDRD; a last odd one LDR), its two weight
    words (LDRD), 2 n multiply-accumulates. One kernel row per (stride, n), AOT_DW3_S<stride>_<n>_(p, ro, wo, b0, ...):
@@ -658,14 +697,18 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
     AOT_DW3_PORTABLE_(2, 6, AOT_DW3_COPY6_(o0, o1, o2, o3, o4, o5), 1, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr)
 /* the public names: the asm form where it fits the register budget (lohi 2x4: 14 registers, or 13 in its
    narrower form; lohi 1x4: 9; a depthwise window of n outputs: n + 8), else the portable form */
-#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 14
+#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 14 && defined(AOT_OPTIMIZE_CYCLES) && AOT_OPTIMIZE_CYCLES
+#define aot_smlad_lohi_2x4 aot_asmc_smlad_lohi_2x4
+#elif AOT_DSP_ASM_ && AOT_ASM_REGS >= 14
 #define aot_smlad_lohi_2x4 aot_asm_smlad_lohi_2x4
 #elif AOT_DSP_ASM_ && AOT_ASM_REGS >= 13
 #define aot_smlad_lohi_2x4 aot_asm13_smlad_lohi_2x4
 #else
 #define aot_smlad_lohi_2x4 aot_c_smlad_lohi_2x4
 #endif
-#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 9
+#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 14 && defined(AOT_OPTIMIZE_CYCLES) && AOT_OPTIMIZE_CYCLES
+#define aot_smlad_lohi_1x4 aot_asmc_smlad_lohi_1x4
+#elif AOT_DSP_ASM_ && AOT_ASM_REGS >= 9
 #define aot_smlad_lohi_1x4 aot_asm_smlad_lohi_1x4
 #else
 #define aot_smlad_lohi_1x4 aot_c_smlad_lohi_1x4

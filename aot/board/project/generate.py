@@ -55,7 +55,7 @@ LDFLAGS_RISCV = "-nostartfiles --specs=picolibc.specs -Wl,--gc-sections"
 # Cycles builds (cycle_kernels) on Cortex-M3/M4: no peephole2, whose pass merges neighbouring LDRs into an
 # LDRD (three cycles, pipelining with nothing, where two single loads pipeline), and functions aligned to
 # 16 bytes (whole flash-cache lines and prefetch words from a kernel's first instruction)
-CFLAGS_CYCLES = "-fno-peephole2"
+CFLAGS_CYCLES = "-fno-peephole2 -falign-functions=16"
 LDLIBS = ("-lm",)
 IO_MODES = ("uart", "semihosting")
 
