@@ -117,6 +117,9 @@ def lohi_2x4_x16q(c: Ref, co: int, w: Ref, wo: int, n: int, r: int, hi: int) -> 
 # Stride 2 weights: E = (w0, w1), L = (w2, 0); SMLAD x[i].E, SMLABB x[i + 1].L.
 DW3_OPS = {"smlad": smlad, "smlabt": smlabt, "smlatb": smlatb, "smlabb": smlabb}
 DW3_SHAPES = ((1, 3), (1, 4), (1, 6), (2, 3), (2, 4), (2, 6))  # (stride, outputs) with a C macro
+# shapes that only cycles builds emit (aot.lower.schedule.depthwise_pairs: a target with the "cycles" feature),
+# whose asm form loads each row's words by single LDRs (runtime_c/include/aot_intrinsics.h)
+DW3_CYCLES_SHAPES = ((1, 5),)
 
 
 def dw3_ops(stride: int, n: int) -> list[tuple[int, int, int, str]]:
@@ -179,8 +182,9 @@ def _dw3x3q(stride: int, n: int) -> Callable[..., tuple[int, ...]]:
 MULTI_INTRINSICS: tuple[tuple[str, tuple[str, ...], int, Callable[..., tuple[int, ...]]], ...] = (
     ("smlad_lohi_2x4", ("i32",) * 8 + ("&i32", "#i32", "&i32", "#i32"), 8, smlad_lohi_2x4),
     ("smlad_lohi_1x4", ("i32",) * 4 + ("&i32", "#i32", "&i32", "#i32"), 4, smlad_lohi_1x4),
-) + tuple((f"dw3x3_s{s}_{n}", ("&i32", "#i32") * 4, n, _dw3x3(s, n)) for s, n in DW3_SHAPES) + tuple(
-    (f"dw3x3q_s{s}_{n}", ("&i32", "#i32") * 4 + ("#i32", "#i32"), n, _dw3x3q(s, n)) for s, n in DW3_SHAPES) + (
+) + tuple((f"dw3x3_s{s}_{n}", ("&i32", "#i32") * 4, n, _dw3x3(s, n)) for s, n in DW3_SHAPES + DW3_CYCLES_SHAPES) + tuple(
+    (f"dw3x3q_s{s}_{n}", ("&i32", "#i32") * 4 + ("#i32", "#i32"), n, _dw3x3q(s, n))
+    for s, n in DW3_SHAPES + DW3_CYCLES_SHAPES) + (
     ("lohi_2x4_x16", ("&i32", "#i32", "&i32", "#i32", "#i32"), 8, lohi_2x4_x16),
     ("lohi_2x4_x16q", ("&i32", "#i32", "&i32", "#i32", "#i32", "#i32", "#i32"), 8, lohi_2x4_x16q),
 )

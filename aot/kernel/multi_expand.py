@@ -14,7 +14,7 @@ from typing import Callable
 
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call
-from aot.kernel.intrinsics_multi import DW3_SHAPES, LOHI_LOOP_STEPS, LOHI_Q_FIELDS, dw3_ops, dw3_words
+from aot.kernel.intrinsics_multi import DW3_CYCLES_SHAPES, DW3_SHAPES, LOHI_LOOP_STEPS, LOHI_Q_FIELDS, dw3_ops, dw3_words
 from aot.kernel.simplify import _nodes, simplify_expr
 
 
@@ -156,8 +156,8 @@ def _lohi_loop_q(s: K.MultiAssign, var: Callable[[str], K.ScalarVar], res: list[
 
 EXPANSIONS = ({"smlad_lohi_2x4": _lohi, "smlad_lohi_1x4": _lohi, "lohi_2x4_x16": _lohi_loop,
                "lohi_2x4_x16q": _lohi_loop_q}
-              | {f"dw3x3_s{st}_{n}": _dw3x3 for st, n in DW3_SHAPES}
-              | {f"dw3x3q_s{st}_{n}": _dw3x3q for st, n in DW3_SHAPES})
+              | {f"dw3x3_s{st}_{n}": _dw3x3 for st, n in DW3_SHAPES + DW3_CYCLES_SHAPES}
+              | {f"dw3x3q_s{st}_{n}": _dw3x3q for st, n in DW3_SHAPES + DW3_CYCLES_SHAPES})
 
 
 def expand_multi(s: K.MultiAssign, var: Callable[[str], K.ScalarVar]) -> K.Stmt:

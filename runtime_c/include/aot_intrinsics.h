@@ -603,6 +603,51 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
 #define aot_asm_dw3x3q_s2_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
     AOT_DW3_ASM_(AOT_DW3_WIN6_(AOT_DW3_S2_6_) AOT_DW3Q_RQ6_, AOT_DW3_OUT6_(o0, o1, o2, o3, o4, o5), \
                  AOT_DW3Q_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr))
+/* A window of 5 outputs at stride 1 (dw3x3_s1_5, dw3x3q_s1_5: emitted by cycles builds only,
+   aot.lower.schedule.depthwise_pairs, where a row of 5 took single products in C): per kernel row
+   its two weight words and four input words by six single LDRs, which pipeline on Cortex-M3/M4
+   (7 cycles; the first row's run also loads the bias), then its 10 multiply-accumulates; the
+   requantization's m, h by two LDRs. 5 accumulators, 6 loaded words and the weight pointer: the
+   three rows must share one pointer register (the schedule passes one base with three offsets),
+   13 registers in all. */
+#define AOT_DW3C_LDR_(x, p, ro, off) "ldr %[" x "], [%[" p "], #4*%c[" ro "]+" #off "]\n\t"
+#define AOT_DW3C_S1_5_(p, ro, wo, b0, b1, b2, b3) \
+    "ldr %[w0], [%[w], #4*%c[wo]+" wo "]\n\t" \
+    "ldr %[w1], [%[w], #4*%c[wo]+" wo "+4]\n\t" \
+    AOT_DW3C_LDR_("x0", p, ro, 0) AOT_DW3C_LDR_("x1", p, ro, 4) \
+    AOT_DW3C_LDR_("x2", p, ro, 8) AOT_DW3C_LDR_("x3", p, ro, 12) \
+    "smlad %[a0], %[x0], %[w0], %[" b0 "]\n\t" \
+    "smlatb %[a1], %[x0], %[w0], %[" b1 "]\n\t" \
+    "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
+    "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
+    "smlad %[a2], %[x1], %[w0], %[" b2 "]\n\t" \
+    "smlatb %[a3], %[x1], %[w0], %[" b3 "]\n\t" \
+    "smlabt %[a2], %[x2], %[w1], %[a2]\n\t" \
+    "smlad %[a3], %[x2], %[w1], %[a3]\n\t" \
+    "smlad %[a4], %[x2], %[w0], %[a4]\n\t" \
+    "smlabt %[a4], %[x3], %[w1], %[a4]"
+#define AOT_DW3C_WIN5_ "ldr %[a4], [%[w]]\n\t" \
+    AOT_DW3C_S1_5_("p0", "ro0", "0", "a4", "a4", "a4", "a4") "\n\t" \
+    AOT_DW3C_S1_5_("p1", "ro1", "8", "a0", "a1", "a2", "a3") "\n\t" \
+    AOT_DW3C_S1_5_("p2", "ro2", "16", "a0", "a1", "a2", "a3")
+#define AOT_DW3C_RQ5_ "\n\tldr %[x0], [%[w], #4*%c[mo]]\n\tldr %[x1], [%[w], #4*%c[mo]+4]\n\t" \
+    AOT_DW3Q_RQ(a0) AOT_DW3Q_RQ(a1) AOT_DW3Q_RQ(a2) AOT_DW3Q_RQ(a3) AOT_DW3Q_RQ(a4)
+#define AOT_DW3_OUT5_(o0, o1, o2, o3, o4) AOT_DW3_OUT4_(o0, o1, o2, o3), [a4] "=&r"(o4)
+#define AOT_DW3C_ASM_(text, outs, ins) \
+    do { \
+        int32_t aot_x0_, aot_x1_, aot_x2_, aot_x3_, aot_w0_, aot_w1_; \
+        __asm__(text \
+                : outs, [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [x2] "=&r"(aot_x2_), [x3] "=&r"(aot_x3_), \
+                  [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
+                : ins \
+                : "memory"); \
+    } while (0)
+#define aot_asm_dw3x3_s1_5(o0, o1, o2, o3, o4, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    AOT_DW3C_ASM_(AOT_DW3C_WIN5_, AOT_DW3_OUT5_(o0, o1, o2, o3, o4), \
+                  AOT_DW3_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww))
+#define aot_asm_dw3x3q_s1_5(o0, o1, o2, o3, o4, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
+    AOT_DW3C_ASM_(AOT_DW3C_WIN5_ AOT_DW3C_RQ5_, AOT_DW3_OUT5_(o0, o1, o2, o3, o4), \
+                  AOT_DW3Q_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr))
 #define aot_c_smlad_lohi_1x4(o0, o1, o2, o3, i0, i1, i2, i3, cp, cw, wp, ww) \
     do { \
         const int32_t *aot_c_ = (cp) + (cw), *aot_w_ = (wp) + (ww); \
@@ -671,6 +716,11 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
 #define AOT_DW3_COPY3_(o0, o1, o2) (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]
 #define AOT_DW3_COPY4_(o0, o1, o2, o3) AOT_DW3_COPY3_(o0, o1, o2); (o3) = aot_a_[3]
 #define AOT_DW3_COPY6_(o0, o1, o2, o3, o4, o5) AOT_DW3_COPY4_(o0, o1, o2, o3); (o4) = aot_a_[4]; (o5) = aot_a_[5]
+#define AOT_DW3_COPY5_(o0, o1, o2, o3, o4) AOT_DW3_COPY4_(o0, o1, o2, o3); (o4) = aot_a_[4]
+#define aot_c_dw3x3_s1_5(o0, o1, o2, o3, o4, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    AOT_DW3_PORTABLE_(1, 5, AOT_DW3_COPY5_(o0, o1, o2, o3, o4), 0, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, 0, 0)
+#define aot_c_dw3x3q_s1_5(o0, o1, o2, o3, o4, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
+    AOT_DW3_PORTABLE_(1, 5, AOT_DW3_COPY5_(o0, o1, o2, o3, o4), 1, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr)
 #define aot_c_dw3x3_s1_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     AOT_DW3_PORTABLE_(1, 3, AOT_DW3_COPY3_(o0, o1, o2), 0, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, 0, 0)
 #define aot_c_dw3x3_s1_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
@@ -728,6 +778,14 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
 #else
 #define AOT_DW3_FORM6_(name) aot_c_##name
 #endif
+/* the window of 5 (cycles builds): its asm form with 14 registers (13 and one for gcc's loop) */
+#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 14
+#define AOT_DW3_FORM5_(name) aot_asm_##name
+#else
+#define AOT_DW3_FORM5_(name) aot_c_##name
+#endif
+#define aot_dw3x3_s1_5 AOT_DW3_FORM5_(dw3x3_s1_5)
+#define aot_dw3x3q_s1_5 AOT_DW3_FORM5_(dw3x3q_s1_5)
 #define aot_dw3x3_s1_3 AOT_DW3_FORM3_(dw3x3_s1_3)
 #define aot_dw3x3_s2_3 AOT_DW3_FORM3_(dw3x3_s2_3)
 #define aot_dw3x3q_s1_3 AOT_DW3_FORM3_(dw3x3q_s1_3)
