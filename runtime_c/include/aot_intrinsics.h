@@ -604,18 +604,19 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
     AOT_DW3_ASM_(AOT_DW3_WIN6_(AOT_DW3_S2_6_) AOT_DW3Q_RQ6_, AOT_DW3_OUT6_(o0, o1, o2, o3, o4, o5), \
                  AOT_DW3Q_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr))
 /* A window of 5 outputs at stride 1 (dw3x3_s1_5, dw3x3q_s1_5: emitted by cycles builds only,
-   aot.lower.schedule.depthwise_pairs, where a row of 5 took single products in C): per kernel row
-   its two weight words and four input words by six single LDRs, which pipeline on Cortex-M3/M4
-   (7 cycles; the first row's run also loads the bias), then its 10 multiply-accumulates; the
-   requantization's m, h by two LDRs. 5 accumulators, 6 loaded words and the weight pointer: the
-   three rows must share one pointer register (the schedule passes one base with three offsets),
-   13 registers in all. */
+   aot.lower.schedule.depthwise_pairs, where a row of 5 took single products in C): per kernel row its
+   two weight words and first three input words by five single LDRs, which pipeline on Cortex-M3/M4
+   (6 cycles; the first row's run also loads the bias), their 9 multiply-accumulates, then the fourth
+   word (LDR) for the last; the requantization's m, h load right behind the last row's fourth word (one
+   run of three). 5 accumulators, 5 loaded words, the weight pointer and the rows' pointers: 12
+   registers when the three rows share one pointer (the schedule passes one base with three offsets),
+   which leaves gcc the loop's output pointer (six words a row measured the same: gcc kept it on the
+   stack). */
 #define AOT_DW3C_LDR_(x, p, ro, off) "ldr %[" x "], [%[" p "], #4*%c[" ro "]+" #off "]\n\t"
-#define AOT_DW3C_S1_5_(p, ro, wo, b0, b1, b2, b3) \
+#define AOT_DW3C_S1_5_(p, ro, wo, b0, b1, b2, b3, tail) \
     "ldr %[w0], [%[w], #4*%c[wo]+" wo "]\n\t" \
     "ldr %[w1], [%[w], #4*%c[wo]+" wo "+4]\n\t" \
-    AOT_DW3C_LDR_("x0", p, ro, 0) AOT_DW3C_LDR_("x1", p, ro, 4) \
-    AOT_DW3C_LDR_("x2", p, ro, 8) AOT_DW3C_LDR_("x3", p, ro, 12) \
+    AOT_DW3C_LDR_("x0", p, ro, 0) AOT_DW3C_LDR_("x1", p, ro, 4) AOT_DW3C_LDR_("x2", p, ro, 8) \
     "smlad %[a0], %[x0], %[w0], %[" b0 "]\n\t" \
     "smlatb %[a1], %[x0], %[w0], %[" b1 "]\n\t" \
     "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
@@ -625,28 +626,30 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
     "smlabt %[a2], %[x2], %[w1], %[a2]\n\t" \
     "smlad %[a3], %[x2], %[w1], %[a3]\n\t" \
     "smlad %[a4], %[x2], %[w0], %[a4]\n\t" \
-    "smlabt %[a4], %[x3], %[w1], %[a4]"
-#define AOT_DW3C_WIN5_ "ldr %[a4], [%[w]]\n\t" \
-    AOT_DW3C_S1_5_("p0", "ro0", "0", "a4", "a4", "a4", "a4") "\n\t" \
-    AOT_DW3C_S1_5_("p1", "ro1", "8", "a0", "a1", "a2", "a3") "\n\t" \
-    AOT_DW3C_S1_5_("p2", "ro2", "16", "a0", "a1", "a2", "a3")
-#define AOT_DW3C_RQ5_ "\n\tldr %[x0], [%[w], #4*%c[mo]]\n\tldr %[x1], [%[w], #4*%c[mo]+4]\n\t" \
-    AOT_DW3Q_RQ(a0) AOT_DW3Q_RQ(a1) AOT_DW3Q_RQ(a2) AOT_DW3Q_RQ(a3) AOT_DW3Q_RQ(a4)
+    AOT_DW3C_LDR_("x0", p, ro, 12) tail \
+    "smlabt %[a4], %[x0], %[w1], %[a4]"
+#define AOT_DW3C_WIN5_(tail) "ldr %[a4], [%[w]]\n\t" \
+    AOT_DW3C_S1_5_("p0", "ro0", "0", "a4", "a4", "a4", "a4", "") "\n\t" \
+    AOT_DW3C_S1_5_("p1", "ro1", "8", "a0", "a1", "a2", "a3", "") "\n\t" \
+    AOT_DW3C_S1_5_("p2", "ro2", "16", "a0", "a1", "a2", "a3", tail)
+#define AOT_DW3C_MH_ "ldr %[x1], [%[w], #4*%c[mo]]\n\tldr %[x2], [%[w], #4*%c[mo]+4]\n\t"
+#define AOT_DW3C_RQ(a) "smmla %[" #a "], %[" #a "], %[x1], %[x2]\n\t" "ssat %[" #a "], #8, %[" #a "], asr #%c[r]\n\t"
+#define AOT_DW3C_RQ5_ "\n\t" AOT_DW3C_RQ(a0) AOT_DW3C_RQ(a1) AOT_DW3C_RQ(a2) AOT_DW3C_RQ(a3) AOT_DW3C_RQ(a4)
 #define AOT_DW3_OUT5_(o0, o1, o2, o3, o4) AOT_DW3_OUT4_(o0, o1, o2, o3), [a4] "=&r"(o4)
 #define AOT_DW3C_ASM_(text, outs, ins) \
     do { \
-        int32_t aot_x0_, aot_x1_, aot_x2_, aot_x3_, aot_w0_, aot_w1_; \
+        int32_t aot_x0_, aot_x1_, aot_x2_, aot_w0_, aot_w1_; \
         __asm__(text \
-                : outs, [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [x2] "=&r"(aot_x2_), [x3] "=&r"(aot_x3_), \
+                : outs, [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [x2] "=&r"(aot_x2_), \
                   [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
                 : ins \
                 : "memory"); \
     } while (0)
 #define aot_asm_dw3x3_s1_5(o0, o1, o2, o3, o4, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
-    AOT_DW3C_ASM_(AOT_DW3C_WIN5_, AOT_DW3_OUT5_(o0, o1, o2, o3, o4), \
+    AOT_DW3C_ASM_(AOT_DW3C_WIN5_(""), AOT_DW3_OUT5_(o0, o1, o2, o3, o4), \
                   AOT_DW3_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww))
 #define aot_asm_dw3x3q_s1_5(o0, o1, o2, o3, o4, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
-    AOT_DW3C_ASM_(AOT_DW3C_WIN5_ AOT_DW3C_RQ5_, AOT_DW3_OUT5_(o0, o1, o2, o3, o4), \
+    AOT_DW3C_ASM_(AOT_DW3C_WIN5_(AOT_DW3C_MH_) AOT_DW3C_RQ5_, AOT_DW3_OUT5_(o0, o1, o2, o3, o4), \
                   AOT_DW3Q_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr))
 #define aot_c_smlad_lohi_1x4(o0, o1, o2, o3, i0, i1, i2, i3, cp, cw, wp, ww) \
     do { \
