@@ -1110,6 +1110,98 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
 #define aot_lohi_2x4_x16q aot_c_lohi_2x4_x16q
 #endif
 
+/* lohi_2x4_x10 and lohi_2x4_x10q (aot.kernel.intrinsics_multi; emitted by cycles builds for reductions of
+   a multiple of 10 steps): the loops above with 10 steps per iteration. The asm form is the fewest-cycles
+   loop of aot_asmc_lohi_2x4_x16q (single LDRs at positive offsets, both pointers 8 bytes behind the
+   iteration's words, the last step's first loads pre-indexed with writeback), where gcc's loop around
+   the single steps reloaded its counter and pointers from the stack (kws_int8's first convolution on
+   NUCLEO-L4R5ZI: 3,473,785 estimated cycles where that loop gave 3,511,598). */
+#define AOT_LOHIQ_BODY10_ \
+    AOT_LOHIQ_STEP_("8", "12") AOT_LOHIQ_STEP_("16", "20") AOT_LOHIQ_STEP_("24", "28") \
+    AOT_LOHIQ_STEP_("32", "36") AOT_LOHIQ_STEP_("40", "44") AOT_LOHIQ_STEP_("48", "52") \
+    AOT_LOHIQ_STEP_("56", "60") AOT_LOHIQ_STEP_("64", "68") AOT_LOHIQ_STEP_("72", "76") \
+    AOT_LOHIQ_LAST_("80")
+#define AOT_LOHI10_ASM_(tail, cp, cw, wp, ww, n, r) \
+    do { \
+        const int32_t *aot_c_ = (const int32_t *)((uintptr_t)((cp) + (cw)) - 8u), *aot_w_ = (wp) + (ww); \
+        const int32_t *aot_e_ = (const int32_t *)((uintptr_t)((cp) + (cw) + 20 * (n)) - 8u); \
+        register int32_t aot_x0_ __asm__("r0"), aot_x1_ __asm__("r1"), aot_w0_ __asm__("r2"), \
+            aot_w1_ __asm__("r3"); \
+        __asm__("ldr %[a1], [%[w], #4]\n\t" \
+                "ldr %[a2], [%[w], #8]\n\t" \
+                "ldr %[a3], [%[w], #12]\n\t" \
+                "ldr %[b0], [%[w], #0]\n\t" \
+                "ldr %[b1], [%[w], #4]\n\t" \
+                "ldr %[b2], [%[w], #8]\n\t" \
+                "ldr %[b3], [%[w], #12]\n\t" \
+                "ldr %[a0], [%[w]], #8\n\t" \
+                "1:\n\t" \
+                AOT_LOHIQ_BODY10_ \
+                "ldr %[x0], %[e]\n\t" \
+                "cmp %[c], %[x0]\n\t" \
+                "bne 1b" tail \
+                : [a0] "=&r"(aot_o0_), [a1] "=&r"(aot_o1_), [a2] "=&r"(aot_o2_), [a3] "=&r"(aot_o3_), \
+                  [b0] "=&r"(aot_o4_), [b1] "=&r"(aot_o5_), [b2] "=&r"(aot_o6_), [b3] "=&r"(aot_o7_), \
+                  [c] "+l"(aot_c_), [w] "+l"(aot_w_), \
+                  [x0] "=&l"(aot_x0_), [x1] "=&l"(aot_x1_), [w0] "=&l"(aot_w0_), [w1] "=&l"(aot_w1_) \
+                : [e] "m"(aot_e_), [rq] "i"(r) \
+                : "memory", "cc"); \
+    } while (0)
+#define AOT_LOHI10_OUT_(o0, o1, o2, o3, o4, o5, o6, o7) \
+    (o0) = aot_o0_; (o1) = aot_o1_; (o2) = aot_o2_; (o3) = aot_o3_; \
+    (o4) = aot_o4_; (o5) = aot_o5_; (o6) = aot_o6_; (o7) = aot_o7_
+#define aot_asmc_lohi_2x4_x10(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n) \
+    do { \
+        int32_t aot_o0_, aot_o1_, aot_o2_, aot_o3_, aot_o4_, aot_o5_, aot_o6_, aot_o7_; \
+        AOT_LOHI10_ASM_("", cp, cw, wp, ww, n, 1); \
+        AOT_LOHI10_OUT_(o0, o1, o2, o3, o4, o5, o6, o7); \
+    } while (0)
+#define aot_asmc_lohi_2x4_x10q(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n, r, hi) \
+    do { \
+        int32_t aot_o0_, aot_o1_, aot_o2_, aot_o3_, aot_o4_, aot_o5_, aot_o6_, aot_o7_; \
+        AOT_LOHI10_ASM_("\n\t" \
+                        "sub %[a1], %[a1], %[a0]\n\t" \
+                        "sub %[b1], %[b1], %[b0]\n\t" \
+                        "sub %[a3], %[a3], %[a2]\n\t" \
+                        "sub %[b3], %[b3], %[b2]\n\t" \
+                        AOT_LOHIQ_RQ_("a0", "b0", "8", "12", "16", "lsl") \
+                        AOT_LOHIQ_RQ_("a1", "b1", "20", "24", "28", AOT_LOHIQ_HI_##hi) \
+                        AOT_LOHIQ_RQ_("a2", "b2", "32", "36", "40", "lsl") \
+                        AOT_LOHIQ_RQ_("a3", "b3", "44", "48", "52", AOT_LOHIQ_HI_##hi), cp, cw, wp, ww, n, r); \
+        AOT_LOHI10_OUT_(o0, o1, o2, o3, o4, o5, o6, o7); \
+    } while (0)
+#define aot_c_lohi_2x4_x10(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n) \
+    do { \
+        const int32_t *aot_lw_ = (wp) + (ww); \
+        int32_t aot_lt_; \
+        (o0) = aot_lw_[0]; (o1) = aot_lw_[1]; (o2) = aot_lw_[2]; (o3) = aot_lw_[3]; \
+        (o4) = aot_lw_[0]; (o5) = aot_lw_[1]; (o6) = aot_lw_[2]; (o7) = aot_lw_[3]; \
+        for (aot_lt_ = 0; aot_lt_ < 10 * (n); ++aot_lt_) { \
+            aot_c_smlad_lohi_2x4(o0, o1, o2, o3, o4, o5, o6, o7, o0, o1, o2, o3, o4, o5, o6, o7, \
+                                 (cp) + (cw), 2 * aot_lt_, aot_lw_ + 4, 2 * aot_lt_); \
+        } \
+    } while (0)
+#define aot_c_lohi_2x4_x10q(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n, r, hi) \
+    do { \
+        const int32_t *aot_qp_ = (wp) + (ww) + 4 + 20 * (n); \
+        const int32_t aot_r_ = (r), aot_hl_ = (hi); \
+        int32_t aot_l0_, aot_l1_; \
+        aot_lohi_2x4_x10(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n); \
+        aot_l0_ = (o0); aot_l1_ = (o4); \
+        AOT_LOHIQ_CH_(0, o0, o4, o0, o4); \
+        AOT_LOHIQ_CH_(1, o1, o5, o1, o5); \
+        aot_l0_ = (o2); aot_l1_ = (o6); \
+        AOT_LOHIQ_CH_(2, o2, o6, o2, o6); \
+        AOT_LOHIQ_CH_(3, o3, o7, o3, o7); \
+    } while (0)
+#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 14
+#define aot_lohi_2x4_x10 aot_asmc_lohi_2x4_x10
+#define aot_lohi_2x4_x10q aot_asmc_lohi_2x4_x10q
+#else
+#define aot_lohi_2x4_x10 aot_c_lohi_2x4_x10
+#define aot_lohi_2x4_x10q aot_c_lohi_2x4_x10q
+#endif
+
 /* a and b to the two adjacent words at p (aot.kernel.intrinsics.store_pair): with gcc on Thumb-2 one
    STRD (an asm whose memory operand is the 8 bytes, "Uv": base register and offset within +-1020, a
    multiple of 4; the may_alias type keeps later int32 reads of them ordered after it), where gcc
