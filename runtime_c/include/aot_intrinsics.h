@@ -1115,7 +1115,7 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
    loop of aot_asmc_lohi_2x4_x16q (single LDRs at positive offsets, both pointers 8 bytes behind the
    iteration's words, the last step's first loads pre-indexed with writeback), where gcc's loop around
    the single steps reloaded its counter and pointers from the stack (kws_int8's first convolution on
-   NUCLEO-L4R5ZI: 3,473,785 estimated cycles where that loop gave 3,511,598). */
+   NUCLEO-L4R5ZI: 3,472,941 estimated cycles where that loop gave 3,511,598). */
 #define AOT_LOHIQ_BODY10_ \
     AOT_LOHIQ_STEP_("8", "12") AOT_LOHIQ_STEP_("16", "20") AOT_LOHIQ_STEP_("24", "28") \
     AOT_LOHIQ_STEP_("32", "36") AOT_LOHIQ_STEP_("40", "44") AOT_LOHIQ_STEP_("48", "52") \

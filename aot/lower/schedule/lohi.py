@@ -211,7 +211,7 @@ def lohi_loop(accs: list[list[K.ScalarVar]], col: K.Buffer, wtab: K.Buffer, seg:
     weights) from wtab[seg]: for reductions of a multiple of 16 steps, at least two iterations (one
     is a straight block of single steps anyway). cycles (a target with the "cycles" feature): also
     reductions of a multiple of 10 steps, at least two iterations, as lohi_2x4_x10 (kws_int8's first
-    convolution, 20 steps, on NUCLEO-L4R5ZI: 3,473,785 estimated cycles where gcc's loop around the
+    convolution, 20 steps, on NUCLEO-L4R5ZI: 3,472,941 estimated cycles where gcc's loop around the
     single steps, which reloaded its pointers from the stack, gave 3,511,598). None otherwise."""
     steps = LOHI_LOOP_STEPS
     if cycles and ksteps % LOHI_LOOP_STEPS and not ksteps % LOHI_CYCLES_LOOP_STEPS:
