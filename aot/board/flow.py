@@ -163,6 +163,12 @@ def make_project(model: Model, board: "Board | str | Path", out_dir: Path, input
     optimize = check_optimize(options.pop("optimize", "instructions"))  # cycles: constants to RAM (fast)
     stack = int(options.get("stack_bytes", board.stack_bytes))
     io = str(options.get("io", "uart"))
+    kernels = optimize == "cycles" and cycle_kernels(board.cpu)
+    if kernels:  # the schedules' fewest-cycles forms too (a "cycles" target feature)
+        from aot.lower.schedule.target import target_for_board
+        feats = options.get("cpu_features")
+        feats = target_for_board(board).features if feats is None else feats
+        options["cpu_features"] = tuple(sorted({*feats, "cycles"}))
     t0 = time.perf_counter()
     compiled = _compile_for_board(model, board, options)
     board = board_for_model(board, compiled)
@@ -180,7 +186,7 @@ def make_project(model: Model, board: "Board | str | Path", out_dir: Path, input
                              input_bytes=[a.tobytes() for a in args],
                              expected_output_bytes=[e.tobytes() for e in expected], stack_bytes=stack,
                              pool_placement=pool_placement(board, compiled), io=io, input_lcg=input_lcg,
-                             const_ram=const_ram, cycle_kernels=optimize == "cycles" and cycle_kernels(board.cpu))
+                             const_ram=const_ram, cycle_kernels=kernels)
     return BoardBuild(board, compiled, out_dir, expected, compile_seconds)
 
 

@@ -70,13 +70,29 @@ def lohi_2x4_x16(c: Ref, co: int, w: Ref, wo: int, n: int) -> tuple[int, ...]:
     post-indexed) and its end is three instructions (LDR of the end pointer from the stack, CMP, BNE:
     the 14 registers of the steps leave none for it), where a C loop around the single steps spent
     seven and the biases took two loads and four moves."""
+    return _lohi_steps(c, co, w, wo, LOHI_LOOP_STEPS, n)
+
+
+LOHI_CYCLES_LOOP_STEPS = 10  # steps per iteration of lohi_2x4_x10 (cycles builds, reductions of 10 n steps)
+
+
+def _lohi_steps(c: Ref, co: int, w: Ref, wo: int, steps: int, n: int) -> tuple[int, ...]:
     if n < 1:
-        raise ValueError(f"lohi_2x4_x16 needs at least one iteration, got {n}")
+        raise ValueError(f"lohi_2x4_x{steps} needs at least one iteration, got {n}")
     bias = tuple(_word(w, wo, k) for k in range(4))
     accs = bias + bias
-    for t in range(LOHI_LOOP_STEPS * n):
+    for t in range(steps * n):
         accs = smlad_lohi_2x4(*accs, c, co + 2 * t, w, wo + 4 + 2 * t)
     return accs
+
+
+def lohi_2x4_x10(c: Ref, co: int, w: Ref, wo: int, n: int) -> tuple[int, ...]:
+    """lohi_2x4_x16 with 10 steps per iteration (10 n steps in all), for reductions of a multiple of 10
+    steps that are no multiple of 16 (kws_int8's first convolution: 20), emitted by cycles builds only
+    (aot.lower.schedule.lohi.lohi_loop). Cortex-M DSP: its fewest-cycles asm loop (single LDRs at positive
+    offsets, the pointers' advance by the last step's pre-indexed loads, three instructions of loop end),
+    where gcc's loop around the single steps reloaded its pointers and counter from the stack."""
+    return _lohi_steps(c, co, w, wo, LOHI_CYCLES_LOOP_STEPS, n)
 
 
 LOHI_Q_FIELDS = 3  # a channel's requantization words after a lohi_2x4_x16q block's weights: m, h, e
@@ -90,12 +106,21 @@ def lohi_2x4_x16q(c: Ref, co: int, w: Ref, wo: int, n: int, r: int, hi: int) -> 
     an immediate. Returns (a0, a1, a2, a3, b0, b1, b2, b3), each in [-128, 127]. Cortex-M DSP
     (the fewest-cycles form): the loop, then four SUBs, per channel three LDRs and per output a shift,
     SMMLA and SSAT (ASR r), in place in the loop's registers."""
+    return _lohi_steps_q(c, co, w, wo, LOHI_LOOP_STEPS, n, r, hi)
+
+
+def lohi_2x4_x10q(c: Ref, co: int, w: Ref, wo: int, n: int, r: int, hi: int) -> tuple[int, ...]:
+    """lohi_2x4_x10, then the requantization of lohi_2x4_x16q (its constants at q = wo + 4 + 20 n)."""
+    return _lohi_steps_q(c, co, w, wo, LOHI_CYCLES_LOOP_STEPS, n, r, hi)
+
+
+def _lohi_steps_q(c: Ref, co: int, w: Ref, wo: int, steps: int, n: int, r: int, hi: int) -> tuple[int, ...]:
     if not 1 <= r <= 31:
-        raise ValueError(f"lohi_2x4_x16q shift {r} outside 1..31")
+        raise ValueError(f"lohi_2x4_x{steps}q shift {r} outside 1..31")
     if hi not in (0, 1):
-        raise ValueError(f"lohi_2x4_x16q direction {hi} is not 0 (asr) or 1 (lsl)")
-    accs = lohi_2x4_x16(c, co, w, wo, n)
-    q = wo + 4 + 2 * LOHI_LOOP_STEPS * n
+        raise ValueError(f"lohi_2x4_x{steps}q direction {hi} is not 0 (asr) or 1 (lsl)")
+    accs = _lohi_steps(c, co, w, wo, steps, n)
+    q = wo + 4 + 2 * steps * n
     out = []
     for p in range(2):
         for k in range(4):
@@ -117,6 +142,9 @@ def lohi_2x4_x16q(c: Ref, co: int, w: Ref, wo: int, n: int, r: int, hi: int) -> 
 # Stride 2 weights: E = (w0, w1), L = (w2, 0); SMLAD x[i].E, SMLABB x[i + 1].L.
 DW3_OPS = {"smlad": smlad, "smlabt": smlabt, "smlatb": smlatb, "smlabb": smlabb}
 DW3_SHAPES = ((1, 3), (1, 4), (1, 6), (2, 3), (2, 4), (2, 6))  # (stride, outputs) with a C macro
+# shapes that only cycles builds emit (aot.lower.schedule.depthwise_pairs: a target with the "cycles" feature),
+# whose asm form loads each row's words by single LDRs (runtime_c/include/aot_intrinsics.h)
+DW3_CYCLES_SHAPES = ((1, 5),)
 
 
 def dw3_ops(stride: int, n: int) -> list[tuple[int, int, int, str]]:
@@ -179,8 +207,11 @@ def _dw3x3q(stride: int, n: int) -> Callable[..., tuple[int, ...]]:
 MULTI_INTRINSICS: tuple[tuple[str, tuple[str, ...], int, Callable[..., tuple[int, ...]]], ...] = (
     ("smlad_lohi_2x4", ("i32",) * 8 + ("&i32", "#i32", "&i32", "#i32"), 8, smlad_lohi_2x4),
     ("smlad_lohi_1x4", ("i32",) * 4 + ("&i32", "#i32", "&i32", "#i32"), 4, smlad_lohi_1x4),
-) + tuple((f"dw3x3_s{s}_{n}", ("&i32", "#i32") * 4, n, _dw3x3(s, n)) for s, n in DW3_SHAPES) + tuple(
-    (f"dw3x3q_s{s}_{n}", ("&i32", "#i32") * 4 + ("#i32", "#i32"), n, _dw3x3q(s, n)) for s, n in DW3_SHAPES) + (
+) + tuple((f"dw3x3_s{s}_{n}", ("&i32", "#i32") * 4, n, _dw3x3(s, n)) for s, n in DW3_SHAPES + DW3_CYCLES_SHAPES) + tuple(
+    (f"dw3x3q_s{s}_{n}", ("&i32", "#i32") * 4 + ("#i32", "#i32"), n, _dw3x3q(s, n))
+    for s, n in DW3_SHAPES + DW3_CYCLES_SHAPES) + (
     ("lohi_2x4_x16", ("&i32", "#i32", "&i32", "#i32", "#i32"), 8, lohi_2x4_x16),
     ("lohi_2x4_x16q", ("&i32", "#i32", "&i32", "#i32", "#i32", "#i32", "#i32"), 8, lohi_2x4_x16q),
+    ("lohi_2x4_x10", ("&i32", "#i32", "&i32", "#i32", "#i32"), 8, lohi_2x4_x10),
+    ("lohi_2x4_x10q", ("&i32", "#i32", "&i32", "#i32", "#i32", "#i32", "#i32"), 8, lohi_2x4_x10q),
 )

@@ -14,7 +14,7 @@ from typing import Callable
 
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call
-from aot.kernel.intrinsics_multi import DW3_SHAPES, LOHI_LOOP_STEPS, LOHI_Q_FIELDS, dw3_ops, dw3_words
+from aot.kernel.intrinsics_multi import DW3_CYCLES_SHAPES, DW3_SHAPES, LOHI_Q_FIELDS, dw3_ops, dw3_words
 from aot.kernel.simplify import _nodes, simplify_expr
 
 
@@ -111,17 +111,23 @@ def _dw3x3q(s: K.MultiAssign, var: Callable[[str], K.ScalarVar], res: list[K.Exp
     return out
 
 
+def _loop_steps(name: str) -> int:
+    """The steps per iteration of a lohi loop intrinsic: lohi_2x4_x16(q) 16, lohi_2x4_x10(q) 10."""
+    return int(name.removeprefix("lohi_2x4_x").removesuffix("q"))
+
+
 def _lohi_loop(s: K.MultiAssign, var: Callable[[str], K.ScalarVar], res: list[K.Expr]) -> list[K.Stmt]:
-    """lohi_2x4_x16: the accumulators from the biases, then a loop of n iterations of 16 steps."""
+    """lohi_2x4_x16 (_x10): the accumulators from the biases, then a loop of n iterations of 16 (10) steps."""
     c, co, w, wo, n = s.value.args
+    steps = _loop_steps(s.value.name)
     assert isinstance(c, K.Load) and isinstance(w, K.Load) and isinstance(n, K.Const) and isinstance(wo, K.Const)
     accs = [var("ma") for _ in range(8)]
     out: list[K.Stmt] = [K.Let(a, _at(w, wo, i % 4)) for i, a in enumerate(accs)]
     it = var("mi")
     body: list[K.Stmt] = []
-    for j in range(LOHI_LOOP_STEPS):
-        args = (*accs, K.Load(c.buffer, simplify_expr(c.index + it * (2 * LOHI_LOOP_STEPS))),
-                K.Const(int(co.value) + 2 * j), K.Load(w.buffer, simplify_expr(w.index + it * (2 * LOHI_LOOP_STEPS))),
+    for j in range(steps):
+        args = (*accs, K.Load(c.buffer, simplify_expr(c.index + it * (2 * steps))),
+                K.Const(int(co.value) + 2 * j), K.Load(w.buffer, simplify_expr(w.index + it * (2 * steps))),
                 K.Const(int(wo.value) + 4 + 2 * j))
         step = K.MultiAssign(tuple(accs), K.Intrinsic("smlad_lohi_2x4", args, s.value.dtype))
         body += _lohi(step, var, list(args[:8]))
@@ -134,9 +140,10 @@ def _lohi_loop_q(s: K.MultiAssign, var: Callable[[str], K.ScalarVar], res: list[
     ssat8(requant_mma(y, m, h, r)), y the low channel's acc << e or the high one's (acc - low) >> e (<< e)."""
     c, co, w, wo, n, r, hi = s.value.args
     assert isinstance(n, K.Const) and isinstance(wo, K.Const) and isinstance(hi, K.Const)
-    out = _lohi_loop(K.MultiAssign(s.targets, K.Intrinsic("lohi_2x4_x16", (c, co, w, wo, n), s.value.dtype)),
+    steps = _loop_steps(s.value.name)
+    out = _lohi_loop(K.MultiAssign(s.targets, K.Intrinsic(f"lohi_2x4_x{steps}", (c, co, w, wo, n), s.value.dtype)),
                      var, res)
-    q = int(wo.value) + 4 + 2 * LOHI_LOOP_STEPS * int(n.value)
+    q = int(wo.value) + 4 + 2 * steps * int(n.value)
     accs = list(res)
     for k in range(4):
         m, h, e = var("qm"), var("qh"), var("qe")
@@ -155,9 +162,9 @@ def _lohi_loop_q(s: K.MultiAssign, var: Callable[[str], K.ScalarVar], res: list[
 
 
 EXPANSIONS = ({"smlad_lohi_2x4": _lohi, "smlad_lohi_1x4": _lohi, "lohi_2x4_x16": _lohi_loop,
-               "lohi_2x4_x16q": _lohi_loop_q}
-              | {f"dw3x3_s{st}_{n}": _dw3x3 for st, n in DW3_SHAPES}
-              | {f"dw3x3q_s{st}_{n}": _dw3x3q for st, n in DW3_SHAPES})
+               "lohi_2x4_x16q": _lohi_loop_q, "lohi_2x4_x10": _lohi_loop, "lohi_2x4_x10q": _lohi_loop_q}
+              | {f"dw3x3_s{st}_{n}": _dw3x3 for st, n in DW3_SHAPES + DW3_CYCLES_SHAPES}
+              | {f"dw3x3q_s{st}_{n}": _dw3x3q for st, n in DW3_SHAPES + DW3_CYCLES_SHAPES})
 
 
 def expand_multi(s: K.MultiAssign, var: Callable[[str], K.ScalarVar]) -> K.Stmt:

@@ -409,6 +409,45 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
                   [c] "r"(cp), [w] "r"(wp), [co] "i"(4 * (cw)), [wo] "i"(4 * (ww)) \
                 : "memory"); \
     } while (0)
+/* the same two steps for fewest cycles (AOT_OPTIMIZE_CYCLES, Cortex-M3/M4): the words by single LDRs, which
+   pipeline (2x4: 2 + 1 + 1 + 1 = 5 cycles where two LDRDs, which pipeline with nothing, take 3 + 3; 1x4:
+   4 where LDR and LDRD take 2 + 3), in registers gcc chooses (r0-r3 fixed, as the cycles loop
+   aot_asmc_lohi_2x4_x16 takes them, cost register moves around kws_int8's unrolled steps on
+   NUCLEO-L4R5ZI: 3,545,718 estimated cycles where free registers gave 3,531,878) */
+#define aot_asmc_smlad_lohi_2x4(o0, o1, o2, o3, o4, o5, o6, o7, i0, i1, i2, i3, i4, i5, i6, i7, cp, cw, wp, ww) \
+    do { \
+        int32_t aot_x0_, aot_x1_, aot_w0_, aot_w1_; \
+        __asm__("ldr %[x0], [%[c], %[co]]\n\t" \
+                "ldr %[x1], [%[c], %[co4]]\n\t" \
+                "ldr %[w0], [%[w], %[wo]]\n\t" \
+                "ldr %[w1], [%[w], %[wo4]]\n\t" \
+                AOT_LOHI_MACS_ \
+                : [a0] "=r"(o0), [a1] "=r"(o1), [a2] "=r"(o2), [a3] "=r"(o3), \
+                  [b0] "=r"(o4), [b1] "=r"(o5), [b2] "=r"(o6), [b3] "=r"(o7), \
+                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
+                : "0"(i0), "1"(i1), "2"(i2), "3"(i3), "4"(i4), "5"(i5), "6"(i6), "7"(i7), \
+                  [c] "r"(cp), [w] "r"(wp), [co] "i"(4 * (cw)), [co4] "i"(4 * (cw) + 4), \
+                  [wo] "i"(4 * (ww)), [wo4] "i"(4 * (ww) + 4) \
+                : "memory"); \
+    } while (0)
+#define aot_asmc_smlad_lohi_1x4(o0, o1, o2, o3, i0, i1, i2, i3, cp, cw, wp, ww) \
+    do { \
+        int32_t aot_x0_, aot_w0_, aot_w1_; \
+        __asm__("ldr %[x0], [%[c], %[co]]\n\t" \
+                "ldr %[w0], [%[w], %[wo]]\n\t" \
+                "ldr %[w1], [%[w], %[wo4]]\n\t" \
+                "smlad %[a1], %[x0], %[w0], %[a1]\n\t" \
+                "sxtb16 %[w0], %[w0]\n\t" \
+                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
+                "sxtb16 %[w1], %[w1]\n\t" \
+                "smlad %[a2], %[x0], %[w1], %[a2]" \
+                : [a0] "=r"(o0), [a1] "=r"(o1), [a2] "=r"(o2), [a3] "=r"(o3), \
+                  [x0] "=&r"(aot_x0_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
+                : "0"(i0), "1"(i1), "2"(i2), "3"(i3), \
+                  [c] "r"(cp), [w] "r"(wp), [co] "i"(4 * (cw)), [wo] "i"(4 * (ww)), [wo4] "i"(4 * (ww) + 4) \
+                : "memory"); \
+    } while (0)
 /* a 3x3 window of a depthwise block of n outputs (aot.kernel.intrinsics_multi.dw3_ops), accumulators from
    the word at wp (the bias): per kernel row the input words two at a time (LDRD; a last odd one LDR), its two weight
    words (LDRD), 2 n multiply-accumulates. One kernel row per (stride, n), AOT_DW3_S<stride>_<n>_(p, ro, wo, b0, ...):
@@ -564,6 +603,54 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
 #define aot_asm_dw3x3q_s2_6(o0, o1, o2, o3, o4, o5, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
     AOT_DW3_ASM_(AOT_DW3_WIN6_(AOT_DW3_S2_6_) AOT_DW3Q_RQ6_, AOT_DW3_OUT6_(o0, o1, o2, o3, o4, o5), \
                  AOT_DW3Q_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr))
+/* A window of 5 outputs at stride 1 (dw3x3_s1_5, dw3x3q_s1_5: emitted by cycles builds only,
+   aot.lower.schedule.depthwise_pairs, where a row of 5 took single products in C): per kernel row its
+   two weight words and first three input words by five single LDRs, which pipeline on Cortex-M3/M4
+   (6 cycles; the first row's run also loads the bias), their 9 multiply-accumulates, then the fourth
+   word (LDR) for the last; the requantization's m, h load right behind the last row's fourth word (one
+   run of three). 5 accumulators, 5 loaded words, the weight pointer and the rows' pointers: 12
+   registers when the three rows share one pointer (the schedule passes one base with three offsets),
+   which leaves gcc the loop's output pointer (six words a row measured the same: gcc kept it on the
+   stack). */
+#define AOT_DW3C_LDR_(x, p, ro, off) "ldr %[" x "], [%[" p "], #4*%c[" ro "]+" #off "]\n\t"
+#define AOT_DW3C_S1_5_(p, ro, wo, b0, b1, b2, b3, tail) \
+    "ldr %[w0], [%[w], #4*%c[wo]+" wo "]\n\t" \
+    "ldr %[w1], [%[w], #4*%c[wo]+" wo "+4]\n\t" \
+    AOT_DW3C_LDR_("x0", p, ro, 0) AOT_DW3C_LDR_("x1", p, ro, 4) AOT_DW3C_LDR_("x2", p, ro, 8) \
+    "smlad %[a0], %[x0], %[w0], %[" b0 "]\n\t" \
+    "smlatb %[a1], %[x0], %[w0], %[" b1 "]\n\t" \
+    "smlabt %[a0], %[x1], %[w1], %[a0]\n\t" \
+    "smlad %[a1], %[x1], %[w1], %[a1]\n\t" \
+    "smlad %[a2], %[x1], %[w0], %[" b2 "]\n\t" \
+    "smlatb %[a3], %[x1], %[w0], %[" b3 "]\n\t" \
+    "smlabt %[a2], %[x2], %[w1], %[a2]\n\t" \
+    "smlad %[a3], %[x2], %[w1], %[a3]\n\t" \
+    "smlad %[a4], %[x2], %[w0], %[a4]\n\t" \
+    AOT_DW3C_LDR_("x0", p, ro, 12) tail \
+    "smlabt %[a4], %[x0], %[w1], %[a4]"
+#define AOT_DW3C_WIN5_(tail) "ldr %[a4], [%[w]]\n\t" \
+    AOT_DW3C_S1_5_("p0", "ro0", "0", "a4", "a4", "a4", "a4", "") "\n\t" \
+    AOT_DW3C_S1_5_("p1", "ro1", "8", "a0", "a1", "a2", "a3", "") "\n\t" \
+    AOT_DW3C_S1_5_("p2", "ro2", "16", "a0", "a1", "a2", "a3", tail)
+#define AOT_DW3C_MH_ "ldr %[x1], [%[w], #4*%c[mo]]\n\tldr %[x2], [%[w], #4*%c[mo]+4]\n\t"
+#define AOT_DW3C_RQ(a) "smmla %[" #a "], %[" #a "], %[x1], %[x2]\n\t" "ssat %[" #a "], #8, %[" #a "], asr #%c[r]\n\t"
+#define AOT_DW3C_RQ5_ "\n\t" AOT_DW3C_RQ(a0) AOT_DW3C_RQ(a1) AOT_DW3C_RQ(a2) AOT_DW3C_RQ(a3) AOT_DW3C_RQ(a4)
+#define AOT_DW3_OUT5_(o0, o1, o2, o3, o4) AOT_DW3_OUT4_(o0, o1, o2, o3), [a4] "=&r"(o4)
+#define AOT_DW3C_ASM_(text, outs, ins) \
+    do { \
+        int32_t aot_x0_, aot_x1_, aot_x2_, aot_w0_, aot_w1_; \
+        __asm__(text \
+                : outs, [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [x2] "=&r"(aot_x2_), \
+                  [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
+                : ins \
+                : "memory"); \
+    } while (0)
+#define aot_asm_dw3x3_s1_5(o0, o1, o2, o3, o4, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    AOT_DW3C_ASM_(AOT_DW3C_WIN5_(""), AOT_DW3_OUT5_(o0, o1, o2, o3, o4), \
+                  AOT_DW3_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww))
+#define aot_asm_dw3x3q_s1_5(o0, o1, o2, o3, o4, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
+    AOT_DW3C_ASM_(AOT_DW3C_WIN5_(AOT_DW3C_MH_) AOT_DW3C_RQ5_, AOT_DW3_OUT5_(o0, o1, o2, o3, o4), \
+                  AOT_DW3Q_IN_(x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr))
 #define aot_c_smlad_lohi_1x4(o0, o1, o2, o3, i0, i1, i2, i3, cp, cw, wp, ww) \
     do { \
         const int32_t *aot_c_ = (cp) + (cw), *aot_w_ = (wp) + (ww); \
@@ -632,6 +719,11 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
 #define AOT_DW3_COPY3_(o0, o1, o2) (o0) = aot_a_[0]; (o1) = aot_a_[1]; (o2) = aot_a_[2]
 #define AOT_DW3_COPY4_(o0, o1, o2, o3) AOT_DW3_COPY3_(o0, o1, o2); (o3) = aot_a_[3]
 #define AOT_DW3_COPY6_(o0, o1, o2, o3, o4, o5) AOT_DW3_COPY4_(o0, o1, o2, o3); (o4) = aot_a_[4]; (o5) = aot_a_[5]
+#define AOT_DW3_COPY5_(o0, o1, o2, o3, o4) AOT_DW3_COPY4_(o0, o1, o2, o3); (o4) = aot_a_[4]
+#define aot_c_dw3x3_s1_5(o0, o1, o2, o3, o4, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
+    AOT_DW3_PORTABLE_(1, 5, AOT_DW3_COPY5_(o0, o1, o2, o3, o4), 0, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, 0, 0)
+#define aot_c_dw3x3q_s1_5(o0, o1, o2, o3, o4, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr) \
+    AOT_DW3_PORTABLE_(1, 5, AOT_DW3_COPY5_(o0, o1, o2, o3, o4), 1, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr)
 #define aot_c_dw3x3_s1_3(o0, o1, o2, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
     AOT_DW3_PORTABLE_(1, 3, AOT_DW3_COPY3_(o0, o1, o2), 0, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, 0, 0)
 #define aot_c_dw3x3_s1_4(o0, o1, o2, o3, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww) \
@@ -658,14 +750,18 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
     AOT_DW3_PORTABLE_(2, 6, AOT_DW3_COPY6_(o0, o1, o2, o3, o4, o5), 1, x0p, x0w, x1p, x1w, x2p, x2w, wp, ww, qo, qr)
 /* the public names: the asm form where it fits the register budget (lohi 2x4: 14 registers, or 13 in its
    narrower form; lohi 1x4: 9; a depthwise window of n outputs: n + 8), else the portable form */
-#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 14
+#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 14 && defined(AOT_OPTIMIZE_CYCLES) && AOT_OPTIMIZE_CYCLES
+#define aot_smlad_lohi_2x4 aot_asmc_smlad_lohi_2x4
+#elif AOT_DSP_ASM_ && AOT_ASM_REGS >= 14
 #define aot_smlad_lohi_2x4 aot_asm_smlad_lohi_2x4
 #elif AOT_DSP_ASM_ && AOT_ASM_REGS >= 13
 #define aot_smlad_lohi_2x4 aot_asm13_smlad_lohi_2x4
 #else
 #define aot_smlad_lohi_2x4 aot_c_smlad_lohi_2x4
 #endif
-#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 9
+#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 14 && defined(AOT_OPTIMIZE_CYCLES) && AOT_OPTIMIZE_CYCLES
+#define aot_smlad_lohi_1x4 aot_asmc_smlad_lohi_1x4
+#elif AOT_DSP_ASM_ && AOT_ASM_REGS >= 9
 #define aot_smlad_lohi_1x4 aot_asm_smlad_lohi_1x4
 #else
 #define aot_smlad_lohi_1x4 aot_c_smlad_lohi_1x4
@@ -685,6 +781,14 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
 #else
 #define AOT_DW3_FORM6_(name) aot_c_##name
 #endif
+/* the window of 5 (cycles builds): its asm form with 14 registers (13 and one for gcc's loop) */
+#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 14
+#define AOT_DW3_FORM5_(name) aot_asm_##name
+#else
+#define AOT_DW3_FORM5_(name) aot_c_##name
+#endif
+#define aot_dw3x3_s1_5 AOT_DW3_FORM5_(dw3x3_s1_5)
+#define aot_dw3x3q_s1_5 AOT_DW3_FORM5_(dw3x3q_s1_5)
 #define aot_dw3x3_s1_3 AOT_DW3_FORM3_(dw3x3_s1_3)
 #define aot_dw3x3_s2_3 AOT_DW3_FORM3_(dw3x3_s2_3)
 #define aot_dw3x3q_s1_3 AOT_DW3_FORM3_(dw3x3q_s1_3)
@@ -1004,6 +1108,98 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
 #define aot_lohi_2x4_x16q aot_asmc_lohi_2x4_x16q
 #else
 #define aot_lohi_2x4_x16q aot_c_lohi_2x4_x16q
+#endif
+
+/* lohi_2x4_x10 and lohi_2x4_x10q (aot.kernel.intrinsics_multi; emitted by cycles builds for reductions of
+   a multiple of 10 steps): the loops above with 10 steps per iteration. The asm form is the fewest-cycles
+   loop of aot_asmc_lohi_2x4_x16q (single LDRs at positive offsets, both pointers 8 bytes behind the
+   iteration's words, the last step's first loads pre-indexed with writeback), where gcc's loop around
+   the single steps reloaded its counter and pointers from the stack (kws_int8's first convolution on
+   NUCLEO-L4R5ZI: 3,472,941 estimated cycles where that loop gave 3,511,598). */
+#define AOT_LOHIQ_BODY10_ \
+    AOT_LOHIQ_STEP_("8", "12") AOT_LOHIQ_STEP_("16", "20") AOT_LOHIQ_STEP_("24", "28") \
+    AOT_LOHIQ_STEP_("32", "36") AOT_LOHIQ_STEP_("40", "44") AOT_LOHIQ_STEP_("48", "52") \
+    AOT_LOHIQ_STEP_("56", "60") AOT_LOHIQ_STEP_("64", "68") AOT_LOHIQ_STEP_("72", "76") \
+    AOT_LOHIQ_LAST_("80")
+#define AOT_LOHI10_ASM_(tail, cp, cw, wp, ww, n, r) \
+    do { \
+        const int32_t *aot_c_ = (const int32_t *)((uintptr_t)((cp) + (cw)) - 8u), *aot_w_ = (wp) + (ww); \
+        const int32_t *aot_e_ = (const int32_t *)((uintptr_t)((cp) + (cw) + 20 * (n)) - 8u); \
+        register int32_t aot_x0_ __asm__("r0"), aot_x1_ __asm__("r1"), aot_w0_ __asm__("r2"), \
+            aot_w1_ __asm__("r3"); \
+        __asm__("ldr %[a1], [%[w], #4]\n\t" \
+                "ldr %[a2], [%[w], #8]\n\t" \
+                "ldr %[a3], [%[w], #12]\n\t" \
+                "ldr %[b0], [%[w], #0]\n\t" \
+                "ldr %[b1], [%[w], #4]\n\t" \
+                "ldr %[b2], [%[w], #8]\n\t" \
+                "ldr %[b3], [%[w], #12]\n\t" \
+                "ldr %[a0], [%[w]], #8\n\t" \
+                "1:\n\t" \
+                AOT_LOHIQ_BODY10_ \
+                "ldr %[x0], %[e]\n\t" \
+                "cmp %[c], %[x0]\n\t" \
+                "bne 1b" tail \
+                : [a0] "=&r"(aot_o0_), [a1] "=&r"(aot_o1_), [a2] "=&r"(aot_o2_), [a3] "=&r"(aot_o3_), \
+                  [b0] "=&r"(aot_o4_), [b1] "=&r"(aot_o5_), [b2] "=&r"(aot_o6_), [b3] "=&r"(aot_o7_), \
+                  [c] "+l"(aot_c_), [w] "+l"(aot_w_), \
+                  [x0] "=&l"(aot_x0_), [x1] "=&l"(aot_x1_), [w0] "=&l"(aot_w0_), [w1] "=&l"(aot_w1_) \
+                : [e] "m"(aot_e_), [rq] "i"(r) \
+                : "memory", "cc"); \
+    } while (0)
+#define AOT_LOHI10_OUT_(o0, o1, o2, o3, o4, o5, o6, o7) \
+    (o0) = aot_o0_; (o1) = aot_o1_; (o2) = aot_o2_; (o3) = aot_o3_; \
+    (o4) = aot_o4_; (o5) = aot_o5_; (o6) = aot_o6_; (o7) = aot_o7_
+#define aot_asmc_lohi_2x4_x10(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n) \
+    do { \
+        int32_t aot_o0_, aot_o1_, aot_o2_, aot_o3_, aot_o4_, aot_o5_, aot_o6_, aot_o7_; \
+        AOT_LOHI10_ASM_("", cp, cw, wp, ww, n, 1); \
+        AOT_LOHI10_OUT_(o0, o1, o2, o3, o4, o5, o6, o7); \
+    } while (0)
+#define aot_asmc_lohi_2x4_x10q(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n, r, hi) \
+    do { \
+        int32_t aot_o0_, aot_o1_, aot_o2_, aot_o3_, aot_o4_, aot_o5_, aot_o6_, aot_o7_; \
+        AOT_LOHI10_ASM_("\n\t" \
+                        "sub %[a1], %[a1], %[a0]\n\t" \
+                        "sub %[b1], %[b1], %[b0]\n\t" \
+                        "sub %[a3], %[a3], %[a2]\n\t" \
+                        "sub %[b3], %[b3], %[b2]\n\t" \
+                        AOT_LOHIQ_RQ_("a0", "b0", "8", "12", "16", "lsl") \
+                        AOT_LOHIQ_RQ_("a1", "b1", "20", "24", "28", AOT_LOHIQ_HI_##hi) \
+                        AOT_LOHIQ_RQ_("a2", "b2", "32", "36", "40", "lsl") \
+                        AOT_LOHIQ_RQ_("a3", "b3", "44", "48", "52", AOT_LOHIQ_HI_##hi), cp, cw, wp, ww, n, r); \
+        AOT_LOHI10_OUT_(o0, o1, o2, o3, o4, o5, o6, o7); \
+    } while (0)
+#define aot_c_lohi_2x4_x10(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n) \
+    do { \
+        const int32_t *aot_lw_ = (wp) + (ww); \
+        int32_t aot_lt_; \
+        (o0) = aot_lw_[0]; (o1) = aot_lw_[1]; (o2) = aot_lw_[2]; (o3) = aot_lw_[3]; \
+        (o4) = aot_lw_[0]; (o5) = aot_lw_[1]; (o6) = aot_lw_[2]; (o7) = aot_lw_[3]; \
+        for (aot_lt_ = 0; aot_lt_ < 10 * (n); ++aot_lt_) { \
+            aot_c_smlad_lohi_2x4(o0, o1, o2, o3, o4, o5, o6, o7, o0, o1, o2, o3, o4, o5, o6, o7, \
+                                 (cp) + (cw), 2 * aot_lt_, aot_lw_ + 4, 2 * aot_lt_); \
+        } \
+    } while (0)
+#define aot_c_lohi_2x4_x10q(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n, r, hi) \
+    do { \
+        const int32_t *aot_qp_ = (wp) + (ww) + 4 + 20 * (n); \
+        const int32_t aot_r_ = (r), aot_hl_ = (hi); \
+        int32_t aot_l0_, aot_l1_; \
+        aot_lohi_2x4_x10(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n); \
+        aot_l0_ = (o0); aot_l1_ = (o4); \
+        AOT_LOHIQ_CH_(0, o0, o4, o0, o4); \
+        AOT_LOHIQ_CH_(1, o1, o5, o1, o5); \
+        aot_l0_ = (o2); aot_l1_ = (o6); \
+        AOT_LOHIQ_CH_(2, o2, o6, o2, o6); \
+        AOT_LOHIQ_CH_(3, o3, o7, o3, o7); \
+    } while (0)
+#if AOT_DSP_ASM_ && AOT_ASM_REGS >= 14
+#define aot_lohi_2x4_x10 aot_asmc_lohi_2x4_x10
+#define aot_lohi_2x4_x10q aot_asmc_lohi_2x4_x10q
+#else
+#define aot_lohi_2x4_x10 aot_c_lohi_2x4_x10
+#define aot_lohi_2x4_x10q aot_c_lohi_2x4_x10q
 #endif
 
 /* a and b to the two adjacent words at p (aot.kernel.intrinsics.store_pair): with gcc on Thumb-2 one

@@ -52,7 +52,7 @@ import numpy as np
 
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic, multi, pack16
-from aot.kernel.intrinsics_multi import DW3_SHAPES, MAX_WORD_OFFSET, dw3_words
+from aot.kernel.intrinsics_multi import DW3_CYCLES_SHAPES, DW3_SHAPES, MAX_WORD_OFFSET, dw3_words
 from aot.kernel.simplify import simplify_expr
 from aot.lower.schedule.requant import ChannelConsts, Requant
 from aot.ops.emit import flat_index
@@ -103,7 +103,7 @@ def _block_words(n: int, stride: int, even: list[tuple[int, int, str]], odd: lis
 
 def _window_step(accs: list[K.ScalarVar], ring: K.Buffer, rows: list[tuple[K.Expr, K.Expr]],
                  tab: K.Buffer, rb: K.Expr, w0: int, sw: int,
-                 rq_step: tuple[int, int] | None = None) -> K.Stmt | None:
+                 rq_step: tuple[int, int] | None = None, cycles: bool = False) -> K.Stmt | None:
     """The 3x3 window of a block as one statement (aot.kernel.intrinsics_multi dw3x3_s{sw}_{n}: an
     inline-asm step on DSP cores, whose loads gcc can neither hoist out of the block loop nor spill):
     the accumulators from the bias tab[rb] (loaded in the step: one register less across the
@@ -112,9 +112,11 @@ def _window_step(accs: list[K.ScalarVar], ring: K.Buffer, rows: list[tuple[K.Exp
     no such step for the block (the caller prints single products). A row offset that is not a
     constant goes into its reference. rq_step = (qo, r) (_fused_requant): the step also requantizes
     (dw3x3q_s{sw}_{n}: ssat8(requant_mma(acc, tab[rb + qo], tab[rb + qo + 1], r))), the accumulators
-    then receiving the int8 outputs."""
+    then receiving the int8 outputs. cycles (a target with the "cycles" feature: --optimize cycles on a
+    Cortex-M3/M4 board): also the DW3_CYCLES_SHAPES, whose asm form needs the three rows at one base
+    (kws_int8's rows of 5 on NUCLEO-L4R5ZI: 3,511,598 estimated cycles where single products in C gave 3,531,878)."""
     n = len(accs)
-    if (sw, n) not in DW3_SHAPES:
+    if (sw, n) not in DW3_SHAPES and not (cycles and (sw, n) in DW3_CYCLES_SHAPES):
         return None
     refs: list[K.Expr] = []
     for base, off in rows:
@@ -123,6 +125,8 @@ def _window_step(accs: list[K.ScalarVar], ring: K.Buffer, rows: list[tuple[K.Exp
         if int(off.value) + dw3_words(sw, n) - 1 > MAX_WORD_OFFSET:
             return None
         refs += [K.Load(ring, simplify_expr(base)), off]
+    if (sw, n) not in DW3_SHAPES and len({repr(r) for r in refs[0::2]}) != 1:
+        return None  # a cycles shape: one base for the three rows
     if w0 + 5 > MAX_WORD_OFFSET:
         return None
     if rq_step is not None:
@@ -325,7 +329,8 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
             base = ctx.var("rp")
         rows = [(simplify_expr(c * cw + word0), slots[ky]) if base is None else (base, K.Const(ky * sw_words))
                 for ky in range(kh)]
-        window = _window_step(accs, ring, rows, tab, rb, w0, sw, fused) if (kh, kw) == (3, 3) else None
+        window = (_window_step(accs, ring, rows, tab, rb, w0, sw, fused, cycles="cycles" in ctx.target.features)
+                  if (kh, kw) == (3, 3) else None)
         st: list[K.Stmt] = [K.Let(a, bias if window is None else K.Const(0)) for a in accs]
         if base is not None:
             st.append(K.Let(base, simplify_expr(c * cw + slots[0] + word0)))

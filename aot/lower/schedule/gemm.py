@@ -696,8 +696,8 @@ def emit_gemm(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, biasf: np.
         main = ksteps // u
         body: list[K.Stmt] = []
         w0 = simplify_expr(w_base(oc0, seg, K.Const(0), size))
-        loop = (lohi_loop(accs, col, wtab, seg, ksteps) if rec and size == 4 and nsl == 2 and speed and wide
-                and not (direct or union) else None)
+        loop = (lohi_loop(accs, col, wtab, seg, ksteps, "cycles" in ctx.target.features)
+                if rec and size == 4 and nsl == 2 and speed and wide and not (direct or union) else None)
         loop_q = lohi_loop_q(loop, rq, hi_shift) if loop is not None else None
         if loop is not None:  # the whole reduction, biases included, as one asm loop (lohi_loop)
             pre = [K.Let(a, K.Const(0)) for row in accs for a in row]

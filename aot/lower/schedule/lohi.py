@@ -12,7 +12,7 @@ import numpy as np
 
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import multi
-from aot.kernel.intrinsics_multi import LOHI_LOOP_STEPS, MAX_WORD_OFFSET
+from aot.kernel.intrinsics_multi import LOHI_CYCLES_LOOP_STEPS, LOHI_LOOP_STEPS, MAX_WORD_OFFSET
 from aot.kernel.printer import format_expr
 from aot.kernel.simplify import simplify_expr
 from aot.lower.schedule.requant import ChannelConsts, Requant
@@ -202,19 +202,25 @@ def scaled_acc(acc: K.Expr, low: K.Expr | None, hi_shift: str, e: K.Expr) -> K.E
     return (acc - low) >> e if hi_shift == "asr" else (acc - low) << e
 
 
-def lohi_loop(accs: list[list[K.ScalarVar]], col: K.Buffer, wtab: K.Buffer, seg: K.Expr, ksteps: int) -> K.Stmt | None:
+def lohi_loop(accs: list[list[K.ScalarVar]], col: K.Buffer, wtab: K.Buffer, seg: K.Expr, ksteps: int,
+              cycles: bool = False) -> K.Stmt | None:
     """The whole reduction of a two-pixel lohi 4-channel block as one statement
     (aot.kernel.intrinsics_multi.lohi_2x4_x16: on DSP cores one inline-asm loop of 16 steps per
     iteration after the biases' loads, whose end costs three instructions where gcc's loop around the
     single steps spent seven), the column from col[0], the block's record (lohi_record: biases, then
     weights) from wtab[seg]: for reductions of a multiple of 16 steps, at least two iterations (one
-    is a straight block of single steps anyway). None otherwise."""
-    if (ksteps % LOHI_LOOP_STEPS or ksteps < 2 * LOHI_LOOP_STEPS or len(accs) != 2
-            or col.dtype != "i32" or wtab.dtype != "i32"):
+    is a straight block of single steps anyway). cycles (a target with the "cycles" feature): also
+    reductions of a multiple of 10 steps, at least two iterations, as lohi_2x4_x10 (kws_int8's first
+    convolution, 20 steps, on NUCLEO-L4R5ZI: 3,472,941 estimated cycles where gcc's loop around the
+    single steps, which reloaded its pointers from the stack, gave 3,511,598). None otherwise."""
+    steps = LOHI_LOOP_STEPS
+    if cycles and ksteps % LOHI_LOOP_STEPS and not ksteps % LOHI_CYCLES_LOOP_STEPS:
+        steps = LOHI_CYCLES_LOOP_STEPS
+    if ksteps % steps or ksteps < 2 * steps or len(accs) != 2 or col.dtype != "i32" or wtab.dtype != "i32":
         return None
     outs = [accs[s][ch] for s in range(2) for ch in range(4)]
-    return multi(outs, "lohi_2x4_x16", K.Load(col, K.Const(0)), K.Const(0), K.Load(wtab, seg), K.Const(0),
-                 K.Const(ksteps // LOHI_LOOP_STEPS))
+    return multi(outs, f"lohi_2x4_x{steps}", K.Load(col, K.Const(0)), K.Const(0), K.Load(wtab, seg), K.Const(0),
+                 K.Const(ksteps // steps))
 
 
 def lohi_q_value(rq: Requant, out: K.Expr) -> K.Expr:
@@ -235,6 +241,6 @@ def lohi_loop_q(loop: K.Stmt, rq: Requant, hi_shift: str | None) -> K.Stmt | Non
             or rq.act_max != 127 or not -128 <= rq.act_min <= 127 or r is None or not 1 <= r <= 31
             or not isinstance(loop, K.MultiAssign)):
         return None
-    return K.MultiAssign(loop.targets, K.Intrinsic("lohi_2x4_x16q", (*loop.value.args, K.Const(r),
-                                                                     K.Const(int(hi_shift == "lsl"))),
+    return K.MultiAssign(loop.targets, K.Intrinsic(loop.value.name + "q", (*loop.value.args, K.Const(r),
+                                                                           K.Const(int(hi_shift == "lsl"))),
                                                    loop.value.dtype))
