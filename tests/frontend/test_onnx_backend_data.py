@@ -16,7 +16,8 @@ stored outputs (rtol 1e-3, atol 1e-4). Anything else (wrong result, crash,
 ModelFormatError on a valid file) fails. `test_summary` counts the cases and asserts the
 passing count is at least RECORDED_PASSING (raise it when support grows; never lower it).
 
-Speed: the small cases compile many to one model (their graphs side by side, names
+Speed (the suite samples: three of the eight chunks of small cases a day, and one of the three
+heavy light networks; every one runs over the days): the small cases compile many to one model (their graphs side by side, names
 prefixed): one gcc run per chunk, LLVM in groups of LLVM_GROUP (its O3 time grows faster
 than the module); a failing chunk is re-run case by case to name the culprit. Every
 supported light network runs through the reference, gcc and LLVM (gcc needs 30-45 s for
@@ -48,6 +49,7 @@ import aot  # noqa: E402
 from aot.errors import UnsupportedError  # noqa: E402
 from aot.frontend.onnx import load_onnx  # noqa: E402
 from aot.ir import Call, Constant, Function, Model, Var, make_model  # noqa: E402
+from conftest import daily_sample  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
 RTOL, ATOL = 1e-3, 1e-4
@@ -265,7 +267,7 @@ def chunk(i: int) -> list[Case]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("index", range(CHUNKS))
+@pytest.mark.parametrize("index", daily_sample(range(CHUNKS), 3, "onnx-chunks"))  # 3 of the 8 a day, rotating
 def test_small_cases_through_c_and_llvm(index: int) -> None:
     cases = chunk(index)
     if not cases:
@@ -286,8 +288,13 @@ def test_small_cases_through_c_and_llvm(index: int) -> None:
 LIGHT_UNSUPPORTED = {"vgg19": "the limit is", "zfnet512": "LRN", "bvlc_alexnet": "LRN", "inception_v1": "LRN"}
 
 
+# the three whose C build takes 20-45 s: one a day (rotating); the others every run
+HEAVY_LIGHT = ["densenet121", "inception_v2", "resnet50"]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(set(LIGHT_BACKENDS) | set(light_names())))
+@pytest.mark.parametrize("name", sorted((set(LIGHT_BACKENDS) | set(light_names())) - set(HEAVY_LIGHT))
+                         + daily_sample(HEAVY_LIGHT, 1, "onnx-light"))
 def test_light_model_zoo(name: str) -> None:
     assert name in light_names(), f"light_{name}.onnx is not shipped with the installed onnx"
     case = light_case(name)
