@@ -357,6 +357,24 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
 /* the whole step's MACs: with the two weight words in w0, w1 (14 registers), or both through w0, the
    second loaded by `load1` between the halves (13 registers) */
 #define AOT_LOHI_MACS_ AOT_LOHI_HALF_("w0", "a1", "b1", "a0", "b0") AOT_LOHI_HALF_("w1", "a3", "b3", "a2", "b2")
+/* one pixel's four products (x0 by the low and high pairs of w0 and w1) */
+#define AOT_LOHI_MACS1_ \
+    "smlad %[a1], %[x0], %[w0], %[a1]\n\t" \
+    "sxtb16 %[w0], %[w0]\n\t" \
+    "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
+    "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
+    "sxtb16 %[w1], %[w1]\n\t" \
+    "smlad %[a2], %[x0], %[w1], %[a2]"
+/* the single steps' outputs (accumulators, then the loaded words), then their accumulator inputs tied to them */
+#define AOT_LOHI_2X4_OPERANDS_(o0, o1, o2, o3, o4, o5, o6, o7, i0, i1, i2, i3, i4, i5, i6, i7) \
+    [a0] "=r"(o0), [a1] "=r"(o1), [a2] "=r"(o2), [a3] "=r"(o3), \
+    [b0] "=r"(o4), [b1] "=r"(o5), [b2] "=r"(o6), [b3] "=r"(o7), \
+    [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
+    : "0"(i0), "1"(i1), "2"(i2), "3"(i3), "4"(i4), "5"(i5), "6"(i6), "7"(i7)
+#define AOT_LOHI_1X4_OPERANDS_(o0, o1, o2, o3, i0, i1, i2, i3) \
+    [a0] "=r"(o0), [a1] "=r"(o1), [a2] "=r"(o2), [a3] "=r"(o3), \
+    [x0] "=&r"(aot_x0_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
+    : "0"(i0), "1"(i1), "2"(i2), "3"(i3)
 #define AOT_LOHI13_MACS_(load1) AOT_LOHI_HALF_("w0", "a1", "b1", "a0", "b0") load1 \
     AOT_LOHI_HALF_("w0", "a3", "b3", "a2", "b2")
 /* one lohi 2-pixel x 4-channel step in 13 registers: the two weight words by two LDRs into one register
@@ -384,10 +402,7 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
         __asm__("ldrd %[x0], %[x1], [%[c], %[co]]\n\t" \
                 "ldrd %[w0], %[w1], [%[w], %[wo]]\n\t" \
                 AOT_LOHI_MACS_ \
-                : [a0] "=r"(o0), [a1] "=r"(o1), [a2] "=r"(o2), [a3] "=r"(o3), \
-                  [b0] "=r"(o4), [b1] "=r"(o5), [b2] "=r"(o6), [b3] "=r"(o7), \
-                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
-                : "0"(i0), "1"(i1), "2"(i2), "3"(i3), "4"(i4), "5"(i5), "6"(i6), "7"(i7), \
+                : AOT_LOHI_2X4_OPERANDS_(o0, o1, o2, o3, o4, o5, o6, o7, i0, i1, i2, i3, i4, i5, i6, i7), \
                   [c] "r"(cp), [w] "r"(wp), [co] "i"(4 * (cw)), [wo] "i"(4 * (ww)) \
                 : "memory"); \
     } while (0)
@@ -397,15 +412,8 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
         int32_t aot_x0_, aot_w0_, aot_w1_; \
         __asm__("ldr %[x0], [%[c], %[co]]\n\t" \
                 "ldrd %[w0], %[w1], [%[w], %[wo]]\n\t" \
-                "smlad %[a1], %[x0], %[w0], %[a1]\n\t" \
-                "sxtb16 %[w0], %[w0]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "sxtb16 %[w1], %[w1]\n\t" \
-                "smlad %[a2], %[x0], %[w1], %[a2]" \
-                : [a0] "=r"(o0), [a1] "=r"(o1), [a2] "=r"(o2), [a3] "=r"(o3), \
-                  [x0] "=&r"(aot_x0_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
-                : "0"(i0), "1"(i1), "2"(i2), "3"(i3), \
+                AOT_LOHI_MACS1_ \
+                : AOT_LOHI_1X4_OPERANDS_(o0, o1, o2, o3, i0, i1, i2, i3), \
                   [c] "r"(cp), [w] "r"(wp), [co] "i"(4 * (cw)), [wo] "i"(4 * (ww)) \
                 : "memory"); \
     } while (0)
@@ -422,10 +430,7 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
                 "ldr %[w0], [%[w], %[wo]]\n\t" \
                 "ldr %[w1], [%[w], %[wo4]]\n\t" \
                 AOT_LOHI_MACS_ \
-                : [a0] "=r"(o0), [a1] "=r"(o1), [a2] "=r"(o2), [a3] "=r"(o3), \
-                  [b0] "=r"(o4), [b1] "=r"(o5), [b2] "=r"(o6), [b3] "=r"(o7), \
-                  [x0] "=&r"(aot_x0_), [x1] "=&r"(aot_x1_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
-                : "0"(i0), "1"(i1), "2"(i2), "3"(i3), "4"(i4), "5"(i5), "6"(i6), "7"(i7), \
+                : AOT_LOHI_2X4_OPERANDS_(o0, o1, o2, o3, o4, o5, o6, o7, i0, i1, i2, i3, i4, i5, i6, i7), \
                   [c] "r"(cp), [w] "r"(wp), [co] "i"(4 * (cw)), [co4] "i"(4 * (cw) + 4), \
                   [wo] "i"(4 * (ww)), [wo4] "i"(4 * (ww) + 4) \
                 : "memory"); \
@@ -436,15 +441,8 @@ static inline int32_t aot_guard_fail(const uint8_t *buffer, const uint8_t *kerne
         __asm__("ldr %[x0], [%[c], %[co]]\n\t" \
                 "ldr %[w0], [%[w], %[wo]]\n\t" \
                 "ldr %[w1], [%[w], %[wo4]]\n\t" \
-                "smlad %[a1], %[x0], %[w0], %[a1]\n\t" \
-                "sxtb16 %[w0], %[w0]\n\t" \
-                "smlad %[a0], %[x0], %[w0], %[a0]\n\t" \
-                "smlad %[a3], %[x0], %[w1], %[a3]\n\t" \
-                "sxtb16 %[w1], %[w1]\n\t" \
-                "smlad %[a2], %[x0], %[w1], %[a2]" \
-                : [a0] "=r"(o0), [a1] "=r"(o1), [a2] "=r"(o2), [a3] "=r"(o3), \
-                  [x0] "=&r"(aot_x0_), [w0] "=&r"(aot_w0_), [w1] "=&r"(aot_w1_) \
-                : "0"(i0), "1"(i1), "2"(i2), "3"(i3), \
+                AOT_LOHI_MACS1_ \
+                : AOT_LOHI_1X4_OPERANDS_(o0, o1, o2, o3, i0, i1, i2, i3), \
                   [c] "r"(cp), [w] "r"(wp), [co] "i"(4 * (cw)), [wo] "i"(4 * (ww)), [wo4] "i"(4 * (ww) + 4) \
                 : "memory"); \
     } while (0)
