@@ -20,6 +20,7 @@ from aot.kernel.verify import verify_kernel_module  # noqa: E402
 from aot.pipeline.driver import CompileOptions, compile_model  # noqa: E402
 from multi_check import check_expansion_and_backends, nodes  # noqa: E402
 from test_schedules import conv_chain  # noqa: E402
+from test_schedules_lohi_q import block_record  # noqa: E402
 
 # a 3x3 conv (two-pixel lohi single steps), a 3x3 depthwise whose rows are 5 wide, a 1x1 conv over an
 # odd number of pixels (the one-pixel lohi step)
@@ -61,23 +62,12 @@ def test_loop_of_10_only_with_cycles_feature() -> None:
     assert "lohi_2x4_x10q" in cycles and not any(s.startswith("lohi_2x4_x") for s in default), (cycles, default)
 
 
-def _record(rng: np.random.Generator, words: int) -> np.ndarray:
-    """One lead word, then a block record: 4 biases, the weight words, 4 channels of (m, h, e)."""
-    w = rng.integers(-2 ** 31, 2 ** 31, 1 + 4 + words + 12, dtype=np.int64)
-    q = 1 + 4 + words
-    for k in range(4):
-        w[q + 3 * k] = rng.integers(1 << 30, 1 << 31)
-        w[q + 3 * k + 1] = rng.integers(-(1 << 20), 1 << 20)
-        w[q + 3 * k + 2] = rng.integers(0, 9)
-    return w.astype(np.int32)
-
-
 @pytest.mark.parametrize("hi", [0, 1])
 def test_loop_of_10_semantics(hi: int) -> None:
     """lohi_2x4_x10(q) at 8 iterations is lohi_2x4_x16(q) at 5 (80 steps, the constants after them)."""
     rng = np.random.default_rng(7 + hi)
     cv = rng.integers(-2 ** 31, 2 ** 31, 164, dtype=np.int64).astype(np.int32)
-    wv = _record(rng, 160)
+    wv = block_record(rng, 160, 1)
     assert INTRINSICS["lohi_2x4_x10"].py((cv, 1), 2, (wv, 0), 1, 8) == INTRINSICS["lohi_2x4_x16"].py(
         (cv, 1), 2, (wv, 0), 1, 5)
     assert INTRINSICS["lohi_2x4_x10q"].py((cv, 1), 2, (wv, 0), 1, 8, 9, hi) == INTRINSICS["lohi_2x4_x16q"].py(
@@ -90,7 +80,7 @@ def test_loop_of_10_interp_expansion_c_and_llvm_agree(name: str) -> None:
     host C (the portable macro) and the LLVM JIT agree with the semantics."""
     rng = np.random.default_rng(13)
     cv = rng.integers(-2 ** 31, 2 ** 31, 46, dtype=np.int64).astype(np.int32)
-    wv = _record(rng, 40)
+    wv = block_record(rng, 40, 1)
     col, w, out = K.Buffer("col", "i32", cv.size), K.Buffer("w", "i32", wv.size), K.Buffer("out", "i32", 8)
     acc = [K.ScalarVar(f"a{i}") for i in range(8)]
     args = (K.Load(col, K.Const(4)), K.Const(2), K.Load(w, K.Const(1)), K.Const(0), K.Const(2))

@@ -28,10 +28,10 @@ def _s32(v: int) -> int:
     return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
-def _record(rng: np.random.Generator, n: int, lead: int) -> np.ndarray:
-    """lead words, then a block record: 4 biases, 32 n weight words, 4 channels of (m, h, e)."""
-    w = rng.integers(-2 ** 31, 2 ** 31, lead + 4 + 32 * n + 12, dtype=np.int64)
-    q = lead + 4 + 32 * n
+def block_record(rng: np.random.Generator, words: int, lead: int) -> np.ndarray:
+    """lead words, then a block record: 4 biases, the weight words, 4 channels of (m, h, e)."""
+    w = rng.integers(-2 ** 31, 2 ** 31, lead + 4 + words + 12, dtype=np.int64)
+    q = lead + 4 + words
     for k in range(4):
         w[q + 3 * k] = rng.integers(1 << 30, 1 << 31)
         w[q + 3 * k + 1] = rng.integers(-(1 << 20), 1 << 20)
@@ -46,7 +46,7 @@ def test_semantics_equal_the_loop_and_its_requantization(hi: int) -> None:
     assert d.results == 8 and d.arg_dtypes == ("&i32", "#i32", "&i32", "#i32", "#i32", "#i32", "#i32")
     for n in (1, 2):
         col = rng.integers(-2 ** 31, 2 ** 31, 32 * n + 3, dtype=np.int64).astype(np.int32)
-        w = _record(rng, n, 2)
+        w = block_record(rng, 32 * n, 2)
         accs = loop.py((col, 1), 1, (w, 0), 2, n)
         q = 2 + 4 + 32 * n
         want = []
@@ -73,7 +73,7 @@ def test_interp_expansion_c_and_llvm_agree(hi: int) -> None:
     host C (the portable macro) and the LLVM JIT agree with the semantics."""
     rng = np.random.default_rng(11 + hi)
     cv = rng.integers(-2 ** 31, 2 ** 31, 70, dtype=np.int64).astype(np.int32)
-    wv = _record(rng, 2, 5)
+    wv = block_record(rng, 64, 5)
     col, w, out = K.Buffer("col", "i32", cv.size), K.Buffer("w", "i32", wv.size), K.Buffer("out", "i32", 8)
     acc = [K.ScalarVar(f"a{i}") for i in range(8)]
     loop = K.MultiAssign(tuple(acc), call("lohi_2x4_x16q", K.Load(col, K.Const(4)), K.Const(2),
