@@ -1068,20 +1068,24 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
     AOT_LOHIQ_STEP_("104", "108") AOT_LOHIQ_STEP_("112", "116") AOT_LOHIQ_STEP_("120", "124") \
     AOT_LOHIQ_LAST_("128")
 #endif
+/* the requantizing loops' start: the eight accumulators from the block's four biases (the high
+   lanes' copies too), the weight pointer past them and 8 bytes behind the first step's words */
+#define AOT_LOHIQ_BIASES_ \
+    "ldr %[a1], [%[w], #4]\n\t" \
+    "ldr %[a2], [%[w], #8]\n\t" \
+    "ldr %[a3], [%[w], #12]\n\t" \
+    "ldr %[b0], [%[w], #0]\n\t" \
+    "ldr %[b1], [%[w], #4]\n\t" \
+    "ldr %[b2], [%[w], #8]\n\t" \
+    "ldr %[b3], [%[w], #12]\n\t" \
+    "ldr %[a0], [%[w]], #8\n\t"
 #define aot_asmc_lohi_2x4_x16q(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n, r, hi) \
     do { \
         const int32_t *aot_c_ = (const int32_t *)((uintptr_t)((cp) + (cw)) - 8u), *aot_w_ = (wp) + (ww); \
         const int32_t *aot_e_ = (const int32_t *)((uintptr_t)((cp) + (cw) + 32 * (n)) - 8u); \
         register int32_t aot_x0_ __asm__("r0"), aot_x1_ __asm__("r1"), aot_w0_ __asm__("r2"), \
             aot_w1_ __asm__("r3"); \
-        __asm__("ldr %[a1], [%[w], #4]\n\t" \
-                "ldr %[a2], [%[w], #8]\n\t" \
-                "ldr %[a3], [%[w], #12]\n\t" \
-                "ldr %[b0], [%[w], #0]\n\t" \
-                "ldr %[b1], [%[w], #4]\n\t" \
-                "ldr %[b2], [%[w], #8]\n\t" \
-                "ldr %[b3], [%[w], #12]\n\t" \
-                "ldr %[a0], [%[w]], #8\n\t" \
+        __asm__(AOT_LOHIQ_BIASES_ \
                 "1:\n\t" \
                 AOT_LOHIQ_BODY_ \
                 "ldr %[x0], %[e]\n\t" \
@@ -1125,14 +1129,7 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
         const int32_t *aot_e_ = (const int32_t *)((uintptr_t)((cp) + (cw) + 20 * (n)) - 8u); \
         register int32_t aot_x0_ __asm__("r0"), aot_x1_ __asm__("r1"), aot_w0_ __asm__("r2"), \
             aot_w1_ __asm__("r3"); \
-        __asm__("ldr %[a1], [%[w], #4]\n\t" \
-                "ldr %[a2], [%[w], #8]\n\t" \
-                "ldr %[a3], [%[w], #12]\n\t" \
-                "ldr %[b0], [%[w], #0]\n\t" \
-                "ldr %[b1], [%[w], #4]\n\t" \
-                "ldr %[b2], [%[w], #8]\n\t" \
-                "ldr %[b3], [%[w], #12]\n\t" \
-                "ldr %[a0], [%[w]], #8\n\t" \
+        __asm__(AOT_LOHIQ_BIASES_ \
                 "1:\n\t" \
                 AOT_LOHIQ_BODY10_ \
                 "ldr %[x0], %[e]\n\t" \
