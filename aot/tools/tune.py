@@ -188,6 +188,8 @@ def tune(model_path: Path, board: str, log_path: Path, trials: int = 16, budget_
     model_path = Path(model_path)
     data = model_path.read_bytes()
     options = dict(options or {})
+    from aot.timing.placement import resolve_optimize
+    options["optimize"] = resolve_optimize(options.get("optimize"), board)  # recorded resolved in the log
     space = layer_knobs(model_path, board, options)
     rng = random.Random(seed)
     seen: set[str] = set()
