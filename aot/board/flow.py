@@ -159,8 +159,8 @@ def make_project(model: Model, board: "Board | str | Path", out_dir: Path, input
     board = board_of(board)
     options = dict(options)
     input_lcg = bool(options.pop("input_lcg", False))  # main.c generates the inputs (aot.board.lcg)
-    from aot.timing.placement import check_optimize, constants_in_ram, cycle_kernels
-    optimize = check_optimize(options.pop("optimize", "instructions"))  # cycles: constants to RAM (fast)
+    from aot.timing.placement import constants_in_ram, cycle_kernels, resolve_optimize
+    optimize = resolve_optimize(options.pop("optimize", "auto"), board)  # cycles: constants to RAM (fast)
     stack = int(options.get("stack_bytes", board.stack_bytes))
     io = str(options.get("io", "uart"))
     kernels = optimize == "cycles" and cycle_kernels(board.cpu)

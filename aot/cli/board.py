@@ -116,7 +116,8 @@ def cmd_bench(a: argparse.Namespace) -> int:
         raise Error("aot bench needs MODEL files (or --zoo: the model zoo's families)")
     if a.host:
         from aot.tools.host_bench import host_bench_command
-        return host_bench_command(a.models, a.json, a.md, a.threads, a.runs, compile_kwargs(a))
+        host = {k: v for k, v in compile_kwargs(a).items() if k != "optimize"}  # a board option: no board here
+        return host_bench_command(a.models, a.json, a.md, a.threads, a.runs, host)
     if not a.board:
         raise Error("aot bench needs --board BOARD (or --host: time per inference on this machine)")
     if a.input_shape:

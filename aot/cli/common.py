@@ -147,10 +147,12 @@ def add_compile_options(sp: argparse.ArgumentParser) -> None:
 
 def add_optimize_option(sp: argparse.ArgumentParser) -> None:
     """--optimize: what a board build minimises (aot.timing.placement)."""
-    sp.add_argument("--optimize", choices=["instructions", "cycles"],
-                    help="instructions (default), or estimated cycles on the board's memory system: on a board "
-                         "whose flash has wait states the model's constant tables are copied to RAM at start when "
-                         "RAM has room (footprint counts them in RAM)")
+    sp.add_argument("--optimize", choices=["auto", "instructions", "cycles"], default="auto",
+                    help="auto (default): cycles on a board whose flash costs cycles (its memory_system: "
+                         "nucleo-l4r5zi, stm32f746g-disco, the timing-only parts, ...), else instructions; "
+                         "instructions: fewest QEMU instructions; cycles: fewest estimated cycles on the board's "
+                         "memory system: on a board whose flash has wait states the model's constant tables are "
+                         "copied to RAM at start when RAM has room (footprint counts them in RAM)")
 
 
 def compile_kwargs(a: argparse.Namespace) -> dict[str, Any]:
@@ -170,8 +172,8 @@ def compile_kwargs(a: argparse.Namespace) -> dict[str, Any]:
         kw["schedules"] = _tuned(a)
     if getattr(a, "guards", False):
         kw["guards"] = True
-    if getattr(a, "optimize", None) == "cycles":
-        kw["optimize"] = "cycles"
+    if getattr(a, "optimize", None) is not None:  # resolved per board (aot.timing.placement.resolve_optimize)
+        kw["optimize"] = a.optimize
     budget = getattr(a, "ram_budget", None)
     if budget is not None:
         kw["ram_budget"] = budget if budget in ("min", "auto", "off") else _bytes(budget, "--ram-budget")

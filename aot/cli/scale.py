@@ -74,8 +74,8 @@ def cmd_tune(a: argparse.Namespace) -> int:
     from aot.tools.tune import tune
     check_model_file(a.model)
     options = {"opt": a.opt} if a.opt else {}
-    if getattr(a, "optimize", None) == "cycles":
-        options["optimize"] = "cycles"
+    if getattr(a, "optimize", None) is not None:  # resolved for the board by tune
+        options["optimize"] = a.optimize
     best = tune(Path(a.model), a.board, Path(a.output), trials=a.trials, budget_flash=a.budget_flash,
                 budget_ram=a.budget_ram, seed=a.seed, jobs=a.jobs, ray=a.ray, progress=not a.quiet,
                 options=options)
@@ -121,7 +121,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(fn=cmd_report)
 
-    t = sub.add_parser("tune", help="search per-layer schedule knobs, scored by QEMU instructions; "
+    t = sub.add_parser("tune", help="search per-layer schedule knobs, scored by QEMU instructions (estimated "
+                                    "cycles with --optimize cycles, which auto is on a board whose flash costs cycles); "
                                     "writes a tuning log for --tuning-log")
     t.add_argument("model")
     t.add_argument("--board", required=True)

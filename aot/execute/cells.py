@@ -90,6 +90,8 @@ def tune_trial(model_bytes: bytes, model_file: str, board: str, options: Mapping
         model = load(path)
         try:
             opts = {"source_bytes": len(model_bytes), **options}  # as bench and the CLI
+            from aot.timing.placement import resolve_optimize
+            opts["optimize"] = resolve_optimize(opts.get("optimize"), board)
             est = None
             if opts.get("optimize") == "cycles":  # scored by estimated cycles: the same build, traced and priced
                 from aot.timing.estimate import run_and_estimate

@@ -185,6 +185,13 @@ def _emulation_board_file(real: Board, emu: Board, directory: Path) -> Path:
     return path
 
 
+def _resolved(options: dict[str, Any], board: Board | str) -> dict[str, Any]:
+    """The options with optimize resolved for the real board (aot.timing.placement.resolve_optimize):
+    the emulated machine that runs its code builds what the real board's memory system asks for."""
+    from aot.timing.placement import resolve_optimize
+    return {**options, "optimize": resolve_optimize(options.get("optimize"), board)}
+
+
 def cycle_candidates(options: dict[str, Any]) -> list[dict[str, Any]]:
     """The builds `optimize="cycles"` chooses among by estimated cycles: the options as given and, unless
     the flash budget is set, the same with int8 weights only (flash_budget 0: pre-widened 16-bit weights
@@ -217,7 +224,9 @@ def estimate_model(model: Any, board: Board | str, inputs: dict | None = None, a
                    keep_dir: Path | None = None, **options: Any) -> tuple[CycleEstimate, dict[str, Any]]:
     """Build `model` (a path or a Model) for `board`'s core on its emulated machine and estimate one
     inference. Returns the estimate and {"instructions_qemu", "match_host", "elf"}. With
-    optimize="cycles" the build with the fewest estimated cycles among cycle_candidates."""
+    optimize="cycles" (or "auto", the default, on a board whose flash costs cycles) the build with the
+    fewest estimated cycles among cycle_candidates."""
+    options = _resolved(options, board)
     candidates = cycle_candidates(options)
     if len(candidates) > 1:
         if isinstance(model, (str, Path)):
@@ -263,8 +272,10 @@ def run_and_estimate(model: Any, inputs: dict, board: Board | str, layer_functio
     timed call: a board QEMU does not emulate runs on the emulated machine of its core (built for the
     real board's core and sizes). Returns the outputs, run_on_board's figures and the estimate (None for
     an emulated core without a timing table). With
-    optimize="cycles" the build with the fewest estimated cycles among cycle_candidates."""
+    optimize="cycles" (or "auto", the default, on a board whose flash costs cycles) the build with the
+    fewest estimated cycles among cycle_candidates."""
     from aot.board.flow import run_on_board
+    options = _resolved(options, board)
     candidates = cycle_candidates(options)
     if len(candidates) > 1:
         return _cheapest(candidates, lambda o: run_and_estimate(model, inputs, board, layer_functions, **o))

@@ -6,6 +6,11 @@ unless a (small) flash data cache holds the line; the same read from SRAM takes 
 to RAM at start (the linker puts them in ``.data``, which the start-up code copies from flash)
 when RAM has room for them beside the planned pools, the stack and a margin for the other
 statics. The footprint then counts them in RAM as well as in flash (their load image).
+
+``optimize="auto"`` (the default of every command and of the Python API) is ``cycles`` on a board
+whose memory system makes the cycles build differ (its flash costs cycles: real boards such as
+nucleo-l4r5zi and the timing-only parts) and ``instructions`` elsewhere (boards without a
+memory_system, e.g. the emulated mps2/mps3 machines); resolve_optimize decides.
 """
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from typing import Any, Mapping
 
 from aot.errors import Error
 
-OPTIMIZE = ("instructions", "cycles")
+OPTIMIZE = ("auto", "instructions", "cycles")
 RAM_MARGIN_BYTES = 8 * 1024  # .data/.bss of the runtime, console and main.c beside the pools
 
 
@@ -21,6 +26,18 @@ def check_optimize(value: Any) -> str:
     if value not in OPTIMIZE:
         raise Error(f"optimize must be one of {', '.join(OPTIMIZE)}, got {value!r}")
     return str(value)
+
+
+def resolve_optimize(value: Any, board: Any) -> str:
+    """What a build for `board` (a Board, or a board or timing-only part name) minimises: "instructions"
+    or "cycles". "auto" (or None) is "cycles" where the board's flash costs cycles
+    (flash_costs_cycles of its memory_system), else "instructions"; the others are kept."""
+    value = check_optimize("auto" if value is None else value)
+    if value != "auto":
+        return value
+    from aot.timing.parts import resolve_board
+    memory_system = resolve_board(board).memory_system
+    return "cycles" if memory_system and flash_costs_cycles(memory_system) else "instructions"
 
 
 def flash_costs_cycles(memory_system: Mapping[str, Any] | None) -> bool:

@@ -85,6 +85,9 @@ class BenchRow:
     # TFLM+CMSIS-NN's arena measured on the Cortex-M4 (anchors.json architectures_m4), when the file has the model
     m4_arena_bytes: int | None = None
     ram_vs_m4_arena: float | None = None  # ram_bytes / m4_arena_bytes
+    # what the build minimised (--optimize resolved for the board: "auto" is "cycles" where its flash costs
+    # cycles, aot.timing.placement.resolve_optimize): "instructions" or "cycles"
+    optimize: str | None = None
 
 
 TFLM_ARENA_NOTE = ("TFLM host arena: the smallest arena with which TensorFlow Lite Micro's 64-bit host "
@@ -134,6 +137,8 @@ def bench_model(path: Path, board: str, anchors: Path | None = None, with_tflm: 
     lcg = lcg_applies(model)
     inputs = lcg_inputs(model) if lcg else random_inputs(model, 0)
     options = {"source_bytes": path.stat().st_size, "input_lcg": lcg, **options}  # flash budget's reference
+    from aot.timing.placement import resolve_optimize
+    options["optimize"] = resolve_optimize(options.get("optimize"), board)
     from aot.timing.estimate import run_and_estimate
     # compiles, builds, runs, measures once (a board QEMU does not emulate: on the machine of its core)
     _, extra, est = run_and_estimate(model, inputs, board, **options)
@@ -169,6 +174,7 @@ def bench_model(path: Path, board: str, anchors: Path | None = None, with_tflm: 
         model_flash_bytes=fig["model_flash"], model_ram_bytes=fig["model_ram"], test_data_bytes=fig["test_data"],
         **estimate_fields(est),
         m4_arena_bytes=(m4 := m4_arena(anchors, stem)), ram_vs_m4_arena=round(ram_total / m4, 3) if m4 else None,
+        optimize=options["optimize"],
     )
 
 

@@ -1,5 +1,6 @@
 """`aot tune`: a search over each layer's schedule knobs, scored by QEMU instructions (or, with the
-option optimize="cycles", by the estimated cycles of aot.timing on the board's memory system).
+option optimize="cycles", which the default "auto" is on a board whose flash costs cycles, by the
+estimated cycles of aot.timing on the board's memory system).
 
 The knobs are those of aot.lower.tuning (per layer: `opt` speed/size, and `widen`, int8 weights
 pre-widened to 16-bit pairs on DSP cores, or kept int8, instead of the default flash policy's choice). A candidate is a sparse config {layer: {knob: value}}
@@ -188,6 +189,8 @@ def tune(model_path: Path, board: str, log_path: Path, trials: int = 16, budget_
     model_path = Path(model_path)
     data = model_path.read_bytes()
     options = dict(options or {})
+    from aot.timing.placement import resolve_optimize
+    options["optimize"] = resolve_optimize(options.get("optimize"), board)  # recorded resolved in the log
     space = layer_knobs(model_path, board, options)
     rng = random.Random(seed)
     seen: set[str] = set()

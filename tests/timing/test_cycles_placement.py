@@ -10,6 +10,7 @@ from aot.board.boards import load_board
 from aot.board.project.linker import render_linker_script
 from aot.errors import Error
 from aot.timing.placement import (RAM_MARGIN_BYTES, check_optimize, constants_in_ram, cycle_kernels, flash_costs_cycles,
+                                  resolve_optimize,
                                   instruction_cache_bytes)
 
 L4 = load_board("nucleo-l4r5zi").memory_system
@@ -52,9 +53,68 @@ def test_instruction_cache_bytes_of_enabled_caches() -> None:
 
 
 def test_optimize_values_are_checked() -> None:
-    assert check_optimize("cycles") == "cycles"
+    assert check_optimize("cycles") == "cycles" and check_optimize("auto") == "auto"
     with pytest.raises(Error, match="optimize must be one of"):
         check_optimize("speed")
+    with pytest.raises(Error, match="optimize must be one of"):
+        resolve_optimize("speed", "mps2-an386")
+
+
+@pytest.mark.parametrize("board, auto", [
+    ("nucleo-l4r5zi", "cycles"), ("stm32f746g-disco", "cycles"), ("nrf52840-dk", "cycles"), ("rpi-pico", "cycles"),
+    ("nucleo-u575zi-q", "cycles"), ("nucleo-h7a3zi-q", "cycles"),  # timing-only parts
+    ("mps2-an386", "instructions"), ("mps3-an547", "instructions"), ("netduinoplus2", "instructions"),
+    ("hifive1-revb", "instructions")])  # no memory_system: nothing for a cycles build to place
+def test_auto_resolves_per_board(board: str, auto: str) -> None:
+    from aot.timing.parts import resolve_board
+    b = resolve_board(board)
+    assert (auto == "cycles") == bool(b.memory_system and flash_costs_cycles(b.memory_system))
+    assert resolve_optimize("auto", board) == resolve_optimize(None, b) == auto  # a name or a Board
+    for explicit in ("instructions", "cycles"):  # an explicit value is kept on every board
+        assert resolve_optimize(explicit, board) == explicit
+
+
+@pytest.mark.parametrize("command", [["bench", "m.tflite", "--board", "nucleo-l4r5zi"],
+                                     ["cycles", "m.tflite", "--board", "nucleo-l4r5zi"],
+                                     ["project", "m.tflite", "--board", "nucleo-l4r5zi", "-o", "out"],
+                                     ["tune", "m.tflite", "--board", "nucleo-l4r5zi", "-o", "log.json"]])
+def test_cli_optimize_defaults_to_auto(command: list[str]) -> None:
+    from aot.cli.app import build_parser
+    from aot.cli.common import compile_kwargs
+    p = build_parser()
+    a = p.parse_args(command)
+    assert a.optimize == "auto"
+    if command[0] != "tune":
+        assert compile_kwargs(a)["optimize"] == "auto"  # passed on, resolved for the board by the build
+    assert p.parse_args([*command, "--optimize", "instructions"]).optimize == "instructions"
+
+
+@pytest.mark.parametrize("board, expected", [("nucleo-l4r5zi", "cycles"), ("mps2-an386", "instructions")])
+def test_python_api_defaults_to_auto(board: str, expected: str, tmp_path, monkeypatch) -> None:
+    """make_project without optimize resolves "auto" for its board; estimate_model, run_and_estimate (and so
+    bench) resolve it for the real board before choosing among the cycles builds."""
+    import aot.timing.placement as placement
+    from aot.board.flow import make_project
+    from aot.timing.estimate import _resolved, cycle_candidates
+
+    class Resolved(Exception):
+        pass
+
+    seen: list[tuple] = []
+
+    def spy(value, b):
+        seen.append((value, resolve_optimize(value, b)))
+        raise Resolved
+
+    monkeypatch.setattr(placement, "resolve_optimize", spy)
+    with pytest.raises(Resolved):
+        make_project(None, board, tmp_path / "p", {})  # type: ignore[arg-type]
+    assert seen == [("auto", expected)]
+    monkeypatch.undo()
+    opts = _resolved({}, board)
+    assert opts["optimize"] == expected
+    assert len(cycle_candidates(opts)) == (2 if expected == "cycles" else 1)
+    assert _resolved({"optimize": "instructions"}, board)["optimize"] == "instructions"
 
 
 @pytest.mark.parametrize("const_ram", [False, True])
