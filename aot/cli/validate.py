@@ -13,8 +13,8 @@ from aot.errors import Error
 
 def cmd_validate(a: argparse.Namespace) -> int:
     from aot.validate.firmware import build_prepared, compile_for_validation, prepare_firmware
-    from aot.validate.run import (Progress, Report, host_runner, load_labels, load_samples, tflm_runner,
-                                  validate, write_html, write_json)
+    from aot.validate.run import (Progress, Report, estimate_first_sample, host_runner, load_labels, load_samples,
+                                  tflm_runner, validate, write_html, write_json)
     from aot.validate.target import Target
 
     if (a.port is None) == (not a.qemu):
@@ -77,6 +77,15 @@ def cmd_validate(a: argparse.Namespace) -> int:
             t.close()
     if report.done and report.done < n:
         progress.close()
+    if a.estimate_cycles and not report.interrupted:
+        # after the samples (the validation result is already made): sample 0's inference priced by
+        # the timing model, in QEMU on the emulated machine of the board's core
+        print(f"estimating one inference of sample 0 on {vb.board.name} with the timing model", file=sys.stderr,
+              flush=True)
+        try:
+            report.estimate = estimate_first_sample(model, a.board, samples, a.backend, **kw)
+        except KeyboardInterrupt:
+            report.estimate = {"label": "estimated", "error": "interrupted (Ctrl-C)"}
     for line in report.lines():
         print(line, file=sys.stderr if a.json is True else sys.stdout)
     if a.json:
@@ -114,6 +123,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                    "(default: the number of cores)")
     v.add_argument("--limit", type=int, metavar="N", help="only the first N samples")
     v.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each answer (default 10)")
+    v.add_argument("--estimate-cycles", action="store_true",
+                   help="after the samples, estimate one inference of sample 0 on the board with the timing model "
+                        "(as `aot cycles`: cycles and ms at the board's clock, beside the firmware's timer counts)")
     v.add_argument("--json", nargs="?", const=True, metavar="OUT", help="print the report as JSON (or write it to OUT)")
     v.add_argument("--html", metavar="OUT", help="write the report as a self-contained HTML page")
     add_compile_options(v)

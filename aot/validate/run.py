@@ -41,6 +41,10 @@ class Report:
     seconds: float = 0.0
     error: str | None = None  # why the run stopped early
     interrupted: bool = False
+    # (--estimate-cycles) one inference of the first sample priced by the timing model (aot.timing):
+    # cycles, core/fetch-stall/data-stall cycles, ms, clock_hz, instructions, optimize, label
+    # "estimated"; or {"label": "estimated", "error": why} when it could not be made
+    estimate: dict[str, Any] | None = None
 
     @property
     def complete(self) -> bool:
@@ -76,6 +80,8 @@ class Report:
         cs = self.cycles_summary()
         if cs:
             out.append(f"  {self.timer} per inference: min {cs['min']:,}  median {cs['median']:,}  max {cs['max']:,}")
+        if self.estimate is not None:
+            out.append(estimate_line(self.estimate))
         if self.stack_bytes:
             out.append(f"  stack high-water mark: {self.stack_bytes:,} B (main loop + model, by stack painting)")
         if self.interrupted:
@@ -83,6 +89,37 @@ class Report:
         if self.error:
             out.append(f"  STOPPED: {self.error}")
         return out
+
+
+def _ms(ms: float) -> str:
+    return f"{ms:.1f}" if ms >= 1 else f"{ms:.3f}"
+
+
+def estimate_line(est: dict[str, Any]) -> str:
+    """The report's line for an estimate (or for why there is none)."""
+    if est.get("error"):
+        return f"  estimated (timing model, not measured): none: {est['error']}"
+    return (f"  estimated (timing model, not measured): {est['cycles']:,} cycles = {_ms(est['ms'])} ms at "
+            f"{est['clock_hz'] / 1e6:g} MHz (sample 0; {est['instructions']:,} instructions)")
+
+
+def estimate_first_sample(model: Any, board: Any, samples: list[np.ndarray], backend: str = "c",
+                          **options: Any) -> dict[str, Any]:
+    """One inference of `model` on `board` with the first sample as its input, estimated by the timing
+    model (aot.timing.estimate.estimate_model: a board QEMU does not emulate runs on the emulated
+    machine of its core). The firmware is built as the validation firmware is: the same compile
+    options, for the fewest instructions (the validation build places nothing for cycles). Never
+    raises: a failure is {"label": "estimated", "error": why}."""
+    from aot.timing.estimate import estimate_model
+    options = {**options, "optimize": options.get("optimize") or "instructions"}
+    try:
+        inputs = {v.name: s[0] for v, s in zip(model.inputs, samples)}
+        est, _ = estimate_model(model, board, inputs=inputs, backend=backend, **options)
+    except Exception as e:  # noqa: BLE001 - the estimate is an extra: the validation result stands
+        return {"label": "estimated", "error": " ".join(str(e).split()) or type(e).__name__}
+    return {"cycles": est.cycles, "core_cycles": est.core_cycles, "fetch_stall_cycles": est.fetch_stall_cycles,
+            "data_stall_cycles": est.data_stall_cycles, "ms": round(est.ms, 4), "clock_hz": est.clock_hz,
+            "instructions": est.instructions, "optimize": options["optimize"], "label": "estimated"}
 
 
 # ---- data ----------------------------------------------------------------------------------------
