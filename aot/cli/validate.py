@@ -77,7 +77,7 @@ def cmd_validate(a: argparse.Namespace) -> int:
             t.close()
     if report.done and report.done < n:
         progress.close()
-    if a.estimate_cycles and not report.interrupted:
+    if a.estimate_cycles and report.done and not report.interrupted:
         # after the samples (the validation result is already made): sample 0's inference priced by
         # the timing model, in QEMU on the emulated machine of the board's core
         print(f"estimating one inference of sample 0 on {vb.board.name} with the timing model", file=sys.stderr,

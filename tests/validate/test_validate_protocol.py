@@ -349,3 +349,35 @@ def test_every_console_driver_can_receive():
         for fn in ("aot_console_rx_init", "aot_console_read", "aot_console_write_raw"):
             assert f"{fn}(" in src, (b.name, fn)
     assert load_board("microbit").console.rx_pin == 25 and load_board("nrf52840-dk").console.rx_pin == 8
+
+
+@pytest.mark.slow
+def test_estimate_cycles_equals_aot_cycles_for_sample_0(firmware, tmp_path):  # noqa: ANN001
+    """--estimate-cycles: the report's estimate is `aot cycles` of the same model, board and input
+    (the first sample); without the flag the report's estimate is null."""
+    _, elf = firmware
+    x = np.random.default_rng(11).integers(-128, 128, (3, 49, 10, 1), dtype=np.int8)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "x0.npy", x[0][None])
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    model = str(shared_model("kws_int8.tflite"))
+    common = ["validate", model, "--board", BOARD, "--qemu", "--jobs", "1", "--firmware", str(elf), "--data",
+              str(tmp_path / "x.npy")]
+    with deadline(300):
+        p = subprocess.run([sys.executable, "-m", "aot", *common, "--estimate-cycles", "--json", str(tmp_path / "e.json")],
+                           capture_output=True, text=True, env=env, timeout=290)
+        assert p.returncode == 0, p.stderr
+        q = subprocess.run([sys.executable, "-m", "aot", *common, "--json", str(tmp_path / "n.json")],
+                           capture_output=True, text=True, env=env, timeout=290)
+        assert q.returncode == 0, q.stderr
+        c = subprocess.run([sys.executable, "-m", "aot", "cycles", model, "--board", BOARD, "--input",
+                            str(tmp_path / "x0.npy"), "--json"], capture_output=True, text=True, env=env, timeout=290)
+        assert c.returncode == 0, c.stderr
+    est = json.loads((tmp_path / "e.json").read_text())["estimate"]
+    ref = json.loads(c.stdout)
+    assert est["label"] == "estimated" and est["optimize"] == "instructions"
+    assert (est["cycles"], est["instructions"], est["clock_hz"]) == (ref["cycles"], ref["instructions"], ref["clock_hz"])
+    assert all(est[k] == ref[k] for k in ("core_cycles", "fetch_stall_cycles", "data_stall_cycles"))
+    assert f"estimated (timing model, not measured): {ref['cycles']:,} cycles" in p.stdout
+    assert json.loads((tmp_path / "n.json").read_text())["estimate"] is None
+    assert "estimated" not in q.stdout
