@@ -31,6 +31,12 @@ def daily_sample(items: Sequence[T], k: int, salt: str = "") -> list[T]:
     return [it for i, it in enumerate(items) if i in keep]
 
 
+def daily_half(items: Sequence[T], salt: str) -> list[T]:
+    """Half of the items (rounded up), a different half every day: for matrices of cases that each
+    run the kernel interpreter, a gcc build and an LLVM JIT."""
+    return daily_sample(items, (len(items) + 1) // 2, salt)
+
+
 def daily_cells(rows: Sequence[str], cols: Sequence[str], per_row: int) -> list[tuple[str, str]]:
     """A matrix sampled so that every row runs each day with `per_row` of the columns, the columns
     rotating by day and row (every column runs each day once there are as many rows as columns)."""

@@ -28,6 +28,7 @@ from aot.lower.schedule.depthwise_pairs import _taps  # noqa: E402
 from aot.pipeline.driver import compile_model  # noqa: E402
 from multi_check import check_expansion_and_backends, check_backends, cortex_m4_disassembly, nodes  # noqa: E402,E501
 from test_schedules import M4, _input, conv_chain, target_options  # noqa: E402
+from conftest import daily_half  # noqa: E402
 
 SINGLE = {"smlad": smlad, "smlabt": smlabt, "smlatb": smlatb, "smlabb": smlabb}
 
@@ -144,7 +145,7 @@ def test_bit_exact_on_interp_and_host_c(chain: str) -> None:
 
 
 @pytest.mark.slow  # bigger layers, an LLVM JIT per chain
-@pytest.mark.parametrize("chain", list(CHAINS))
+@pytest.mark.parametrize("chain", daily_half(list(CHAINS), "dw_asm"))  # half a day, rotating
 def test_bit_exact_on_llvm_and_groups(chain: str) -> None:
     model, cm = _compile(chain)
     inputs = _input(model, 4)

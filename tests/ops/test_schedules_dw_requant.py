@@ -27,6 +27,7 @@ from aot.kernel.verify import verify_kernel_module  # noqa: E402
 from aot.pipeline.driver import compile_model  # noqa: E402
 from multi_check import check_expansion_and_backends, check_backends, cortex_m4_disassembly, nodes  # noqa: E402,E501
 from test_schedules import M4, _input, _q, _weights, target_options  # noqa: E402
+from conftest import daily_half  # noqa: E402
 
 
 
@@ -157,7 +158,7 @@ def test_bit_exact_on_interp_and_host_c(chain: str) -> None:
 
 
 @pytest.mark.slow  # an LLVM JIT per chain
-@pytest.mark.parametrize("chain", list(CHAINS))
+@pytest.mark.parametrize("chain", daily_half(list(CHAINS), "dw_requant"))  # half a day, rotating
 def test_bit_exact_on_llvm(chain: str) -> None:
     model, cm = _compile(chain)
     inputs = _input(model, 4)

@@ -27,6 +27,7 @@ from aot.quant.requant import q31_constants  # noqa: E402
 from aot.pipeline.driver import compile_model  # noqa: E402
 from aot.runners.kernel_module import run_kernel_module  # noqa: E402
 from test_schedules import M4, _input, conv_chain, target_options  # noqa: E402
+from conftest import daily_half  # noqa: E402
 
 CHAINS = {
     # SAME over an even size (padding only below and right), then VALID over the odd result
@@ -78,7 +79,7 @@ def _dw_texts(cm) -> list[str]:  # noqa: ANN001
 
 
 @pytest.mark.slow  # interpreter + C + LLVM builds per chain
-@pytest.mark.parametrize("chain", list(CHAINS))
+@pytest.mark.parametrize("chain", daily_half(list(CHAINS), "dw_stride"))  # half a day, rotating
 def test_pairs_at_any_stride_bit_exact(chain: str) -> None:
     x_shape, ops = CHAINS[chain]
     model = conv_chain(60 + len(chain), x_shape, ops)

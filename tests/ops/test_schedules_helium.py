@@ -25,6 +25,7 @@ from aot.pipeline.driver import compile_model  # noqa: E402
 from aot.quant import fixedpoint as fp  # noqa: E402
 from aot.runners.kernel_module import run_kernel_module  # noqa: E402
 from test_schedules import _input, _intrinsics_used, conv_chain, target_options  # noqa: E402
+from conftest import daily_half  # noqa: E402
 
 M55 = target_for_cpu("cortex-m55")
 
@@ -77,7 +78,7 @@ def test_helium_routines_are_chosen_on_mve_cores_only() -> None:
     assert "mve_chsum" not in m4
 
 
-@pytest.mark.parametrize("chain", list(CHAINS) + ["pools"])
+@pytest.mark.parametrize("chain", daily_half(list(CHAINS) + ["pools"], "helium"))  # half a day, rotating
 def test_helium_schedules_bit_exact_on_interp_c_and_llvm(chain: str) -> None:
     model = _model(chain)
     inputs = _input(model)

@@ -22,6 +22,7 @@ from aot.pipeline.driver import compile_model  # noqa: E402
 from aot.quant import fixedpoint as fp  # noqa: E402
 from aot.runners.kernel_module import run_kernel_module  # noqa: E402
 from test_schedules import _input, _intrinsics_used, conv_chain, target_options  # noqa: E402
+from conftest import daily_half  # noqa: E402
 
 HAVE_VNNI = "avx512vnni" in host_features() and "avx512bw" in host_features()
 VNNI = ScheduleTarget("", frozenset({"x86", "avx2", "avx512f", "avx512bw", "avx512vnni"}))
@@ -96,7 +97,7 @@ def test_host_build_detects_features() -> None:
 
 
 @pytest.mark.slow  # interpreter, gcc and LLVM builds per chain
-@pytest.mark.parametrize("chain", list(CHAINS))
+@pytest.mark.parametrize("chain", daily_half(list(CHAINS), "host"))  # half a day, rotating
 def test_host_schedules_bit_exact_on_interp_c_and_llvm(chain: str) -> None:
     model = _model(chain)
     inputs = _input(model)

@@ -24,6 +24,7 @@ from aot.quant import fixedpoint as fp  # noqa: E402
 from aot.runners.kernel_module import run_kernel_module  # noqa: E402
 from test_schedules import _input, _intrinsics_used, conv_chain, target_options  # noqa: E402
 from test_schedules_host import HAVE_VNNI, PORTABLE, VNNI  # noqa: E402
+from conftest import daily_half  # noqa: E402
 
 CHAINS = {
     # 3x3 SAME over 16 channels (kw*C = 48: runs of 48 bytes), then stride 2 over 3 channels
@@ -71,7 +72,7 @@ def test_gemm_spec_unsigned_input() -> None:
 
 
 @pytest.mark.slow  # interpreter, gcc and LLVM builds per chain
-@pytest.mark.parametrize("chain", list(CHAINS))
+@pytest.mark.parametrize("chain", daily_half(list(CHAINS), "host_windows"))  # half a day, rotating
 def test_padded_windows_bit_exact_on_interp_c_and_llvm(chain: str) -> None:
     x_shape, ops = CHAINS[chain]
     model = conv_chain(400 + len(chain), x_shape, ops)

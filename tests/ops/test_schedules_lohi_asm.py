@@ -23,6 +23,7 @@ from aot.kernel.verify import verify_kernel_module  # noqa: E402
 from aot.pipeline.driver import CompileOptions, compile_model  # noqa: E402
 from multi_check import check_expansion_and_backends, check_backends, cortex_m4_disassembly, nodes  # noqa: E402,E501
 from test_schedules import _input, conv_chain  # noqa: E402
+from conftest import daily_half  # noqa: E402
 
 
 CHAINS = {
@@ -176,7 +177,7 @@ def test_bit_exact_on_interp_and_host_c(chain: str) -> None:
 
 
 @pytest.mark.slow  # an LLVM JIT per case
-@pytest.mark.parametrize("chain", list(CHAINS))
+@pytest.mark.parametrize("chain", daily_half(list(CHAINS), "lohi_asm"))  # half a day, rotating
 def test_bit_exact_on_llvm(chain: str) -> None:
     model, cm = _compile(chain)
     inputs = _input(model, 3)

@@ -20,6 +20,7 @@ from aot.lower.schedule.lohi import ROW_COLUMN_BLOCKS, ROW_UNROLL, row_column, r
 from aot.pipeline.driver import CompileOptions, compile_model  # noqa: E402
 from aot.runners.kernel_module import run_kernel_module  # noqa: E402
 from test_schedules import _input, conv_chain  # noqa: E402
+from conftest import daily_cells  # noqa: E402
 
 # (input shape, layers): every layer a one-pixel fully connected row
 ROWS = {
@@ -53,8 +54,7 @@ def test_row_unroll_and_column_choice() -> None:
 
 
 @pytest.mark.slow  # a C build and an LLVM JIT per case
-@pytest.mark.parametrize("policy", ["micro", "host"])
-@pytest.mark.parametrize("rows", list(ROWS))
+@pytest.mark.parametrize("rows,policy", daily_cells(list(ROWS), ["micro", "host"], 1))  # each a day, rotating
 def test_rows_bit_exact_on_interp_c_and_llvm(rows: str, policy: str) -> None:
     x_shape, ops = ROWS[rows]
     model = conv_chain(len(rows) + 11, x_shape, ops)

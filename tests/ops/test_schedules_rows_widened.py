@@ -22,6 +22,7 @@ from aot.lower.schedule.widen import widened_extra_bytes  # noqa: E402
 from aot.pipeline.driver import CompileOptions, compile_model  # noqa: E402
 from aot.runners.kernel_module import run_kernel_module  # noqa: E402
 from test_schedules import _input, conv_chain  # noqa: E402
+from conftest import daily_cells  # noqa: E402
 
 # (input shape, layers)
 ROWS = {
@@ -94,8 +95,7 @@ def test_weight_table_layout() -> None:
 
 
 @pytest.mark.slow  # a C build and an LLVM JIT per case
-@pytest.mark.parametrize("policy", ["micro", "host"])
-@pytest.mark.parametrize("rows", list(ROWS))
+@pytest.mark.parametrize("rows,policy", daily_cells(list(ROWS), ["micro", "host"], 1))  # each a day, rotating
 def test_rows_widened_bit_exact_on_interp_c_and_llvm(rows: str, policy: str) -> None:
     x_shape, ops = ROWS[rows]
     model = conv_chain(len(rows) + 3, x_shape, ops)

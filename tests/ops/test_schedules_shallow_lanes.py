@@ -21,6 +21,7 @@ from aot.lower.schedule.shallow import lanes3_pairs, shallow_pairs  # noqa: E402
 from aot.pipeline.driver import compile_model  # noqa: E402
 from aot.runners.kernel_module import run_kernel_module  # noqa: E402
 from test_schedules import M4, _input, conv_chain, target_options  # noqa: E402
+from conftest import daily_half  # noqa: E402
 
 # (input shape, one layer); s = (stride h, stride w); "pad" explicit = (top, bottom, left, right)
 CASES = {
@@ -71,7 +72,7 @@ def test_word_pairs_and_fresh_first_entry_in_the_c(case: str) -> None:
 
 
 @pytest.mark.slow  # the kernel-IR interpreter and a C and an LLVM host build per case
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case", daily_half(list(CASES), "shallow_lanes"))  # half a day, rotating
 def test_bit_exact_on_interp_c_and_llvm(case: str) -> None:
     model = _model(case)
     cm = compile_model(model, target_options(M4, policy="micro", stack_limit=256))
