@@ -902,17 +902,20 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
                 : [e] "m"(aot_e_) \
                 : "memory", "cc"); \
     } while (0)
-#define aot_c_lohi_2x4_x16(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n) \
+/* the portable lohi loop: `steps` single steps per count of n (the biases first, the weights after them) */
+#define AOT_C_LOHI_LOOP_(steps, o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n) \
     do { \
         const int32_t *aot_lw_ = (wp) + (ww); \
         int32_t aot_lt_; \
         (o0) = aot_lw_[0]; (o1) = aot_lw_[1]; (o2) = aot_lw_[2]; (o3) = aot_lw_[3]; \
         (o4) = aot_lw_[0]; (o5) = aot_lw_[1]; (o6) = aot_lw_[2]; (o7) = aot_lw_[3]; \
-        for (aot_lt_ = 0; aot_lt_ < 16 * (n); ++aot_lt_) { \
+        for (aot_lt_ = 0; aot_lt_ < (steps) * (n); ++aot_lt_) { \
             aot_c_smlad_lohi_2x4(o0, o1, o2, o3, o4, o5, o6, o7, o0, o1, o2, o3, o4, o5, o6, o7, \
-                               (cp) + (cw), 2 * aot_lt_, aot_lw_ + 4, 2 * aot_lt_); \
+                                 (cp) + (cw), 2 * aot_lt_, aot_lw_ + 4, 2 * aot_lt_); \
         } \
     } while (0)
+#define aot_c_lohi_2x4_x16(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n) \
+    AOT_C_LOHI_LOOP_(16, o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n)
 /* The same loop for fewest cycles (AOT_OPTIMIZE_CYCLES, set by board builds with --optimize cycles): 16 steps
    per iteration, or 8 (twice the iterations) where the board's instruction cache is small
    (AOT_ICACHE_BYTES < 2048, set by the same builds): a block's output-channel loop and the column
@@ -1006,12 +1009,13 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
     } while (0)
 #define AOT_LOHIQ_HIGH_(a, l, e) \
     (aot_hl_ ? (int32_t)(((uint32_t)(a) - (uint32_t)(l)) << (e)) : ((int32_t)((uint32_t)(a) - (uint32_t)(l)) >> (e)))
-#define aot_c_lohi_2x4_x16q(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n, r, hi) \
+/* a lohi loop (`loop`: `words` weight words per count of n), then its eight accumulators requantized */
+#define AOT_C_LOHIQ_(loop, words, o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n, r, hi) \
     do { \
-        const int32_t *aot_qp_ = (wp) + (ww) + 4 + 32 * (n); \
+        const int32_t *aot_qp_ = (wp) + (ww) + 4 + (words) * (n); \
         const int32_t aot_r_ = (r), aot_hl_ = (hi); \
         int32_t aot_l0_, aot_l1_; \
-        aot_lohi_2x4_x16(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n); \
+        loop(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n); \
         aot_l0_ = (o0); aot_l1_ = (o4); \
         AOT_LOHIQ_CH_(0, o0, o4, o0, o4); \
         AOT_LOHIQ_CH_(1, o1, o5, o1, o5); \
@@ -1019,6 +1023,8 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
         AOT_LOHIQ_CH_(2, o2, o6, o2, o6); \
         AOT_LOHIQ_CH_(3, o3, o7, o3, o7); \
     } while (0)
+#define aot_c_lohi_2x4_x16q(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n, r, hi) \
+    AOT_C_LOHIQ_(aot_lohi_2x4_x16, 32, o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n, r, hi)
 /* For fewest cycles (AOT_OPTIMIZE_CYCLES): the requantization in the same asm, in the loop's registers
    (the weight pointer has reached the constants): four SUBs (the high channels' differences), then per
    channel three pipelined LDRs (m, h, e) and per output a shift, SMMLA and SSAT (ASR r); where gcc, from
@@ -1166,29 +1172,9 @@ static inline void aot_dw3q_requant(int n, int32_t *acc, const int32_t *mh, int3
         AOT_LOHI10_OUT_(o0, o1, o2, o3, o4, o5, o6, o7); \
     } while (0)
 #define aot_c_lohi_2x4_x10(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n) \
-    do { \
-        const int32_t *aot_lw_ = (wp) + (ww); \
-        int32_t aot_lt_; \
-        (o0) = aot_lw_[0]; (o1) = aot_lw_[1]; (o2) = aot_lw_[2]; (o3) = aot_lw_[3]; \
-        (o4) = aot_lw_[0]; (o5) = aot_lw_[1]; (o6) = aot_lw_[2]; (o7) = aot_lw_[3]; \
-        for (aot_lt_ = 0; aot_lt_ < 10 * (n); ++aot_lt_) { \
-            aot_c_smlad_lohi_2x4(o0, o1, o2, o3, o4, o5, o6, o7, o0, o1, o2, o3, o4, o5, o6, o7, \
-                                 (cp) + (cw), 2 * aot_lt_, aot_lw_ + 4, 2 * aot_lt_); \
-        } \
-    } while (0)
+    AOT_C_LOHI_LOOP_(10, o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n)
 #define aot_c_lohi_2x4_x10q(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n, r, hi) \
-    do { \
-        const int32_t *aot_qp_ = (wp) + (ww) + 4 + 20 * (n); \
-        const int32_t aot_r_ = (r), aot_hl_ = (hi); \
-        int32_t aot_l0_, aot_l1_; \
-        aot_lohi_2x4_x10(o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n); \
-        aot_l0_ = (o0); aot_l1_ = (o4); \
-        AOT_LOHIQ_CH_(0, o0, o4, o0, o4); \
-        AOT_LOHIQ_CH_(1, o1, o5, o1, o5); \
-        aot_l0_ = (o2); aot_l1_ = (o6); \
-        AOT_LOHIQ_CH_(2, o2, o6, o2, o6); \
-        AOT_LOHIQ_CH_(3, o3, o7, o3, o7); \
-    } while (0)
+    AOT_C_LOHIQ_(aot_lohi_2x4_x10, 20, o0, o1, o2, o3, o4, o5, o6, o7, cp, cw, wp, ww, n, r, hi)
 #if AOT_DSP_ASM_ && AOT_ASM_REGS >= 14
 #define aot_lohi_2x4_x10 aot_asmc_lohi_2x4_x10
 #define aot_lohi_2x4_x10q aot_asmc_lohi_2x4_x10q
