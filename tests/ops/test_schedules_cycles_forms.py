@@ -15,12 +15,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import aot  # noqa: E402
 from aot.kernel import ir as K  # noqa: E402
 from aot.kernel.interp import run_interpreted  # noqa: E402
-from aot.kernel.intrinsics import INTRINSICS, call  # noqa: E402
-from aot.kernel.verify import verify_kernel_module  # noqa: E402
+from aot.kernel.intrinsics import INTRINSICS  # noqa: E402
 from aot.pipeline.driver import CompileOptions, compile_model  # noqa: E402
 from multi_check import check_expansion_and_backends, nodes  # noqa: E402
 from test_schedules import conv_chain  # noqa: E402
-from test_schedules_lohi_q import block_record  # noqa: E402
+from test_schedules_lohi_q import block_record, lohi_call_module  # noqa: E402
 
 # a 3x3 conv (two-pixel lohi single steps), a 3x3 depthwise whose rows are 5 wide, a 1x1 conv over an
 # odd number of pixels (the one-pixel lohi step)
@@ -81,18 +80,10 @@ def test_loop_of_10_interp_expansion_c_and_llvm_agree(name: str) -> None:
     rng = np.random.default_rng(13)
     cv = rng.integers(-2 ** 31, 2 ** 31, 46, dtype=np.int64).astype(np.int32)
     wv = block_record(rng, 40, 1)
-    col, w, out = K.Buffer("col", "i32", cv.size), K.Buffer("w", "i32", wv.size), K.Buffer("out", "i32", 8)
-    acc = [K.ScalarVar(f"a{i}") for i in range(8)]
-    args = (K.Load(col, K.Const(4)), K.Const(2), K.Load(w, K.Const(1)), K.Const(0), K.Const(2))
-    extra = (K.Const(9), K.Const(1)) if name.endswith("q") else ()
-    loop = K.MultiAssign(tuple(acc), call(name, *args, *extra))
-    body = K.seq(*[K.Let(v, K.Const(0)) for v in acc], loop, *[K.Store(out, K.Const(i), v) for i, v in enumerate(acc)])
-    fn = K.PrimFunc("k", (col, w, out), body)
-    entry = K.PrimFunc("t_main", (col, w, out), K.seq(K.CallKernel("k", (col, w, out)), K.ReturnOnError()))
-    module = K.KernelModule("t", (fn, entry), (), (K.Pool("sram", 16),), "t_main", (col, w), (out,))
-    verify_kernel_module(module)
+    extra = (9, 1) if name.endswith("q") else ()
+    module = lohi_call_module(name, cv.size, wv.size, 4, (2, 0, 2, *extra))
     want = run_interpreted(module, [cv, wv])[0]
-    assert [int(v) for v in want] == list(INTRINSICS[name].py((cv, 4), 2, (wv, 1), 0, 2, *(9, 1)[:len(extra)]))
+    assert [int(v) for v in want] == list(INTRINSICS[name].py((cv, 4), 2, (wv, 1), 0, 2, *extra))
     check_expansion_and_backends(module, [cv, wv], want)
 
 

@@ -39,6 +39,24 @@ def block_record(rng: np.random.Generator, words: int, lead: int) -> np.ndarray:
     return w.astype(np.int32)
 
 
+def lohi_call_module(name: str, col_words: int, w_words: int, col_at: int,
+                     consts: tuple[int, ...]) -> K.KernelModule:
+    """A verified kernel module whose kernel runs one `name` call over buffers col and w (the column at
+    word col_at, the weights' record at word 1; the call's other arguments the constants `consts`)
+    and stores its eight results to out."""
+    col, w, out = K.Buffer("col", "i32", col_words), K.Buffer("w", "i32", w_words), K.Buffer("out", "i32", 8)
+    acc = [K.ScalarVar(f"a{i}") for i in range(8)]
+    first, *rest = consts
+    loop = K.MultiAssign(tuple(acc), call(name, K.Load(col, K.Const(col_at)), K.Const(first),
+                                          K.Load(w, K.Const(1)), *[K.Const(c) for c in rest]))
+    body = K.seq(*[K.Let(v, K.Const(0)) for v in acc], loop, *[K.Store(out, K.Const(i), v) for i, v in enumerate(acc)])
+    fn = K.PrimFunc("k", (col, w, out), body)
+    entry = K.PrimFunc("t_main", (col, w, out), K.seq(K.CallKernel("k", (col, w, out)), K.ReturnOnError()))
+    module = K.KernelModule("t", (fn, entry), (), (K.Pool("sram", 16),), "t_main", (col, w), (out,))
+    verify_kernel_module(module)
+    return module
+
+
 @pytest.mark.parametrize("hi", [0, 1])
 def test_semantics_equal_the_loop_and_its_requantization(hi: int) -> None:
     rng = np.random.default_rng(3 + hi)
@@ -74,15 +92,7 @@ def test_interp_expansion_c_and_llvm_agree(hi: int) -> None:
     rng = np.random.default_rng(11 + hi)
     cv = rng.integers(-2 ** 31, 2 ** 31, 70, dtype=np.int64).astype(np.int32)
     wv = block_record(rng, 64, 5)
-    col, w, out = K.Buffer("col", "i32", cv.size), K.Buffer("w", "i32", wv.size), K.Buffer("out", "i32", 8)
-    acc = [K.ScalarVar(f"a{i}") for i in range(8)]
-    loop = K.MultiAssign(tuple(acc), call("lohi_2x4_x16q", K.Load(col, K.Const(4)), K.Const(2),
-                                          K.Load(w, K.Const(1)), K.Const(4), K.Const(2), K.Const(9), K.Const(hi)))
-    body = K.seq(*[K.Let(v, K.Const(0)) for v in acc], loop, *[K.Store(out, K.Const(i), v) for i, v in enumerate(acc)])
-    fn = K.PrimFunc("k", (col, w, out), body)
-    entry = K.PrimFunc("t_main", (col, w, out), K.seq(K.CallKernel("k", (col, w, out)), K.ReturnOnError()))
-    module = K.KernelModule("t", (fn, entry), (), (K.Pool("sram", 16),), "t_main", (col, w), (out,))
-    verify_kernel_module(module)
+    module = lohi_call_module("lohi_2x4_x16q", cv.size, wv.size, 4, (2, 4, 2, 9, hi))
     want = run_interpreted(module, [cv, wv])[0]
     assert [int(v) for v in want] == list(INTRINSICS["lohi_2x4_x16q"].py((cv, 4), 2, (wv, 1), 4, 2, 9, hi))
     check_expansion_and_backends(module, [cv, wv], want)
