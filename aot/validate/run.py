@@ -117,9 +117,9 @@ def estimate_first_sample(model: Any, board: Any, samples: list[np.ndarray], bac
         est, _ = estimate_model(model, board, inputs=inputs, backend=backend, **options)
     except Exception as e:  # noqa: BLE001 - the estimate is an extra: the validation result stands
         return {"label": "estimated", "error": " ".join(str(e).split()) or type(e).__name__}
-    return {"cycles": est.cycles, "core_cycles": est.core_cycles, "fetch_stall_cycles": est.fetch_stall_cycles,
-            "data_stall_cycles": est.data_stall_cycles, "ms": round(est.ms, 4), "clock_hz": est.clock_hz,
-            "instructions": est.instructions, "optimize": options["optimize"], "label": "estimated"}
+    d = est.to_dict()
+    keep = ("cycles", "core_cycles", "fetch_stall_cycles", "data_stall_cycles", "ms", "clock_hz", "instructions")
+    return {**{k: d[k] for k in keep}, "optimize": options["optimize"], "label": "estimated"}
 
 
 # ---- data ----------------------------------------------------------------------------------------
