@@ -163,7 +163,9 @@ def make_project(model: Model, board: "Board | str | Path", out_dir: Path, input
     optimize = resolve_optimize(options.pop("optimize", "auto"), board)  # cycles: constants to RAM (fast)
     stack = int(options.get("stack_bytes", board.stack_bytes))
     io = str(options.get("io", "uart"))
-    kernels = optimize == "cycles" and cycle_kernels(board.cpu)
+    # cycle_forms=False: a cycles build (constants in RAM) with the instruction-count kernel forms
+    forms = bool(options.pop("cycle_forms", True))
+    kernels = optimize == "cycles" and forms and cycle_kernels(board.cpu)
     if kernels:  # the schedules' fewest-cycles forms too (a "cycles" target feature)
         from aot.lower.schedule.target import target_for_board
         feats = options.get("cpu_features")

@@ -192,13 +192,25 @@ def _resolved(options: dict[str, Any], board: Board | str) -> dict[str, Any]:
     return {**options, "optimize": resolve_optimize(options.get("optimize"), board)}
 
 
-def cycle_candidates(options: dict[str, Any]) -> list[dict[str, Any]]:
+def cycle_candidates(options: dict[str, Any], board: Board | str | None = None) -> list[dict[str, Any]]:
     """The builds `optimize="cycles"` chooses among by estimated cycles: the options as given and, unless
     the flash budget is set, the same with int8 weights only (flash_budget 0: pre-widened 16-bit weights
-    save instructions, but their fully unrolled kernels can outgrow a small flash cache)."""
+    save instructions, but their fully unrolled kernels can outgrow a small flash cache); on a core that
+    takes the runtime's fewest-cycles kernel forms, also the build with the instruction-count forms
+    (cycle_forms False: their shorter loops can fit a flash cache the cycles forms outgrow)."""
     if options.get("optimize") != "cycles" or "flash_budget" in options:
         return [options]
-    return [{**options, "flash_budget": "auto"}, {**options, "flash_budget": 0}]
+    from aot.timing.placement import cycle_kernels
+    both = [{**options, "flash_budget": "auto"}, {**options, "flash_budget": 0}]
+    if board is not None and "cycle_forms" not in options and cycle_kernels(_board(board).cpu):
+        both.append({**options, "flash_budget": "auto", "cycle_forms": False})
+    return both
+
+
+def _chosen(opts: dict[str, Any]) -> str:
+    if opts.get("cycle_forms") is False:
+        return "the instruction-count kernel forms"
+    return "int8 weights (flash budget 0)" if opts.get("flash_budget") == 0 else "the default flash budget"
 
 
 def _cheapest(candidates: list[dict[str, Any]], run: Any) -> Any:
@@ -215,8 +227,8 @@ def _cheapest(candidates: list[dict[str, Any]], run: Any) -> Any:
     assert best is not None
     res, est, opts = best
     if len(candidates) > 1:
-        chosen = "int8 weights (flash budget 0)" if opts.get("flash_budget") == 0 else "the default flash budget"
-        est.notes.append(f"--optimize cycles: of {len(candidates)} builds, {chosen} has the fewest estimated cycles")
+        est.notes.append(f"--optimize cycles: of {len(candidates)} builds, {_chosen(opts)} has the fewest "
+                         "estimated cycles")
     return res
 
 
@@ -227,7 +239,7 @@ def estimate_model(model: Any, board: Board | str, inputs: dict | None = None, a
     optimize="cycles" (or "auto", the default, on a board whose flash costs cycles) the build with the
     fewest estimated cycles among cycle_candidates."""
     options = _resolved(options, board)
-    candidates = cycle_candidates(options)
+    candidates = cycle_candidates(options, board)
     if len(candidates) > 1:
         if isinstance(model, (str, Path)):
             from aot.frontend import load
@@ -276,7 +288,7 @@ def run_and_estimate(model: Any, inputs: dict, board: Board | str, layer_functio
     fewest estimated cycles among cycle_candidates."""
     from aot.board.flow import run_on_board
     options = _resolved(options, board)
-    candidates = cycle_candidates(options)
+    candidates = cycle_candidates(options, board)
     if len(candidates) > 1:
         return _cheapest(candidates, lambda o: run_and_estimate(model, inputs, board, layer_functions, **o))
     real = _board(board)

@@ -113,7 +113,9 @@ def test_python_api_defaults_to_auto(board: str, expected: str, tmp_path, monkey
     monkeypatch.undo()
     opts = _resolved({}, board)
     assert opts["optimize"] == expected
+    # default and zero flash budgets, and on the M4 the instruction-count kernel forms as a third build
     assert len(cycle_candidates(opts)) == (2 if expected == "cycles" else 1)
+    assert len(cycle_candidates(opts, board)) == (3 if expected == "cycles" else 1)
     assert _resolved({"optimize": "instructions"}, board)["optimize"] == "instructions"
 
 
@@ -128,3 +130,23 @@ def test_linker_script_puts_constants_in_data(const_ram: bool) -> None:
     assert (data < rodata) == const_ram
     block = text[data:text.index("}", data)]
     assert bool(re.search(r"\*\(\.rodata\.\*_const_\*", block)) == const_ram
+
+
+@pytest.mark.parametrize("forms", [True, False])
+def test_cycle_forms_false_builds_the_instruction_count_kernels(forms: bool, tmp_path) -> None:
+    """A cycles build asked for cycle_forms=False keeps the constants in RAM but compiles the runtime's
+    instruction-count kernel forms (no AOT_OPTIMIZE_CYCLES, no cycles CFLAGS)."""
+    import numpy as np
+    from aot.graph_builder import GraphBuilder
+    from aot.board.flow import make_project
+    from aot.board.project.generate import CFLAGS_CYCLES
+
+    g = GraphBuilder("m")
+    x = g.input("x", (1, 16))
+    g.output(g.relu(x))
+    opts = {} if forms else {"cycle_forms": False}
+    bb = make_project(g.finish(), "nucleo-l4r5zi", tmp_path / "p", {"x": np.ones((1, 16), np.float32)},
+                      optimize="cycles", **opts)
+    text = "\n".join(p.read_text(errors="replace") for p in bb.project_dir.rglob("*")
+                     if p.is_file() and p.name in ("Makefile", "CMakeLists.txt"))
+    assert (CFLAGS_CYCLES in text) == forms
