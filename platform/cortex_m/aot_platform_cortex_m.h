@@ -19,39 +19,12 @@
 #ifndef AOT_PLATFORM_CORTEX_M_H
 #define AOT_PLATFORM_CORTEX_M_H
 
-#include <stddef.h>
-#include <stdint.h>
+#include "aot_platform_board.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Reset and start the interval timer. */
-void aot_timer_start(void);
-
-/* Stop the timer; return the elapsed interval as QEMU instructions (see above). Under QEMU
- * this is the figure to report; on hardware use aot_timer_stop_cycles(). */
-uint64_t aot_timer_stop_instructions(void);
-
-/* Stop the timer; return the elapsed CPU cycles (hardware) or SysTick ticks (QEMU). */
-uint64_t aot_timer_stop_cycles(void);
-
-/* Raw SysTick ticks of the interval measured by the last stop. */
-uint64_t aot_timer_last_ticks(void);
-
-/* Highest arena use (bytes, headers included) of aot_platform_allocate so far; 0 when
- * AOT_PLATFORM_ARENA_BYTES is 0. */
-size_t aot_platform_arena_high_water(void);
-
-/* Clocks, pins and console of the board (soc/<name>.c; a weak no-op when the board has none
- * beyond the reset state). Called by Reset_Handler before main. */
-void aot_board_init(void);
-
-/* Console UART driver (console/<driver>.c): init once, then blocking writes. */
-void aot_console_init(void);
-void aot_console_write(const char *text, size_t length);
-/* Wait until every written byte has left the UART. */
-void aot_console_flush(void);
 /* Receive, for the validation firmware (main.c of `aot project --validate`): enable the receiver
  * (after aot_console_init); then aot_console_read() returns the next received byte (0..255), or
  * -1 when none is waiting (it never blocks); aot_console_write_raw writes bytes as they are (no
@@ -71,21 +44,8 @@ int aot_console_rx_ready(void);
 void aot_console_rx_irq_clear(void);
 #endif
 
-/* aot_console_write of the drivers that transmit one character at a time (putc blocks until
- * the transmitter takes it): '\n' goes out as "\r\n". */
-static inline void aot_console_write_polled(void (*putc)(char), const char *text, size_t length) {
-    size_t i;
-    for (i = 0u; i < length; ++i) {
-        if (text[i] == '\n') {
-            putc('\r');
-        }
-        putc(text[i]);
-    }
-}
-
-/* Print "AOT_EXIT <rc>" and stop (console builds), or exit through semihosting. */
-void aot_platform_exit(int rc) __attribute__((noreturn));
-/* console builds: flush the console, then end the run (a reset request on emulated boards) or sleep */
+/* aot_platform_exit (aot_platform_board.h) prints "AOT_EXIT <rc>" (console builds) or exits
+ * through semihosting. Console builds: flush the console: flush the console, then end the run (a reset request on emulated boards) or sleep */
 void aot_platform_halt(void) __attribute__((noreturn));
 
 #ifdef __cplusplus

@@ -124,23 +124,7 @@ void aot_platform_exit(int rc) {
 #if defined(AOT_IO_SEMIHOSTING)
     exit(rc);
 #else
-    /* one small buffer, written from its end: this frame is part of the worst-case stack (a
-       HardFault handler calls it), so it stays a few words */
-    char line[16];
-    uint32_t value = rc < 0 ? (uint32_t)0 - (uint32_t)rc : (uint32_t)rc;
-    int at = (int)sizeof(line) - 1;
-
-    line[at] = '\0';
-    line[--at] = '\n';
-    do {
-        line[--at] = (char)('0' + (int)(value % 10u));
-        value /= 10u;
-    } while (value != 0u);
-    if (rc < 0) {
-        line[--at] = '-';
-    }
-    aot_platform_log("AOT_EXIT ");
-    aot_platform_log(&line[at]);
+    aot_platform_log_exit(rc);
     aot_platform_halt();
 #endif
 }

@@ -191,7 +191,8 @@ def _platform_files(board: Board, io: str) -> dict[str, bytes]:
         if not path.is_file():
             raise Error(f"board {board.name} needs {path}, which does not exist")
         files[f"platform/{name}"] = path.read_bytes()
-    files["platform/aot_platform_arena.c"] = (asset_dir("platform") / "common" / "aot_platform_arena.c").read_bytes()
+    for name in ("aot_platform_arena.c", "aot_platform_board.h"):
+        files[f"platform/{name}"] = (asset_dir("platform") / "common" / name).read_bytes()
     return files
 
 
