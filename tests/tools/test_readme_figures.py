@@ -60,7 +60,8 @@ def test_readme_figures_are_measured(tmp_path: Path) -> None:
         if not row["bit_exact_with_host"]:
             bad.append(f"{name}: not bit-exact with the host build")
         if (row["instructions"], row["ram_bytes"]) != (instructions, ram):
-            bad.append(f"{name}: instructions, RAM {row['instructions']}, {row['ram_bytes']} != README {instructions}, {ram}")
+            bad.append(f"{name}: instructions, RAM {row['instructions']}, {row['ram_bytes']} "
+                       f"!= README {instructions}, {ram}")
         if abs(row["flash_bytes"] - flash) > 0.01 * flash:
             bad.append(f"{name}: flash {row['flash_bytes']} not within 1% of README {flash}")
     assert set(measured) >= set(FILES) and not bad, "\n".join(bad)
