@@ -58,6 +58,9 @@ class CompileOptions:
     # the model's inputs and outputs: "app" = the application's buffers, passed to <prefix>_run;
     # "pool" = planned buffers in the pools (<prefix>_invoke; board firmware's default)
     io_buffers: str = "app"
+    # io_buffers "pool": the input's bands no later kernel reads are free for later buffers
+    # (aot.pipeline.bands); False keeps the whole input live to its last reader (as with guards)
+    consume_inputs: bool = True
     # patch-based execution of the first stage (aot.transform.patch, aot.pipeline.patching): None or
     # "off" = never; None / "auto" (the default) = when it saves >= 25% RAM for <= 5% instructions, or
     # with a pool size given (a board's RAM) that the whole model does not fit, the fewest extra
@@ -202,12 +205,14 @@ def _compile(model: Model, o: CompileOptions, patch: PatchChoice | None) -> Comp
              "workspace scratch becomes a kernel parameter the planner places (caller and callee together)"),
         Pass("share_kernels", share_kernels, "kernels that differ only in their constant tables become one kernel "
              "taking the tables as parameters (repeated blocks: less flash, same code)"),
-        Pass("order_calls", lambda km: order_calls(km, o.planner, o.seed, o.io_buffers),
+        Pass("order_calls", lambda km: order_calls(km, o.planner, o.seed, o.io_buffers,
+                                                            consume_inputs=o.consume_inputs and not o.guards),
              "branching graphs: the call order of least planned peak (kept only when smaller)"),
     ]
     kmod = run_passes(fused, kernel_passes, instruments, timings)
     planned, report = plan_memory(kmod, o.pool, o.pool_size, o.alignment, o.planner, o.seed,
-                                  pools=o.pools or None, io_buffers=o.io_buffers)
+                                  pools=o.pools or None, io_buffers=o.io_buffers,
+                                  consume_inputs=o.consume_inputs and not o.guards)  # canaries go around whole buffers
     if o.guards:  # canaries after planning: the pools grow by the gaps the stretch opens
         planned, report = add_guards(planned, report, dict(o.pools) if o.pools else {o.pool: o.pool_size})
     if o.verify:
