@@ -10,7 +10,7 @@ from aot.errors import FitError
 from aot.kernel import ir as K
 from aot.pipeline.alias import Aliases, aliases, drop_steps
 from aot.pipeline.bands import Band, input_bands
-from aot.memory import BufferRequest, MemoryPlan, lower_bound, plan as plan_buffers
+from aot.memory import BufferRequest, MemoryPlan, check_plan, lower_bound, plan as plan_buffers
 
 
 @dataclass(frozen=True)
@@ -250,6 +250,8 @@ def plan_memory(module: K.KernelModule, pool: str = "sram", pool_size: int | Non
             break
     assert best is not None
     _, shared, reqs, split = best
+    for name, (chosen, mp) in split.items():  # no two buffers live at one step share a byte (bands too)
+        check_plan(chosen, mp)
     for name, size in pool_list:
         chosen, mp = split[name]
         if size is not None and mp.peak_bytes > size:
