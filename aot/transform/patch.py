@@ -339,13 +339,14 @@ def _writes_over(op: str) -> bool:
     return REGISTRY.get(op).kind == "elementwise" and op != "strided_slice"
 
 
-def live_peak(model: Model, io_in_pool: bool = True) -> int:
+def live_peak(model: Model, io_in_pool: bool = True, consume_input: bool = False) -> int:
     """The largest sum of bytes live at one call of the entry (inputs, outputs and tensors held
     across), with the sharing the planner gives the patched stage: a strip's piece of the cut
     tensor lives in the concatenation's output, a strided_slice read only by the next call is
     inlined into it (unless marked materialize), and an elementwise op, a stride-1 depthwise
     convolution or a 1x1 product writes over an operand of its shape dying there. `io_in_pool`
-    False: the model's inputs and outputs are the caller's buffers and count nothing."""
+    False: the model's inputs and outputs are the caller's buffers and count nothing. `consume_input`:
+    the input consumed in place (aot.pipeline.bands), each of its rows live to its last reader."""
     fn = model.main
     body = fn.body
     last: dict[int, int] = {}
@@ -377,7 +378,7 @@ def live_peak(model: Model, io_in_pool: bool = True) -> int:
             owner[id(c.out)] = -1  # inlined: no storage
     span: dict[int, list[int]] = {}
     io = set() if io_in_pool else {id(v) for v in (*model.inputs, *model.outputs)}
-    rows_dead = _input_rows_last_read(model) if io_in_pool else None
+    rows_dead = _input_rows_last_read(model) if io_in_pool and consume_input else None
     if rows_dead is not None:  # consumed in place (aot.pipeline.bands): each row live to its last reader
         io.add(id(model.inputs[0]))
     for v, f in first.items():

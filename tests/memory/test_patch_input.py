@@ -53,8 +53,8 @@ def builds():  # noqa: ANN201
     model, patched = _patched()
     return (model, patched,
             compile_model(model, CompileOptions(**POOL, ram_budget="off")),
-            compile_model(patched, CompileOptions(**POOL, ram_budget="off")),
-            compile_model(patched, CompileOptions(**POOL, ram_budget="off", consume_inputs=False)))
+            compile_model(patched, CompileOptions(**POOL, ram_budget="off", consume_inputs=True)),
+            compile_model(patched, CompileOptions(**POOL, ram_budget="off")))
 
 
 def test_the_input_is_cut_into_bands_dying_strip_by_strip(builds) -> None:  # noqa: ANN001
@@ -80,7 +80,20 @@ def test_consumed_in_place_the_pool_is_smaller(builds) -> None:  # noqa: ANN001
     assert small.plan.activation_bytes < whole.plan.activation_bytes < plain.plan.activation_bytes
     assert small.plan.lower_bound_bytes < whole.plan.lower_bound_bytes
     # the choice's estimate sees it too
-    assert live_peak(patched, True) < live_peak(patched, False) + model.inputs[0].type.nbytes
+    assert live_peak(patched, True, True) < live_peak(patched, True)
+    assert live_peak(patched, True, True) < live_peak(patched, False) + model.inputs[0].type.nbytes
+
+
+def test_the_input_is_consumed_where_the_budget_asks_for_less_ram() -> None:
+    """By default (consume_inputs None) only `--ram-budget min` or a byte count consumes the input; an
+    explicit value wins, and guards never do."""
+    from aot.pipeline.driver import consumes_inputs
+    for budget, want in ((None, False), ("auto", False), ("off", False), ("min", True), (30000, True),
+                         ("30000", True)):
+        assert consumes_inputs(CompileOptions(**POOL, ram_budget=budget)) is want, budget
+    assert consumes_inputs(CompileOptions(**POOL, ram_budget="off", consume_inputs=True))
+    assert not consumes_inputs(CompileOptions(**POOL, ram_budget="min", consume_inputs=False))
+    assert not consumes_inputs(CompileOptions(**POOL, ram_budget="min", guards=True))
 
 
 @pytest.mark.parametrize("backend", ["interp", "c", "llvm"])
