@@ -20,6 +20,13 @@ whose interval overlaps (first fit). They differ only in the order:
 Two buffers conflict when both have a nonzero size and their step intervals
 [first_use, last_use] intersect. Zero-size buffers sit at offset 0 and conflict with nothing.
 
+Requests may form a group (the same `group` name): one contiguous block whose parts keep their
+byte distances (`group_offset`), each part with a lifetime of its own. The block is placed as
+one item, at the lowest offset where every part clears the placed buffers that overlap it in
+time; later buffers may take a part's bytes once it is dead. A model input the caller writes
+before the first step is planned so: its row bands die after their last reader (the parts are
+laid out by the caller, so they must stay together).
+
 Output never depends on the order of the requests: buffers are first put in a canonical
 order (by name, which must be unique) and every sort has a full tie-breaker.
 """
@@ -45,6 +52,8 @@ class BufferRequest:
     first_use: int
     last_use: int
     alignment: int = 16
+    group: str = ""  # requests of one group are one block: offset = block offset + group_offset
+    group_offset: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -63,6 +72,9 @@ class BufferRequest:
             )
         if self.alignment < 1:
             raise ValueError(f"buffer {self.name!r}: alignment {self.alignment} < 1")
+        if not isinstance(self.group, str) or not isinstance(self.group_offset, int) or self.group_offset < 0 \
+                or (not self.group and self.group_offset):
+            raise ValueError(f"buffer {self.name!r}: group {self.group!r} at {self.group_offset!r}")
 
 
 @dataclass(frozen=True)
@@ -89,9 +101,14 @@ class _Problem:
     requests: tuple[BufferRequest, ...]  # canonical order: sorted by name
     sizes: tuple[int, ...]
     aligns: tuple[int, ...]
-    active: tuple[int, ...]  # indices with size > 0
+    active: tuple[int, ...]  # items placed one at a time: ungrouped nonzero buffers and group leads
     conflicts: tuple[tuple[int, ...], ...]  # per index: indices of overlapping nonzero buffers
     lower_bound: int
+    # per index: the (index, byte distance from the block) of the buffers placed with it; () for a
+    # group member that is not its group's lead (placed with the lead), ((i, 0),) when ungrouped
+    members: tuple[tuple[tuple[int, int], ...], ...] = ()
+    item: tuple[int, ...] = ()  # per index: the index of the item that places it
+    weight: tuple[int, ...] = ()  # per index: bytes the item places (the block's span for a lead)
 
 
 def _prepare(requests: Iterable[BufferRequest]) -> _Problem:
@@ -104,15 +121,61 @@ def _prepare(requests: Iterable[BufferRequest]) -> _Problem:
         if a.name == b.name:
             raise ValueError(f"duplicate buffer name {a.name!r}")
     sizes = tuple(r.size for r in reqs)
-    active = tuple(i for i, r in enumerate(reqs) if r.size > 0)
+    nonzero = tuple(i for i, r in enumerate(reqs) if r.size > 0)
+    groups: dict[str, list[int]] = {}
+    for i in nonzero:
+        if reqs[i].group:
+            groups.setdefault(reqs[i].group, []).append(i)
+    members: list[tuple[tuple[int, int], ...]] = [((i, 0),) for i in range(len(reqs))]
+    item = list(range(len(reqs)))
+    weight = list(sizes)
+    for name, idx in groups.items():
+        idx.sort(key=lambda i: (reqs[i].group_offset, i))
+        lead = idx[0]
+        if reqs[lead].group_offset != 0:
+            raise ValueError(f"group {name!r}: no buffer at group offset 0")
+        for a, b in zip(idx, idx[1:]):
+            if reqs[a].group_offset + reqs[a].size > reqs[b].group_offset:
+                raise ValueError(f"group {name!r}: {reqs[a].name!r} and {reqs[b].name!r} overlap in the block")
+        for i in idx:
+            members[i] = ()
+            item[i] = lead
+        members[lead] = tuple((i, reqs[i].group_offset) for i in idx)
+        weight[lead] = reqs[idx[-1]].group_offset + reqs[idx[-1]].size
+    active = tuple(i for i in nonzero if members[i])
     return _Problem(
         requests=reqs,
         sizes=sizes,
         aligns=tuple(r.alignment for r in reqs),
         active=active,
-        conflicts=_conflicts(reqs, active),
+        conflicts=_conflicts(reqs, nonzero),
         lower_bound=lower_bound(reqs),
+        members=tuple(members),
+        item=tuple(item),
+        weight=tuple(weight),
     )
+
+
+def _place_block(problem: _Problem, b: int, offsets: Sequence[int], ends: Sequence[int], placed) -> int:  # noqa: ANN001
+    """The lowest aligned offset of item `b`'s block where every part clears the placed buffers
+    (placed(c) true) overlapping it in time. Each raise skips only offsets where a part hits a
+    placed buffer, so the first offset with no hit is the lowest."""
+    members, sizes, conflicts = problem.members[b], problem.sizes, problem.conflicts
+    align = problem.aligns[b]
+    cand = 0
+    moved = True
+    while moved:
+        moved = False
+        for m, go in members:
+            lo, hi = cand + go, cand + go + sizes[m]
+            for c in conflicts[m]:
+                if placed(c) and offsets[c] < hi and lo < ends[c]:
+                    cand = -(-(ends[c] - go) // align) * align
+                    moved = True
+                    break
+            if moved:
+                break
+    return cand
 
 
 def _conflicts(reqs: Sequence[BufferRequest], active: Sequence[int]) -> tuple[tuple[int, ...], ...]:
@@ -154,6 +217,13 @@ def _first_fit(problem: _Problem, order: Sequence[int]) -> list[int]:
     placed = [False] * len(problem.requests)
     sizes, aligns, conflicts = problem.sizes, problem.aligns, problem.conflicts
     for b in order:
+        if len(problem.members[b]) != 1 or problem.members[b][0][0] != b:  # a group's block
+            base = _place_block(problem, b, offsets, ends, placed.__getitem__)
+            for m, go in problem.members[b]:
+                offsets[m] = base + go
+                ends[m] = base + go + sizes[m]
+                placed[m] = True
+            continue
         size, align = sizes[b], aligns[b]
         occupied = sorted([(offsets[c], ends[c]) for c in conflicts[b] if placed[c]])
         cand = 0
@@ -169,7 +239,7 @@ def _first_fit(problem: _Problem, order: Sequence[int]) -> list[int]:
 
 
 def _peak(problem: _Problem, offsets: Sequence[int]) -> int:
-    return max((offsets[i] + problem.sizes[i] for i in problem.active), default=0)
+    return max((offsets[m] + problem.sizes[m] for i in problem.active for m, _ in problem.members[i]), default=0)
 
 
 def _make_plan(problem: _Problem, offsets: Sequence[int], planner: str) -> MemoryPlan:
@@ -189,7 +259,7 @@ def _order_by_size(problem: _Problem) -> list[int]:
     reqs = problem.requests
     return sorted(
         problem.active,
-        key=lambda i: (-reqs[i].size, reqs[i].first_use, -reqs[i].last_use, i),
+        key=lambda i: (-problem.weight[i], reqs[i].first_use, -reqs[i].last_use, i),
     )
 
 
@@ -198,8 +268,8 @@ def _order_by_conflicts(problem: _Problem) -> list[int]:
     return sorted(
         problem.active,
         key=lambda i: (
-            -reqs[i].size * len(problem.conflicts[i]),
-            -reqs[i].size,
+            -problem.weight[i] * len(problem.conflicts[i]),
+            -problem.weight[i],
             reqs[i].first_use,
             i,
         ),
@@ -262,6 +332,8 @@ def _anneal(
     """
     n = len(start)
     sizes, aligns, conflicts = problem.sizes, problem.aligns, problem.conflicts
+    members, item = problem.members, problem.item
+    grouped = any(len(members[b]) != 1 for b in start)
     target = problem.lower_bound
     order = list(start)
     pos = [0] * len(problem.requests)
@@ -269,18 +341,22 @@ def _anneal(
         pos[b] = k
     offsets = _first_fit(problem, order)
     ends = [offsets[i] + sizes[i] for i in range(len(sizes))]
-    peak = max((ends[b] for b in order), default=0)
+
+    def block_end(b: int, ends: list[int]) -> int:  # the end of item b's block
+        return max(ends[m] for m, _ in members[b]) if grouped else ends[b]
+
+    peak = max((block_end(b, ends) for b in order), default=0)
     best_peak, best_order, best_offsets = peak, list(order), list(offsets)
     if n < 2 or peak <= target or max_iters <= 0:
         return best_order, best_offsets
 
     rng = random.Random(seed)
-    mean_size = sum(sizes[b] for b in order) / n
+    mean_size = sum(problem.weight[b] for b in order) / n
     t0 = 0.5 * mean_size
     for it in range(max_iters):
         # Choose a move: take the buffer at position src and reinsert it at position dst.
         if rng.random() < 0.5:
-            critical = [b for b in order if ends[b] == peak]
+            critical = [b for b in order if block_end(b, ends) == peak]
             b = critical[rng.randrange(len(critical))]
             src = pos[b]
             if src == 0:
@@ -303,14 +379,25 @@ def _anneal(
         new_ends = ends[:]
         new_peak = 0
         for k in range(lo):
-            e = new_ends[new_order[k]]
+            e = block_end(new_order[k], new_ends)
             if e > new_peak:
                 new_peak = e
         for k in range(lo, n):
             b = new_order[k]
+            if grouped and (len(members[b]) != 1 or members[b][0][0] != b):
+                base = _place_block(problem, b, new_offsets, new_ends,
+                                    lambda c, k=k, new_pos=new_pos: new_pos[item[c]] < k)
+                e = 0
+                for m, go in members[b]:
+                    new_offsets[m] = base + go
+                    new_ends[m] = base + go + sizes[m]
+                    e = max(e, new_ends[m])
+                if e > new_peak:
+                    new_peak = e
+                continue
             size, align = sizes[b], aligns[b]
             occupied = sorted(
-                [(new_offsets[c], new_ends[c]) for c in conflicts[b] if new_pos[c] < k]
+                [(new_offsets[c], new_ends[c]) for c in conflicts[b] if new_pos[item[c]] < k]
             )
             cand = 0
             for off, end in occupied:
@@ -434,6 +521,13 @@ def check_plan(requests: Iterable[BufferRequest], plan: MemoryPlan) -> None:
             raise ValueError(f"buffer {r.name!r}: invalid offset {off!r}")
         if off % r.alignment:
             raise ValueError(f"buffer {r.name!r}: offset {off} not aligned to {r.alignment}")
+    blocks: dict[str, tuple[int, str]] = {}
+    for r in reqs:  # a group is one block: every part at the block's offset + its group_offset
+        if r.group:
+            base = plan.offsets[r.name] - r.group_offset
+            if blocks.setdefault(r.group, (base, r.name))[0] != base:
+                raise ValueError(f"group {r.group!r}: {r.name!r} at {plan.offsets[r.name]} is not "
+                                 f"{r.group_offset} bytes after the block of {blocks[r.group][1]!r}")
     by_start = sorted((r for r in reqs if r.size > 0), key=lambda r: (r.first_use, r.name))
     for k, a in enumerate(by_start):
         a_off = plan.offsets[a.name]

@@ -58,6 +58,11 @@ class CompileOptions:
     # the model's inputs and outputs: "app" = the application's buffers, passed to <prefix>_run;
     # "pool" = planned buffers in the pools (<prefix>_invoke; board firmware's default)
     io_buffers: str = "app"
+    # io_buffers "pool": the input's bands no later kernel reads are free for later buffers
+    # (aot.pipeline.bands); False keeps the whole input live to its last reader (as with guards);
+    # None (the default): only when the RAM budget asks for less RAM (min or a byte count), since the
+    # planner's search over the bands costs compile time
+    consume_inputs: bool | None = None
     # patch-based execution of the first stage (aot.transform.patch, aot.pipeline.patching): None or
     # "off" = never; None / "auto" (the default) = when it saves >= 25% RAM for <= 5% instructions, or
     # with a pool size given (a board's RAM) that the whole model does not fit, the fewest extra
@@ -163,6 +168,16 @@ def _lower_for_target(model: Model, o: CompileOptions) -> K.KernelModule:
     return int8
 
 
+def consumes_inputs(o: CompileOptions) -> bool:
+    """Whether the build consumes its model input in place (CompileOptions.consume_inputs); never with
+    guards, whose canaries go around whole buffers."""
+    if o.guards:
+        return False
+    if o.consume_inputs is not None:
+        return o.consume_inputs
+    return parse_budget(o.ram_budget) not in (None, "auto", "off")
+
+
 def compile_model(model: Model, options: CompileOptions | None = None) -> CompiledModel:
     o = options or CompileOptions()
     one_image = len(model.inputs) == 1 and not model.states and len(model.inputs[0].type.shape) == 4 \
@@ -179,7 +194,8 @@ def compile_model(model: Model, options: CompileOptions | None = None) -> Compil
     def build(choice: PatchChoice | None, bounded: bool = True) -> CompiledModel:
         return _compile(model, o if bounded else replace(o, pool_size=None), choice)
     return compile_within_budget(model, o.ram_budget, lambda m: prepared, build,
-                                 lambda cm: cm.plan.activation_bytes, cost, o.io_buffers == "pool", limit)
+                                 lambda cm: cm.plan.activation_bytes, cost, o.io_buffers == "pool", limit,
+                                 consumes_inputs(o))
 
 
 def _compile(model: Model, o: CompileOptions, patch: PatchChoice | None) -> CompiledModel:
@@ -202,12 +218,14 @@ def _compile(model: Model, o: CompileOptions, patch: PatchChoice | None) -> Comp
              "workspace scratch becomes a kernel parameter the planner places (caller and callee together)"),
         Pass("share_kernels", share_kernels, "kernels that differ only in their constant tables become one kernel "
              "taking the tables as parameters (repeated blocks: less flash, same code)"),
-        Pass("order_calls", lambda km: order_calls(km, o.planner, o.seed, o.io_buffers),
+        Pass("order_calls", lambda km: order_calls(km, o.planner, o.seed, o.io_buffers,
+                                                            consume_inputs=consumes_inputs(o)),
              "branching graphs: the call order of least planned peak (kept only when smaller)"),
     ]
     kmod = run_passes(fused, kernel_passes, instruments, timings)
     planned, report = plan_memory(kmod, o.pool, o.pool_size, o.alignment, o.planner, o.seed,
-                                  pools=o.pools or None, io_buffers=o.io_buffers)
+                                  pools=o.pools or None, io_buffers=o.io_buffers,
+                                  consume_inputs=consumes_inputs(o))
     if o.guards:  # canaries after planning: the pools grow by the gaps the stretch opens
         planned, report = add_guards(planned, report, dict(o.pools) if o.pools else {o.pool: o.pool_size})
     if o.verify:

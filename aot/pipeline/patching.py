@@ -100,11 +100,12 @@ class PatchChoice:
                 "estimated_instruction_overhead": round(self.overhead, 4)}
 
 
-def candidates(model: Model, io_in_pool: bool = True) -> tuple[PatchChoice, list[PatchChoice]]:
+def candidates(model: Model, io_in_pool: bool = True,
+               consume_input: bool = False) -> tuple[PatchChoice, list[PatchChoice]]:
     """The whole model's estimate and every patch candidate's (`io_in_pool`: the model's input and
     output are planned in the pools, --io-buffers pool)."""
     total = sum(call_macs(c) for c in model.main.body if isinstance(c.op, str))
-    whole_peak = live_peak(model, io_in_pool)
+    whole_peak = live_peak(model, io_in_pool, consume_input)
     whole = PatchChoice(None, 1, 0, 0, total, whole_peak, whole_peak)
     out: list[PatchChoice] = []
     for cut in stage_cuts(model):
@@ -113,7 +114,7 @@ def candidates(model: Model, io_in_pool: bool = True) -> tuple[PatchChoice, list
         macs = stage_macs(model, cut)
         for rows, cols in grids(cut.shape[1], cut.shape[2]):
             patched = patch_stage(model, cut, rows, cols)
-            out.append(PatchChoice(cut, rows, macs, patched_macs(model, cut, rows, cols, patched), total, live_peak(patched, io_in_pool),
+            out.append(PatchChoice(cut, rows, macs, patched_macs(model, cut, rows, cols, patched), total, live_peak(patched, io_in_pool, consume_input),
                                    whole_peak, cols))
     return whole, out
 
@@ -181,7 +182,8 @@ def _try(build: Callable[..., Any], choice: PatchChoice | None) -> Any:
 
 def compile_within_budget(model: Model, budget: "int | str | None", prepare: Callable[[Model], Model],
                           build: Callable[..., Any], pool_bytes: Callable[[Any], int],
-                          cost: Cost | None = None, io_in_pool: bool = True, limit: int | None = None) -> Any:
+                          cost: Cost | None = None, io_in_pool: bool = True, limit: int | None = None,
+                          consume_input: bool = False) -> Any:
     """The compiled model of the plan chosen for `budget` (module docstring). `prepare` gives the
     graph the patch pass sees (after the folding passes), `build(choice, bounded=True)` compiles with
     a choice (bounded False: without the pool size given),
@@ -192,7 +194,7 @@ def compile_within_budget(model: Model, budget: "int | str | None", prepare: Cal
     if budget == "off":
         return build(None)
     prepared = prepare(model)
-    whole, cands = candidates(prepared, io_in_pool)
+    whole, cands = candidates(prepared, io_in_pool, consume_input)
     if budget == "auto":
         plain = _try(build, None) if limit is not None else build(None)
         if plain is None:  # the default does not fit the board: its RAM is the budget

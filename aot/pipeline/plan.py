@@ -9,7 +9,8 @@ from typing import Sequence
 from aot.errors import FitError
 from aot.kernel import ir as K
 from aot.pipeline.alias import Aliases, aliases, drop_steps
-from aot.memory import BufferRequest, MemoryPlan, lower_bound, plan as plan_buffers
+from aot.pipeline.bands import Band, input_bands
+from aot.memory import BufferRequest, MemoryPlan, check_plan, lower_bound, plan as plan_buffers
 
 
 @dataclass(frozen=True)
@@ -114,11 +115,31 @@ def sharing_candidates(module: K.KernelModule) -> list[Aliases]:
     return out
 
 
+def band_name(name: str, k: int) -> str:
+    """The planner's name of band k of a model input consumed in place (band 0 keeps its name)."""
+    return name if k == 0 else f"{name}.band{k}"
+
+
+def consumed_inputs(module: K.KernelModule, shared: Aliases) -> dict[str, list[Band]]:
+    """Model inputs planned in the pool whose dead bands later buffers may take
+    (aot.pipeline.bands): name -> bands. Not an input another buffer lives in (written in place)."""
+    ids = {id(b) for b in module.unplanned}
+    roots = {shared.root(n)[0] for n in shared.within}
+    out: dict[str, list[Band]] = {}
+    for b in module.inputs:
+        if id(b) in ids and b.name not in roots:
+            bands = input_bands(module, b, shared.elided)
+            if bands:
+                out[b.name] = bands
+    return out
+
+
 def liveness(module: K.KernelModule, alignment: int = 16, inplace: bool = True,
-             shared: Aliases | None = None) -> list[BufferRequest]:
+             shared: Aliases | None = None, bands: dict[str, list[Band]] | None = None) -> list[BufferRequest]:
     """One request per storage: buffers written in place share their input's request, slices of
     a concatenation their output's (aot.pipeline.alias; the liveness of a storage is the union).
-    `shared` overrides the sharing (default: all of aot.pipeline.alias.aliases)."""
+    `shared` overrides the sharing (default: all of aot.pipeline.alias.aliases). `bands`: model
+    inputs consumed in place (consumed_inputs): one request per band, the bands one group."""
     first, last = _intervals(module)
     if shared is None:
         shared = aliases(module, inplace_pairs(module)) if inplace else Aliases({}, frozenset())
@@ -133,7 +154,14 @@ def liveness(module: K.KernelModule, alignment: int = 16, inplace: bool = True,
             f0, l0, s0 = span[r]
             f, l, size = min(f, f0), max(l, l0), max(size, s0)
         span[r] = (f, l, size)
-    return [BufferRequest(name, size, f, l, alignment) for name, (f, l, size) in span.items()]
+    out = []
+    for name, (f, l, size) in span.items():
+        if bands and name in bands:
+            out += [BufferRequest(band_name(name, k), n, f, max(f, last), alignment if k == 0 else 1, name, off)
+                    for k, (off, n, last) in enumerate(bands[name])]
+        else:
+            out.append(BufferRequest(name, size, f, l, alignment))
+    return out
 
 
 def _split_pools(reqs: list[BufferRequest], pools: Sequence[tuple[str, int | None]], planner: str, seed: int,
@@ -183,11 +211,13 @@ def _fit_io(split: dict[str, tuple[list[BufferRequest], MemoryPlan]], io_reqs: l
 def plan_memory(module: K.KernelModule, pool: str = "sram", pool_size: int | None = None, alignment: int = 16,
                 planner: str = "best", seed: int = 0, max_iters: int | None = None,
                 pools: Sequence[tuple[str, int | None]] | None = None,
-                io_buffers: str = "app") -> tuple[K.KernelModule, PlanReport]:
+                io_buffers: str = "app", consume_inputs: bool = True) -> tuple[K.KernelModule, PlanReport]:
     """Pass: place every unplanned buffer in the pool(s); fail with the numbers if they do not fit.
     `pools` [(name, size)] overrides (pool, pool_size) for builds with several memories.
     `io_buffers` "pool" plans the model's inputs and outputs too (module.io records where): fitted
-    around the other buffers' plan (_fit_io) unless planning all together gives a smaller pool."""
+    around the other buffers' plan (_fit_io) unless planning all together gives a smaller pool.
+    Planned together in one pool, an input's bands no later call reads are free for the buffers
+    after them (aot.pipeline.bands) unless `consume_inputs` is False."""
     pool_list = list(pools) if pools else [(pool, pool_size)]
     io_names = {b.name: role for role, bufs in (("input", module.inputs), ("output", module.outputs)) for b in bufs}
     if io_buffers == "pool":
@@ -197,15 +227,22 @@ def plan_memory(module: K.KernelModule, pool: str = "sram", pool_size: int | Non
     calls = _calls(module.func(module.entry))
     best: tuple[int, Aliases, list[BufferRequest], dict[str, tuple[list[BufferRequest], MemoryPlan]]] | None = None
     candidates = sharing_candidates(module)
-    floor = min(lower_bound(liveness(module, alignment, shared=c)) for c in candidates)
+    consume = consume_inputs and io_buffers == "pool" and len(pool_list) == 1
+
+    def requests(shared: Aliases) -> tuple[list[BufferRequest], list[BufferRequest]]:
+        whole = liveness(module, alignment, shared=shared)
+        bands = consumed_inputs(module, shared) if consume else {}
+        return whole, liveness(module, alignment, shared=shared, bands=bands) if bands else whole
+
+    floor = min(lower_bound(requests(c)[1]) for c in candidates)
     for shared in candidates:  # the smallest pool; ties to the first (most sharing)
-        reqs = liveness(module, alignment, shared=shared)
+        whole, reqs = requests(shared)
         split = _split_pools(reqs, pool_list, planner, seed, max_iters)
         if io_buffers == "pool":  # the other buffers keep their places unless planning all together saves bytes
-            kept = _fit_io(_split_pools([r for r in reqs if r.name not in io_names], pool_list, planner, seed,
-                                        max_iters), [r for r in reqs if r.name in io_names], pool_list)
+            kept = _fit_io(_split_pools([r for r in whole if r.name not in io_names], pool_list, planner, seed,
+                                        max_iters), [r for r in whole if r.name in io_names], pool_list)
             if sum(mp.peak_bytes for _, mp in kept.values()) <= sum(mp.peak_bytes for _, mp in split.values()):
-                split = kept
+                split, reqs = kept, whole
         total = sum(mp.peak_bytes for _, mp in split.values())
         if best is None or total < best[0]:
             best = (total, shared, reqs, split)
@@ -213,6 +250,8 @@ def plan_memory(module: K.KernelModule, pool: str = "sram", pool_size: int | Non
             break
     assert best is not None
     _, shared, reqs, split = best
+    for name, (chosen, mp) in split.items():  # no two buffers live at one step share a byte (bands too)
+        check_plan(chosen, mp)
     for name, size in pool_list:
         chosen, mp = split[name]
         if size is not None and mp.peak_bytes > size:
@@ -242,6 +281,7 @@ def plan_memory(module: K.KernelModule, pool: str = "sram", pool_size: int | Non
     total = sum(p.size for p in new_pools)
     lb = lower_bound(reqs)
     kinds = {b.name: io_names.get(b.name, b.kind) for b in module.unplanned}  # a request is named after its root buffer
+    kinds.update({r.name: "input" for r in reqs if r.group and r.name not in kinds})  # an input's bands
     planners = sorted({split[n][1].planner for n, _ in pool_list})
     report = PlanReport(pool_list[0][0] if len(pool_list) == 1 else "+".join(n for n, _ in pool_list),
                         pool_list[0][1] if len(pool_list) == 1 else None, total, lb, "+".join(planners),

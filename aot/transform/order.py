@@ -88,13 +88,14 @@ def _with_order(module: K.KernelModule, order: tuple[int, ...]) -> K.KernelModul
     return replace(module, funcs=funcs)
 
 
-def _peak(module: K.KernelModule, planner: str, seed: int, io_buffers: str) -> int:
+def _peak(module: K.KernelModule, planner: str, seed: int, io_buffers: str, consume_inputs: bool = True) -> int:
     """The pool the real planner gives `module` (one pool of unbounded size)."""
-    return plan_memory(module, planner=planner, seed=seed, io_buffers=io_buffers)[1].activation_bytes
+    return plan_memory(module, planner=planner, seed=seed, io_buffers=io_buffers,
+                       consume_inputs=consume_inputs)[1].activation_bytes
 
 
 def order_calls(module: K.KernelModule, planner: str = "best", seed: int = 0, io_buffers: str = "app",
-                beam: int = DEFAULT_BEAM) -> K.KernelModule:
+                beam: int = DEFAULT_BEAM, consume_inputs: bool = True) -> K.KernelModule:
     """Pass: the entry's calls in the order of least planned peak; the module unchanged when
     that is the given order or no better."""
     got = call_steps(io_to_pool(module) if io_buffers == "pool" else module)
@@ -105,6 +106,7 @@ def order_calls(module: K.KernelModule, planner: str = "best", seed: int = 0, io
     if result.order == tuple(range(len(steps))):
         return module
     reordered = _with_order(module, result.order)
-    if _peak(reordered, planner, seed, io_buffers) < _peak(module, planner, seed, io_buffers):
+    if _peak(reordered, planner, seed, io_buffers, consume_inputs) < _peak(module, planner, seed, io_buffers,
+                                                                           consume_inputs):
         return reordered
     return module

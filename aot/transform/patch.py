@@ -339,13 +339,14 @@ def _writes_over(op: str) -> bool:
     return REGISTRY.get(op).kind == "elementwise" and op != "strided_slice"
 
 
-def live_peak(model: Model, io_in_pool: bool = True) -> int:
+def live_peak(model: Model, io_in_pool: bool = True, consume_input: bool = False) -> int:
     """The largest sum of bytes live at one call of the entry (inputs, outputs and tensors held
     across), with the sharing the planner gives the patched stage: a strip's piece of the cut
     tensor lives in the concatenation's output, a strided_slice read only by the next call is
     inlined into it (unless marked materialize), and an elementwise op, a stride-1 depthwise
     convolution or a 1x1 product writes over an operand of its shape dying there. `io_in_pool`
-    False: the model's inputs and outputs are the caller's buffers and count nothing."""
+    False: the model's inputs and outputs are the caller's buffers and count nothing. `consume_input`:
+    the input consumed in place (aot.pipeline.bands), each of its rows live to its last reader."""
     fn = model.main
     body = fn.body
     last: dict[int, int] = {}
@@ -377,6 +378,9 @@ def live_peak(model: Model, io_in_pool: bool = True) -> int:
             owner[id(c.out)] = -1  # inlined: no storage
     span: dict[int, list[int]] = {}
     io = set() if io_in_pool else {id(v) for v in (*model.inputs, *model.outputs)}
+    rows_dead = _input_rows_last_read(model) if io_in_pool and consume_input else None
+    if rows_dead is not None:  # consumed in place (aot.pipeline.bands): each row live to its last reader
+        io.add(id(model.inputs[0]))
     for v, f in first.items():
         root = owner.get(v, v)
         if root == -1 or v in io:
@@ -400,8 +404,33 @@ def live_peak(model: Model, io_in_pool: bool = True) -> int:
         if start <= hi:
             delta[start] += size[v]
             delta[hi + 1] -= size[v]
+    if rows_dead is not None:
+        row = model.inputs[0].type.nbytes // len(rows_dead)
+        for last_read in rows_dead:
+            delta[0] += row
+            delta[last_read + 1] -= row
     peak = live = 0
     for i in range(len(body)):
         live += delta[i]
         peak = max(peak, live)
     return peak
+
+
+def _input_rows_last_read(model: Model) -> list[int] | None:
+    """Per row of the model's NHWC input: the last call reading it, when only row-bounded slices
+    (the patches' strided_slices) read it; None otherwise (the whole input lives to its last reader)."""
+    if len(model.inputs) != 1 or not _is_image(model.inputs[0]):
+        return None
+    x = model.inputs[0]
+    last = [0] * int(x.type.shape[1])
+    for i, c in enumerate(model.main.body):
+        if not any(a is x for a in c.args):
+            continue
+        if c.op_name != "strided_slice" or len(c.args) != 1 or tuple(c.attrs.get("step", ())) != (1, 1, 1, 1):
+            return None
+        r0, n = int(c.attrs["begin"][1]), int(c.attrs["size"][1])
+        for r in range(r0, r0 + n):
+            last[r] = i
+    if any(a is x for a in model.main.results):
+        return None
+    return last
