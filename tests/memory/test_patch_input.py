@@ -21,11 +21,11 @@ from test_patch import _input, _prepared, _ref, chain_int8
 POOL = dict(policy="micro", io_buffers="pool")
 
 
-def _patched(rows: int = 9):  # noqa: ANN202
-    """chain_int8's stage up to its max pool (9x10x8) in `rows` strips."""
+def _patched():  # noqa: ANN202
+    """chain_int8's stage up to its max pool in strips of one row each."""
     model = _prepared(chain_int8())
     cut = next(c for c in stage_cuts(model) if c.tensor == "max_pool2d")
-    return model, patch_stage(model, cut, rows, 1)
+    return model, patch_stage(model, cut, cut.shape[1], 1)
 
 
 def _bands(cm) -> list:  # noqa: ANN001
