@@ -16,14 +16,14 @@ import pytest
 import aot
 from aot.ir import Quant
 from aot.kernel import ir as K
-from aot.kernel.intrinsics import requant_mma, requantize64
+from aot.kernel.intrinsics import requant_mma, requantize64, smmulr
 from aot.kernel.intrinsics_mve import mve_dot16, mve_dot16x4
 from aot.kernel.printer import format_module
 from aot.kernel.verify import verify_kernel_module
 from aot.lower.schedule import ScheduleTarget, target_for_cpu
 from aot.lower.schedule.depthwise16 import pack_dw_words
 from aot.lower.schedule.gemm16 import Epilogue, blocks, mode, pack_words16
-from aot.lower.schedule.requant16 import fast_consts
+from aot.lower.schedule.requant16 import fast_consts, fast_form, mulr_consts
 from aot.pipeline.driver import CompileOptions, compile_model
 from aot.runners.kernel_module import run_kernel_module
 
@@ -242,6 +242,44 @@ def test_fast_requantization_equals_tflm() -> None:
         for a in accs:
             assert requant_mma(a, mm, hh, rr) == requantize64(a, m, s), (m, s, a)
     assert fast_consts((1 << 30,), (-1,), 1) is None  # total shift 16
+
+
+def test_mulr_requantization_equals_tflm() -> None:
+    """smmulr by mulr_consts (one SMMULR) is TFLM's 64-bit requantization of an int32 accumulator
+    for every total shift 16 .. 32; mulr_consts refuses the others and fast_form then takes the
+    SMMLA form where it applies."""
+    rng = np.random.default_rng(1)
+    mults = tuple(int(v) for v in rng.integers(1 << 30, (1 << 31) - 1, 40)) + (0x7FFF0000, 0x7FFFFFFF, 1 << 30)
+    shifts = tuple(int(v) for v in rng.integers(-17, 0, len(mults) - 2)) + (-17, -1)  # total 16 .. 32
+    consts = mulr_consts(mults, shifts, len(mults))
+    assert consts is not None and consts.shape == (len(mults), 1)
+    accs = [int(v) for v in rng.integers(-(1 << 31), 1 << 31, 300)] + [-(1 << 31), (1 << 31) - 1, 0, -1, 1]
+    for c, (m, s) in enumerate(zip(mults, shifts)):
+        for a in accs:
+            assert smmulr(a, int(consts[c, 0])) == requantize64(a, m, s), (m, s, a)
+    assert mulr_consts((1 << 30,), (0,), 1) is None  # total shift 15
+    assert mulr_consts((1 << 30,), (-18,), 1) is None  # total shift 33
+    form = fast_form((1 << 30, 1 << 30), (-3, -18), 2)
+    assert form is not None and form.form == "mma" and form.width == 3
+    form = fast_form((1 << 30, 1 << 30), (-3, -17), 2)
+    assert form is not None and form.form == "mulr" and form.width == 1
+
+
+@pytest.mark.parametrize("gain", [1.0, 3e3])
+def test_16x8_requant_forms_bit_exact(gain: float) -> None:
+    """A depthwise and a conv layer whose multipliers take the one-SMMULR form (gain 1) or, below
+    2^-17 (total shift above 32), the SMMLA form: bit-exact either way."""
+    x_shape = (1, 6, 6, 8)
+    layers = [dict(kind="dw", k=(3, 3), padding="same", spread=0.5, gain=gain),
+              dict(kind="conv", oc=8, spread=0.5, gain=1.0)]
+    model = _model(21, x_shape, layers)
+    cm = compile_model(model, _options(M4))
+    t = aot.reference(model, {"x": _x(21, x_shape)})["y"]
+    for backend in ("interp", "c", "llvm"):
+        np.testing.assert_array_equal(run_kernel_module(cm.module, [_x(21, x_shape)], backend)[0].reshape(t.shape), t)
+    text = format_module(cm.module)
+    assert "smmulr" in text
+    assert ("requant_mma" in text) == (gain > 1)
 
 
 def test_weight_words_are_int8_sized() -> None:

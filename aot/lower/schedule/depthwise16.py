@@ -29,7 +29,7 @@ import numpy as np
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.lower.schedule.gemm16 import X_MAX, Epilogue
-from aot.lower.schedule.requant16 import fast_consts
+from aot.lower.schedule.requant16 import fast_form
 from aot.lower.schedule.target import ScheduleTarget
 
 QUAD = 4
@@ -66,12 +66,14 @@ def emit_depthwise16(ctx, tgt: ScheduleTarget, x, w, out, attrs: Mapping[str, An
     wt = np.asarray(w.const).reshape(taps, c)
     bias = np.zeros(c, np.int64) if ep.bias is None else ep.bias.astype(np.int64)
     rq_vals = None
+    fast = None
     if not ep.wrap32:
         if np.any(np.abs(bias) + X_MAX * np.abs(wt.astype(np.int64)).sum(axis=0) >= 1 << 31):
             return None
-        rq_vals = fast_consts(ep.mults, ep.shifts, c)
-        if rq_vals is None:
+        fast = fast_form(ep.mults, ep.shifts, c)
+        if fast is None:
             return None
+        rq_vals = fast.table.reshape(-1)
     sh, sw = attrs["strides"]
     dh, dw = attrs.get("dilation", (1, 1))
     pt, _, pl, _ = attrs["padding"]
@@ -126,12 +128,12 @@ def emit_depthwise16(ctx, tgt: ScheduleTarget, x, w, out, attrs: Mapping[str, An
                 body.append(stmt)
         for j in range(QUAD):
             if rq is not None:
-                m, hh, r = ctx.var("rqm"), ctx.var("rqh"), ctx.var("rqr")
-                i3 = (c0 + j) * 3
-                body += [K.Let(m, K.Load(rq, i3)), K.Let(hh, K.Load(rq, i3 + 1)), K.Let(r, K.Load(rq, i3 + 2))]
+                assert fast is not None
+                cv = [ctx.var("rq") for _ in range(fast.width)]
+                body += [K.Let(v, K.Load(rq, (c0 + j) * fast.width + i)) for i, v in enumerate(cv)]
             for s, (n, oy, ox) in enumerate(pix):
                 if rq is not None:
-                    v = K.minimum(K.maximum(intrinsic("requant_mma", acc[s][j], m, hh, r), ep.act_min), ep.act_max)
+                    v = fast.value(acc[s][j], list(cv), ep.act_min, ep.act_max)
                 else:
                     v = ep.finish(acc[s][j].cast("i64"), c0 + j)
                 body.append(out.store([n, oy, ox, c0 + j], v))

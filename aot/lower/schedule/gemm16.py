@@ -46,7 +46,7 @@ from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.lower.schedule.gemm import Geometry, Pixel, all_pixel_groups, pixel_coords
 from aot.lower.schedule.helium16 import emit_helium16
-from aot.lower.schedule.requant16 import fast_consts
+from aot.lower.schedule.requant16 import fast_form
 from aot.lower.schedule.target import ScheduleTarget, WeightBudget
 from aot.ops.common import window_bounds_conds
 
@@ -137,7 +137,7 @@ def mode(ep: Epilogue, w2d: np.ndarray) -> str:
         return "exact64"
     bias = np.zeros(w2d.shape[0], np.int64) if ep.bias is None else ep.bias.astype(np.int64)
     bound = np.abs(bias) + X_MAX * np.abs(w2d.astype(np.int64)).sum(axis=1)
-    if np.all(bound < 1 << 31) and fast_consts(ep.mults, ep.shifts, w2d.shape[0]) is not None:
+    if np.all(bound < 1 << 31) and fast_form(ep.mults, ep.shifts, w2d.shape[0]) is not None:
         return "fast"
     return "exact64"
 
@@ -161,8 +161,9 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
     wtab = ctx.const(words, "i32", "w16q")
     btab = None
     rq = None
-    if kind == "fast":
-        rq = ctx.const(fast_consts(ep.mults, ep.shifts, oc_n), "i32", "rq16")
+    fast = fast_form(ep.mults, ep.shifts, oc_n) if kind == "fast" else None
+    if fast is not None:
+        rq = ctx.const(fast.table.reshape(-1), "i32", "rq16")
         if ep.bias is not None and np.any(ep.bias):
             btab = ctx.const(ep.bias.astype(np.int64).astype(np.int32), "i32", "bias16")
     ylo, yhi, xlo, xhi = g.pads
@@ -278,16 +279,14 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
                 body += [K.Assign(acc64[s][c], acc64[s][c] + part[s][c].cast("i64"))
                          for s in range(nsl) for c in range(size)]
         for c in range(size):
-            if kind == "fast":
+            if fast is not None:
                 assert rq is not None
-                m, h, r = ctx.var("rqm"), ctx.var("rqh"), ctx.var("rqr")
-                q = (oc0 + c) * 3
-                body += [K.Let(m, K.Load(rq, q)), K.Let(h, K.Load(rq, q + 1)), K.Let(r, K.Load(rq, q + 2))]
+                cv = [ctx.var("rq") for _ in range(fast.width)]
+                body += [K.Let(v, K.Load(rq, (oc0 + c) * fast.width + i)) for i, v in enumerate(cv)]
             for s in range(nsl):
                 p = pixs[s]
-                if kind == "fast":
-                    v = intrinsic("requant_mma", part[s][c], m, h, r)
-                    v = K.minimum(K.maximum(v, ep.act_min), ep.act_max)
+                if fast is not None:
+                    v = fast.value(part[s][c], list(cv), ep.act_min, ep.act_max)
                 elif kind == "wrap32":
                     v = ep.finish(part[s][c].cast("i64"), oc0 + c)
                 else:
