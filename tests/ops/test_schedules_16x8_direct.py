@@ -111,14 +111,24 @@ DW_CASES = {
     # rectangular kernel, mixed strides, dilation, VALID; explicit asymmetric padding
     "dw-dilated": ((1, 9, 11, 8), [dict(kind="dw", k=(3, 2), strides=(1, 2), dilation=(2, 1), padding="valid"),
                                    dict(kind="dw", k=(2, 3), padding=(1, 0, 0, 2))]),
+    # the line buffer of horizontal pairs (aot/lower/schedule/depthwise_pairs.py on int16 pixels):
+    # 3x3 windows in blocks of 6 and a tail of 2
+    "dw-pairs-wide": ((1, 5, 14, 8), [dict(kind="dw", k=(3, 3), padding="same", activation="relu")]),
+    # channels in groups (the line buffer of all 64 exceeds PAIRS_MAX_BYTES), stride 2, odd width
+    "dw-pairs-groups": ((1, 6, 21, 64), [dict(kind="dw", k=(3, 3), strides=(2, 2), padding="same")]),
+    # a 5x3 window (single products, no window step), stride (1, 2), VALID
+    "dw-pairs-5x3": ((1, 9, 10, 4), [dict(kind="dw", k=(5, 3), strides=(1, 2), padding="valid")]),
 }
+# the forms each case's layers take: the line buffer of pairs (dwpairs; one image, no dilation) and
+# the in-place form (w16dw: batch 2, dilation)
+DW_FORMS = {"dw-5x5-batch": {"w16dw"}, "dw-dilated": {"w16dw", "dwpairs"}}
 
 
 @pytest.mark.parametrize("case", list(DW_CASES))
 def test_16x8_depthwise_bit_exact(case: str) -> None:
     x_shape, layers = DW_CASES[case]
     module = _run_all(_model(len(case), x_shape, layers), _x(len(case), x_shape), M4, case)
-    assert "w16dw" in _consts(module)
+    assert _consts(module) & {"dwpairs", "w16dw"} == DW_FORMS.get(case, {"dwpairs"})
 
 
 def test_16x8_depthwise_falls_back_where_not_covered() -> None:
@@ -307,7 +317,7 @@ def test_weight_words_are_int8_sized() -> None:
 @pytest.mark.parametrize("board,backend", [("mps2-an386", "c"), ("mps3-an547", "c"), ("mps3-an547", "llvm")])
 def test_16x8_direct_schedules_in_qemu(board: str, backend: str) -> None:
     from aot.board.flow import run_on_board
-    x_shape = (1, 8, 6, 8)
+    x_shape = (1, 8, 14, 8)  # the first layer's line buffer: 3x3 window steps of 6 outputs and a tail of 2
     model = _model(21, x_shape, [dict(kind="dw", k=(3, 3), padding="same", activation="relu6"),
                                  dict(kind="conv", oc=12, activation="relu"),
                                  dict(kind="dw", k=(3, 3), strides=(2, 2), padding="same"),
