@@ -175,12 +175,17 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
     slots = SLOTS if P > 1 else 1
     # an even C: a column of pairs (word copies, per tap); an odd C: of int16 elements, each kernel
     # row's kw * C values in a row of pairs (read as words), so no pair is half padding per tap
-    col = K.Buffer(ctx.fresh("col16"), "i32", total * slots) if g.C % 2 == 0 else \
+    # an odd C read from an int16 buffer without dilation: a kernel row inside the image is copied as
+    # words (its kw C elements are adjacent in the input), one at the border element by element
+    odd_words = g.C % 2 == 1 and g.buf is not None and g.buf.dtype == "i16" and g.dw == 1
+    col = K.Buffer(ctx.fresh("col16"), "i32", total * slots) if g.C % 2 == 0 or odd_words else \
         K.Buffer(ctx.fresh("col16"), "i16", 2 * total * slots)
     unroll = UNROLL if tgt.speed else 1
     parts = chunks(total) if kind == "exact64" else [(0, total)]
 
     def fill(p: Pixel, s: int) -> K.Stmt:
+        if odd_words:
+            return fill_row_words(p, s)
         if g.C % 2:
             return fill_rows(p, s)
         ky, kx, i = ctx.var("fky"), ctx.var("fkx"), ctx.var("fi")
@@ -203,6 +208,45 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
             z = ctx.var("fz")
             tap = K.If(K.logical_and(*conds), tap, K.For(z, ppt, K.Store(col, t0 + z, K.Const(0))))
         return K.For(ky, g.kh, K.For(kx, g.kw, tap))
+
+    def fill_row_words(p: Pixel, s: int) -> K.Stmt:
+        """An odd C, int16 input: kernel row ky's pairs as words of the int32 column. Inside the
+        image the row's kw C elements are adjacent: word q is the input's word at element 2q, an
+        odd row's last the sign-extended last element (its top lane meets the weight 0); at the
+        border each pair from its two elements (0 outside the image; the address clamped into it)."""
+        assert g.buf is not None
+        ky = ctx.var("fky")
+        iy = p.iy0 + ky * g.dh
+        n_el = g.kw * g.C
+        t0 = ky * ppr + s * total
+        rb = ctx.var("frb")
+        full: list[K.Stmt] = [K.Let(rb, g.flat(p.n, iy, p.ix0, K.Const(0)))]
+        for q in range(ppr):
+            src: K.Expr = (K.LoadWord(g.buf, rb + 2 * q) if 2 * q + 1 < n_el
+                           else K.Load(g.buf, rb + 2 * q).cast("i32"))
+            full.append(K.Store(col, t0 + q, src))
+        row_in = window_bounds_conds(iy, g.H, ylo, yhi)
+        cols_in = window_bounds_conds(p.ix0, g.W, xlo, False) + window_bounds_conds(p.ix0 + (g.kw - 1), g.W, False, xhi)
+        if not cols_in:
+            body: K.Stmt = K.seq(*full)
+        else:
+            part: list[K.Stmt] = []
+
+            def el(k: int) -> K.Expr:
+                if k >= n_el:
+                    return K.Const(0)
+                kx, c = divmod(k, g.C)
+                ix = p.ix0 + kx
+                conds = window_bounds_conds(ix, g.W, xlo, xhi)
+                v = K.Load(g.buf, g.flat(p.n, iy, K.minimum(K.maximum(ix, 0), g.W - 1), K.Const(c))).cast("i32")
+                return K.Select(K.logical_and(*conds), v, K.Const(0)) if conds else v
+            for q in range(ppr):
+                part.append(K.Store(col, t0 + q, intrinsic("pack16", el(2 * q), el(2 * q + 1))))
+            body = K.If(K.logical_and(*cols_in), K.seq(*full), K.seq(*part))
+        if row_in:
+            z = ctx.var("fz")
+            body = K.If(K.logical_and(*row_in), body, K.For(z, ppr, K.Store(col, t0 + z, K.Const(0))))
+        return K.For(ky, g.kh, body)
 
     def fill_rows(p: Pixel, s: int) -> K.Stmt:
         """An odd C: each kernel row's elements in order (kx, c), zeros outside the image."""
@@ -228,23 +272,28 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
         if kind == "exact64":
             body += [K.Let(a, K.Const(0, "i64")) for row in acc64 for a in row]
 
-        def steps(part: list[list[K.ScalarVar]], j: K.Expr) -> list[K.Stmt]:
+        def x_word(s: int, j: K.Expr) -> K.Expr:
+            b = bases[s]
+            if b is not None and g.buf is not None:
+                return K.LoadWord(g.buf, b + j * 2)
+            if col.dtype == "i16":
+                return K.LoadWord(col, (j + s * total) * 2)
+            return K.Load(col, j + s * total)
+
+        def steps(part: list[list[K.ScalarVar]], j: K.Expr, pre: list[K.ScalarVar] | None = None) -> list[K.Stmt]:
+            """One pair of the reduction; pre: its activation words, already loaded."""
             st: list[K.Stmt] = []
-            xs = []
-            for s in range(nsl):
+            xs = list(pre) if pre is not None else []
+            for s in range(len(xs), nsl):
                 xv = ctx.var("xp")
-                b = bases[s]
-                if b is not None and g.buf is not None:
-                    src: K.Expr = K.LoadWord(g.buf, b + j * 2)
-                elif col.dtype == "i16":
-                    src = K.LoadWord(col, (j + s * total) * 2)
-                else:
-                    src = K.Load(col, j + s * total)
-                st.append(K.Let(xv, src))
+                st.append(K.Let(xv, x_word(s, j)))
                 xs.append(xv)
+            # the block's weight words of the pair adjacent (one LDRD), then their products
+            wvs = [ctx.var("wq") for _ in range(nw)]
+            st += [K.Let(wv, K.Load(wtab, seg + j * nw + u)) for u, wv in enumerate(wvs)]
             for u in range(nw):
-                wv, lo = ctx.var("wq"), ctx.var("wl")
-                st += [K.Let(wv, K.Load(wtab, seg + j * nw + u)), K.Let(lo, intrinsic("sxtb16", wv))]
+                wv, lo = wvs[u], ctx.var("wl")
+                st.append(K.Let(lo, intrinsic("sxtb16", wv)))
                 st += [K.Assign(part[s][2 * u], intrinsic("smlad", xs[s], lo, part[s][2 * u])) for s in range(nsl)]
                 if 2 * u + 1 < size:
                     hi = ctx.var("wh")
@@ -267,8 +316,13 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
             if main > 1:
                 kk, jb = ctx.var("kk"), ctx.var("jb")
                 inner: list[K.Stmt] = [K.Let(jb, kk * unroll + start)]
-                for u in range(unroll):
-                    inner += steps(part, jb + u)
+                for u in range(0, unroll, 2 if nsl == 1 else 1):
+                    if nsl == 1 and u + 1 < unroll:  # one pixel: two pairs' activation words adjacent (LDRD)
+                        xa, xb = ctx.var("xp"), ctx.var("xp")
+                        inner += [K.Let(xa, x_word(0, jb + u)), K.Let(xb, x_word(0, jb + (u + 1)))]
+                        inner += steps(part, jb + u, [xa]) + steps(part, jb + (u + 1), [xb])
+                    else:
+                        inner += steps(part, jb + u)
                 body.append(K.For(kk, main, K.seq(*inner)))
                 done = main * unroll
             else:
