@@ -155,6 +155,9 @@ CONV_CASES = {
     # an odd depth: pairs packed per element; fully connected after it
     "conv-odd-fc": ((1, 4, 4, 3), [dict(kind="conv", oc=8, k=(3, 3), strides=(2, 2), padding="same"),
                                    dict(kind="fc", oc=6)]),
+    # an odd depth, a 3x5 window with padding on every side: kernel rows inside the image copied as
+    # words (an odd row's last element alone), the border ones element by element, rows outside zero
+    "conv-odd-words": ((1, 6, 7, 5), [dict(kind="conv", oc=6, k=(3, 5), padding="same", activation="relu")]),
 }
 
 

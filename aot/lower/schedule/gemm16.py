@@ -288,11 +288,16 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
                 xv = ctx.var("xp")
                 st.append(K.Let(xv, x_word(s, j)))
                 xs.append(xv)
-            # the block's weight words of the pair adjacent (one LDRD), then their products
+            # one pixel: the block's weight words of the pair adjacent (one LDRD), then their
+            # products; two pixels: each word right before its products (fewer live registers:
+            # adjacent, mv2_16's 1x1 products of two pixels took 4% more instructions)
             wvs = [ctx.var("wq") for _ in range(nw)]
-            st += [K.Let(wv, K.Load(wtab, seg + j * nw + u)) for u, wv in enumerate(wvs)]
+            if nsl == 1:
+                st += [K.Let(wv, K.Load(wtab, seg + j * nw + u)) for u, wv in enumerate(wvs)]
             for u in range(nw):
                 wv, lo = wvs[u], ctx.var("wl")
+                if nsl != 1:
+                    st.append(K.Let(wv, K.Load(wtab, seg + j * nw + u)))
                 st.append(K.Let(lo, intrinsic("sxtb16", wv)))
                 st += [K.Assign(part[s][2 * u], intrinsic("smlad", xs[s], lo, part[s][2 * u])) for s in range(nsl)]
                 if 2 * u + 1 < size:
