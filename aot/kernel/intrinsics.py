@@ -125,6 +125,13 @@ def requant_mm_nn(y2: int, m: int, h: int, r: int) -> int:
     return _s32(t >> 32) >> r
 
 
+def smmulr(a: int, b: int) -> int:
+    """(a*b + 2^31) >> 32 as int32 (SMMULR: the rounded high word of the signed product). With
+    b = r 2^(32 - t), r < 2^15 and 16 <= t <= 32 it is floor((a r + 2^(t - 1)) / 2^t), TFLM's 16x8
+    requantization of an int32 accumulator a in one instruction (aot.lower.schedule.requant16)."""
+    return _s32(((_s32(a) * _s32(b) + (1 << 31)) & 0xFFFFFFFFFFFFFFFF) >> 32)
+
+
 def load64(ref: tuple) -> int:
     """The int64 at a reference (buffer, index): one LDRD in C with gcc on Thumb-2 (the value passes an
     empty asm that needs a register pair, so gcc does not split it into two 32-bit loads placed
@@ -199,6 +206,7 @@ INTRINSICS: Mapping[str, IntrinsicDef] = MappingProxyType({
         IntrinsicDef("requant_mm", ("i32", "i32", "i32", "i32"), "i32", requant_mm, requant_mm.__doc__ or ""),
         IntrinsicDef("requant_mm_nn", ("i32", "i32", "i32", "i32"), "i32", requant_mm_nn, requant_mm_nn.__doc__ or ""),
         IntrinsicDef("requant_mma", ("i32", "i32", "i32", "i32"), "i32", requant_mma, requant_mma.__doc__ or ""),
+        IntrinsicDef("smmulr", ("i32", "i32"), "i32", smmulr, smmulr.__doc__ or ""),
         IntrinsicDef("load64", ("&i64",), "i64", load64, load64.__doc__ or ""),
         IntrinsicDef("load64_fresh", ("&i64",), "i64", load64_fresh, load64_fresh.__doc__ or ""),
         IntrinsicDef("expf", ("f32",), "f32", _f32(math.exp), "float exp"),

@@ -192,6 +192,15 @@ def _requant_mma(mod: ir.Module) -> ir.Function:
     return fn
 
 
+def _smmulr(mod: ir.Module) -> ir.Function:
+    """SMMULR (aot.kernel.intrinsics.smmulr), portable IR."""
+    fn, b = _fn(mod, "smmulr", I32, [I32] * 2)
+    x, m = fn.args
+    n = b.add(b.mul(b.sext(x, I64), b.sext(m, I64)), ir.Constant(I64, 1 << 31))
+    b.ret(b.trunc(b.lshr(n, ir.Constant(I64, 32)), I32))
+    return fn
+
+
 DSP_INTRINSICS = ("smlad", "smlabb", "smlatt", "smlabt", "smlatb", "sxtb16", "sxtb16_ror8", "sxtab16",
                   "sxtab16_ror8", "pack16", "pair_lo", "pair_hi")
 
@@ -259,6 +268,8 @@ def define_intrinsic(mod: ir.Module, name: str, features: str = "") -> ir.Functi
         return _requant_mm_nn(mod)
     if name == "requant_mma":
         return _requant_mma(mod)
+    if name == "smmulr":
+        return _smmulr(mod)
     if name in ("load64", "load64_fresh"):  # a plain i64 load (the C backend's LDRD in an asm for gcc)
         fn, b = _fn(mod, name, I64, [ir.PointerType()])
         b.ret(b.load(fn.args[0], typ=I64))

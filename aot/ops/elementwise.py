@@ -54,7 +54,9 @@ def _binary(name: str, np_fn, k_fn, clamp: bool = True):  # noqa: ANN001, ANN202
             return Q.binary_expr(name, a(idx), b(idx), args[0].type, args[1].type, out, call.attrs, fast=fast,
                                  dsp=fast and tgt.dsp)
         if out.dtype == "int16":
-            return Q16.binary_expr(name, a(idx), b(idx), args[0].type, args[1].type, out, call.attrs)
+            tgt = getattr(ctx, "target", None)  # Cortex-M: ADD/SUB's exact cheaper rescales
+            fast = tgt is not None and tgt.cpu.startswith("cortex-m") and not tgt.reference
+            return Q16.binary_expr(name, a(idx), b(idx), args[0].type, args[1].type, out, call.attrs, fast=fast)
         return apply_activation_expr(k_fn(a(idx), b(idx)), call.attrs.get("activation", "none"), tflm_range=clamp)
 
     int16 = ("int16",) if name in Q16.BINARY16 else ()

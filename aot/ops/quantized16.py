@@ -65,8 +65,23 @@ def binary_reference(name: str, xs: Sequence[np.ndarray], ts: Sequence[TensorTyp
 
 
 def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType, out: TensorType,
-                attrs: Attrs) -> K.Expr:
+                attrs: Attrs, fast: bool = False) -> K.Expr:
+    """The int16 op's value. fast (Cortex-M targets): ADD/SUB's three rescales in the exact cheaper
+    forms of the int8 op (aot.ops.quantized._rescale: the larger-scale input's multiplier 2^30 and
+    shift 0 halve the even (x << 15) exactly, the others one requant_q31 each, the other input's
+    term folded into the output rescale's high word) and the clamp one SSAT / USAT where its bounds
+    allow."""
     p = _binary_params(name, ta, tb, out, attrs.get("activation", "none"))
+    if fast and name in ("add", "sub"):
+        from aot.lower.schedule.requant16 import clamp16
+        from aot.ops.quantized import _fold_sum, _rescale
+        sa = _rescale((a.cast("i32") + p.input1_offset) << p.left_shift, p.input1_multiplier, p.input1_shift,
+                      p.left_shift >= 1)
+        sb = _rescale((b.cast("i32") + p.input2_offset) << p.left_shift, p.input2_multiplier, p.input2_shift,
+                      p.left_shift >= 1)
+        raw = _fold_sum(sa, sb, name == "add")
+        v = _rescale(raw, p.output_multiplier, p.output_shift, False) + p.output_offset
+        return clamp16(v, p.act_min, p.act_max).cast("i16")
     if name == "mul":  # |(x1 + o1) * (x2 + o2)| < 2**31 with zero points 0 (TFLM requires them)
         prod = (a.cast("i32") + p.input1_offset) * (b.cast("i32") + p.input2_offset)
         v = intrinsic("requantize", prod, p.output_multiplier, p.output_shift) + p.output_offset

@@ -264,6 +264,20 @@ static inline int32_t aot_requant_mma(int32_t y2, int32_t m, int32_t h, int32_t 
 }
 #endif
 
+/* (a b + 2^31) >> 32: SMMULR, the rounded high word (aot.kernel.intrinsics.smmulr; the 16x8
+   requantization of an exact int32 accumulator, aot/lower/schedule/requant16.py) */
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(__GNUC__)
+static inline int32_t aot_smmulr(int32_t a, int32_t b) {
+    int32_t t;
+    __asm__("smmulr %0, %1, %2" : "=r"(t) : "r"(a), "r"(b));
+    return t;
+}
+#else
+static inline int32_t aot_smmulr(int32_t a, int32_t b) {
+    return (int32_t)(uint32_t)(((uint64_t)((int64_t)a * (int64_t)b) + (UINT64_C(1) << 31)) >> 32);
+}
+#endif
+
 /* the int64 at p (aot.kernel.intrinsics.load64). With gcc on Thumb-2 the value passes an empty
    asm that needs it in a register pair, so the load stays one LDRD instead of two loads placed
    apart. aot_load64_fresh (aot.kernel.intrinsics.load64_fresh) makes the LDRD itself a volatile asm

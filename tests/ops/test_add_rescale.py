@@ -88,3 +88,45 @@ def test_every_int8_pair_matches_the_reference(k: int) -> None:
             np.testing.assert_array_equal(got, ref, err_msg=f"{QUANTS[k]} / {opts.cpu} / {backend}")
     got = run_kernel_module(compile_model(model, CompileOptions(cpu="cortex-m3")).module, [a, b], "interp")[0]
     np.testing.assert_array_equal(got.reshape(ref.shape), ref, err_msg=f"{QUANTS[k]} / interp")
+
+
+# int16 ADD / SUB (zero points 0, TFLM's 16-bit kernels): (scale a, scale b, scale out, activation, op)
+QUANTS16 = [
+    (3e-4, 3e-4, 5e-4, "none", "add"),  # equal input scales: both halved
+    (1e-3, 2e-4, 9e-4, "relu", "add"),  # a the larger scale, a ReLU: USAT
+    (4e-5, 7e-4, 2e-3, "none", "sub"),  # b the larger scale
+    (2e-4, 1.9e-4, 1e-4, "relu6", "add"),  # the output scale below the inputs': saturating sums
+]
+
+
+def _model16(k: int):  # noqa: ANN202
+    sa, sb, so, act, op = QUANTS16[k]
+    g = aot.GraphBuilder(f"add16_{k}")
+    q = lambda s: Quant((float(np.float32(s)),), (0,))  # noqa: E731
+    a = g.input("a", (1, 64, 64), "int16", q(sa))
+    b = g.input("b", (1, 64, 64), "int16", q(sb))
+    y = (g.add if op == "add" else g.sub)(a, b, activation=act, out_quant=q(so))
+    g.output(y, "y")
+    return g.finish()
+
+
+@pytest.mark.parametrize("k", range(len(QUANTS16)))
+def test_int16_add_sub_cheaper_forms_match_the_reference(k: int) -> None:
+    """On Cortex-M the int16 op takes the int8 op's exact rescales (no generic requantize when every
+    shift is a right shift) and SSAT / USAT; random pairs over the whole int16 range and the extremes
+    give the reference's (TFLite Micro's) result on the C and LLVM hosts and the kernel interpreter."""
+    from codegen_c.printer import CPrinter
+    model = _model16(k)
+    rng = np.random.default_rng(k)
+    a = rng.integers(-32768, 32768, (1, 64, 64)).astype(np.int16)
+    b = rng.integers(-32768, 32768, (1, 64, 64)).astype(np.int16)
+    ext = np.array([-32768, -32767, -1, 0, 1, 32766, 32767], np.int16)
+    a[0, 0, :49] = np.repeat(ext, 7)
+    b[0, 0, :49] = np.tile(ext, 7)
+    ref = aot.reference(model, {"a": a, "b": b})["y"]
+    cm = compile_model(model, CompileOptions(cpu="cortex-m4"))
+    text = "\n".join(CPrinter().function(f) for f in cm.module.funcs)
+    assert "aot_requant_q31(" in text and "aot_requantize(" not in text
+    for backend in ("interp", "c", "llvm"):
+        got = run_kernel_module(cm.module, [a, b], backend)[0].reshape(ref.shape)
+        np.testing.assert_array_equal(got, ref, err_msg=f"{QUANTS16[k]} / {backend}")

@@ -16,14 +16,14 @@ import pytest
 import aot
 from aot.ir import Quant
 from aot.kernel import ir as K
-from aot.kernel.intrinsics import requant_mma, requantize64
+from aot.kernel.intrinsics import requant_mma, requantize64, smmulr
 from aot.kernel.intrinsics_mve import mve_dot16, mve_dot16x4
 from aot.kernel.printer import format_module
 from aot.kernel.verify import verify_kernel_module
 from aot.lower.schedule import ScheduleTarget, target_for_cpu
 from aot.lower.schedule.depthwise16 import pack_dw_words
 from aot.lower.schedule.gemm16 import Epilogue, blocks, mode, pack_words16
-from aot.lower.schedule.requant16 import fast_consts
+from aot.lower.schedule.requant16 import fast_consts, fast_form, mulr_consts
 from aot.pipeline.driver import CompileOptions, compile_model
 from aot.runners.kernel_module import run_kernel_module
 
@@ -111,14 +111,24 @@ DW_CASES = {
     # rectangular kernel, mixed strides, dilation, VALID; explicit asymmetric padding
     "dw-dilated": ((1, 9, 11, 8), [dict(kind="dw", k=(3, 2), strides=(1, 2), dilation=(2, 1), padding="valid"),
                                    dict(kind="dw", k=(2, 3), padding=(1, 0, 0, 2))]),
+    # the line buffer of horizontal pairs (aot/lower/schedule/depthwise_pairs.py on int16 pixels):
+    # 3x3 windows in blocks of 6 and a tail of 2
+    "dw-pairs-wide": ((1, 5, 14, 8), [dict(kind="dw", k=(3, 3), padding="same", activation="relu")]),
+    # channels in groups (the line buffer of all 64 exceeds PAIRS_MAX_BYTES), stride 2, odd width
+    "dw-pairs-groups": ((1, 6, 21, 64), [dict(kind="dw", k=(3, 3), strides=(2, 2), padding="same")]),
+    # a 5x3 window (single products, no window step), stride (1, 2), VALID
+    "dw-pairs-5x3": ((1, 9, 10, 4), [dict(kind="dw", k=(5, 3), strides=(1, 2), padding="valid")]),
 }
+# the forms each case's layers take: the line buffer of pairs (dwpairs; one image, no dilation) and
+# the in-place form (w16dw: batch 2, dilation)
+DW_FORMS = {"dw-5x5-batch": {"w16dw"}, "dw-dilated": {"w16dw", "dwpairs"}}
 
 
 @pytest.mark.parametrize("case", list(DW_CASES))
 def test_16x8_depthwise_bit_exact(case: str) -> None:
     x_shape, layers = DW_CASES[case]
     module = _run_all(_model(len(case), x_shape, layers), _x(len(case), x_shape), M4, case)
-    assert "w16dw" in _consts(module)
+    assert _consts(module) & {"dwpairs", "w16dw"} == DW_FORMS.get(case, {"dwpairs"})
 
 
 def test_16x8_depthwise_falls_back_where_not_covered() -> None:
@@ -145,6 +155,9 @@ CONV_CASES = {
     # an odd depth: pairs packed per element; fully connected after it
     "conv-odd-fc": ((1, 4, 4, 3), [dict(kind="conv", oc=8, k=(3, 3), strides=(2, 2), padding="same"),
                                    dict(kind="fc", oc=6)]),
+    # an odd depth, a 3x5 window with padding on every side: kernel rows inside the image copied as
+    # words (an odd row's last element alone), the border ones element by element, rows outside zero
+    "conv-odd-words": ((1, 6, 7, 5), [dict(kind="conv", oc=6, k=(3, 5), padding="same", activation="relu")]),
 }
 
 
@@ -244,6 +257,44 @@ def test_fast_requantization_equals_tflm() -> None:
     assert fast_consts((1 << 30,), (-1,), 1) is None  # total shift 16
 
 
+def test_mulr_requantization_equals_tflm() -> None:
+    """smmulr by mulr_consts (one SMMULR) is TFLM's 64-bit requantization of an int32 accumulator
+    for every total shift 16 .. 32; mulr_consts refuses the others and fast_form then takes the
+    SMMLA form where it applies."""
+    rng = np.random.default_rng(1)
+    mults = tuple(int(v) for v in rng.integers(1 << 30, (1 << 31) - 1, 40)) + (0x7FFF0000, 0x7FFFFFFF, 1 << 30)
+    shifts = tuple(int(v) for v in rng.integers(-17, 0, len(mults) - 2)) + (-17, -1)  # total 16 .. 32
+    consts = mulr_consts(mults, shifts, len(mults))
+    assert consts is not None and consts.shape == (len(mults), 1)
+    accs = [int(v) for v in rng.integers(-(1 << 31), 1 << 31, 300)] + [-(1 << 31), (1 << 31) - 1, 0, -1, 1]
+    for c, (m, s) in enumerate(zip(mults, shifts)):
+        for a in accs:
+            assert smmulr(a, int(consts[c, 0])) == requantize64(a, m, s), (m, s, a)
+    assert mulr_consts((1 << 30,), (0,), 1) is None  # total shift 15
+    assert mulr_consts((1 << 30,), (-18,), 1) is None  # total shift 33
+    form = fast_form((1 << 30, 1 << 30), (-3, -18), 2)
+    assert form is not None and form.form == "mma" and form.width == 3
+    form = fast_form((1 << 30, 1 << 30), (-3, -17), 2)
+    assert form is not None and form.form == "mulr" and form.width == 1
+
+
+@pytest.mark.parametrize("gain", [1.0, 3e3])
+def test_16x8_requant_forms_bit_exact(gain: float) -> None:
+    """A depthwise and a conv layer whose multipliers take the one-SMMULR form (gain 1) or, below
+    2^-17 (total shift above 32), the SMMLA form: bit-exact either way."""
+    x_shape = (1, 6, 6, 8)
+    layers = [dict(kind="dw", k=(3, 3), padding="same", spread=0.5, gain=gain),
+              dict(kind="conv", oc=8, spread=0.5, gain=1.0)]
+    model = _model(21, x_shape, layers)
+    cm = compile_model(model, _options(M4))
+    t = aot.reference(model, {"x": _x(21, x_shape)})["y"]
+    for backend in ("interp", "c", "llvm"):
+        np.testing.assert_array_equal(run_kernel_module(cm.module, [_x(21, x_shape)], backend)[0].reshape(t.shape), t)
+    text = format_module(cm.module)
+    assert "smmulr" in text
+    assert ("requant_mma" in text) == (gain > 1)
+
+
 def test_weight_words_are_int8_sized() -> None:
     """The products' and depthwise weight words hold each int8 weight once (flash = the model's
     weights), and decode to the weights they came from."""
@@ -269,7 +320,7 @@ def test_weight_words_are_int8_sized() -> None:
 @pytest.mark.parametrize("board,backend", [("mps2-an386", "c"), ("mps3-an547", "c"), ("mps3-an547", "llvm")])
 def test_16x8_direct_schedules_in_qemu(board: str, backend: str) -> None:
     from aot.board.flow import run_on_board
-    x_shape = (1, 8, 6, 8)
+    x_shape = (1, 8, 14, 8)  # the first layer's line buffer: 3x3 window steps of 6 outputs and a tail of 2
     model = _model(21, x_shape, [dict(kind="dw", k=(3, 3), padding="same", activation="relu6"),
                                  dict(kind="conv", oc=12, activation="relu"),
                                  dict(kind="dw", k=(3, 3), strides=(2, 2), padding="same"),

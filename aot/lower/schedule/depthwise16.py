@@ -1,24 +1,30 @@
 """16x8 depthwise convolution (int16 activations, int8 weights) on DSP cores.
 
-Depth multiplier 1, channels in quads, the int16 input materialised. Channels (c, c + 1) of a
-pixel are one 32-bit word of the input (read in place, no copy) and the multiply-accumulates are
-the 16x16 halfword forms: SMLABB for c, SMLATT for c + 1. The weights stay int8: per tap and quad
-one word with bytes (w[c], w[c + 2], w[c + 1], w[c + 3]), whose SXTB16 is the pair
+Depth multiplier 1, channels in quads, the int16 input materialised, and the int32 accumulator
+started at the bias exact: |bias| + 2^15 kh kw sum |w| < 2^31 per channel (checked at compile
+time; TFLM sums in int64), requantized by aot.lower.schedule.requant16's exact form (one SMMULR,
+or SMMLA and a shift) and one SSAT / USAT. A depthwise layer with an int32 bias (TFLM's int32
+accumulator, wrapping) takes the reference epilogue on the same sum in the in-place form below.
+Otherwise, or for other shapes, the op's reference lowering runs.
+
+One image without dilation takes the line buffer of aot.lower.schedule.depthwise_pairs: per
+channel kh input rows of horizontally adjacent pixel pairs, two int16 pixels per word (a quad's
+two words of pixels a and b give the four channels' pairs by PKHBT / PKHTB, no widening: the 16x8
+input zero point is 0), SMLAD over pairs of taps whose weights are 16-bit pairs in the channel's
+record, the 3x3 windows one inline-asm step of 6 outputs, each input word loaded once per kernel
+row for the neighbouring outputs (mv2_16's depthwise layers: about 3 x fewer instructions than
+the in-place form).
+
+The in-place form (a batch, dilation, or where the line buffer does not apply): channels (c, c + 1)
+of a pixel are one 32-bit word of the input (read in place, no copy) and the multiply-accumulates
+are the 16x16 halfword forms: SMLABB for c, SMLATT for c + 1. The weights stay int8: per tap and
+quad one word with bytes (w[c], w[c + 2], w[c + 1], w[c + 3]), whose SXTB16 is the pair
 (w[c], w[c + 1]) and SXTB16 ROR 8 (w[c + 2], w[c + 3]). A tap of two horizontally adjacent
 output pixels and four channels is then one weight word, two extends, four input words and eight
-multiply-accumulates.
-
-A window of kh * kw taps sums at most kh kw 2^22 in magnitude, so the int32 accumulator started
-at the bias is TFLM's int64 sum exactly when |bias| + 2^15 kh kw sum |w| < 2^31 (checked per
-channel at compile time), and the requantization is aot.lower.schedule.gemm16's one SMMLA
-(fast_consts); a depthwise layer with an int32 bias (TFLM's int32 accumulator, wrapping) takes
-the reference epilogue on the same sum. Otherwise, or for other shapes, the op's reference
-lowering runs.
-
-Output pixels whose window lies inside the image (the interior rows and columns, computed at
-compile time) run two at a time with every tap unrolled and no check; the border pixels (and an
-odd interior pixel) one at a time with each tap behind its bounds check (the 16x8 input zero
-point is 0, so a tap outside the image adds nothing).
+multiply-accumulates. Output pixels whose window lies inside the image (the interior rows and
+columns, computed at compile time) run two at a time with every tap unrolled and no check; the
+border pixels (and an odd interior pixel) one at a time with each tap behind its bounds check (a
+tap outside the image adds nothing).
 """
 from __future__ import annotations
 
@@ -29,7 +35,9 @@ import numpy as np
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.lower.schedule.gemm16 import X_MAX, Epilogue
-from aot.lower.schedule.requant16 import fast_consts
+from aot.lower.schedule.depthwise_pairs import emit_pairs, pairs_geometry
+from aot.lower.schedule.requant import ChannelConsts
+from aot.lower.schedule.requant16 import Fast16, fast_form
 from aot.lower.schedule.target import ScheduleTarget
 
 QUAD = 4
@@ -41,6 +49,36 @@ def pack_dw_words(w: np.ndarray) -> np.ndarray:
     q = w.astype(np.int64).reshape(t, c // QUAD, QUAD)[:, :, [0, 2, 1, 3]] & 0xFF
     words = q[:, :, 0] | (q[:, :, 1] << 8) | (q[:, :, 2] << 16) | (q[:, :, 3] << 24)
     return words.astype(np.uint32).view(np.int32)
+
+
+class _NoOffset:
+    input_offset = 0  # the 16x8 input zero point
+
+
+_NO_OFFSET = _NoOffset()
+
+
+class _PairsRequant:
+    """aot.lower.schedule.depthwise_pairs' requantization interface over a Fast16 form: per channel
+    the form's constants (varying m, or m, h, r), never doubled or rescaled."""
+    mode = "fast16"
+
+    def __init__(self, fast: Fast16, ep: Epilogue) -> None:
+        self.fast, self.ep = fast, ep
+        self.varying = ["m"] if fast.width == 1 else ["m", "h", "r"]
+        self._data = fast.table.astype(np.int64)
+        self.consts: dict[str, int] = {}
+        self.act_min, self.act_max = ep.act_min, ep.act_max
+
+    def use_uniform(self, *_: object) -> None:
+        return None
+
+    def use_mm(self, *_: object) -> bool:
+        return False
+
+    def value(self, consts: ChannelConsts, acc: K.Expr, doubled: bool = False) -> K.Expr:
+        assert not doubled
+        return self.fast.value(acc, [consts.values[n] for n in self.varying], self.act_min, self.act_max)
 
 
 def _interior(out_n: int, stride: int, pad: int, k: int, dil: int, size: int) -> tuple[int, int]:
@@ -66,12 +104,20 @@ def emit_depthwise16(ctx, tgt: ScheduleTarget, x, w, out, attrs: Mapping[str, An
     wt = np.asarray(w.const).reshape(taps, c)
     bias = np.zeros(c, np.int64) if ep.bias is None else ep.bias.astype(np.int64)
     rq_vals = None
+    fast = None
     if not ep.wrap32:
         if np.any(np.abs(bias) + X_MAX * np.abs(wt.astype(np.int64)).sum(axis=0) >= 1 << 31):
             return None
-        rq_vals = fast_consts(ep.mults, ep.shifts, c)
-        if rq_vals is None:
+        fast = fast_form(ep.mults, ep.shifts, c)
+        if fast is None:
             return None
+        rq_vals = fast.table.reshape(-1)
+    if fast is not None:
+        pgeo = pairs_geometry(x, out, attrs, kh, kw)
+        if pgeo is not None:
+            body, _ = emit_pairs(ctx, x, wt.astype(np.int64), bias, out, attrs, _NO_OFFSET, _PairsRequant(fast, ep),
+                                 kh, kw, pgeo[0], unroll_rows=pgeo[2] == c, group=pgeo[2])
+            return body
     sh, sw = attrs["strides"]
     dh, dw = attrs.get("dilation", (1, 1))
     pt, _, pl, _ = attrs["padding"]
@@ -126,12 +172,12 @@ def emit_depthwise16(ctx, tgt: ScheduleTarget, x, w, out, attrs: Mapping[str, An
                 body.append(stmt)
         for j in range(QUAD):
             if rq is not None:
-                m, hh, r = ctx.var("rqm"), ctx.var("rqh"), ctx.var("rqr")
-                i3 = (c0 + j) * 3
-                body += [K.Let(m, K.Load(rq, i3)), K.Let(hh, K.Load(rq, i3 + 1)), K.Let(r, K.Load(rq, i3 + 2))]
+                assert fast is not None
+                cv = [ctx.var("rq") for _ in range(fast.width)]
+                body += [K.Let(v, K.Load(rq, (c0 + j) * fast.width + i)) for i, v in enumerate(cv)]
             for s, (n, oy, ox) in enumerate(pix):
                 if rq is not None:
-                    v = K.minimum(K.maximum(intrinsic("requant_mma", acc[s][j], m, hh, r), ep.act_min), ep.act_max)
+                    v = fast.value(acc[s][j], list(cv), ep.act_min, ep.act_max)
                 else:
                     v = ep.finish(acc[s][j].cast("i64"), c0 + j)
                 body.append(out.store([n, oy, ox, c0 + j], v))

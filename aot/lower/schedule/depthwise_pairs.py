@@ -42,6 +42,12 @@ pairs of channels c0 and c1, PKHTB and SXTAB16 those of c2 and c3 (a pixel in th
 reads as bytes equal to the input zero point, which widen to 0). Input row r is brought in
 before output row r is written, so with the output shaped as the input the output may
 overwrite the input (returned flag), as in aot.lower.schedule.depthwise.emit_ring.
+
+16x8 layers (int16 input, aot.lower.schedule.depthwise16) fill the rows from the pixels' int16
+words as they are: per quad and pixel pair (a, b) the words (c0, c1) and (c2, c3) of each, PKHBT
+of a's and b's gives channel c0's (or c2's) pair, PKHTB c1's (c3's); padding is 0 (their zero
+point). Their requantization (an interface like Requant's over aot.lower.schedule.requant16)
+is never doubled or rescaled.
 """
 from __future__ import annotations
 
@@ -216,6 +222,7 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
     pt, _, pl, _ = attrs["padding"]
     sh, sw = (int(v) for v in attrs["strides"])
     off = int(arith.input_offset)
+    wide = x.buffer.dtype == "i16"  # 16x8: int16 pixels (zero point 0) paired as they are
     stored, even_ops, odd_ops = _taps(kw, sw)
     nk = len(stored)  # stored weight words per kernel row
     bound = np.abs(b) + 256 * np.abs(w3).sum(axis=0)
@@ -275,17 +282,27 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
             column 2 jb) when given; two at a time: a channel's two stores adjacent (STRD)."""
             body: list[K.Stmt] = []
 
-            def pixel(v: int | None) -> K.Expr:  # the four channels' bytes of image column v, loaded where used
+            def pixel(v: int | None, half: int = 0) -> K.Expr:
+                """The four channels' bytes of image column v (int16 input: channels 2 half,
+                2 half + 1), loaded where used."""
                 if v is None:
-                    return zp_word
+                    return K.Const(0) if wide else zp_word
                 pv = ctx.var("px")
                 colx = K.Const(v) if jb is None else jb * 2 + v
                 body.append(K.Let(pv, K.LoadWord(x.buffer, simplify_expr(r * (wd * cin_all) + colx * cin_all
-                                                                         + chan(q * 4)))))
+                                                                         + chan(q * 4) + 2 * half))))
                 return pv
             for g in range(0, len(js), 2):
                 vals: dict[tuple[int, int], K.Expr] = {}
                 for j, (a, c) in js[g:g + 2]:
+                    if wide:  # int16 pixels: channel 2h + 1's pair is the top lanes of the words of (a, b)
+                        for hf in range(2):
+                            pa, pb = pixel(a, hf), pixel(c, hf)
+                            for i, fn in ((2 * hf, "pair_lo"), (2 * hf + 1, "pair_hi")):
+                                v = ctx.var("pw")
+                                body.append(K.Let(v, intrinsic(fn, pa, pb)))
+                                vals[i, j] = v
+                        continue
                     pa, pb = pixel(a), pixel(c)
                     lo, hi = ctx.var("plo"), ctx.var("phi")
                     body += [K.Let(lo, intrinsic("pair_lo", pa, pb)), K.Let(hi, intrinsic("pair_hi", pa, pb))]

@@ -46,7 +46,7 @@ from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.lower.schedule.gemm import Geometry, Pixel, all_pixel_groups, pixel_coords
 from aot.lower.schedule.helium16 import emit_helium16
-from aot.lower.schedule.requant16 import fast_consts
+from aot.lower.schedule.requant16 import fast_form
 from aot.lower.schedule.target import ScheduleTarget, WeightBudget
 from aot.ops.common import window_bounds_conds
 
@@ -137,7 +137,7 @@ def mode(ep: Epilogue, w2d: np.ndarray) -> str:
         return "exact64"
     bias = np.zeros(w2d.shape[0], np.int64) if ep.bias is None else ep.bias.astype(np.int64)
     bound = np.abs(bias) + X_MAX * np.abs(w2d.astype(np.int64)).sum(axis=1)
-    if np.all(bound < 1 << 31) and fast_consts(ep.mults, ep.shifts, w2d.shape[0]) is not None:
+    if np.all(bound < 1 << 31) and fast_form(ep.mults, ep.shifts, w2d.shape[0]) is not None:
         return "fast"
     return "exact64"
 
@@ -161,8 +161,9 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
     wtab = ctx.const(words, "i32", "w16q")
     btab = None
     rq = None
-    if kind == "fast":
-        rq = ctx.const(fast_consts(ep.mults, ep.shifts, oc_n), "i32", "rq16")
+    fast = fast_form(ep.mults, ep.shifts, oc_n) if kind == "fast" else None
+    if fast is not None:
+        rq = ctx.const(fast.table.reshape(-1), "i32", "rq16")
         if ep.bias is not None and np.any(ep.bias):
             btab = ctx.const(ep.bias.astype(np.int64).astype(np.int32), "i32", "bias16")
     ylo, yhi, xlo, xhi = g.pads
@@ -174,12 +175,17 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
     slots = SLOTS if P > 1 else 1
     # an even C: a column of pairs (word copies, per tap); an odd C: of int16 elements, each kernel
     # row's kw * C values in a row of pairs (read as words), so no pair is half padding per tap
-    col = K.Buffer(ctx.fresh("col16"), "i32", total * slots) if g.C % 2 == 0 else \
+    # an odd C read from an int16 buffer without dilation: a kernel row inside the image is copied as
+    # words (its kw C elements are adjacent in the input), one at the border element by element
+    odd_words = g.C % 2 == 1 and g.buf is not None and g.buf.dtype == "i16" and g.dw == 1
+    col = K.Buffer(ctx.fresh("col16"), "i32", total * slots) if g.C % 2 == 0 or odd_words else \
         K.Buffer(ctx.fresh("col16"), "i16", 2 * total * slots)
     unroll = UNROLL if tgt.speed else 1
     parts = chunks(total) if kind == "exact64" else [(0, total)]
 
     def fill(p: Pixel, s: int) -> K.Stmt:
+        if odd_words:
+            return fill_row_words(p, s)
         if g.C % 2:
             return fill_rows(p, s)
         ky, kx, i = ctx.var("fky"), ctx.var("fkx"), ctx.var("fi")
@@ -202,6 +208,45 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
             z = ctx.var("fz")
             tap = K.If(K.logical_and(*conds), tap, K.For(z, ppt, K.Store(col, t0 + z, K.Const(0))))
         return K.For(ky, g.kh, K.For(kx, g.kw, tap))
+
+    def fill_row_words(p: Pixel, s: int) -> K.Stmt:
+        """An odd C, int16 input: kernel row ky's pairs as words of the int32 column. Inside the
+        image the row's kw C elements are adjacent: word q is the input's word at element 2q, an
+        odd row's last the sign-extended last element (its top lane meets the weight 0); at the
+        border each pair from its two elements (0 outside the image; the address clamped into it)."""
+        assert g.buf is not None
+        ky = ctx.var("fky")
+        iy = p.iy0 + ky * g.dh
+        n_el = g.kw * g.C
+        t0 = ky * ppr + s * total
+        rb = ctx.var("frb")
+        full: list[K.Stmt] = [K.Let(rb, g.flat(p.n, iy, p.ix0, K.Const(0)))]
+        for q in range(ppr):
+            src: K.Expr = (K.LoadWord(g.buf, rb + 2 * q) if 2 * q + 1 < n_el
+                           else K.Load(g.buf, rb + 2 * q).cast("i32"))
+            full.append(K.Store(col, t0 + q, src))
+        row_in = window_bounds_conds(iy, g.H, ylo, yhi)
+        cols_in = window_bounds_conds(p.ix0, g.W, xlo, False) + window_bounds_conds(p.ix0 + (g.kw - 1), g.W, False, xhi)
+        if not cols_in:
+            body: K.Stmt = K.seq(*full)
+        else:
+            part: list[K.Stmt] = []
+
+            def el(k: int) -> K.Expr:
+                if k >= n_el:
+                    return K.Const(0)
+                kx, c = divmod(k, g.C)
+                ix = p.ix0 + kx
+                conds = window_bounds_conds(ix, g.W, xlo, xhi)
+                v = K.Load(g.buf, g.flat(p.n, iy, K.minimum(K.maximum(ix, 0), g.W - 1), K.Const(c))).cast("i32")
+                return K.Select(K.logical_and(*conds), v, K.Const(0)) if conds else v
+            for q in range(ppr):
+                part.append(K.Store(col, t0 + q, intrinsic("pack16", el(2 * q), el(2 * q + 1))))
+            body = K.If(K.logical_and(*cols_in), K.seq(*full), K.seq(*part))
+        if row_in:
+            z = ctx.var("fz")
+            body = K.If(K.logical_and(*row_in), body, K.For(z, ppr, K.Store(col, t0 + z, K.Const(0))))
+        return K.For(ky, g.kh, body)
 
     def fill_rows(p: Pixel, s: int) -> K.Stmt:
         """An odd C: each kernel row's elements in order (kx, c), zeros outside the image."""
@@ -227,23 +272,33 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
         if kind == "exact64":
             body += [K.Let(a, K.Const(0, "i64")) for row in acc64 for a in row]
 
-        def steps(part: list[list[K.ScalarVar]], j: K.Expr) -> list[K.Stmt]:
+        def x_word(s: int, j: K.Expr) -> K.Expr:
+            b = bases[s]
+            if b is not None and g.buf is not None:
+                return K.LoadWord(g.buf, b + j * 2)
+            if col.dtype == "i16":
+                return K.LoadWord(col, (j + s * total) * 2)
+            return K.Load(col, j + s * total)
+
+        def steps(part: list[list[K.ScalarVar]], j: K.Expr, pre: list[K.ScalarVar] | None = None) -> list[K.Stmt]:
+            """One pair of the reduction; pre: its activation words, already loaded."""
             st: list[K.Stmt] = []
-            xs = []
-            for s in range(nsl):
+            xs = list(pre) if pre is not None else []
+            for s in range(len(xs), nsl):
                 xv = ctx.var("xp")
-                b = bases[s]
-                if b is not None and g.buf is not None:
-                    src: K.Expr = K.LoadWord(g.buf, b + j * 2)
-                elif col.dtype == "i16":
-                    src = K.LoadWord(col, (j + s * total) * 2)
-                else:
-                    src = K.Load(col, j + s * total)
-                st.append(K.Let(xv, src))
+                st.append(K.Let(xv, x_word(s, j)))
                 xs.append(xv)
+            # one pixel: the block's weight words of the pair adjacent (one LDRD), then their
+            # products; two pixels: each word right before its products (fewer live registers:
+            # adjacent, mv2_16's 1x1 products of two pixels took 4% more instructions)
+            wvs = [ctx.var("wq") for _ in range(nw)]
+            if nsl == 1:
+                st += [K.Let(wv, K.Load(wtab, seg + j * nw + u)) for u, wv in enumerate(wvs)]
             for u in range(nw):
-                wv, lo = ctx.var("wq"), ctx.var("wl")
-                st += [K.Let(wv, K.Load(wtab, seg + j * nw + u)), K.Let(lo, intrinsic("sxtb16", wv))]
+                wv, lo = wvs[u], ctx.var("wl")
+                if nsl != 1:
+                    st.append(K.Let(wv, K.Load(wtab, seg + j * nw + u)))
+                st.append(K.Let(lo, intrinsic("sxtb16", wv)))
                 st += [K.Assign(part[s][2 * u], intrinsic("smlad", xs[s], lo, part[s][2 * u])) for s in range(nsl)]
                 if 2 * u + 1 < size:
                     hi = ctx.var("wh")
@@ -266,8 +321,13 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
             if main > 1:
                 kk, jb = ctx.var("kk"), ctx.var("jb")
                 inner: list[K.Stmt] = [K.Let(jb, kk * unroll + start)]
-                for u in range(unroll):
-                    inner += steps(part, jb + u)
+                for u in range(0, unroll, 2 if nsl == 1 else 1):
+                    if nsl == 1 and u + 1 < unroll:  # one pixel: two pairs' activation words adjacent (LDRD)
+                        xa, xb = ctx.var("xp"), ctx.var("xp")
+                        inner += [K.Let(xa, x_word(0, jb + u)), K.Let(xb, x_word(0, jb + (u + 1)))]
+                        inner += steps(part, jb + u, [xa]) + steps(part, jb + (u + 1), [xb])
+                    else:
+                        inner += steps(part, jb + u)
                 body.append(K.For(kk, main, K.seq(*inner)))
                 done = main * unroll
             else:
@@ -278,16 +338,14 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
                 body += [K.Assign(acc64[s][c], acc64[s][c] + part[s][c].cast("i64"))
                          for s in range(nsl) for c in range(size)]
         for c in range(size):
-            if kind == "fast":
+            if fast is not None:
                 assert rq is not None
-                m, h, r = ctx.var("rqm"), ctx.var("rqh"), ctx.var("rqr")
-                q = (oc0 + c) * 3
-                body += [K.Let(m, K.Load(rq, q)), K.Let(h, K.Load(rq, q + 1)), K.Let(r, K.Load(rq, q + 2))]
+                cv = [ctx.var("rq") for _ in range(fast.width)]
+                body += [K.Let(v, K.Load(rq, (oc0 + c) * fast.width + i)) for i, v in enumerate(cv)]
             for s in range(nsl):
                 p = pixs[s]
-                if kind == "fast":
-                    v = intrinsic("requant_mma", part[s][c], m, h, r)
-                    v = K.minimum(K.maximum(v, ep.act_min), ep.act_max)
+                if fast is not None:
+                    v = fast.value(part[s][c], list(cv), ep.act_min, ep.act_max)
                 elif kind == "wrap32":
                     v = ep.finish(part[s][c].cast("i64"), oc0 + c)
                 else:

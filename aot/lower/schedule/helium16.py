@@ -17,23 +17,11 @@ import numpy as np
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.lower.schedule.gemm import Geometry, pixel_coords
-from aot.lower.schedule.requant16 import fast_consts
+from aot.lower.schedule.requant16 import clamp16, fast_consts  # noqa: F401 (clamp16: re-exported)
 from aot.lower.schedule.target import ScheduleTarget
 
 MIN_DEPTH = 8  # one vector of activations
 BLOCK = 4  # output channels per mve_dot16x4
-
-
-def clamp16(v: K.Expr, act_min: int, act_max: int) -> K.Expr:
-    """v clamped to [act_min, act_max] (within int16): SSAT #16 or USAT #15 (one instruction) for
-    the bounds a plain or ReLU output has, and one compare for a bound inside them."""
-    if act_min == -32768:
-        sat = intrinsic("ssat16", v)
-        return sat if act_max == 32767 else K.minimum(sat, act_max)
-    if act_min == 0:
-        sat = intrinsic("usat15", v)
-        return sat if act_max == 32767 else K.minimum(sat, act_max)
-    return K.minimum(K.maximum(v, act_min), act_max)
 
 
 def emit_helium16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep, kind: str  # noqa: ANN001
