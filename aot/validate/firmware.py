@@ -116,9 +116,9 @@ def firmware_digest(board: Board | None = None) -> str:
     h = hashlib.sha256((TEMPLATE_DIR / "main_validate.c.j2").read_bytes())
     if board is not None and board.console is not None:
         h.update(" ".join(board.console.defines()).encode())
-    root = asset_dir("platform") / "cortex_m"
-    for path in sorted(root.rglob("*.[ch]")):
-        h.update(path.read_bytes())
+    for root in (asset_dir("platform") / "cortex_m", asset_dir("platform") / "common"):
+        for path in sorted(root.rglob("*.[ch]")):
+            h.update(path.read_bytes())
     return h.hexdigest()[:8]
 
 

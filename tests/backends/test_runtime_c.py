@@ -343,7 +343,7 @@ def test_cortex_m_sources_compile_strictly(tmp_path, cpu_flags, defines):
         proc = subprocess.run(
             ["arm-none-eabi-gcc", *cpu_flags, *STRICT, "-O2", "-ffunction-sections",
              *defines,
-             f"-I{RUNTIME / 'include'}", f"-I{PLATFORM / 'cortex_m'}",
+             f"-I{RUNTIME / 'include'}", f"-I{PLATFORM / 'cortex_m'}", f"-I{PLATFORM / 'common'}",
              "-c", str(src), "-o", str(tmp_path / (src.stem + ".o"))],
             capture_output=True, text=True,
         )

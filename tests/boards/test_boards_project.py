@@ -183,7 +183,7 @@ def test_project_layout_is_reproducible(tmp_path):
     assert ta == tb
     for required in ["Makefile", "CMakeLists.txt", "cmake/arm-none-eabi-gcc.cmake", "linker.ld", "main.c",
                      "board.json", "project.json", "platform/startup.c", "platform/aot_platform_cortex_m.c",
-                     "platform/aot_platform_arena.c",
+                     "platform/aot_platform_arena.c", "platform/aot_platform_board.h",
                      "runtime_c/include/aot_runtime.h", "runtime_c/src/aot_runtime.c",
                      "model/include/net.h", "model/src/net.c", "model/metadata.json"]:
         assert required in ta, required

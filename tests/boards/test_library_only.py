@@ -99,6 +99,8 @@ def test_cmake_application_consumes_the_library_and_runs(tmp_path):
     for rel in ("startup.c", "aot_platform_cortex_m.c", "aot_platform_cortex_m.h", "console/cmsdk_uart.c"):
         (app / "platform" / rel).parent.mkdir(parents=True, exist_ok=True)
         (app / "platform" / rel).write_bytes((platform / rel).read_bytes())
+    common = asset_dir("platform") / "common" / "aot_platform_board.h"  # the interface both architectures share
+    (app / "platform" / common.name).write_bytes(common.read_bytes())
     (app / "main.c").write_text(APP_MAIN % {"input": _c_list(INPUT), "expected": _c_list(EXPECTED)})
     (app / "CMakeLists.txt").write_text(APP_CMAKE)
     (app / "app.ld").write_text(APP_LD)

@@ -115,7 +115,8 @@ def test_riscv_project_files_name_the_riscv_toolchain_and_startup(tmp_path: Path
     model, inputs, _ = _shared("micro_speech_quantized")
     bb = make_project(model, "rv32-virt", tmp_path / "p", inputs)
     files = {p.relative_to(bb.project_dir).as_posix() for p in bb.project_dir.rglob("*") if p.is_file()}
-    assert {"platform/startup.c", "platform/aot_platform_riscv.c", "platform/aot_platform_arena.c", "platform/console/ns16550.c",
+    assert {"platform/startup.c", "platform/aot_platform_riscv.c", "platform/aot_platform_arena.c",
+            "platform/aot_platform_board.h", "platform/console/ns16550.c",
             "cmake/riscv64-unknown-elf-gcc.cmake", "linker.ld"} <= files
     make = (bb.project_dir / "Makefile").read_text()
     assert "CROSS_COMPILE ?= riscv64-unknown-elf-" in make and "qemu-system-riscv32" in make
