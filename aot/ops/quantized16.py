@@ -64,6 +64,18 @@ def binary_reference(name: str, xs: Sequence[np.ndarray], ts: Sequence[TensorTyp
     return np.broadcast_to(fn(xs[0], xs[1], p), out.shape).astype(np.int16)
 
 
+def clamp16(v: K.Expr, act_min: int, act_max: int) -> K.Expr:
+    """v clamped to [act_min, act_max] (within int16): SSAT #16 or USAT #15 (one instruction) for
+    the bounds a plain or ReLU output has, and one compare for a bound inside them."""
+    if act_min == -32768:
+        sat = intrinsic("ssat16", v)
+        return sat if act_max == 32767 else K.minimum(sat, act_max)
+    if act_min == 0:
+        sat = intrinsic("usat15", v)
+        return sat if act_max == 32767 else K.minimum(sat, act_max)
+    return K.minimum(K.maximum(v, act_min), act_max)
+
+
 def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType, out: TensorType,
                 attrs: Attrs, fast: bool = False) -> K.Expr:
     """The int16 op's value. fast (Cortex-M targets): ADD/SUB's three rescales in the exact cheaper
@@ -73,7 +85,6 @@ def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType,
     allow."""
     p = _binary_params(name, ta, tb, out, attrs.get("activation", "none"))
     if fast and name in ("add", "sub"):
-        from aot.lower.schedule.requant16 import clamp16
         from aot.ops.quantized import _fold_sum, _rescale
         sa = _rescale((a.cast("i32") + p.input1_offset) << p.left_shift, p.input1_multiplier, p.input1_shift,
                       p.left_shift >= 1)

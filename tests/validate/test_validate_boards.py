@@ -111,7 +111,10 @@ def test_ctrl_c_leaves_a_partial_report(tmp_path, arm_toolchain):  # noqa: ANN00
     with deadline(600):
         p = subprocess.Popen([sys.executable, "-m", "aot", "validate", str(shared_model("kws_int8.tflite")), "--board",
                               "mps2-an386", "--qemu", "--data", str(tmp_path / "x.npy"), "--json", str(tmp_path / "r.json")],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                             # a suite started in the background has SIGINT ignored, which the child would
+                             # inherit (Python then installs no Ctrl-C handler): the default, as in a terminal
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         assert p.stderr is not None
         first = p.stderr.readline()  # "validating 1000 samples on ...": connected, running
         assert first.startswith("validating 1000 samples"), first

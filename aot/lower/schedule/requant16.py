@@ -19,6 +19,7 @@ import numpy as np
 
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
+from aot.ops.quantized16 import clamp16  # noqa: F401 (the schedules' clamp: re-exported)
 
 
 def _reduced(m: int) -> int:
@@ -52,18 +53,6 @@ def mulr_consts(mults: tuple[int, ...], shifts: tuple[int, ...], oc_n: int) -> n
     if ch is None or not all(16 <= t <= 32 for _, t in ch):
         return None
     return np.array([[r << (32 - t)] for r, t in ch], np.int64).astype(np.int32)
-
-
-def clamp16(v: K.Expr, act_min: int, act_max: int) -> K.Expr:
-    """v clamped to [act_min, act_max] (within int16): SSAT #16 or USAT #15 (one instruction) for
-    the bounds a plain or ReLU output has, and one compare for a bound inside them."""
-    if act_min == -32768:
-        sat = intrinsic("ssat16", v)
-        return sat if act_max == 32767 else K.minimum(sat, act_max)
-    if act_min == 0:
-        sat = intrinsic("usat15", v)
-        return sat if act_max == 32767 else K.minimum(sat, act_max)
-    return K.minimum(K.maximum(v, act_min), act_max)
 
 
 @dataclass(frozen=True)
