@@ -48,14 +48,12 @@ def _binary(name: str, np_fn, k_fn, clamp: bool = True):  # noqa: ANN001, ANN202
     def expr(ctx: EmitCtx, args: Sequence[Accessor], idx: Sequence[K.Expr], call) -> K.Expr:  # noqa: ANN001
         out = call.out.type
         a, b = (x.broadcast_to(out.shape) for x in args)
+        tgt = getattr(ctx, "target", None)  # Cortex-M: the exact cheaper rescales of integer ADD/SUB
+        fast = tgt is not None and tgt.cpu.startswith("cortex-m") and not tgt.reference
         if out.dtype == "int8":
-            tgt = getattr(ctx, "target", None)  # Cortex-M: the exact cheaper rescales of int8 ADD/SUB
-            fast = tgt is not None and tgt.cpu.startswith("cortex-m") and not tgt.reference
             return Q.binary_expr(name, a(idx), b(idx), args[0].type, args[1].type, out, call.attrs, fast=fast,
                                  dsp=fast and tgt.dsp)
         if out.dtype == "int16":
-            tgt = getattr(ctx, "target", None)  # Cortex-M: ADD/SUB's exact cheaper rescales
-            fast = tgt is not None and tgt.cpu.startswith("cortex-m") and not tgt.reference
             return Q16.binary_expr(name, a(idx), b(idx), args[0].type, args[1].type, out, call.attrs, fast=fast)
         return apply_activation_expr(k_fn(a(idx), b(idx)), call.attrs.get("activation", "none"), tflm_range=clamp)
 

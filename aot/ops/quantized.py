@@ -179,10 +179,7 @@ def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType,
     # ADD/SUB: both inputs to a common scale with 20 bits of headroom, then to the output
     if not fast:
         return clamp_int(add_sub_value(name, a, b, p), p.act_min, p.act_max)
-    sa = _rescale((a.cast("i32") + p.input1_offset) << p.left_shift, p.input1_multiplier, p.input1_shift,
-                  p.left_shift >= 1)
-    sb = _rescale((b.cast("i32") + p.input2_offset) << p.left_shift, p.input2_multiplier, p.input2_shift,
-                  p.left_shift >= 1)
+    sa, sb = rescaled_inputs(a, b, p)
     raw = None
     if dsp:  # SMMLAR for one input's rescale, the other's term folded into its high word
         ba, bb = _int8_bound(p.input1_offset) << p.left_shift, _int8_bound(p.input2_offset) << p.left_shift
@@ -195,6 +192,16 @@ def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType,
         raw = _fold_sum(sa, sb, name == "add")
     bound = _int8_bound(p.input1_offset) + _int8_bound(p.input2_offset) << p.left_shift  # |raw| (multipliers < 1)
     return _requant_out(raw, bound, p, dsp)
+
+
+def rescaled_inputs(a: K.Expr, b: K.Expr, p) -> tuple[K.Expr, K.Expr]:  # noqa: ANN001
+    """ADD/SUB's two inputs at the common scale (left shift, then each input's rescale), in the exact
+    cheaper forms of _rescale: the int8 and int16 ops' fast paths."""
+    sa = _rescale((a.cast("i32") + p.input1_offset) << p.left_shift, p.input1_multiplier, p.input1_shift,
+                  p.left_shift >= 1)
+    sb = _rescale((b.cast("i32") + p.input2_offset) << p.left_shift, p.input2_multiplier, p.input2_shift,
+                  p.left_shift >= 1)
+    return sa, sb
 
 
 def _requant_out(raw: K.Expr, bound: int, p, dsp: bool) -> K.Expr:  # noqa: ANN001

@@ -85,12 +85,8 @@ def binary_expr(name: str, a: K.Expr, b: K.Expr, ta: TensorType, tb: TensorType,
     allow."""
     p = _binary_params(name, ta, tb, out, attrs.get("activation", "none"))
     if fast and name in ("add", "sub"):
-        from aot.ops.quantized import _fold_sum, _rescale
-        sa = _rescale((a.cast("i32") + p.input1_offset) << p.left_shift, p.input1_multiplier, p.input1_shift,
-                      p.left_shift >= 1)
-        sb = _rescale((b.cast("i32") + p.input2_offset) << p.left_shift, p.input2_multiplier, p.input2_shift,
-                      p.left_shift >= 1)
-        raw = _fold_sum(sa, sb, name == "add")
+        from aot.ops.quantized import _fold_sum, _rescale, rescaled_inputs
+        raw = _fold_sum(*rescaled_inputs(a, b, p), name == "add")
         v = _rescale(raw, p.output_multiplier, p.output_shift, False) + p.output_offset
         return clamp16(v, p.act_min, p.act_max).cast("i16")
     if name == "mul":  # |(x1 + o1) * (x2 + o2)| < 2**31 with zero points 0 (TFLM requires them)

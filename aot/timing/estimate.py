@@ -201,10 +201,10 @@ def cycle_candidates(options: dict[str, Any], board: Board | str | None = None) 
     if options.get("optimize") != "cycles" or "flash_budget" in options:
         return [options]
     from aot.timing.placement import cycle_kernels
-    both = [{**options, "flash_budget": "auto"}, {**options, "flash_budget": 0}]
+    builds = [{**options, "flash_budget": "auto"}, {**options, "flash_budget": 0}]
     if board is not None and "cycle_forms" not in options and cycle_kernels(_board(board).cpu):
-        both.append({**options, "flash_budget": "auto", "cycle_forms": False})
-    return both
+        builds.append({**options, "flash_budget": "auto", "cycle_forms": False})
+    return builds
 
 
 def _chosen(opts: dict[str, Any]) -> str:
