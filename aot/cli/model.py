@@ -77,21 +77,30 @@ def cmd_compile(a: argparse.Namespace) -> int:
     return 0
 
 
-def _patch_span(compiled: Any) -> tuple[int, int, str] | None:
-    """The call steps of the patch stage (up to the kernel writing the cut tensor's last piece), for
-    the memory timeline; None when not patched."""
+def _patch_spans(compiled: Any) -> list[tuple[int, int, str]]:
+    """The call steps of each patch stage (from its first kernel up to the one writing its cut
+    tensor's last piece), for the memory timeline; none when not patched."""
     pt = compiled.patch
     if not pt:
-        return None
+        return []
     from aot.ir import FunctionRef
-    steps = 0
-    for c in compiled.fused.main.body:
-        if isinstance(c.op, FunctionRef):
-            steps += 1
-        if c.out.name == pt["cut"]:
-            break
-    return 0, steps, (f"patch stage: {pt['grid'][0]}x{pt['grid'][1]} patches up to {pt['cut'][:24]}, "
-                      f"+{100 * pt['instruction_overhead']:.1f}% instructions")
+    spans = []
+    step = 0
+    body = iter(compiled.fused.main.body)
+    for st in pt.get("stages", [pt]):
+        first = f"{st.get('source_tensor', '')}_p"  # the stage's first pieces: slices of its source
+        start = None
+        for c in body:
+            if isinstance(c.op, FunctionRef):
+                step += 1
+            if start is None and c.out.name.startswith(first):
+                start = step - 1
+            if c.out.name == st["cut"]:
+                break
+        spans.append((max(0, start or 0) if st.get("source") == "tensor" else 0, step,
+                      f"patch stage: {st['grid'][0]}x{st['grid'][1]} patches up to {st['cut'][:24]}, "
+                      f"+{100 * st['instruction_overhead']:.1f}% instructions"))
+    return spans
 
 
 def cmd_plan(a: argparse.Namespace) -> int:
@@ -110,11 +119,13 @@ def cmd_plan(a: argparse.Namespace) -> int:
     from aot.artifact.abi import io_summary
     print(io_summary(compiled.module))
     if compiled.patch:
-        pt = compiled.patch
-        print(f"patches: {pt['grid'][0]}x{pt['grid'][1]} over the stage up to {pt['cut']} "
-              f"({'x'.join(map(str, pt['cut_shape'][1:]))}), halo recompute +{100 * pt['halo_overhead']:.1f}% of "
-              f"its MACs, +{100 * pt['instruction_overhead']:.1f}% instructions "
-              f"({'counted on the lowered kernels' if pt['overhead_source'] == 'counted' else 'estimated from MACs'})")
+        for pt in compiled.patch.get("stages", [compiled.patch]):
+            src = "the input" if pt.get("source", "input") == "input" else \
+                f"a {'x'.join(map(str, pt['source_shape'][1:]))} tensor"
+            print(f"patches: {pt['grid'][0]}x{pt['grid'][1]} over the stage from {src} up to {pt['cut']} "
+                  f"({'x'.join(map(str, pt['cut_shape'][1:]))}), halo recompute +{100 * pt['halo_overhead']:.1f}% of "
+                  f"its MACs, +{100 * pt['instruction_overhead']:.1f}% instructions "
+                  f"({'counted on the lowered kernels' if pt['overhead_source'] == 'counted' else 'estimated from MACs'})")
     if a.png:
         from aot.memory import BufferRequest, MemoryPlan
         from aot.memory.plot import draw_plan
@@ -123,7 +134,7 @@ def cmd_plan(a: argparse.Namespace) -> int:
         reqs = [BufferRequest(b.name, b.size, b.first_use, b.last_use) for b in bufs]
         mp = MemoryPlan({b.name: b.offset for b in bufs}, first_pool.size, p.lower_bound_bytes, p.planner)
         draw_plan(reqs, mp, a.png, title=f"{Path(a.model).stem}: pool {first_pool.name}, {p.planner}",
-                  shared=[b for b in p.shared if b.pool == first_pool.name], stage=_patch_span(compiled))
+                  shared=[b for b in p.shared if b.pool == first_pool.name], stages=_patch_spans(compiled))
         print(f"wrote {a.png}")
     return 0
 

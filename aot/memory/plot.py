@@ -24,13 +24,13 @@ class SharedSpan(Protocol):
 def draw_plan(
     requests: Iterable[BufferRequest], plan: MemoryPlan, path: str, title: str = "",
     shared: Iterable[SharedSpan] = (),
-    stage: tuple[int, int, str] | None = None,
+    stages: Iterable[tuple[int, int, str]] = (),
 ) -> None:
     """Write a PNG to `path`: one rectangle per nonzero buffer, x = [first_use, last_use + 1),
     y = [offset, offset + size), named when large enough; dashed lines at the lower bound and
     at the peak. `shared` buffers (outputs written in place over their input, slices of a
     concatenation) are drawn over the buffer they live in, hatched and outlined by kind.
-    `stage` (first step, end step, label): a span shaded behind the buffers (the patch stage).
+    `stages` (first step, end step, label): spans shaded behind the buffers (the patch stages).
     Needs matplotlib (the `plot` extra); uses the Agg canvas, no pyplot state."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -90,8 +90,9 @@ def draw_plan(
             )
         )
         seen_kinds.add(sb.kind)
-    if stage is not None:
-        ax.axvspan(stage[0], stage[1], color="tab:blue", alpha=0.08, zorder=0, label=stage[2])
+    for k, stage in enumerate(stages):
+        ax.axvspan(stage[0], stage[1], color="tab:blue" if k % 2 == 0 else "tab:purple", alpha=0.08, zorder=0,
+                   label=stage[2])
     ax.axhline(
         plan.lower_bound_bytes,
         linestyle="--",

@@ -99,12 +99,13 @@ class StageCounter:
         """Operations of the entry's first `calls` calls (all: None), fused and lowered."""
         return self.measure(model, calls).ops
 
-    def measure(self, model: Model, calls: int | None = None) -> Count:
-        """Operations and code of the entry's first `calls` calls (all: None), fused and lowered."""
+    def measure(self, model: Model, calls: int | None = None, first: int = 0) -> Count:
+        """Operations and code of the entry's calls first..calls-1 (calls None: to the end), fused and
+        lowered."""
         fn = model.main
-        body = fn.body if calls is None else fn.body[:calls]
+        body = fn.body[first:] if calls is None else fn.body[first:calls]
         live_out = _outputs(fn, body, calls)
-        params = tuple(v for v in fn.params)
+        params = tuple(fn.params) if first == 0 else _free_vars(body)
         sub = make_model(model.name, Function(fn.name, params, tuple(body), live_out),
                          {k: f for k, f in model.functions.items() if k != fn.name})
         fused = fuse(sub)
@@ -142,6 +143,18 @@ def _joined_in_place(prim: Function) -> bool:
     """A height concatenation of a batch-1 image: its pieces are written in place."""
     return len(prim.body) == 1 and prim.body[0].op_name == "concat" and prim.body[0].attrs.get("axis") == 1 \
         and len(prim.body[0].out.type.shape) == 4 and prim.body[0].out.type.shape[0] == 1
+
+
+def _free_vars(body: tuple[Call, ...]) -> tuple[Var, ...]:
+    """The tensors `body` reads and does not compute, in order of first use."""
+    inside: set[int] = set()
+    out: dict[int, Var] = {}
+    for c in body:
+        for a in c.args:
+            if isinstance(a, Var) and id(a) not in inside:
+                out.setdefault(id(a), a)
+        inside.add(id(c.out))
+    return tuple(out.values())
 
 
 def _outputs(fn: Function, body: tuple[Call, ...], calls: int | None) -> tuple[Var, ...]:
@@ -202,14 +215,14 @@ def overhead_counter(prepared: Model, target: ScheduleTarget, flash_budget: "int
             widening.append(lambda extra: full - saving(room - int(CODE_MARGIN * extra)))
         return widening[0](extra_code)
 
-    def cost(choice: "PatchChoice") -> float:
+    def cost(choice: "PatchChoice") -> float:  # one stage's (choice.more is not counted)
         cut = choice.cut
         if cut is None:
             return 0.0
         n = cut.index + 1
         patched = patch_stage(prepared, cut, choice.patches, choice.cols)
-        stage = counter.measure(prepared, n)
-        got = counter.measure(patched, len(patched.main.body) - (len(prepared.main.body) - n))
+        stage = counter.measure(prepared, n, cut.start)
+        got = counter.measure(patched, len(patched.main.body) - (len(prepared.main.body) - n), cut.start)
         extra = OPS_FACTOR * (got.ops - stage.ops) + WIDEN_FACTOR * saving_lost(max(0, got.code - stage.code))
         return extra / (INSTRUCTIONS_PER_MAC * max(1, choice.model_macs))
     return cost

@@ -29,9 +29,11 @@ from typing import Any, Callable
 
 from aot.errors import FitError
 from aot.ir import Model
-from aot.transform.patch import Cut, call_macs, live_peak, patch_stage, patched_macs, stage_cuts, stage_macs
+from aot.transform.patch import Cut, call_macs, later_cuts, live_peak, live_profile, patch_stage, patched_macs, \
+    stage_cuts, stage_macs
 
 MAX_PATCHES = 16
+MIN_MAX_PATCHES = 36  # "min" also tries grids of up to 6 x 6 patches (MobileNetV2 0.35: 41,888 -> 35,520 B)
 MIN_DOWNSAMPLE = 2  # a stage that keeps the input's resolution has nothing to gain from strips
 MAX_DOWNSAMPLE = 16  # cuts beyond a 16x drop in resolution recompute too much to pay
 TRIES = 3
@@ -39,7 +41,9 @@ TRIES = 3
 # kernels, the order pass) than the estimate sees (MobileNetV2 0.35: 53,760 B planned, 59,904 estimated)
 SLACK = 1.15
 EVALS = 8  # candidates whose overhead is counted on their lowered kernels (aot.pipeline.patch_cost)
-MIN_TRIES = 5  # "min": candidates of smallest estimate built (the estimate ignores in-place sharing)
+BASES = 2  # `deeper` extends the whole model and the plans of the BASES smallest estimates
+LATER_STARTS = 2  # `deeper`: the boundaries nearest before the peak where a further stage may start
+MIN_TRIES = 3  # "min": candidates of smallest estimate built (the estimate ignores in-place sharing)
 AUTO_SAVING = 0.25  # the default patches only for >= 25% less RAM ...
 AUTO_OVERHEAD = 0.05  # ... at <= 5% more instructions
 # The first instruction estimate (which candidates get counted by aot.pipeline.patch_cost), fitted
@@ -64,14 +68,15 @@ class PatchChoice:
     whole_estimate: int  # the same bound for the unpatched model
     cols: int = 1  # columns of patches
     counted: float | None = None  # instruction overhead counted on the lowered kernels (patch_cost)
+    more: tuple["PatchChoice", ...] = ()  # further stages, later in the network, patched with this one
 
     @property
     def extra_macs(self) -> int:
         return self.patched_macs - self.stage_macs
 
     @property
-    def overhead(self) -> float:
-        """Estimated extra instructions as a fraction of the whole model's."""
+    def own_overhead(self) -> float:
+        """Estimated extra instructions of this stage alone, as a fraction of the whole model's."""
         if self.cut is None:
             return 0.0
         if self.counted is not None:
@@ -80,30 +85,54 @@ class PatchChoice:
         return (INSTRUCTIONS_PER_EXTRA_MAC * self.extra_macs / max(1, self.model_macs)
                 + PER_PATCH * (self.patches * self.cols - 1) * share)
 
+    @property
+    def overhead(self) -> float:
+        """Estimated extra instructions of the plan (every stage), as a fraction of the whole model's."""
+        return self.own_overhead + sum(m.own_overhead for m in self.more)
+
+    @property
+    def stages(self) -> tuple["PatchChoice", ...]:
+        """The plan's stages, nearest the input first."""
+        if self.cut is None:
+            return ()
+        return tuple(sorted((replace(self, more=()),) + self.more, key=lambda c: c.cut.start))  # type: ignore[union-attr]
+
+    def _describe_stage(self) -> str:
+        assert self.cut is not None
+        return f"cut {self.cut.tensor} {'x'.join(map(str, self.cut.shape[1:]))}, {self.patches}x{self.cols} patches"
+
     def describe(self) -> str:
         if self.cut is None:
             return "no patches"
-        return (f"cut {self.cut.tensor} {'x'.join(map(str, self.cut.shape[1:]))}, {self.patches}x{self.cols} patches "
-                f"(+{100 * self.overhead:.1f}% instructions, "
+        return (f"{'; '.join(s._describe_stage() for s in self.stages)} (+{100 * self.overhead:.1f}% instructions, "
                 f"{'counted' if self.counted is not None else 'estimated'})")
 
-    def record(self) -> dict[str, Any] | None:
-        """The plan as metadata.json and `aot plan` report it (None: not patched)."""
-        if self.cut is None:
-            return None
+    def _stage_record(self) -> dict[str, Any]:
+        assert self.cut is not None
         return {"cut": self.cut.tensor, "cut_shape": list(self.cut.shape), "grid": [self.patches, self.cols],
+                "source": "input" if self.cut.start == 0 else "tensor",
+                "source_tensor": self.cut.source, "source_shape": list(self.cut.input_shape),
                 "downsample": self.cut.downsample, "stage_macs": self.stage_macs,
                 "patched_stage_macs": self.patched_macs, "halo_macs": self.extra_macs,
                 "halo_overhead": round(self.patched_macs / max(1, self.stage_macs) - 1, 4),
-                "instruction_overhead": round(self.overhead, 4),
-                "overhead_source": "counted" if self.counted is not None else "estimated",
-                "estimated_instruction_overhead": round(self.overhead, 4)}
+                "instruction_overhead": round(self.own_overhead, 4),
+                "overhead_source": "counted" if self.counted is not None else "estimated"}
+
+    def record(self) -> dict[str, Any] | None:
+        """The plan as metadata.json and `aot plan` report it (None: not patched): the first stage's
+        fields, the whole plan's instruction overhead, and every stage in `stages`."""
+        if self.cut is None:
+            return None
+        stages = [s._stage_record() for s in self.stages]
+        return {**stages[0], "instruction_overhead": round(self.overhead, 4),
+                "estimated_instruction_overhead": round(self.overhead, 4), "stages": stages}
 
 
-def candidates(model: Model, io_in_pool: bool = True,
-               consume_input: bool = False) -> tuple[PatchChoice, list[PatchChoice]]:
-    """The whole model's estimate and every patch candidate's (`io_in_pool`: the model's input and
-    output are planned in the pools, --io-buffers pool)."""
+def candidates(model: Model, io_in_pool: bool = True, consume_input: bool = False,
+               limit: int = MAX_PATCHES) -> tuple[PatchChoice, list[PatchChoice]]:
+    """The whole model's estimate and every candidate's of one stage starting at the model input
+    (`io_in_pool`: the model's input and output are planned in the pools, --io-buffers pool; `limit`:
+    the most patches of a grid)."""
     total = sum(call_macs(c) for c in model.main.body if isinstance(c.op, str))
     whole_peak = live_peak(model, io_in_pool, consume_input)
     whole = PatchChoice(None, 1, 0, 0, total, whole_peak, whole_peak)
@@ -112,29 +141,81 @@ def candidates(model: Model, io_in_pool: bool = True,
         if not MIN_DOWNSAMPLE <= cut.downsample <= MAX_DOWNSAMPLE:
             continue
         macs = stage_macs(model, cut)
-        for rows, cols in grids(cut.shape[1], cut.shape[2]):
+        for rows, cols in grids(cut.shape[1], cut.shape[2], limit):
             patched = patch_stage(model, cut, rows, cols)
             out.append(PatchChoice(cut, rows, macs, patched_macs(model, cut, rows, cols, patched), total, live_peak(patched, io_in_pool, consume_input),
                                    whole_peak, cols))
     return whole, out
 
 
-def grids(height: int, width: int) -> list[tuple[int, int]]:
+def deeper(model: Model, bases: list[PatchChoice], io_in_pool: bool = True,
+           consume_input: bool = False) -> list[PatchChoice]:
+    """Each base plan with one more stage, starting at an intermediate tensor, over the call where
+    the base plan's live bytes peak (once its first stage is patched, a plan's peak moves on:
+    MobileNetV3-small's to the expansion after its squeeze-excite block). The stages considered
+    start at the last LATER_STARTS boundaries before that call and end after it."""
+    total = sum(call_macs(c) for c in model.main.body if isinstance(c.op, str))
+    later = later_cuts(model)
+    out: list[PatchChoice] = []
+    for base in bases:
+        _, step = live_profile(apply(model, base), io_in_pool, consume_input)
+        at = _original_step(model, base, step)
+        if at is None:
+            continue
+        taken = [(s.cut.start, s.cut.index) for s in base.stages]  # type: ignore[union-attr]
+        free = [c for c in later if c.start <= at <= c.index and all(c.index < a or c.start > b for a, b in taken)
+                and MIN_DOWNSAMPLE <= c.downsample <= MAX_DOWNSAMPLE]
+        starts = sorted({c.start for c in free})[-LATER_STARTS:]
+        for cut in free:
+            if cut.start not in starts:
+                continue
+            macs = stage_macs(model, cut)
+            for rows, cols in grids(cut.shape[1], cut.shape[2]):
+                stage = PatchChoice(cut, rows, macs, patched_macs(model, cut, rows, cols), total, 0,
+                                    base.whole_estimate, cols)
+                plan = stage if base.cut is None else replace(base, more=base.more + (stage,))
+                out.append(replace(plan, peak_estimate=live_peak(apply(model, plan), io_in_pool, consume_input)))
+    return out
+
+
+def _original_step(model: Model, plan: PatchChoice, step: int) -> int | None:
+    """The call of `model` that call `step` of the patched model runs (None: a call of a patch)."""
+    if plan.cut is None:
+        return step
+    n = len(model.main.body)
+    offset = 0  # calls the stages before add
+    for s in plan.stages:
+        cut = s.cut
+        assert cut is not None
+        calls = len(apply(model, replace(s, more=())).main.body) - n + cut.index + 1 - cut.start
+        if step < cut.start + offset:
+            return step - offset
+        if step < cut.start + offset + calls:
+            return None
+        offset += calls - (cut.index + 1 - cut.start)
+    return step - offset
+
+
+def grids(height: int, width: int, limit: int = MAX_PATCHES) -> list[tuple[int, int]]:
     """The grids tried at a cut of height x width: strips of 2..MAX_PATCHES rows, and grids of n x n
-    and (n + 1) x n patches up to MAX_PATCHES in all (columns share the halo with fewer rows)."""
+    and (n + 1) x n patches up to `limit` in all (columns share the halo with fewer rows)."""
     out = [(n, 1) for n in range(2, min(height, MAX_PATCHES) + 1)]
     for n in range(2, min(height, width) + 1):
         for rows in (n, n + 1):
-            if rows * n <= MAX_PATCHES and rows <= height:
+            if rows * n <= limit and rows <= height:
                 out.append((rows, n))
     return out
 
 
 def apply(model: Model, choice: PatchChoice | None) -> Model:
-    """Pass: the model with the chosen plan applied (unchanged without one)."""
+    """Pass: the model with the chosen plan applied (unchanged without one): its stages from the
+    last, so that the calls before each keep their places."""
     if choice is None or choice.cut is None:
         return model
-    return patch_stage(model, choice.cut, choice.patches, choice.cols)
+    for s in reversed(choice.stages):
+        assert s.cut is not None
+        model = patch_stage(model, s.cut, s.patches, s.cols)
+    return model
 
 
 def _by_overhead(c: PatchChoice) -> tuple[float, int]:
@@ -168,8 +249,30 @@ def _costed(cands: list[PatchChoice], cost: Cost | None, limit: int) -> list[Pat
     first (the count lowers each candidate's stage: the MAC estimate keeps it to a few)."""
     short = sorted(cands, key=_by_overhead)[:limit]
     if cost is not None:
-        short = [replace(c, counted=cost(c)) for c in short]
+        short = [_count(c, cost) for c in short]
     return sorted(short, key=_by_overhead)
+
+
+def _count(c: PatchChoice, cost: Cost) -> PatchChoice:
+    """The plan with each stage's overhead counted (`cost` counts one stage)."""
+    if c.cut is None:
+        return c
+    return replace(c, counted=cost(replace(c, more=())), more=tuple(replace(m, counted=cost(m)) for m in c.more))
+
+
+def _with_deeper(model: Model, whole: PatchChoice, cands: list[PatchChoice], io_in_pool: bool,
+                 consume_input: bool) -> list[PatchChoice]:
+    """The candidates and, over the whole model and the BASES smallest estimates among them, the
+    plans of one more stage (`deeper`)."""
+    peaks = sorted({c.peak_estimate for c in cands})[:BASES]
+    bases = [whole] + [min((c for c in cands if c.peak_estimate == p), key=_by_overhead) for p in peaks]
+    more = deeper(model, bases, io_in_pool, consume_input)
+    # with a later stage patched, the first stage's own peak may decide: its other cuts and grids
+    first = sorted((c for c in more if c.more), key=_by_peak)[:BASES]
+    regridded = [replace(c, more=p.more) for p in first for c in cands
+                 if all(c.cut.index < m.cut.start for m in p.more)]  # type: ignore[union-attr]
+    regridded = [replace(c, peak_estimate=live_peak(apply(model, c), io_in_pool, consume_input)) for c in regridded]
+    return cands + more + regridded
 
 
 def _try(build: Callable[..., Any], choice: PatchChoice | None) -> Any:
@@ -194,7 +297,7 @@ def compile_within_budget(model: Model, budget: "int | str | None", prepare: Cal
     if budget == "off":
         return build(None)
     prepared = prepare(model)
-    whole, cands = candidates(prepared, io_in_pool, consume_input)
+    whole, cands = candidates(prepared, io_in_pool, consume_input, MIN_MAX_PATCHES if budget == "min" else MAX_PATCHES)
     if budget == "auto":
         plain = _try(build, None) if limit is not None else build(None)
         if plain is None:  # the default does not fit the board: its RAM is the budget
@@ -225,6 +328,7 @@ def compile_within_budget(model: Model, budget: "int | str | None", prepare: Cal
         return plain
     if budget == "min":
         best = None
+        cands = _with_deeper(prepared, whole, cands, io_in_pool, consume_input)
         cheapest: dict[int, PatchChoice] = {}  # per estimated peak, the fewest extra instructions
         for c in sorted(cands, key=_by_overhead):
             cheapest.setdefault(c.peak_estimate, c)
@@ -241,6 +345,8 @@ def compile_within_budget(model: Model, budget: "int | str | None", prepare: Cal
         got = _try(build, None)
         if got is not None and (pool_bytes(got) <= budget or not cands):
             return _fits_or_fail(got, budget, pool_bytes, whole)
+    if not any(c.peak_estimate <= SLACK * budget for c in cands):  # one stage is not enough
+        cands = _with_deeper(prepared, whole, cands, io_in_pool, consume_input)
     # the candidates whose estimate fits first (their real plans fit unless in-place sharing was
     # overestimated), then those within SLACK; each group by counted overhead
     sure = _costed([c for c in cands if c.peak_estimate <= budget], cost, EVALS)
@@ -252,7 +358,7 @@ def compile_within_budget(model: Model, budget: "int | str | None", prepare: Cal
             return got
     smallest = min(cands, key=_by_peak) if cands else whole
     if cost is not None and smallest.cut is not None:
-        smallest = replace(smallest, counted=cost(smallest))
+        smallest = _count(smallest, cost)
     reached = _try(build, smallest if smallest.cut is not None else None)
     if reached is None:
         raise FitError(f"ram budget {budget:,} B cannot be met: the smallest plan ({smallest.describe()}) needs "

@@ -45,14 +45,16 @@ Rows = tuple[int, int]  # [lo, hi) rows of a tensor
 
 @dataclass(frozen=True)
 class Cut:
-    """A stage the model admits: body[:index + 1] computes `tensor` from the model input alone,
-    and nothing after it reads another of the stage's tensors."""
+    """A stage the model admits: body[start:index + 1] computes `tensor` from one source tensor
+    alone (the model input when start is 0, else the output of body[start - 1]), and nothing after
+    it reads another of the stage's tensors or the source."""
     index: int
     tensor: str
     shape: tuple[int, ...]
-    input_shape: tuple[int, ...]  # the model input's shape
-    downsample: int  # input rows / cut rows
-
+    input_shape: tuple[int, ...]  # the source's shape
+    downsample: int  # source rows / cut rows
+    start: int = 0  # the stage's first call
+    source: str = ""  # the name of the tensor it reads
 
 def _window(c: Call) -> tuple[tuple[int, int, int, int], tuple[int, int, int, int]] | None:
     """Per axis (height, width): (kernel size, stride, dilation, padding before) of a window op."""
@@ -114,13 +116,45 @@ def _supported(c: Call) -> bool:
     return True
 
 
-def stage_cuts(model: Model) -> list[Cut]:
-    """Every cut of the entry's leading run of patchable ops, in order (nearest the input first).
-    Only models with one 4-D batch-1 input and no state qualify."""
+def _boundaries(model: Model) -> list[int]:
+    """The starts s > 0 of the entry's body where body[s - 1]'s output is the only tensor computed
+    before s that is read at or after s (neither the model input nor another tensor crosses)."""
+    fn = model.main
+    last_use: dict[int, int] = {}
+    for i, c in enumerate(fn.body):
+        for a in c.args:
+            if isinstance(a, Var):
+                last_use[id(a)] = i
+    end = len(fn.body)
+    for r in fn.results:
+        last_use[id(r)] = end
+    out: list[int] = []
+    crossing: set[int] = {id(v) for v in fn.params if last_use.get(id(v), -1) >= 0}
+    for i, c in enumerate(fn.body):
+        crossing = {v for v in crossing if last_use.get(v, -1) > i}
+        if last_use.get(id(c.out), -1) > i:
+            crossing.add(id(c.out))
+        if crossing == {id(c.out)} and i + 1 < end:
+            out.append(i + 1)
+    return out
+
+
+def stage_cuts(model: Model, start: int = 0) -> list[Cut]:
+    """Every cut of the run of patchable ops starting at call `start` of the entry, in order (nearest
+    the source first): start 0 reads the model input (only models with one 4-D batch-1 input and no
+    state qualify), a later start the output of the call before it, which must then be the only
+    tensor crossing there (`_boundaries`)."""
     fn = model.main
     if len(model.inputs) != 1 or model.states or not _is_image(model.inputs[0]):
         return []
-    x = model.inputs[0]
+    if start == 0:
+        x = model.inputs[0]
+    else:
+        if start not in _boundaries(model):
+            return []
+        x = fn.body[start - 1].out
+        if not _is_image(x):
+            return []
     last_use: dict[int, int] = {}
     for i, c in enumerate(fn.body):
         for a in c.args:
@@ -131,17 +165,24 @@ def stage_cuts(model: Model) -> list[Cut]:
         last_use[id(r)] = end
     cuts: list[Cut] = []
     produced: set[int] = {id(x)}
-    nchw = bool(fn.body) and _nchw_input(fn.body[0], x)
-    for i, c in enumerate(fn.body):
+    nchw = start == 0 and bool(fn.body) and _nchw_input(fn.body[0], x)
+    for i in range(start, end):
+        c = fn.body[i]
         if not (_supported(c) or i == 0 and nchw) or any(isinstance(a, Var) and id(a) not in produced for a in c.args):
             break
         produced.add(id(c.out))
-        # the stage body[:i+1]: only c.out may be read after it (the input neither)
+        # the stage body[start:i+1]: only c.out may be read after it (the source neither)
         crossing = [v for v in produced if last_use.get(v, -1) > i]
         if crossing == [id(c.out)] and last_use[id(c.out)] < end and c.out.type.shape[1] > 1:
             h_in, h_out = _spatial(x, nchw)[0], c.out.type.shape[1]
-            cuts.append(Cut(i, c.out.name, tuple(c.out.type.shape), tuple(x.type.shape), max(1, round(h_in / h_out))))
+            cuts.append(Cut(i, c.out.name, tuple(c.out.type.shape), tuple(x.type.shape), max(1, round(h_in / h_out)),
+                            start, x.name))
     return cuts
+
+
+def later_cuts(model: Model) -> list[Cut]:
+    """The cuts of every stage starting past the model input (`stage_cuts` at each boundary)."""
+    return [cut for s in _boundaries(model) for cut in stage_cuts(model, s)]
 
 
 def strips(rows: int, n: int) -> list[Rows]:
@@ -266,7 +307,12 @@ def _stage(model: Model, cut: Cut) -> tuple[Call, ...]:
     body = model.main.body
     if cut.index >= len(body) or body[cut.index].out.name != cut.tensor:
         raise Error(f"patch cut {cut.tensor!r} is not the output of call {cut.index}")
-    return tuple(body[:cut.index + 1])
+    return tuple(body[cut.start:cut.index + 1])
+
+
+def _source(model: Model, cut: Cut) -> Var:
+    """The tensor the stage reads: the model input, or the output of the call before it."""
+    return model.inputs[0] if cut.start == 0 else model.main.body[cut.start - 1].out
 
 
 def patch_stage(model: Model, cut: Cut, rows: int, cols: int = 1) -> Model:
@@ -280,7 +326,7 @@ def patch_stage(model: Model, cut: Cut, rows: int, cols: int = 1) -> Model:
         raise Error(f"{rows}x{cols} patches of {cut.tensor}: it has only {cut.shape[1]}x{cut.shape[2]} pixels")
     stage = _stage(model, cut)
     t = stage[-1].out
-    x = model.inputs[0]
+    x = _source(model, cut)
     windows = _windows(stage)
     body: list[Call] = []
     row_vars: list[Var] = []
@@ -298,7 +344,8 @@ def patch_stage(model: Model, cut: Cut, rows: int, cols: int = 1) -> Model:
     if row_vars:
         body.append(Call("concat", tuple(row_vars), t, freeze_attrs({"axis": 1})))
     fn = model.main
-    main = Function(fn.name, fn.params, tuple(body) + fn.body[cut.index + 1:], fn.results, fn.primitive)
+    main = Function(fn.name, fn.params, fn.body[:cut.start] + tuple(body) + fn.body[cut.index + 1:], fn.results,
+                    fn.primitive)
     return model.replace_functions({**model.functions, fn.name: main})
 
 
@@ -321,7 +368,7 @@ def patched_macs(model: Model, cut: Cut, rows: int, cols: int = 1, patched: Mode
         return stage_macs(model, cut)
     patched = patched or patch_stage(model, cut, rows, cols)
     n = len(patched.main.body) - (len(model.main.body) - cut.index - 1)
-    return sum(call_macs(c) for c in patched.main.body[:n] if c.op_name not in ("strided_slice", "concat"))
+    return sum(call_macs(c) for c in patched.main.body[cut.start:n] if c.op_name not in ("strided_slice", "concat"))
 
 
 def _dw_in_place(c: Call) -> bool:
@@ -340,13 +387,19 @@ def _writes_over(op: str) -> bool:
 
 
 def live_peak(model: Model, io_in_pool: bool = True, consume_input: bool = False) -> int:
+    """The largest sum of bytes live at one call of the entry (`live_profile`)."""
+    return live_profile(model, io_in_pool, consume_input)[0]
+
+
+def live_profile(model: Model, io_in_pool: bool = True, consume_input: bool = False) -> tuple[int, int]:
     """The largest sum of bytes live at one call of the entry (inputs, outputs and tensors held
     across), with the sharing the planner gives the patched stage: a strip's piece of the cut
     tensor lives in the concatenation's output, a strided_slice read only by the next call is
     inlined into it (unless marked materialize), and an elementwise op, a stride-1 depthwise
     convolution or a 1x1 product writes over an operand of its shape dying there. `io_in_pool`
     False: the model's inputs and outputs are the caller's buffers and count nothing. `consume_input`:
-    the input consumed in place (aot.pipeline.bands), each of its rows live to its last reader."""
+    the input consumed in place (aot.pipeline.bands), each of its rows live to its last reader.
+    Returns the peak and the first call at which it is live."""
     fn = model.main
     body = fn.body
     last: dict[int, int] = {}
@@ -409,11 +462,12 @@ def live_peak(model: Model, io_in_pool: bool = True, consume_input: bool = False
         for last_read in rows_dead:
             delta[0] += row
             delta[last_read + 1] -= row
-    peak = live = 0
+    peak = live = at = 0
     for i in range(len(body)):
         live += delta[i]
-        peak = max(peak, live)
-    return peak
+        if live > peak:
+            peak, at = live, i
+    return peak, at
 
 
 def _input_rows_last_read(model: Model) -> list[int] | None:

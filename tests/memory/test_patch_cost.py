@@ -79,16 +79,16 @@ def test_an_nchw_input_is_sliced_patch_by_patch_bit_exactly() -> None:
 
 def test_the_plan_timeline_shades_the_patch_stage(tmp_path) -> None:  # noqa: ANN001
     pytest.importorskip("matplotlib")
-    from aot.cli.model import _patch_span
+    from aot.cli.model import _patch_spans
     from aot.memory import BufferRequest, MemoryPlan
     from aot.memory.plot import draw_plan
     model = _conv_net(False)
     cm = compile_model(model, CompileOptions(ram_budget="min", policy="micro"))
-    span = _patch_span(cm)
-    assert span is not None and 0 < span[1] < len(cm.plan.step_kernels) and "patch stage" in span[2]
-    assert _patch_span(compile_model(model, CompileOptions(ram_budget="off", policy="micro"))) is None
+    spans = _patch_spans(cm)
+    assert spans and all(0 <= s[0] < s[1] < len(cm.plan.step_kernels) and "patch stage" in s[2] for s in spans)
+    assert _patch_spans(compile_model(model, CompileOptions(ram_budget="off", policy="micro"))) == []
     bufs = cm.plan.buffers
     draw_plan([BufferRequest(b.name, b.size, b.first_use, b.last_use) for b in bufs],
               MemoryPlan({b.name: b.offset for b in bufs}, cm.plan.activation_bytes, cm.plan.lower_bound_bytes,
-                         cm.plan.planner), str(tmp_path / "p.png"), stage=span)
+                         cm.plan.planner), str(tmp_path / "p.png"), stages=spans)
     assert (tmp_path / "p.png").stat().st_size > 1000

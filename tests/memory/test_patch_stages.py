@@ -1,0 +1,154 @@
+"""Patch stages that start at an intermediate tensor (aot.transform.patch.later_cuts,
+aot.pipeline.patching.deeper): a network whose first stage stops at a squeeze-excite block, whose
+RAM then peaks in the expansion after it, is patched there too. Every cut and grid of the later
+stage is bit-exact in the reference; the two-stage plan "min" builds is bit-exact with the
+unpatched build on the interpreter, host C and LLVM, and plans less than one stage can."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pytest
+
+import aot
+from aot.ir import Quant, verify
+from aot.ops import infer_call
+from aot.pipeline.driver import CompileOptions, compile_model, graph_pipeline
+from aot.pipeline.manager import run_passes
+from aot.pipeline.patching import PatchChoice, _original_step, apply, candidates, deeper
+from aot.runners.kernel_module import run_kernel_module
+from aot.transform.patch import later_cuts, live_profile, patch_stage, stage_cuts
+
+ACT = Quant((0.1,), (-10,))
+
+
+def _w(rng: np.random.Generator, g: aot.GraphBuilder, shape: tuple[int, ...], dw: bool):  # noqa: ANN202
+    n = shape[3] if dw else shape[0]
+    scales = tuple(float(np.float32(s)) for s in rng.uniform(0.002, 0.01, n))
+    w = g.constant(rng.integers(-127, 128, shape).astype(np.int8), f"w{rng.integers(1 << 30)}",
+                   quant=Quant(scales, (0,) * n, 3 if dw else 0))
+    b = g.constant(rng.integers(-800, 800, n).astype(np.int32), f"b{rng.integers(1 << 30)}",
+                   quant=Quant(tuple(float(np.float32(0.1 * s)) for s in scales), (0,) * n, 0))
+    return w, b
+
+
+def se_net(seed: int = 0) -> aot.ir.Model:
+    """A stride-2 stem, a squeeze-excite block (MEAN, MUL: no patch crosses it), then an inverted
+    residual's 6x expansion, stride-2 depthwise and projection, and a MEAN head: after the stem's
+    stage is patched, the expansion holds the peak."""
+    rng = np.random.default_rng(seed)
+    g = aot.GraphBuilder("se")
+    x = g.input("x", (1, 24, 21, 3), "int8", ACT)
+    w, b = _w(rng, g, (8, 3, 3, 3), False)
+    y = g.conv2d(x, w, b, padding="same", activation="relu", out_quant=ACT)
+    w, b = _w(rng, g, (1, 3, 3, 8), True)
+    y = g.depthwise_conv2d(y, w, b, strides=(2, 2), padding="same", activation="relu", out_quant=ACT)
+    m = g.mean(y, (1, 2), keep_dims=True, out_quant=ACT)
+    y = g.mul(y, m, out_quant=ACT)
+    w, b = _w(rng, g, (48, 1, 1, 8), False)
+    e = g.conv2d(y, w, b, activation="relu", out_quant=ACT)
+    w, b = _w(rng, g, (1, 3, 3, 48), True)
+    e = g.depthwise_conv2d(e, w, b, strides=(2, 2), padding="same", activation="relu", out_quant=ACT)
+    w, b = _w(rng, g, (8, 1, 1, 48), False)
+    p = g.conv2d(e, w, b, out_quant=ACT)
+    g.output(g.mean(p, (1, 2), out_quant=ACT))
+    return g.finish()
+
+
+def _prepared() -> aot.ir.Model:
+    return run_passes(se_net(), graph_pipeline()[:-1])
+
+
+def _x(model: aot.ir.Model) -> np.ndarray:
+    return np.random.default_rng(0).integers(-128, 128, model.inputs[0].type.shape).astype(np.int8)
+
+
+def _ref(model: aot.ir.Model, x: np.ndarray) -> np.ndarray:
+    return np.asarray(aot.reference(model, {model.inputs[0].name: x})[model.outputs[0].name])
+
+
+@lru_cache(maxsize=None)
+def _compiled(budget: str) -> aot.pipeline.driver.CompiledModel:
+    return compile_model(se_net(), CompileOptions(policy="micro", ram_budget=budget))
+
+
+def test_a_stage_starts_where_one_tensor_crosses() -> None:
+    model = _prepared()
+    first = stage_cuts(model)
+    later = later_cuts(model)
+    assert first and later
+    body = model.main.body
+    mul = next(i for i, c in enumerate(body) if c.op_name == "mul")
+    assert max(f.index for f in first) < mul  # the first stage stops at the squeeze-excite block
+    assert any(c.start == mul + 1 for c in later)  # a later one starts after it
+    for c in later:
+        assert c.source == body[c.start - 1].out.name and c.input_shape == tuple(body[c.start - 1].out.type.shape)
+        assert c.downsample == round(c.input_shape[1] / c.shape[1])
+    # a call inside the block is no start: two tensors cross there
+    assert stage_cuts(model, next(i for i, c in enumerate(body) if c.op_name == "mean")) == []
+
+
+def test_every_later_cut_and_grid_is_bit_exact_in_the_reference() -> None:
+    model = _prepared()
+    x = _x(model)
+    want = _ref(model, x)
+    for cut in later_cuts(model):
+        h, w = cut.shape[1:3]
+        for rows, cols in sorted({(2, 1), (h, 1), (2, 2), (h, w)}):
+            if rows > h or cols > w:
+                continue
+            patched = patch_stage(model, cut, rows, cols)
+            verify(patched, infer_call)
+            assert patched.main.body[:cut.start] == model.main.body[:cut.start]  # the calls before stay
+            np.testing.assert_array_equal(_ref(patched, x), want, err_msg=f"{cut.tensor} {rows}x{cols}")
+
+
+def test_deeper_patches_the_peak_the_first_stage_leaves() -> None:
+    model = _prepared()
+    whole, cands = candidates(model)
+    base = min(cands, key=lambda c: c.peak_estimate)
+    plans = deeper(model, [base], True, False)
+    assert plans and all(len(p.stages) == 2 and p.stages[0].cut.start == 0 for p in plans)
+    assert min(p.peak_estimate for p in plans) < base.peak_estimate
+    # the peak the later stage is placed over is a call of the unpatched part
+    peak, step = live_profile(apply(model, base))
+    at = _original_step(model, base, step)
+    assert at is not None and model.main.body[at].out.name == apply(model, base).main.body[step].out.name
+    assert all(p.stages[1].cut.start <= at <= p.stages[1].cut.index for p in plans)
+    assert peak == base.peak_estimate
+
+
+def test_a_two_stage_plan_is_bit_exact_on_every_backend_and_plans_less() -> None:
+    model = _prepared()
+    _, cands = candidates(model)
+    best_one = min(cands, key=lambda c: c.peak_estimate)
+    two = min(deeper(model, [best_one], True, False), key=lambda c: c.peak_estimate)
+    plain = _compiled("off")
+    one = compile_model(apply(model, best_one), CompileOptions(policy="micro", ram_budget="off"))
+    small = compile_model(apply(model, two), CompileOptions(policy="micro", ram_budget="off"))
+    assert small.plan.activation_bytes < one.plan.activation_bytes <= plain.plan.activation_bytes
+    x = _x(model)
+    want = _ref(model, x)
+    for backend in ("interp", "c", "llvm"):
+        got = run_kernel_module(small.module, [x], backend)[0].reshape(want.shape)
+        np.testing.assert_array_equal(got, want, err_msg=backend)
+
+
+@pytest.mark.slow
+def test_min_builds_two_stages() -> None:
+    small = _compiled("min")
+    assert [s["source"] for s in small.patch["stages"]] == ["input", "tensor"]
+    assert small.plan.activation_bytes < _compiled("off").plan.activation_bytes
+    x = _x(small.model)
+    np.testing.assert_array_equal(run_kernel_module(small.module, [x], "c")[0].reshape(-1),
+                                  _ref(small.model, x).reshape(-1))
+
+
+@pytest.mark.slow
+def test_the_record_names_every_stage() -> None:
+    rec = _compiled("min").patch
+    assert rec["cut"] == rec["stages"][0]["cut"] and rec["grid"] == rec["stages"][0]["grid"]
+    assert rec["instruction_overhead"] == pytest.approx(sum(s["instruction_overhead"] for s in rec["stages"]), abs=2e-4)
+    later = rec["stages"][1]
+    assert later["source_tensor"] and later["source_shape"][1] == later["downsample"] * later["cut_shape"][1]
+    assert PatchChoice(None, 1, 0, 0, 1, 0, 0).record() is None
