@@ -180,8 +180,8 @@ def consumes_inputs(o: CompileOptions) -> bool:
 
 def compile_model(model: Model, options: CompileOptions | None = None) -> CompiledModel:
     o = options or CompileOptions()
-    one_image = len(model.inputs) == 1 and not model.states and len(model.inputs[0].type.shape) == 4 \
-        and model.inputs[0].type.shape[0] == 1
+    one_image = len(model.inputs) == 1 and not model.states and len(model.inputs[0].type.shape) in (3, 4) \
+        and model.inputs[0].type.shape[0] == 1  # an image, or a sequence (aot.transform.patch)
     if o.ram_budget == "off" or (o.ram_budget in (None, "auto") and not one_image):  # nothing to patch
         return _compile(model, o, None)
     check_limits(model)

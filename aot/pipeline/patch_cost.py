@@ -31,6 +31,7 @@ from aot.lower.schedule.widen import CODE_MARGIN, CODE_PER_KERNEL, CODE_PER_NODE
     flash_estimate, module_nodes
 from aot.lower.schedule.widen import candidates as widen_candidates
 from aot.transform.fuse import fuse
+from aot.transform.patch import joins_in_place
 
 if TYPE_CHECKING:
     from aot.pipeline.patching import PatchChoice
@@ -140,9 +141,8 @@ class StageCounter:
 
 
 def _joined_in_place(prim: Function) -> bool:
-    """A height concatenation of a batch-1 image: its pieces are written in place."""
-    return len(prim.body) == 1 and prim.body[0].op_name == "concat" and prim.body[0].attrs.get("axis") == 1 \
-        and len(prim.body[0].out.type.shape) == 4 and prim.body[0].out.type.shape[0] == 1
+    """A concatenation along a batch-1 tensor's outermost non-unit axis: its pieces are written in place."""
+    return len(prim.body) == 1 and joins_in_place(prim.body[0])
 
 
 def _free_vars(body: tuple[Call, ...]) -> tuple[Var, ...]:

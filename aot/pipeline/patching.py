@@ -1,7 +1,11 @@
 """The choice of a patch plan (aot.transform.patch) within the user's RAM budget.
 
-Candidates are every cut of the model's leading stage where the resolution has dropped 2-16x,
-with strips of 2..MAX_PATCHES rows and n x n / (n+1) x n grids (`grids`). Each gets a live-bytes
+Candidates are every cut of the model's leading stage (from its input) where the resolution has
+dropped 2-16x (a sequence's length: 2-256x), with strips of 2..MAX_PATCHES rows (a sequence:
+columns) and n x n / (n+1) x n grids (`grids`; up to MIN_MAX_PATCHES patches for "min"). "min",
+and a byte budget no such plan meets, also try plans of two stages (`deeper`): the whole model and
+the plans of smallest estimate get a stage starting at an intermediate tensor over the call where
+their live bytes then peak, and the first stage of the best of those is re-gridded. Each gets a live-bytes
 bound of its plan (aot.transform.patch.live_peak) and a first instruction estimate from its MACs
 (the halo recomputed, `PatchChoice.overhead` before counting); the few the choice considers
 (EVALS, fewest estimated first) then have their overhead counted on their stage's lowered kernels
@@ -15,8 +19,8 @@ compiled and its real plan checked:
 * budget BYTES: the whole model if its plan fits, else the candidates whose estimate fits, then
   those within SLACK of it, fewest counted extra instructions first in each group, until one's
   real pool fits (at most TRIES builds); none: an error naming the smallest pool reachable and the plan that reaches it;
-* budget "min": the MIN_TRIES smallest estimates (the cheapest candidate of each) built, the
-  smallest real pool kept;
+* budget "min": the unpatched plan and the MIN_TRIES smallest estimates (the cheapest candidate of
+  each) built, the smallest real pool kept;
 * "off": never.
 
 The budget counts the planned pools (activations and kernel scratch; the model's input and
@@ -29,8 +33,8 @@ from typing import Any, Callable
 
 from aot.errors import FitError
 from aot.ir import Model
-from aot.transform.patch import Cut, call_macs, later_cuts, live_peak, live_profile, patch_stage, patched_macs, \
-    stage_cuts, stage_macs
+from aot.transform.patch import Cut, call_macs, hw, later_cuts, live_peak, live_profile, patch_stage, \
+    patched_macs, stage_cuts, stage_macs
 
 MAX_PATCHES = 16
 MIN_MAX_PATCHES = 36  # "min" also tries grids of up to 6 x 6 patches (MobileNetV2 0.35: 41,888 -> 35,520 B)
@@ -138,10 +142,10 @@ def candidates(model: Model, io_in_pool: bool = True, consume_input: bool = Fals
     whole = PatchChoice(None, 1, 0, 0, total, whole_peak, whole_peak)
     out: list[PatchChoice] = []
     for cut in stage_cuts(model):
-        if not MIN_DOWNSAMPLE <= cut.downsample <= MAX_DOWNSAMPLE:
+        if not _worth(cut):
             continue
         macs = stage_macs(model, cut)
-        for rows, cols in grids(cut.shape[1], cut.shape[2], limit):
+        for rows, cols in grids(*hw(cut.shape), limit):
             patched = patch_stage(model, cut, rows, cols)
             out.append(PatchChoice(cut, rows, macs, patched_macs(model, cut, rows, cols, patched), total, live_peak(patched, io_in_pool, consume_input),
                                    whole_peak, cols))
@@ -164,18 +168,25 @@ def deeper(model: Model, bases: list[PatchChoice], io_in_pool: bool = True,
             continue
         taken = [(s.cut.start, s.cut.index) for s in base.stages]  # type: ignore[union-attr]
         free = [c for c in later if c.start <= at <= c.index and all(c.index < a or c.start > b for a, b in taken)
-                and MIN_DOWNSAMPLE <= c.downsample <= MAX_DOWNSAMPLE]
+                and _worth(c)]
         starts = sorted({c.start for c in free})[-LATER_STARTS:]
         for cut in free:
             if cut.start not in starts:
                 continue
             macs = stage_macs(model, cut)
-            for rows, cols in grids(cut.shape[1], cut.shape[2]):
+            for rows, cols in grids(*hw(cut.shape)):
                 stage = PatchChoice(cut, rows, macs, patched_macs(model, cut, rows, cols), total, 0,
                                     base.whole_estimate, cols)
                 plan = stage if base.cut is None else replace(base, more=base.more + (stage,))
                 out.append(replace(plan, peak_estimate=live_peak(apply(model, plan), io_in_pool, consume_input)))
     return out
+
+
+def _worth(cut: Cut) -> bool:
+    """A cut whose resolution has dropped MIN_DOWNSAMPLE..MAX_DOWNSAMPLE times (a sequence's length:
+    up to MAX_DOWNSAMPLE squared times, the same drop in positions as an image's)."""
+    top = MAX_DOWNSAMPLE if hw(cut.shape)[0] > 1 else MAX_DOWNSAMPLE ** 2
+    return MIN_DOWNSAMPLE <= cut.downsample <= top
 
 
 def _original_step(model: Model, plan: PatchChoice, step: int) -> int | None:
@@ -199,6 +210,8 @@ def _original_step(model: Model, plan: PatchChoice, step: int) -> int | None:
 def grids(height: int, width: int, limit: int = MAX_PATCHES) -> list[tuple[int, int]]:
     """The grids tried at a cut of height x width: strips of 2..MAX_PATCHES rows, and grids of n x n
     and (n + 1) x n patches up to `limit` in all (columns share the halo with fewer rows)."""
+    if height == 1:  # a sequence: strips of columns
+        return [(1, n) for n in range(2, min(width, MAX_PATCHES) + 1)]
     out = [(n, 1) for n in range(2, min(height, MAX_PATCHES) + 1)]
     for n in range(2, min(height, width) + 1):
         for rows in (n, n + 1):
@@ -251,6 +264,15 @@ def _costed(cands: list[PatchChoice], cost: Cost | None, limit: int) -> list[Pat
     if cost is not None:
         short = [_count(c, cost) for c in short]
     return sorted(short, key=_by_overhead)
+
+
+def _cheapest_per_peak(cands: list[PatchChoice]) -> list[PatchChoice]:
+    """Per estimated peak, the candidate of fewest estimated extra instructions (cuts a view or an
+    elementwise op apart plan alike: one of them is counted)."""
+    cheapest: dict[int, PatchChoice] = {}
+    for c in sorted(cands, key=_by_overhead):
+        cheapest.setdefault(c.peak_estimate, c)
+    return list(cheapest.values())
 
 
 def _count(c: PatchChoice, cost: Cost) -> PatchChoice:
@@ -317,9 +339,11 @@ def compile_within_budget(model: Model, budget: "int | str | None", prepare: Cal
                     raise FitError(f"{plain_error} (patch-based execution: {patched_error})") from None
                 raise
             return build(chosen[id(found)])
+        # the MAC estimate keeps the counting to a few; its per-patch term, fitted on images, overstates
+        # a sequence's strips (Conv1D net, 8 strips: 35% estimated, 3.3% counted): those are all counted
         good = [c for c in cands if c.peak_estimate <= (1 - AUTO_SAVING) * SLACK * whole.peak_estimate
-                and c.overhead <= 2 * AUTO_OVERHEAD]  # the MAC estimate keeps the counting to a few
-        good = [c for c in _costed(good, cost, EVALS) if c.overhead <= AUTO_OVERHEAD]
+                and (c.overhead <= 2 * AUTO_OVERHEAD or hw(c.cut.shape)[0] == 1)]  # type: ignore[union-attr]
+        good = [c for c in _costed(_cheapest_per_peak(good), cost, EVALS) if c.overhead <= AUTO_OVERHEAD]
         if not good:
             return plain
         patched = _try(build, min(good, key=_by_peak))  # the estimate ignores in-place sharing: real plans decide
@@ -329,10 +353,7 @@ def compile_within_budget(model: Model, budget: "int | str | None", prepare: Cal
     if budget == "min":
         best = None
         cands = _with_deeper(prepared, whole, cands, io_in_pool, consume_input)
-        cheapest: dict[int, PatchChoice] = {}  # per estimated peak, the fewest extra instructions
-        for c in sorted(cands, key=_by_overhead):
-            cheapest.setdefault(c.peak_estimate, c)
-        tries = [whole] + _costed(sorted(cheapest.values(), key=_by_peak)[:MIN_TRIES], cost, MIN_TRIES)
+        tries = [whole] + _costed(sorted(_cheapest_per_peak(cands), key=_by_peak)[:MIN_TRIES], cost, MIN_TRIES)
         for choice in tries:
             got = _try(build, choice if choice.cut is not None else None)
             if got is not None and (best is None or pool_bytes(got) < pool_bytes(best)):

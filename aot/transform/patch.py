@@ -1,13 +1,15 @@
-"""Patch-based execution of a network's first stage (MCUNetV2).
+"""Patch-based execution of a network's stages (MCUNetV2).
 
 The first layers of an image network work at full resolution, and their largest single op
-(a 48x48 map expanded 6x in MobileNetV2) bounds the RAM of any plan that runs op by op. Here the
-stage up to a cut tensor T (where the resolution has dropped) is split into a grid of patches of
-T (rows x columns; strips when one column). For each patch the pass computes, backwards through
-the stage, the region of every intermediate tensor the patch needs (its receptive field, halo
-included), and emits the stage's ops once per patch on those regions only:
+(a 48x48 map expanded 6x in MobileNetV2) bounds the RAM of any plan that runs op by op. Here a
+stage, from a source tensor S (the model input, or any tensor that alone crosses from the calls
+before it to the calls after) up to a cut tensor T (where the resolution has dropped), is split
+into a grid of patches of T (rows x columns; strips when one column; strips of columns for a
+sequence, a (1, length, channels) tensor, as in Conv1D nets). For each patch the pass computes,
+backwards through the stage, the region of every intermediate tensor the patch needs (its
+receptive field, halo included), and emits the stage's ops once per patch on those regions only:
 
-* the model input's region is taken by a `strided_slice`;
+* the source's region is taken by a `strided_slice` (the source stays whole until the last patch);
 * a window op (conv2d, depthwise_conv2d, max/avg pool) keeps its padding only on the sides where
   the patch touches the image's border, and none inside the image;
 * an elementwise op (a residual ADD, an activation) runs on the patch's region; an operand
@@ -18,13 +20,17 @@ The slices are small copies of their own (attr materialize: never inlined into t
 reading them, whose schedules need a buffer). Each row of patches is joined by a width
 concatenation (a copy of the row's small pieces), and the rows by a height concatenation (the
 outermost non-unit axis of a batch-1 NHWC image), which the planner turns into storage its
-producers write in place (aot.pipeline.alias): the full-resolution intermediates never exist.
+producers write in place (aot.pipeline.alias), as are a sequence's strips, joined along its
+length: the full-resolution intermediates never exist. A reshape that only adds or drops a unit
+height (a Conv1D layer's view of its sequence) is patched like an elementwise op.
 Every op is the same op on a smaller tensor with the same quantization, so results are bit-exact
 with the whole-stage build. Each patch's chain runs to the end before the next patch starts, so
 only one patch's intermediates are live at a time; kernels of equal-shaped interior patches are
 shared by aot.kernel.share.
 
-`stage_cuts` lists the cuts a model admits, `patch_stage` rewrites one (a pure pass), and
+`stage_cuts` lists the cuts of the stage at one start (`later_cuts`: at every start past the
+input), `patch_stage` rewrites one (a pure pass; stages are applied from the last so that the calls
+before each keep their indexes), and
 `patched_macs` / `live_peak` give the MACs and a live-bytes bound of a candidate, for the choice in
 aot.pipeline.patching.
 """
@@ -75,7 +81,32 @@ def _window(c: Call) -> tuple[tuple[int, int, int, int], tuple[int, int, int, in
 
 
 def _is_image(t: Var | Constant) -> bool:
-    return len(t.type.shape) == 4 and t.type.shape[0] == 1
+    """A batch-1 NHWC image, or a batch-1 sequence (1, length, channels): an image of one row."""
+    return len(t.type.shape) in (3, 4) and t.type.shape[0] == 1
+
+
+def hw(shape: tuple[int, ...]) -> tuple[int, int]:
+    """Height and width of an image's shape (a sequence's: 1 and its length)."""
+    return (1, int(shape[1])) if len(shape) == 3 else (int(shape[1]), int(shape[2]))
+
+
+def joins_in_place(c: Call) -> bool:
+    """A concatenation of a batch-1 tensor along its outermost non-unit axis: its pieces are
+    contiguous blocks of its output, which their producers write in place (aot.pipeline.alias)."""
+    if c.op_name != "concat":
+        return False
+    shape, axis = tuple(c.out.type.shape), int(c.attrs.get("axis", -1))
+    axis = axis + len(shape) if axis < 0 else axis
+    return shape[0] == 1 and all(int(d) == 1 for d in shape[1:axis])
+
+
+def _unit_height_reshape(c: Call) -> bool:
+    """A reshape that only adds or drops an image's unit height ((1, L, C) <-> (1, 1, L, C)): a
+    Conv1D layer's view."""
+    if c.op_name != "reshape" or not isinstance(c.args[0], Var):
+        return False
+    a, b = tuple(c.args[0].type.shape), tuple(c.out.type.shape)
+    return _is_image(c.args[0]) and _is_image(c.out) and len(a) != len(b) and hw(a) == hw(b) and a[-1] == b[-1]
 
 
 NCHW_TO_NHWC = (0, 2, 3, 1)
@@ -90,12 +121,14 @@ def _nchw_input(c: Call, x: Var) -> bool:
 
 def _spatial(x: Var, nchw: bool) -> tuple[int, int]:
     shape = x.type.shape
-    return (int(shape[2]), int(shape[3])) if nchw else (int(shape[1]), int(shape[2]))
+    return (int(shape[2]), int(shape[3])) if nchw else hw(tuple(shape))
 
 
 def _supported(c: Call) -> bool:
     if not isinstance(c.op, str) or not _is_image(c.out):
         return False
+    if c.op == "reshape":
+        return _unit_height_reshape(c)
     if c.op in WINDOW_OPS:
         return _is_image(c.args[0]) and isinstance(c.args[0], Var) and _window(c) is not None \
             and all(isinstance(a, Constant) for a in c.args[1:])
@@ -109,9 +142,9 @@ def _supported(c: Call) -> bool:
         if isinstance(a, Var):
             if a.type.shape != c.out.type.shape:
                 return False
-        else:  # a constant operand broadcast along the height only
+        else:  # a constant operand broadcast along the height and the width (per channel)
             shape = (1,) * (4 - len(a.type.shape)) + tuple(a.type.shape)
-            if len(shape) != 4 or shape[1] != 1:
+            if len(shape) != 4 or shape[1] != 1 or shape[2] != 1:
                 return False
     return True
 
@@ -173,9 +206,11 @@ def stage_cuts(model: Model, start: int = 0) -> list[Cut]:
         produced.add(id(c.out))
         # the stage body[start:i+1]: only c.out may be read after it (the source neither)
         crossing = [v for v in produced if last_use.get(v, -1) > i]
-        if crossing == [id(c.out)] and last_use[id(c.out)] < end and c.out.type.shape[1] > 1:
-            h_in, h_out = _spatial(x, nchw)[0], c.out.type.shape[1]
-            cuts.append(Cut(i, c.out.name, tuple(c.out.type.shape), tuple(x.type.shape), max(1, round(h_in / h_out)),
+        (h_in, w_in), (h_out, w_out) = _spatial(x, nchw), hw(tuple(c.out.type.shape))
+        # strips of rows; of columns when the source has one row (a sequence, a Conv1D net)
+        if crossing == [id(c.out)] and last_use[id(c.out)] < end and (h_out > 1 or h_in == 1 and w_out > 1):
+            down = h_in / h_out if h_out > 1 else w_in / w_out
+            cuts.append(Cut(i, c.out.name, tuple(c.out.type.shape), tuple(x.type.shape), max(1, round(down)),
                             start, x.name))
     return cuts
 
@@ -240,6 +275,8 @@ def _needed(stage: tuple[Call, ...], out: Region, windows: Windows) -> dict[int,
 def _with_region(v: Var, region: Region, name: str) -> Var:
     shape = tuple(v.type.shape)
     (r0, r1), (c0, c1) = region
+    if len(shape) == 3:  # a sequence: its one row
+        return Var(name, v.type.with_shape((shape[0], c1 - c0) + shape[2:]), v.origin)
     return Var(name, v.type.with_shape((shape[0], r1 - r0, c1 - c0) + shape[3:]), v.origin)
 
 
@@ -250,8 +287,10 @@ def _crop(v: Var, have: Region, want: Region, name: str, body: list[Call]) -> Va
     out = _with_region(v, want, name)
     # materialize: a copy of its own, never inlined into the kernel reading it (aot.transform.fuse), whose
     # schedules need a buffer (person_detect's first layer: 0.35 MAC/instruction inlined, 0.67 materialized)
-    attrs = {"begin": (0, want[0][0] - have[0][0], want[1][0] - have[1][0], 0), "size": tuple(out.type.shape),
-             "step": (1, 1, 1, 1), "materialize": True}
+    begin = (0, want[0][0] - have[0][0], want[1][0] - have[1][0], 0)
+    if len(v.type.shape) == 3:
+        begin = (0, want[1][0] - have[1][0], 0)
+    attrs = {"begin": begin, "size": tuple(out.type.shape), "step": (1,) * len(begin), "materialize": True}
     body.append(Call("strided_slice", (v,), out, freeze_attrs(attrs)))
     return out
 
@@ -277,7 +316,8 @@ def _patch_calls(stage: tuple[Call, ...], x: Var, tag: str, region: Region, body
         env: dict[int, tuple[Var, Region]] = {id(x): (_crop_nchw(x, need[id(x)], f"{x.name}_{tag}", body),
                                                       need[id(x)])}
     else:
-        full_x = ((0, x.type.shape[1]), (0, x.type.shape[2]))
+        h, w = hw(tuple(x.type.shape))
+        full_x = ((0, h), (0, w))
         env = {id(x): (_crop(x, full_x, need[id(x)], f"{x.name}_{tag}", body), need[id(x)])}
     for c in stage:
         reg = need[id(c.out)]
@@ -295,6 +335,9 @@ def _patch_calls(stage: tuple[Call, ...], x: Var, tag: str, region: Region, body
             args: tuple = (arg0,) + tuple(c.args[1:])
         elif c.op_name == "transpose":  # the NCHW input's patch, already sliced to the region
             args = (env[id(c.args[0])][0],)
+        elif c.op_name == "reshape":  # a unit-height view of the patch's region
+            args = (_crop(*env[id(c.args[0])], reg, f"{c.args[0].name}_{tag}_e", body),)  # type: ignore[arg-type]
+            attrs["shape"] = tuple(out.type.shape)
         else:
             args = tuple(_crop(*env[id(a)], reg, f"{a.name}_{tag}_e", body) if isinstance(a, Var) else a
                          for a in c.args)
@@ -322,24 +365,26 @@ def patch_stage(model: Model, cut: Cut, rows: int, cols: int = 1) -> Model:
     place."""
     if rows * cols < 2:
         return model
-    if rows > cut.shape[1] or cols > cut.shape[2]:
-        raise Error(f"{rows}x{cols} patches of {cut.tensor}: it has only {cut.shape[1]}x{cut.shape[2]} pixels")
+    height, width = hw(cut.shape)
+    if rows > height or cols > width:
+        raise Error(f"{rows}x{cols} patches of {cut.tensor}: it has only {height}x{width} pixels")
     stage = _stage(model, cut)
     t = stage[-1].out
     x = _source(model, cut)
     windows = _windows(stage)
     body: list[Call] = []
     row_vars: list[Var] = []
-    for r, rr in enumerate(strips(cut.shape[1], rows)):
+    width_axis = 1 if len(cut.shape) == 3 else 2
+    for r, rr in enumerate(strips(height, rows)):
         pieces = [_patch_calls(stage, x, f"p{r}_{k}" if cols > 1 else f"p{r}", (rr, cc), body, windows)
-                  for k, cc in enumerate(strips(cut.shape[2], cols))]
+                  for k, cc in enumerate(strips(width, cols))]
         if cols == 1:
             row_vars.append(pieces[0])
         elif rows == 1:
-            body.append(Call("concat", tuple(pieces), t, freeze_attrs({"axis": 2})))
+            body.append(Call("concat", tuple(pieces), t, freeze_attrs({"axis": width_axis})))
         else:
-            row = _with_region(t, (rr, (0, cut.shape[2])), f"{t.name}_r{r}")
-            body.append(Call("concat", tuple(pieces), row, freeze_attrs({"axis": 2})))
+            row = _with_region(t, (rr, (0, width)), f"{t.name}_r{r}")
+            body.append(Call("concat", tuple(pieces), row, freeze_attrs({"axis": width_axis})))
             row_vars.append(row)
     if row_vars:
         body.append(Call("concat", tuple(row_vars), t, freeze_attrs({"axis": 1})))
@@ -424,7 +469,7 @@ def live_profile(model: Model, io_in_pool: bool = True, consume_input: bool = Fa
     for r in fn.results:
         last[id(r)] = end
     for c, name in zip(body, names):
-        if name == "concat" and c.attrs.get("axis") == 1:
+        if joins_in_place(c):
             for a in c.args:
                 owner[id(a)] = id(c.out)
         if name == "strided_slice" and uses.get(id(c.out)) == 1 and not c.attrs.get("materialize"):
@@ -480,7 +525,7 @@ def _input_rows_last_read(model: Model) -> list[int] | None:
     for i, c in enumerate(model.main.body):
         if not any(a is x for a in c.args):
             continue
-        if c.op_name != "strided_slice" or len(c.args) != 1 or tuple(c.attrs.get("step", ())) != (1, 1, 1, 1):
+        if c.op_name != "strided_slice" or len(c.args) != 1 or any(int(v) != 1 for v in c.attrs.get("step", (0,))):
             return None
         r0, n = int(c.attrs["begin"][1]), int(c.attrs["size"][1])
         for r in range(r0, r0 + n):
