@@ -78,20 +78,11 @@ def cmd_compile(a: argparse.Namespace) -> int:
 
 
 def _patch_span(compiled: Any) -> tuple[int, int, str] | None:
-    """The call steps of the patch stage (up to the kernel writing the cut tensor's last piece), for
-    the memory timeline; None when not patched."""
-    pt = compiled.patch
-    if not pt:
-        return None
-    from aot.ir import FunctionRef
-    steps = 0
-    for c in compiled.fused.main.body:
-        if isinstance(c.op, FunctionRef):
-            steps += 1
-        if c.out.name == pt["cut"]:
-            break
-    return 0, steps, (f"patch stage: {pt['grid'][0]}x{pt['grid'][1]} patches up to {pt['cut'][:24]}, "
-                      f"+{100 * pt['instruction_overhead']:.1f}% instructions")
+    """The call steps of the first patch stage and its label, for the memory timeline; None when
+    not patched (aot.tools.patch_view.stage_spans has every stage)."""
+    from aot.tools.patch_view import stage_spans
+    spans = stage_spans(compiled)
+    return spans[0] if spans else None
 
 
 def cmd_plan(a: argparse.Namespace) -> int:
@@ -109,12 +100,9 @@ def cmd_plan(a: argparse.Namespace) -> int:
     print(f"pool {p.pool}: {p.activation_bytes:,} bytes planned ({p.planner}), lower bound {p.lower_bound_bytes:,} bytes")
     from aot.artifact.abi import io_summary
     print(io_summary(compiled.module))
-    if compiled.patch:
-        pt = compiled.patch
-        print(f"patches: {pt['grid'][0]}x{pt['grid'][1]} over the stage up to {pt['cut']} "
-              f"({'x'.join(map(str, pt['cut_shape'][1:]))}), halo recompute +{100 * pt['halo_overhead']:.1f}% of "
-              f"its MACs, +{100 * pt['instruction_overhead']:.1f}% instructions "
-              f"({'counted on the lowered kernels' if pt['overhead_source'] == 'counted' else 'estimated from MACs'})")
+    from aot.tools.patch_view import describe, patch_records, stage_spans
+    for record in patch_records(compiled.patch):
+        print(f"patches: {describe(record)}")
     if a.png:
         from aot.memory import BufferRequest, MemoryPlan
         from aot.memory.plot import draw_plan
@@ -123,7 +111,7 @@ def cmd_plan(a: argparse.Namespace) -> int:
         reqs = [BufferRequest(b.name, b.size, b.first_use, b.last_use) for b in bufs]
         mp = MemoryPlan({b.name: b.offset for b in bufs}, first_pool.size, p.lower_bound_bytes, p.planner)
         draw_plan(reqs, mp, a.png, title=f"{Path(a.model).stem}: pool {first_pool.name}, {p.planner}",
-                  shared=[b for b in p.shared if b.pool == first_pool.name], stage=_patch_span(compiled))
+                  shared=[b for b in p.shared if b.pool == first_pool.name], stage=stage_spans(compiled))
         print(f"wrote {a.png}")
     return 0
 

@@ -1,7 +1,7 @@
 """Picture of a memory plan: buffers as rectangles over (AOT call step, address)."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from aot.memory.planner import BufferRequest, MemoryPlan
@@ -24,13 +24,14 @@ class SharedSpan(Protocol):
 def draw_plan(
     requests: Iterable[BufferRequest], plan: MemoryPlan, path: str, title: str = "",
     shared: Iterable[SharedSpan] = (),
-    stage: tuple[int, int, str] | None = None,
+    stage: "tuple[int, int, str] | Sequence[tuple[int, int, str]] | None" = None,
 ) -> None:
     """Write a PNG to `path`: one rectangle per nonzero buffer, x = [first_use, last_use + 1),
     y = [offset, offset + size), named when large enough; dashed lines at the lower bound and
     at the peak. `shared` buffers (outputs written in place over their input, slices of a
     concatenation) are drawn over the buffer they live in, hatched and outlined by kind.
-    `stage` (first step, end step, label): a span shaded behind the buffers (the patch stage).
+    `stage` (first step, end step, label), or a list of them: spans shaded behind the buffers (the
+    patch stages).
     Needs matplotlib (the `plot` extra); uses the Agg canvas, no pyplot state."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -90,8 +91,9 @@ def draw_plan(
             )
         )
         seen_kinds.add(sb.kind)
-    if stage is not None:
-        ax.axvspan(stage[0], stage[1], color="tab:blue", alpha=0.08, zorder=0, label=stage[2])
+    stages = [stage] if isinstance(stage, tuple) else list(stage or ())
+    for k, (first, end, label) in enumerate(stages):
+        ax.axvspan(first, end, color="tab:blue", alpha=0.08 * (1 + k % 2), zorder=0, label=label)
     ax.axhline(
         plan.lower_bound_bytes,
         linestyle="--",
