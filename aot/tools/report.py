@@ -255,7 +255,7 @@ def collect(model_path: Path, board: str, opt: str = "speed", progress: bool = T
             row["tflm_instructions"] = r.get("tflm_instructions")
     return {
         "model": model_path.stem, "board": board, "opt": opt, "summary": summary,
-        "ram_budget": options.get("ram_budget") or "auto", "patch": patch,
+        "ram_budget": options.get("ram_budget", "auto"), "patch": patch,
         "plan": {"planner": p.planner, "steps": list(p.step_kernels),
                  "pools": [{"name": pl.name, "size": int(pl.size)} for pl in compiled.module.pools],
                  "buffers": [dataclasses.asdict(b) for b in p.buffers]},

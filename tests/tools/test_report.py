@@ -261,3 +261,34 @@ def test_report_of_a_patched_build(tmp_path: Path) -> None:
             "patch.patched.ram_bytes", "patch.unpatched.instructions", "patch.patched.instructions",
             "patch.pool_ratio", "patch.counted_instruction_overhead",
             "patch.measured_instruction_overhead"} <= keys
+
+
+def test_patch_section_when_the_unpatched_plan_does_not_fit() -> None:
+    """An unpatched plan too large for the board: its pool (planned without a size) beside the
+    patched build's figures, the reason in a note, no ratio it cannot have."""
+    from aot.pipeline.driver import CompileOptions, compile_model
+    from aot.tools.patch_view import patch_records, stage_spans
+    from aot.tools.report import _patch_html
+    model = _conv_net()
+    cm = compile_model(model, CompileOptions(ram_budget="min", policy="micro"))
+    plain = compile_model(model, CompileOptions(ram_budget="off", policy="micro"))
+    stages = [{**r, "steps": list(s[:2])} for r, s in zip(patch_records(cm.patch), stage_spans(cm))]
+    keys = ("pool_bytes", "ram_bytes", "instructions", "estimated_cycles", "lower_bound_bytes", "bit_exact_with_host")
+    patched = {k: None for k in keys} | {"pool_bytes": cm.plan.activation_bytes, "bit_exact_with_host": True}
+    unpatched = {k: None for k in keys} | {"pool_bytes": plain.plan.activation_bytes, "fits": False,
+                                           "error": "model x does not fit board b"}
+    pt = {"stages": stages, "patched": patched, "unpatched": unpatched,
+          "pool_ratio": round(patched["pool_bytes"] / unpatched["pool_bytes"], 4), "ram_ratio": None,
+          "estimated_cycles_ratio": None, "counted_instruction_overhead": stages[0]["instruction_overhead"],
+          "counted_overhead_source": stages[0]["overhead_source"], "measured_instruction_overhead": None}
+    data = {"patch": pt, "ram_budget": "min", "board": "b"}
+    html = "\n".join(_patch_html(data))
+    dom = Numbers()
+    dom.feed(html)
+    shown = {k: (v, text) for k, v, text in dom.nums}
+    for key in ("patch.unpatched.pool_bytes", "patch.patched.pool_bytes", "patch.pool_ratio",
+                "patch.stages.0.cut", "patch.counted_instruction_overhead"):
+        value, text = shown[key]
+        assert value == lookup(data, key) and text == (fmt_pct(value) if key in dom.pct else fmt(value)), key
+    assert "patch.measured_instruction_overhead" not in shown and "patch.unpatched.instructions" not in shown
+    assert "does not fit b's RAM" in html and "model x does not fit board b" in html
