@@ -29,7 +29,11 @@ def describe(record: dict[str, Any]) -> str:
     return (f"{grid_text(record)} over the stage up to {record['cut']} ({cut_shape_text(record)}), halo "
             f"recompute +{100 * record['halo_overhead']:.1f}% of its MACs, "
             f"+{100 * record['instruction_overhead']:.1f}% instructions "
-            f"({'counted on the lowered kernels' if record['overhead_source'] == 'counted' else 'estimated from MACs'})")
+            f"({_source(record)})")
+
+
+def _source(record: dict[str, Any]) -> str:
+    return "counted on the lowered kernels" if record["overhead_source"] == "counted" else "estimated from MACs"
 
 
 def stage_spans(compiled: Any) -> list[tuple[int, int, str]]:

@@ -329,7 +329,8 @@ def _patch_html(data: dict[str, Any]) -> list[str]:
         parts.append(f'<p class="note">The unpatched plan does not fit {escape(data["board"])}\'s RAM (its pool '
                      f'planned without a size above): {escape(before["error"] or "")}</p>')
     measured = pt["measured_instruction_overhead"]
-    parts.append(f'<p>Instruction overhead: {_num("patch.counted_instruction_overhead", pt["counted_instruction_overhead"], pct=True)} '
+    counted = _num("patch.counted_instruction_overhead", pt["counted_instruction_overhead"], pct=True)
+    parts.append(f'<p>Instruction overhead: {counted} '
                  f'{"counted on the lowered kernels" if pt["counted_overhead_source"] == "counted" else "estimated"} '
                  f'(the compiler\'s figure, by which it chose the plan)'
                  + (f', {_num("patch.measured_instruction_overhead", measured, pct=True)} measured (QEMU instructions '
