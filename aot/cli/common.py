@@ -134,15 +134,28 @@ def add_compile_options(sp: argparse.ArgumentParser) -> None:
                     help="the model's inputs and outputs: the application's buffers passed to <prefix>_run (app, "
                          "the default for libraries and host runs) or planned buffers in the pool, run by "
                          "<prefix>_invoke (pool, the default for board firmware: project, run --target qemu, bench)")
-    sp.add_argument("--ram-budget", metavar="BYTES|min|auto|off",
-                    help="planned pool bytes to fit by running the first stage patch by patch (the fewest extra "
-                         "instructions that fit); 'min': the smallest pool; 'auto' (default): only when it saves "
-                         ">= 25%% for <= 5%% instructions, or to fit a board's RAM the whole model misses; 'off': never")
+    add_ram_budget_option(sp)
     sp.add_argument("--tuning-log", metavar="FILE",
                     help="apply the best feasible record of this model in an `aot tune` log (per-layer schedules)")
     sp.add_argument("--guards", action="store_true",
                     help="guarded build: canaries around every planned buffer and at each pool's end, checked after "
                          "each kernel; an overwrite returns AOT_ERR_GUARD and names the buffer on the console")
+
+
+def add_ram_budget_option(sp: argparse.ArgumentParser) -> None:
+    """--ram-budget: patch-based execution of the first stage (aot.pipeline.patching)."""
+    sp.add_argument("--ram-budget", metavar="BYTES|min|auto|off",
+                    help="planned pool bytes to fit by running the first stage patch by patch (the fewest extra "
+                         "instructions that fit); 'min': the smallest pool; 'auto' (default): only when it saves "
+                         ">= 25%% for <= 5%% instructions, or to fit a board's RAM the whole model misses; 'off': never")
+
+
+def ram_budget(a: argparse.Namespace) -> "int | str | None":
+    """--ram-budget as CompileOptions.ram_budget (None when not given)."""
+    budget = getattr(a, "ram_budget", None)
+    if budget is None:
+        return None
+    return budget if budget in ("min", "auto", "off") else _bytes(budget, "--ram-budget")
 
 
 def add_optimize_option(sp: argparse.ArgumentParser) -> None:
@@ -174,9 +187,9 @@ def compile_kwargs(a: argparse.Namespace) -> dict[str, Any]:
         kw["guards"] = True
     if getattr(a, "optimize", None) is not None:  # resolved per board (aot.timing.placement.resolve_optimize)
         kw["optimize"] = a.optimize
-    budget = getattr(a, "ram_budget", None)
+    budget = ram_budget(a)
     if budget is not None:
-        kw["ram_budget"] = budget if budget in ("min", "auto", "off") else _bytes(budget, "--ram-budget")
+        kw["ram_budget"] = budget
     pools = getattr(a, "pool", None) or []
     parsed = []
     for spec in pools:

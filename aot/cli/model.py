@@ -77,30 +77,6 @@ def cmd_compile(a: argparse.Namespace) -> int:
     return 0
 
 
-def _patch_spans(compiled: Any) -> list[tuple[int, int, str]]:
-    """The call steps of each patch stage (from its first kernel up to the one writing its cut
-    tensor's last piece), for the memory timeline; none when not patched."""
-    pt = compiled.patch
-    if not pt:
-        return []
-    from aot.ir import FunctionRef
-    spans = []
-    step = 0
-    body = iter(compiled.fused.main.body)
-    for st in pt.get("stages", [pt]):
-        first = f"{st.get('source_tensor', '')}_p"  # the stage's first pieces: slices of its source
-        start = None
-        for c in body:
-            if isinstance(c.op, FunctionRef):
-                step += 1
-            if start is None and c.out.name.startswith(first):
-                start = step - 1
-            if c.out.name == st["cut"]:
-                break
-        spans.append((max(0, start or 0) if st.get("source") == "tensor" else 0, step,
-                      f"patch stage: {st['grid'][0]}x{st['grid'][1]} patches up to {st['cut'][:24]}, "
-                      f"+{100 * st['instruction_overhead']:.1f}% instructions"))
-    return spans
 
 
 def cmd_plan(a: argparse.Namespace) -> int:
@@ -118,14 +94,9 @@ def cmd_plan(a: argparse.Namespace) -> int:
     print(f"pool {p.pool}: {p.activation_bytes:,} bytes planned ({p.planner}), lower bound {p.lower_bound_bytes:,} bytes")
     from aot.artifact.abi import io_summary
     print(io_summary(compiled.module))
-    if compiled.patch:
-        for pt in compiled.patch.get("stages", [compiled.patch]):
-            src = "the input" if pt.get("source", "input") == "input" else \
-                f"a {'x'.join(map(str, pt['source_shape'][1:]))} tensor"
-            print(f"patches: {pt['grid'][0]}x{pt['grid'][1]} over the stage from {src} up to {pt['cut']} "
-                  f"({'x'.join(map(str, pt['cut_shape'][1:]))}), halo recompute +{100 * pt['halo_overhead']:.1f}% of "
-                  f"its MACs, +{100 * pt['instruction_overhead']:.1f}% instructions "
-                  f"({'counted on the lowered kernels' if pt['overhead_source'] == 'counted' else 'estimated from MACs'})")
+    from aot.tools.patch_view import describe, patch_records, stage_spans
+    for record in patch_records(compiled.patch):
+        print(f"patches: {describe(record)}")
     if a.png:
         from aot.memory import BufferRequest, MemoryPlan
         from aot.memory.plot import draw_plan
@@ -134,7 +105,7 @@ def cmd_plan(a: argparse.Namespace) -> int:
         reqs = [BufferRequest(b.name, b.size, b.first_use, b.last_use) for b in bufs]
         mp = MemoryPlan({b.name: b.offset for b in bufs}, first_pool.size, p.lower_bound_bytes, p.planner)
         draw_plan(reqs, mp, a.png, title=f"{Path(a.model).stem}: pool {first_pool.name}, {p.planner}",
-                  shared=[b for b in p.shared if b.pool == first_pool.name], stages=_patch_spans(compiled))
+                  shared=[b for b in p.shared if b.pool == first_pool.name], stages=stage_spans(compiled))
         print(f"wrote {a.png}")
     return 0
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from aot.errors import Error
-from aot.cli.common import add_optimize_option
+from aot.cli.common import add_optimize_option, add_ram_budget_option, ram_budget
 
 
 def _add_exec_options(sp: argparse.ArgumentParser) -> None:
@@ -60,7 +60,7 @@ def cmd_report(a: argparse.Namespace) -> int:
             raise Error(f"--sweep {a.sweep}: not the JSON that `aot sweep --json` writes; "
                         f"give the file `aot sweep ... --json OUT` wrote") from None
     html, data = build_report(Path(a.model), a.board, sweep_rows=sweep, opt=a.opt or "speed",
-                              progress=not a.quiet, profile=not a.no_profile)
+                              progress=not a.quiet, profile=not a.no_profile, ram_budget=ram_budget(a))
     write_atomic(a.output, html)
     if a.json:
         import json
@@ -118,6 +118,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     r.add_argument("--json", metavar="OUT", help="also write the figures shown, as JSON")
     r.add_argument("--no-profile", action="store_true", help="skip the per-layer instructions (aot profile: "
                    "one more build and QEMU run)")
+    add_ram_budget_option(r)  # a patched build adds the unpatched one beside it (one more build and QEMU run)
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(fn=cmd_report)
 

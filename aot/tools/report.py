@@ -1,7 +1,9 @@
 """`aot report`: one self-contained HTML page about a model on a board (inline SVG, no script or
 style from the network): the memory plan over time, flash by section, by group and by layer, RAM
 by pool, static data and stack, per-layer MACs, QEMU instructions (`aot profile`) and TFLM's where known, the
-summary figures of an `aot bench` row and, optionally, an `aot sweep` table.
+summary figures of an `aot bench` row and, optionally, an `aot sweep` table. A build that runs its first
+stage patch by patch (`--ram-budget`) adds the patch stages (cut, grid, halo, counted instruction overhead,
+shaded on the memory plan) and the unpatched build's pool, RAM and QEMU instructions beside its own.
 
 Every figure is measured by the run (one board build run in QEMU, the footprint of its ELF, the
 compiler's memory plan); build_report returns the page and those figures as a dict, and each
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from aot.errors import Error
-from aot.tools.report_svg import bars_svg, fmt, plan_svg, stacked_svg
+from aot.tools.report_svg import bars_svg, fmt, fmt_pct, plan_svg, stacked_svg
 
 PROFILE_NOTE = ("Per-layer QEMU instructions need `aot profile` (aot.tools.profile), which this "
                 "installation does not have.")
@@ -140,8 +142,65 @@ def _profile(model_path: Path, board: str, options: dict) -> list[dict] | str:
     return [dataclasses.asdict(layer) for layer in prof.layers]
 
 
+def _ram(extra: dict[str, Any]) -> dict[str, int]:
+    """Firmware RAM of a run_on_board build: its pools, other static data, worst-case stack, total."""
+    ram = extra["footprint"]["ram"]
+    stack = ram["stack"] or 0
+    pools = ram["pools"]
+    total = ram["total"] if ram["total"] is not None else ram["static"] + stack
+    return {"pools": pools, "static": ram["static"] - pools, "stack": stack, "total": total}
+
+
+def _patch(model: Any, inputs: dict, board: str, options: dict[str, Any], lcg: bool, compiled: Any,
+           summary: dict[str, Any], say: Any) -> dict[str, Any] | None:
+    """Patch-based execution (`--ram-budget`): the stages the build runs patch by patch (their
+    PatchChoice records and call steps) and the same firmware with the unpatched plan (`--ram-budget
+    off`: one more build and QEMU run) beside the patched one; None when the build is not patched."""
+    from aot.tools.patch_view import patch_records, stage_spans
+    records = patch_records(compiled.patch)
+    if not records:
+        return None
+    stages = [{**r, "steps": [first, end]} for r, (first, end, _) in zip(records, stage_spans(compiled))]
+    keys = ("pool_bytes", "ram_bytes", "instructions", "estimated_cycles", "lower_bound_bytes", "bit_exact_with_host")
+    patched = {k: summary[k] for k in keys}
+    say("building the unpatched plan (--ram-budget off) and running it in QEMU")
+    from aot.errors import FitError
+    from aot.timing.estimate import run_and_estimate
+    try:
+        _, extra, est = run_and_estimate(model, inputs, board, **{**options, "ram_budget": "off"}, input_lcg=lcg)
+    except FitError as e:  # the unpatched plan does not fit the board's RAM: its pool, planned without a size
+        from aot.board.boards import load_board
+        from aot.board.flow import board_options
+        from aot.pipeline.driver import compile_model
+        plain = compile_model(model, board_options(load_board(board), {**options, "ram_budget": "off",
+                                                                        "pool_size": None}))
+        unpatched = {k: None for k in keys}
+        unpatched.update(pool_bytes=plain.plan.activation_bytes, lower_bound_bytes=plain.plan.lower_bound_bytes,
+                         fits=False, error=" ".join(str(e).split())[:300])
+    else:
+        unpatched = {"pool_bytes": _ram(extra)["pools"], "ram_bytes": _ram(extra)["total"],
+                     "instructions": int(extra["instructions"] or 0),
+                     "estimated_cycles": est.cycles if est else None,
+                     "lower_bound_bytes": extra["lower_bound_bytes"],
+                     "bit_exact_with_host": bool(extra["match_host"]), "fits": True, "error": None}
+
+    def ratio(key: str) -> float | None:
+        a, b = patched.get(key), unpatched.get(key)
+        return round(a / b, 4) if a and b else None
+    counted = sum(r["instruction_overhead"] for r in records)
+    measured = ratio("instructions")
+    return {"stages": stages, "patched": patched, "unpatched": unpatched,
+            "pool_ratio": ratio("pool_bytes"), "ram_ratio": ratio("ram_bytes"),
+            "estimated_cycles_ratio": ratio("estimated_cycles"),
+            # instruction overhead: the compiler's (counted on the lowered kernels, or estimated from MACs;
+            # the stages' sum) and QEMU's (patched vs unpatched firmware)
+            "counted_instruction_overhead": round(counted, 4),
+            "counted_overhead_source": "+".join(sorted({r["overhead_source"] for r in records})),
+            "measured_instruction_overhead": round(measured - 1, 4) if measured is not None else None}
+
+
 def collect(model_path: Path, board: str, opt: str = "speed", progress: bool = True,
-            profile: bool = True) -> dict[str, Any]:
+            profile: bool = True, ram_budget: "int | str | None" = None) -> dict[str, Any]:
     from aot.board.boards import load_board
     from aot.board.flow import board_options
     from aot.frontend import load
@@ -154,7 +213,10 @@ def collect(model_path: Path, board: str, opt: str = "speed", progress: bool = T
             print(f"report: {msg}", file=sys.stderr, flush=True)
 
     model = load(model_path)  # first: its errors name the file and the fix
-    options = {"opt": opt, "source_bytes": model_path.stat().st_size}  # as bench and the CLI
+    options: dict[str, Any] = {"opt": opt, "source_bytes": model_path.stat().st_size}  # as bench and the CLI
+    if ram_budget is not None:
+        from aot.pipeline.patching import parse_budget
+        options["ram_budget"] = parse_budget(ram_budget)
     say(f"compiling {model_path.name} for {board}")
     compiled = compile_model(model, board_options(load_board(board), options))
     say("building the project and running it in QEMU")
@@ -164,10 +226,8 @@ def collect(model_path: Path, board: str, opt: str = "speed", progress: bool = T
     from aot.timing.estimate import run_and_estimate
     _, extra, est = run_and_estimate(model, inputs, board, **options, input_lcg=lcg)
     fp = extra["footprint"]
-    ram = fp["ram"]
-    stack = ram["stack"] or 0
-    pools = ram["pools"]
-    ram_total = ram["total"] if ram["total"] is not None else ram["static"] + stack
+    ram = _ram(extra)
+    stack, pools, ram_total = ram["stack"], ram["pools"], ram["total"]
     instr = int(extra["instructions"] or 0)
     macs = model_macs(model)
     fig = fp["figures"]
@@ -177,12 +237,13 @@ def collect(model_path: Path, board: str, opt: str = "speed", progress: bool = T
         "model_flash_bytes": fig["model_flash"], "model_ram_bytes": fig["model_ram"],
         "flash_bytes": fig["firmware_flash"], "code_bytes": fig["kernels"], "weights_bytes": fig["weights"],
         "test_data_bytes": fig["test_data"], "runtime_bytes": fig["support_flash"],
-        "ram_bytes": ram_total, "pool_bytes": pools, "static_bytes": ram["static"] - pools, "stack_bytes": stack,
+        "ram_bytes": ram_total, "pool_bytes": pools, "static_bytes": ram["static"], "stack_bytes": stack,
         "lower_bound_bytes": p.lower_bound_bytes, "bit_exact_with_host": bool(extra["match_host"]),
         # aot.timing's estimate of the same call on the board's core and memory system (not a measurement)
         "estimated_cycles": est.cycles if est else None, "estimated_ms": round(est.ms, 3) if est else None,
         "clock_hz": est.clock_hz if est else None,
     }
+    patch = _patch(model, inputs, board, options, lcg, compiled, summary, say)
     layers = _layers(compiled, fp)
     prof = _profile(model_path, board, options) if profile else "aot report ran with --no-profile."
     if not isinstance(prof, str):
@@ -194,20 +255,91 @@ def collect(model_path: Path, board: str, opt: str = "speed", progress: bool = T
             row["tflm_instructions"] = r.get("tflm_instructions")
     return {
         "model": model_path.stem, "board": board, "opt": opt, "summary": summary,
+        "ram_budget": options.get("ram_budget", "auto"), "patch": patch,
         "plan": {"planner": p.planner, "steps": list(p.step_kernels),
                  "pools": [{"name": pl.name, "size": int(pl.size)} for pl in compiled.module.pools],
                  "buffers": [dataclasses.asdict(b) for b in p.buffers]},
         "flash": {"sections": {k: fp["flash"][k] for k in ("text", "rodata", "data")},
                   "groups": _flash_groups(fp["symbols"])},
-        "ram": {"pools": pools, "static": ram["static"] - pools, "stack": stack, "total": ram_total,
+        "ram": {"pools": pools, "static": ram["static"], "stack": stack, "total": ram_total,
                 "stack_path": list(fp["stack"].get("path", []))},
         "layers": layers, "profile": not isinstance(prof, str),
         "profile_note": prof if isinstance(prof, str) else None,
     }
 
 
-def _num(key: str, value: Any) -> str:
-    return f'<span class="num" data-key="{escape(key)}" data-value="{escape(json.dumps(value))}">{fmt(value)}</span>'
+def _num(key: str, value: Any, pct: bool = False) -> str:
+    """A figure of the data dict, named by its key (pct: a fraction shown as a percentage)."""
+    kind = ' data-format="pct"' if pct else ""
+    return (f'<span class="num" data-key="{escape(key)}" data-value="{escape(json.dumps(value))}"{kind}>'
+            f'{fmt_pct(value) if pct else fmt(value)}</span>')
+
+
+def _patch_html(data: dict[str, Any]) -> list[str]:
+    """The patch-based execution section: one line when the build is not patched; else the stages
+    (cut, grid, halo, counted overhead) and the unpatched build beside the patched one."""
+    pt, budget = data["patch"], escape(str(data["ram_budget"]))
+    if pt is None:
+        return [f'<p class="note">Patch-based execution: not used (--ram-budget {budget}); every layer runs on '
+                f'whole tensors.</p>']
+    parts = [f"<h2>Patch-based execution (--ram-budget {budget})</h2>",
+             '<p class="note">The first layers run patch by patch: each stage below computes its cut tensor in a '
+             'grid of patches, recomputing the halo rows and columns the patches share, so the stage\'s '
+             'full-resolution maps are never stored whole (shaded on the memory plan). Unpatched: the same '
+             'firmware built with --ram-budget off and run in QEMU.</p>']
+    head = ("<tr><th>stage</th><th>cut tensor</th><th>cut shape</th><th>grid</th><th>downsample</th>"
+            "<th>call steps</th><th>stage MACs</th><th>patched MACs</th><th>halo MACs</th><th>halo</th>"
+            "<th>instruction overhead</th></tr>")
+    trs = []
+    for k, st in enumerate(pt["stages"]):
+        key = f"patch.stages.{k}"
+        trs.append(f"<tr><td>{k}</td><td>{_num(key + '.cut', st['cut'])}</td>"
+                   f"<td>{escape('x'.join(map(str, st['cut_shape'][1:])))}</td>"
+                   f"<td>{escape('x'.join(map(str, st['grid'])))}</td>"
+                   f'<td class="n">{_num(key + ".downsample", st["downsample"])}</td>'
+                   f"<td>{st['steps'][0]}-{st['steps'][1] - 1}</td>"
+                   f'<td class="n">{_num(key + ".stage_macs", st["stage_macs"])}</td>'
+                   f'<td class="n">{_num(key + ".patched_stage_macs", st["patched_stage_macs"])}</td>'
+                   f'<td class="n">{_num(key + ".halo_macs", st["halo_macs"])}</td>'
+                   f'<td class="n">{_num(key + ".halo_overhead", st["halo_overhead"], pct=True)}</td>'
+                   f'<td class="n">{_num(key + ".instruction_overhead", st["instruction_overhead"], pct=True)} '
+                   f'({escape(st["overhead_source"])})</td></tr>')
+    parts.append(f"<table>{head}{''.join(trs)}</table>")
+    before, after = pt["unpatched"], pt["patched"]
+    rows = [("pool_bytes", "pools B", "pool_ratio"), ("ram_bytes", "firmware RAM B", "ram_ratio"),
+            ("instructions", "QEMU instructions", None), ("estimated_cycles", "estimated cycles (timing model)",
+                                                          "estimated_cycles_ratio"),
+            ("lower_bound_bytes", "activation lower bound B", None), ("bit_exact_with_host", "QEMU = host build", None)]
+    trs = []
+    for key, title, rkey in rows:
+        if after.get(key) is None and before.get(key) is None:
+            continue
+        if key == "instructions":
+            mo = pt["measured_instruction_overhead"]
+            cell = f"{fmt(round(1 + mo, 3))} ({_num('patch.measured_instruction_overhead', mo, pct=True)})" \
+                if mo is not None else "-"
+        else:
+            cell = _num(f"patch.{rkey}", pt[rkey]) if rkey else ""
+        trs.append(f"<tr><td>{escape(title)}</td><td class=\"n\">{_num(f'patch.unpatched.{key}', before.get(key))}"
+                   f"</td><td class=\"n\">{_num(f'patch.patched.{key}', after.get(key))}</td>"
+                   f'<td class="n">{cell}</td></tr>')
+    parts.append("<table><tr><th></th><th>unpatched</th><th>patched</th><th>patched / unpatched</th></tr>"
+                 f"{''.join(trs)}</table>")
+    if not before["fits"]:
+        parts.append(f'<p class="note">The unpatched plan does not fit {escape(data["board"])}\'s RAM (its pool '
+                     f'planned without a size above): {escape(before["error"] or "")}</p>')
+    measured = pt["measured_instruction_overhead"]
+    counted = _num("patch.counted_instruction_overhead", pt["counted_instruction_overhead"], pct=True)
+    parts.append(f'<p>Instruction overhead: {counted} '
+                 f'{"counted on the lowered kernels" if pt["counted_overhead_source"] == "counted" else "estimated"} '
+                 f'(the compiler\'s figure, by which it chose the plan)'
+                 + (f', {_num("patch.measured_instruction_overhead", measured, pct=True)} measured (QEMU instructions '
+                    f'of the patched firmware vs the unpatched)' if measured is not None else "") + ".</p>")
+    parts.append(bars_svg([(f"{t} {k}", v) for t, k in (("pools", "unpatched"), ("pools", "patched"),
+                                                        ("firmware RAM", "unpatched"), ("firmware RAM", "patched"))
+                           for v in [pt[k]["pool_bytes" if t == "pools" else "ram_bytes"] or 0]],
+                          "RAM: unpatched vs patched"))
+    return parts
 
 
 CSS = """
@@ -279,15 +411,19 @@ def render(data: dict[str, Any], sweep_rows: Sequence[dict[str, Any]] | None = N
              '<div class="kv">' + "".join(f"<div>{escape(t)}<b>{_num('summary.' + k, s[k])}</b></div>"
                                           for k, t in kv) + "</div>"]
     plan = data["plan"]
+    from aot.tools.patch_view import grid_text
+    spans = [(st["steps"][0], st["steps"][1], f"patch stage: {grid_text(st)} patches up to {st['cut'][:24]}")
+             for st in (data["patch"] or {}).get("stages", [])]
     parts.append("<h2>Memory plan over time</h2>")
     parts.append(f'<p class="note">Each rectangle is a tensor or kernel workspace, from the call step that '
                  f'writes it first to the last that reads it, at its offset in the pool (planner '
-                 f'{escape(plan["planner"])}). Hover for names.</p>')
+                 f'{escape(plan["planner"])}). Hover for names.'
+                 + (" Shaded: the call steps of the patch stage." if spans else "") + '</p>')
     for pool in plan["pools"]:
         bufs = [b for b in plan["buffers"] if b["pool"] == pool["name"]]
         used = max([b["offset"] + b["size"] for b in bufs] + [0])
         parts.append(plan_svg(bufs, len(plan["steps"]), used, s["lower_bound_bytes"] if pool is plan["pools"][0]
-                              else 0, f"pool {pool['name']}: {used:,} B used"))
+                              else 0, f"pool {pool['name']}: {used:,} B used", spans=spans))
     fl = data["flash"]
     parts.append("<h2>Flash</h2>")
     parts.append(f'<p class="note">Model flash: its kernels + weights; firmware flash adds the test data '
@@ -304,6 +440,7 @@ def render(data: dict[str, Any], sweep_rows: Sequence[dict[str, Any]] | None = N
                               ("stack (worst case)", r["stack"])], f"firmware RAM: {r['total']:,} B"))
     if r["stack_path"]:
         parts.append(f'<p class="note">deepest stack path: {escape(" -> ".join(r["stack_path"]))}</p>')
+    parts.extend(_patch_html(data))
     parts.append("<h2>Per layer</h2>")
     if not data["profile"]:
         parts.append(f'<p class="note">{escape(data["profile_note"])} This panel shows MACs per layer only.</p>')
@@ -340,8 +477,9 @@ def render(data: dict[str, Any], sweep_rows: Sequence[dict[str, Any]] | None = N
 
 
 def build_report(model_path: Path, board: str, sweep_rows: Sequence[dict[str, Any]] | None = None,
-                 opt: str = "speed", progress: bool = True, profile: bool = True) -> tuple[str, dict[str, Any]]:
-    data = collect(Path(model_path), board, opt, progress, profile)
+                 opt: str = "speed", progress: bool = True, profile: bool = True,
+                 ram_budget: "int | str | None" = None) -> tuple[str, dict[str, Any]]:
+    data = collect(Path(model_path), board, opt, progress, profile, ram_budget)
     if sweep_rows:
         data["sweep"] = list(sweep_rows)
     return render(data, sweep_rows), data

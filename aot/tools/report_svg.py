@@ -21,10 +21,19 @@ def fmt(v: object) -> str:
     return str(v)
 
 
+def fmt_pct(v: object) -> str:
+    """A fraction as a signed percentage (0.0273: +2.7%)."""
+    if v is None:
+        return "-"
+    assert isinstance(v, (int, float))
+    return f"{100 * v:+.1f}%"
+
+
 def plan_svg(buffers: Sequence[dict], steps: int, pool_bytes: int, lower_bound: int, title: str,
-             width: int = 900, height: int = 320) -> str:
-    """One pool: x = call step [first_use, last_use + 1), y = [offset, offset + size)."""
-    left, right, top, bottom = 70, 10, 24, 30
+             width: int = 900, height: int = 320, spans: Sequence[tuple[int, int, str]] = ()) -> str:
+    """One pool: x = call step [first_use, last_use + 1), y = [offset, offset + size); `spans`
+    (first step, end step, label): call steps shaded behind the buffers (the patch stages)."""
+    left, right, top, bottom = 70, 10, 24 + (14 if spans else 0), 30  # spans: a legend line under the title
     w, h = width - left - right, height - top - bottom
     steps = max(steps, 1)
     ymax = max([pool_bytes, lower_bound, 1] + [b["offset"] + b["size"] for b in buffers])
@@ -33,6 +42,15 @@ def plan_svg(buffers: Sequence[dict], steps: int, pool_bytes: int, lower_bound: 
            f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
            f'<text x="{left}" y="16" font-size="13" font-weight="bold">{escape(title)}</text>',
            f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="#fafafa" stroke="#999"/>']
+    for k, (first, end, label) in enumerate(spans):
+        x0, x1 = left + first * sx, left + end * sx
+        out.append(f'<rect class="stage" x="{x0:.1f}" y="{top}" width="{max(x1 - x0, 1.0):.1f}" height="{h}" '
+                   f'fill="#4e79a7" fill-opacity="{0.10 * (1 + k % 2):.2f}"><title>{escape(label)}: call steps '
+                   f'{first}-{end - 1}</title></rect>')
+    if spans:  # the legend, under the title
+        legend = "; ".join(f"{label} (steps {first}-{end - 1})" for first, end, label in spans)
+        out.append(f'<rect x="{left}" y="21" width="10" height="10" fill="#4e79a7" fill-opacity="0.25"/>')
+        out.append(f'<text x="{left + 14}" y="30" font-size="10" fill="#1f3f66">{escape(legend)}</text>')
     for k, b in enumerate(sorted(buffers, key=lambda b: (b["first_use"], b["name"]))):
         if b["size"] <= 0:
             continue

@@ -79,7 +79,7 @@ def test_an_nchw_input_is_sliced_patch_by_patch_bit_exactly() -> None:
 
 def test_the_plan_timeline_shades_the_patch_stage(tmp_path) -> None:  # noqa: ANN001
     pytest.importorskip("matplotlib")
-    from aot.cli.model import _patch_spans
+    from aot.tools.patch_view import stage_spans as _patch_spans
     from aot.memory import BufferRequest, MemoryPlan
     from aot.memory.plot import draw_plan
     model = _conv_net(False)

@@ -1,7 +1,8 @@
 """`aot report` and `aot sweep --html` opened in headless Chromium (Debian's `chromium`, installed
 by `make setup`): the page loads without a console error, its charts are non-empty (a script in
 the page checks them), every number it shows equals the JSON written beside it, and a screenshot
-is taken (AOT_WRITE_DOCS=1 writes it to docs/report.png for the README)."""
+is taken (AOT_WRITE_DOCS=1 writes it to docs/report.png for the README). A build run patch by patch
+(`--ram-budget`) gets its section: the compiler's stage records, the unpatched build beside it."""
 from __future__ import annotations
 
 import json
@@ -17,11 +18,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aot.tools.report_svg import fmt  # noqa: E402
+from aot.tools.report_svg import fmt, fmt_pct  # noqa: E402
 from conftest import shared_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
@@ -51,7 +51,8 @@ class Numbers(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
         self.body: dict[str, str] = {}
-        self.nums: list[tuple[str, Any, str]] = []
+        self.nums: list[tuple[str, Any, str]] = []  # (data-key, data-value, text) of each figure shown
+        self.pct: set[str] = set()  # the data-keys shown as percentages
         self._open: tuple[str, Any] | None = None
         self._text = ""
 
@@ -61,6 +62,8 @@ class Numbers(HTMLParser):
             self.body = {k: v or "" for k, v in a.items()}
         if tag == "span" and "data-key" in a:
             self._open, self._text = (a["data-key"], json.loads(a["data-value"])), ""
+            if a.get("data-format") == "pct":
+                self.pct.add(a["data-key"])
 
     def handle_data(self, data: str) -> None:
         if self._open is not None:
@@ -89,7 +92,7 @@ def check_page(page: Path, data: dict, tmp: Path, shot: Path | None = None) -> l
     assert int(dom.body["data-charts"]) >= 1
     for key, value, text in dom.nums:
         assert value == lookup(data, key), key
-        assert text == fmt(value), key
+        assert text == (fmt_pct(value) if key in dom.pct else fmt(value)), key
     if shot is not None:
         r = run_chromium(page, tmp / "profile-shot", "--hide-scrollbars", "--window-size=1100,2700",
                          f"--screenshot={shot}")
@@ -98,6 +101,7 @@ def check_page(page: Path, data: dict, tmp: Path, shot: Path | None = None) -> l
     return [k for k, _, _ in dom.nums]
 
 
+@pytest.mark.slow
 def test_console_errors_are_caught(tmp_path: Path) -> None:
     """The check itself: a page with a script error is reported."""
     bad = tmp_path / "bad.html"
@@ -106,6 +110,7 @@ def test_console_errors_are_caught(tmp_path: Path) -> None:
     assert console_errors(r.stderr), r.stderr[-2000:]
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("arm_toolchain")
 def test_report_and_sweep_pages(tmp_path: Path) -> None:
     model = shared_model("kws_int8.tflite")
@@ -134,6 +139,9 @@ def test_report_and_sweep_pages(tmp_path: Path) -> None:
     per_layer = sum(layer["instructions"] for layer in data["layers"])
     assert 0.9 * data["summary"]["instructions"] < per_layer <= 1.02 * data["summary"]["instructions"]
     assert len(data["layers"]) == len(data["plan"]["steps"]) == 12
+    # not run patch by patch: the section is one line
+    assert data["patch"] is None and data["ram_budget"] == "auto"
+    assert "Patch-based execution: not used (--ram-budget auto)" in html and "<h2>Patch-based" not in html
     shot = tmp_path / "report.png"
     keys = check_page(rep, data, tmp_path, shot)
     assert {"summary.instructions", "summary.flash_bytes", "summary.ram_bytes", "sweep.0.instructions",
@@ -143,3 +151,144 @@ def test_report_and_sweep_pages(tmp_path: Path) -> None:
     if os.environ.get("AOT_WRITE_DOCS") == "1":
         (ROOT / "docs").mkdir(exist_ok=True)
         shutil.copyfile(shot, ROOT / "docs" / "report.png")
+
+
+def _mobilenet_v2_48(tmp: Path) -> Path:
+    """MobileNetV2 0.35 at 48x48 (aot.tools.zoo): `--ram-budget min` runs its first stage patch by
+    patch, the default does not."""
+    from aot.tools import zoo
+    path = tmp / "mv2_48.tflite"
+    path.write_bytes(zoo.build("mobilenet_v2", size=48, classes=10))
+    return path
+
+
+def _conv_net() -> Any:
+    """Three int8 3x3 convolutions (16x16x3 -> 8x8x8 -> 8x8x8 -> 4x4x12) and a mean: `--ram-budget
+    min` runs its first layers patch by patch."""
+    import numpy as np
+
+    import aot
+    from aot.ir import Quant
+    act = Quant((0.1,), (-10,))
+    rng = np.random.default_rng(3)
+    g = aot.GraphBuilder("nhwc")
+    y = g.input("x", (1, 16, 16, 3), "int8", act)
+    for i, (oc, stride) in enumerate(((8, 2), (8, 1), (12, 2))):
+        ic = y.type.shape[3]
+        scales = tuple(float(np.float32(s)) for s in rng.uniform(0.002, 0.01, oc))
+        w = g.constant(rng.integers(-127, 128, (oc, 3, 3, ic)).astype(np.int8), f"w{i}",
+                       quant=Quant(scales, (0,) * oc, 0))
+        b = g.constant(rng.integers(-500, 500, oc).astype(np.int32), f"b{i}",
+                       quant=Quant(tuple(float(np.float32(0.1 * s)) for s in scales), (0,) * oc, 0))
+        y = g.conv2d(y, w, b, strides=(stride, stride), padding="same", activation="relu", out_quant=act)
+    g.output(g.mean(y, (1, 2), out_quant=act))
+    return g.finish()
+
+
+def test_patch_stage_spans_cover_the_patches() -> None:
+    """The call steps shaded as the patch stage hold every buffer of the patches (the stage's
+    tensors, suffixed _p<row>_<col>) and end before the last call; an unpatched build has none."""
+    import re
+
+    from aot.pipeline.driver import CompileOptions, compile_model
+    from aot.tools.patch_view import describe, patch_records, stage_spans
+    model = _conv_net()
+    cm = compile_model(model, CompileOptions(ram_budget="min", policy="micro"))
+    records = patch_records(cm.patch)
+    assert records == [cm.patch] and patch_records([cm.patch]) == records
+    spans = stage_spans(cm)
+    assert len(spans) == len(records)
+    first, end, label = spans[0]
+    assert first == 0 < end < len(cm.plan.step_kernels)
+    grid = f"{records[0]['grid'][0]}x{records[0]['grid'][1]}"
+    assert f"{grid} patches up to {records[0]['cut']}" in label
+    pieces = [b for b in cm.plan.buffers if re.search(r"_p\d+_\d+$", b.name)]
+    assert pieces and all(b.last_use < end for b in pieces)
+    assert describe(records[0]).startswith(f"{grid} over the stage up to {records[0]['cut']} ")
+    plain = compile_model(model, CompileOptions(ram_budget="off", policy="micro"))
+    assert patch_records(plain.patch) == [] and stage_spans(plain) == []
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("arm_toolchain")
+def test_report_of_a_patched_build(tmp_path: Path) -> None:
+    """`aot report --ram-budget min`: the section shows the compiler's records of the build and the
+    unpatched build (`--ram-budget off`) beside it; every figure on the page is the JSON's."""
+    from aot.board.boards import load_board
+    from aot.board.flow import board_options
+    from aot.frontend import load
+    from aot.pipeline.driver import compile_model
+    from aot.tools.patch_view import patch_records, stage_spans
+    model = _mobilenet_v2_48(tmp_path)
+    rep, rep_json = tmp_path / "report.html", tmp_path / "report.json"
+    r = subprocess.run([sys.executable, "-m", "aot", "report", str(model), "--board", "mps2-an386", "--ram-budget",
+                        "min", "--no-profile", "--quiet", "-o", str(rep), "--json", str(rep_json)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=1800)
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads(rep_json.read_text())
+    pt = data["patch"]
+    assert data["ram_budget"] == "min" and pt is not None
+
+    # the same builds, compiled here: the records, call steps and pools the report shows
+    board = load_board("mps2-an386")
+    options = {"opt": "speed", "source_bytes": model.stat().st_size}
+    patched = compile_model(load(model), board_options(board, {**options, "ram_budget": "min"}))
+    unpatched = compile_model(load(model), board_options(board, {**options, "ram_budget": "off"}))
+    assert [{k: v for k, v in st.items() if k != "steps"} for st in pt["stages"]] == patch_records(patched.patch)
+    assert [tuple(st["steps"]) for st in pt["stages"]] == [s[:2] for s in stage_spans(patched)]
+    before, after = pt["unpatched"], pt["patched"]
+    assert after["pool_bytes"] == data["summary"]["pool_bytes"] == patched.plan.activation_bytes
+    assert before["pool_bytes"] == unpatched.plan.activation_bytes > after["pool_bytes"]
+    assert before["lower_bound_bytes"] == unpatched.plan.lower_bound_bytes
+    assert before["fits"] and before["bit_exact_with_host"] and after["bit_exact_with_host"]
+    for k in ("ram_bytes", "instructions", "estimated_cycles"):
+        assert after[k] == data["summary"][k] and before[k] > 0, k
+    assert before["ram_bytes"] > after["ram_bytes"]
+    assert pt["pool_ratio"] == round(after["pool_bytes"] / before["pool_bytes"], 4)
+    assert pt["ram_ratio"] == round(after["ram_bytes"] / before["ram_bytes"], 4)
+    assert pt["measured_instruction_overhead"] == round(after["instructions"] / before["instructions"] - 1, 4)
+    assert pt["counted_instruction_overhead"] == round(sum(st["instruction_overhead"] for st in pt["stages"]), 4)
+    assert pt["counted_overhead_source"] == patched.patch["overhead_source"]
+
+    html = rep.read_text()
+    st = pt["stages"][0]
+    assert "<h2>Patch-based execution (--ram-budget min)</h2>" in html
+    assert f"patch stage: {st['grid'][0]}x{st['grid'][1]} patches up to {st['cut']}" in html  # the plan's legend
+    assert 'class="stage"' in html  # its shading
+    keys = set(check_page(rep, data, tmp_path))
+    assert {"patch.stages.0.cut", "patch.stages.0.halo_macs", "patch.stages.0.instruction_overhead",
+            "patch.unpatched.pool_bytes", "patch.patched.pool_bytes", "patch.unpatched.ram_bytes",
+            "patch.patched.ram_bytes", "patch.unpatched.instructions", "patch.patched.instructions",
+            "patch.pool_ratio", "patch.counted_instruction_overhead",
+            "patch.measured_instruction_overhead"} <= keys
+
+
+def test_patch_section_when_the_unpatched_plan_does_not_fit() -> None:
+    """An unpatched plan too large for the board: its pool (planned without a size) beside the
+    patched build's figures, the reason in a note, no ratio it cannot have."""
+    from aot.pipeline.driver import CompileOptions, compile_model
+    from aot.tools.patch_view import patch_records, stage_spans
+    from aot.tools.report import _patch_html
+    model = _conv_net()
+    cm = compile_model(model, CompileOptions(ram_budget="min", policy="micro"))
+    plain = compile_model(model, CompileOptions(ram_budget="off", policy="micro"))
+    stages = [{**r, "steps": list(s[:2])} for r, s in zip(patch_records(cm.patch), stage_spans(cm))]
+    keys = ("pool_bytes", "ram_bytes", "instructions", "estimated_cycles", "lower_bound_bytes", "bit_exact_with_host")
+    patched = {k: None for k in keys} | {"pool_bytes": cm.plan.activation_bytes, "bit_exact_with_host": True}
+    unpatched = {k: None for k in keys} | {"pool_bytes": plain.plan.activation_bytes, "fits": False,
+                                           "error": "model x does not fit board b"}
+    pt = {"stages": stages, "patched": patched, "unpatched": unpatched,
+          "pool_ratio": round(patched["pool_bytes"] / unpatched["pool_bytes"], 4), "ram_ratio": None,
+          "estimated_cycles_ratio": None, "counted_instruction_overhead": stages[0]["instruction_overhead"],
+          "counted_overhead_source": stages[0]["overhead_source"], "measured_instruction_overhead": None}
+    data = {"patch": pt, "ram_budget": "min", "board": "b"}
+    html = "\n".join(_patch_html(data))
+    dom = Numbers()
+    dom.feed(html)
+    shown = {k: (v, text) for k, v, text in dom.nums}
+    for key in ("patch.unpatched.pool_bytes", "patch.patched.pool_bytes", "patch.pool_ratio",
+                "patch.stages.0.cut", "patch.counted_instruction_overhead"):
+        value, text = shown[key]
+        assert value == lookup(data, key) and text == (fmt_pct(value) if key in dom.pct else fmt(value)), key
+    assert "patch.measured_instruction_overhead" not in shown and "patch.unpatched.instructions" not in shown
+    assert "does not fit b's RAM" in html and "model x does not fit board b" in html
