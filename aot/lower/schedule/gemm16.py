@@ -45,7 +45,7 @@ import numpy as np
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.lower.schedule.gemm import Geometry, Pixel, all_pixel_groups, pixel_coords
-from aot.lower.schedule.helium16 import emit_helium16
+from aot.lower.schedule.helium16 import emit_helium16, first_clear
 from aot.lower.schedule.requant16 import fast_form
 from aot.lower.schedule.target import ScheduleTarget, WeightBudget
 from aot.ops.common import window_bounds_conds
@@ -143,9 +143,17 @@ def mode(ep: Epilogue, w2d: np.ndarray) -> str:
 
 
 def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epilogue,  # noqa: ANN001
-                budget: WeightBudget) -> tuple[K.Stmt, WeightBudget] | None:
+                budget: WeightBudget, in_place: bool = False
+                ) -> tuple[K.Stmt, WeightBudget, tuple[K.Buffer, ...]] | None:
     """The kernel of a 16x8 convolution over geometry g (g.get reads int16 elements; g.buf the
-    int16 input when it is materialised), or None when its weight words do not fit the budget."""
+    int16 input when it is materialised), the weight budget left and the input buffers its output
+    may overwrite; or None when its weight words do not fit the budget.
+
+    in_place (the caller's word that the output is int16 and dense, output pixel q at q oc_n): an
+    unpadded stride-1 1x1 product with oc_n <= C may write its output over its input. The groups
+    of pixels whose stores could reach an input element a later channel block of the group still
+    reads (first_clear; all of them when oc_n == C) copy their inputs into the column first; the
+    others read the input in place, as without in_place."""
     oc_n = w2d.shape[0]
     ppr = row_pairs(g.kw, g.C)
     total = g.kh * ppr
@@ -155,9 +163,9 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
     if left is None:
         return None
     kind = mode(ep, w2d)
-    mve = emit_helium16(ctx, tgt, g, w2d, ep, kind)  # Cortex-M55: 1x1 products as VMLADAVA.S16
+    mve = emit_helium16(ctx, tgt, g, w2d, ep, kind, in_place)  # Cortex-M55: 1x1 products as VMLADAVA.S16
     if mve is not None:
-        return mve, budget
+        return mve[0], budget, ((g.buf,) if mve[1] and g.buf is not None else ())
     wtab = ctx.const(words, "i32", "w16q")
     btab = None
     rq = None
@@ -173,6 +181,7 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
     words_in = g.C % 2 == 0 and g.buf is not None and g.buf.dtype == "i16"
     P = g.pixels
     slots = SLOTS if P > 1 else 1
+    place = in_place and unit and g.dense_output and oc_n <= g.C
     # an even C: a column of pairs (word copies, per tap); an odd C: of int16 elements, each kernel
     # row's kw * C values in a row of pairs (read as words), so no pair is half padding per tap
     # an odd C read from an int16 buffer without dilation: a kernel row inside the image is copied as
@@ -356,7 +365,8 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
     full = oc_n // BLOCK
     per_block = total * ((BLOCK + 1) // 2)
 
-    def pixel_group(qs: list[K.Expr | int]) -> K.Stmt:
+    def pixel_group(qs: list[K.Expr | int], copy: bool = False) -> K.Stmt:
+        """The pixels qs; copy: their inputs through the column even where they could be read in place."""
         stmts: list[K.Stmt] = []
         pixs: list[Pixel] = []
         bases: list[K.Expr | None] = []
@@ -364,9 +374,9 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
             lets, p = pixel_coords(ctx, g, q)
             stmts += lets
             pixs.append(p)
-            if direct and unit and s > 0 and bases[0] is not None:
+            if direct and not copy and unit and s > 0 and bases[0] is not None:
                 bases.append(bases[0] + s * g.C)  # the next pixel's words: one pointer for the group
-            elif direct:
+            elif direct and not copy:
                 b = ctx.var("xb")
                 stmts.append(K.Let(b, (K.Const(q) if isinstance(q, int) else q) * g.C if unit else g.flat(p.n, p.iy0, p.ix0, K.Const(0))))
                 bases.append(b)
@@ -382,5 +392,21 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
             seg += total * ((size + 1) // 2)
         return K.seq(*stmts)
 
-    nest = all_pixel_groups(ctx, P, slots, pixel_group)
-    return (nest if direct else K.Allocate(col, nest)), left
+    if not place:
+        nest = all_pixel_groups(ctx, P, slots, pixel_group)
+        return (nest if direct else K.Allocate(col, nest)), left, ()
+    groups = P // slots
+    clear = first_clear(g.C, oc_n)
+    k0 = groups if clear is None else min(groups, clear)  # groups [0, k0) copied, the rest in place
+    groups_nest: list[K.Stmt] = []
+    tails = [(q, (q + 1) * oc_n > q * g.C) for q in range(groups * slots, P)]  # a tail pixel alone
+    for lo, hi, copy in ((0, k0, True), (k0, groups, False)):
+        if hi - lo == 1:
+            groups_nest.append(pixel_group([lo * slots + s for s in range(slots)], copy))
+        elif hi > lo:
+            pp = ctx.var("pp")
+            groups_nest.append(K.For(pp, hi - lo, pixel_group([pp * slots + s for s in range(slots)], copy), start=lo))
+    groups_nest += [pixel_group([q], copy) for q, copy in tails]
+    nest = K.seq(*groups_nest)
+    copied = k0 > 0 or any(copy for _, copy in tails)
+    return (K.Allocate(col, nest) if copied else nest), left, (g.buf,) if g.buf is not None else ()

@@ -141,7 +141,10 @@ def _conv16(ctx: LowerCtx, x: Accessor, w: Accessor, bias: Accessor | None, out:
     g = Geometry(n_, h, wd, c, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow,
                  get=lambda n, iy, ix, ic: x([n, iy, ix, ic]), buf=_i16_buffer(x),
                  store=lambda n, oy, ox, oc, v: out.store([n, oy, ox, oc], v), zp_in=0)
-    done = emit_gemm16(ctx, ctx.target, g, np.asarray(w.const).reshape(oc_n, -1), _epilogue16(arith, bias), budget)
+    # a 1x1 product shaped as its input, int16 out: it may write over its input (emit_gemm16's in_place)
+    in_place = out.buffer is not None and out.buffer.dtype == "i16" and (oh, ow) == (h, wd) and n_ == x.shape[0]
+    done = emit_gemm16(ctx, ctx.target, g, np.asarray(w.const).reshape(oc_n, -1), _epilogue16(arith, bias), budget,
+                       in_place)
     return None if done is None else Scheduled(*done)
 
 
@@ -192,7 +195,9 @@ def schedule_depthwise(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out:
         return Scheduled(f32, budget)
     if not ctx.target.reference and _int16_mac(ctx, x, w, out, arith):
         dw16 = emit_depthwise16(ctx, ctx.target, x, w, out, attrs, _epilogue16(arith, bias))
-        return None if dw16 is None else Scheduled(dw16, budget)
+        if dw16 is None:
+            return None
+        return Scheduled(dw16[0], budget, (x.buffer,) if dw16[1] and x.buffer is not None else ())
     if ctx.target.reference or not _int8_mac(x, w, bias, out, arith):
         return None
     mve = helium_depthwise(ctx, x, w, bias, out, attrs, arith)
