@@ -1,7 +1,8 @@
 """16x8 kernels (int16 activations, int8 weights) that write their output over their input: the
 depthwise line buffer of pairs (aot.lower.schedule.depthwise_pairs on int16 pixels) and the 1x1
 products (aot.lower.schedule.gemm16 on DSP cores, aot.lower.schedule.helium16 on Helium cores),
-whose pixel groups that could overwrite inputs still to be read go through a copy first. The plan
+whose pixel groups that could overwrite inputs still to be read go through a copy first; on cores
+without the DSP schedules and on hosts, aot.lower.schedule.generic16's forms. The plan
 gives their outputs their inputs' storage; the result stays bit-exact (interpreter, C, LLVM) with
 the reference and with the build that shares no storage."""
 from __future__ import annotations
@@ -16,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import aot  # noqa: E402
 from aot.kernel.printer import format_module  # noqa: E402
-from aot.lower.schedule import target_for_cpu  # noqa: E402
+from aot.lower.schedule import ScheduleTarget, target_for_cpu  # noqa: E402
 from aot.lower.schedule.helium16 import first_clear  # noqa: E402
 from aot.memory import plan as plan_buffers  # noqa: E402
 from aot.pipeline.driver import compile_model  # noqa: E402
@@ -24,8 +25,6 @@ from aot.pipeline.plan import inplace_pairs, liveness, plan_memory  # noqa: E402
 from aot.runners.kernel_module import run_kernel_module  # noqa: E402
 from ops.test_schedules_16x8_direct import _model, _options, _x  # noqa: E402
 
-M4 = target_for_cpu("cortex-m4")
-M55 = target_for_cpu("cortex-m55")
 
 # conv 3x3 -> dw 3x3 -> pw as many channels -> dw 3x3 -> pw fewer channels -> dw 5x3 -> fc: every
 # depthwise and 1x1 layer shaped as its input
@@ -64,9 +63,9 @@ def test_first_clear() -> None:
             assert k == 0 or ((k - 1) * n + n) * oc > (k - 1) * n * c
 
 
-@pytest.mark.parametrize("cpu", ["cortex-m4", "cortex-m55"])
+@pytest.mark.parametrize("cpu", ["cortex-m4", "cortex-m55", "cortex-m0plus", "host"])
 def test_16x8_chain_in_place_bit_exact_and_smaller(cpu: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    target = target_for_cpu(cpu)
+    target = ScheduleTarget() if cpu == "host" else target_for_cpu(cpu)
     model = _model(31, X_SHAPE, CHAIN)
     x = _x(31, X_SHAPE)
     ref = aot.reference(model, {"x": x})["y"]
@@ -85,8 +84,8 @@ def test_16x8_chain_in_place_bit_exact_and_smaller(cpu: str, monkeypatch: pytest
         np.testing.assert_array_equal(got, ref, err_msg=f"{cpu} / {backend}")
 
 
-@pytest.mark.parametrize("oc", [16, 10])
-def test_16x8_pointwise_copies_only_groups_that_overwrite(oc: int, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("oc,cpu", [(16, "cortex-m4"), (10, "cortex-m4"), (10, "cortex-m3"), (16, "cortex-m3")])
+def test_16x8_pointwise_copies_only_groups_that_overwrite(oc: int, cpu: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A 1x1 product of oc <= 16 channels over 16, written over its input: the pixel groups
     before first_clear (all of them for 16) read a copy, the later ones the input in place;
     bit-exact with the reference, and the output takes the input's storage."""
@@ -95,21 +94,22 @@ def test_16x8_pointwise_copies_only_groups_that_overwrite(oc: int, monkeypatch: 
                                           dict(kind="dw", k=(3, 3), padding="same")])
     x = _x(oc, (1, 5, 7, 4))
     ref = aot.reference(model, {"x": x})["y"]
-    cm, _, pairs = _compile(model, M4, monkeypatch)
+    cm, _, pairs = _compile(model, target_for_cpu(cpu), monkeypatch)
     assert list(pairs.items()) == [("conv2d_1", "conv2d")]  # (the depthwise writes the model's output)
     for backend in ("interp", "c", "llvm"):
         got = run_kernel_module(cm.module, [x], backend)[0].reshape(ref.shape)
         np.testing.assert_array_equal(got, ref, err_msg=backend)
 
 
-def test_16x8_depthwise_not_in_place_where_unsound(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("cpu", ["cortex-m4", "cortex-m0plus"])
+def test_16x8_not_in_place_where_unsound(cpu: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Stride 2 (the output is not the input's shape) and a 1x1 product with more channels than its
     input: neither declares in place."""
     model = _model(9, (1, 8, 8, 4), [dict(kind="conv", oc=8, k=(3, 3), padding="same"),
                                      dict(kind="dw", k=(3, 3), strides=(2, 2), padding="same"),
                                      dict(kind="conv", oc=12),
                                      dict(kind="fc", oc=4)])
-    cm, _, pairs = _compile(model, M4, monkeypatch)
+    cm, _, pairs = _compile(model, target_for_cpu(cpu), monkeypatch)
     assert pairs == {}
     x = _x(9, (1, 8, 8, 4))
     ref = aot.reference(model, {"x": x})["y"]
