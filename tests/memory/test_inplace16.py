@@ -133,3 +133,28 @@ def test_ds_cnn_large_16x8_plans_in_place_and_matches_tflm() -> None:
     for backend in ("c", "llvm"):
         got = run_kernel_module(cm.module, [x], backend)[0].reshape(want.shape)
         np.testing.assert_array_equal(got, want, err_msg=backend)
+
+
+@pytest.mark.parametrize("cpu", ["cortex-m3", "host"])
+def test_16x8_generic_dilated_and_int32_bias_bit_exact(cpu: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The generic forms: a dilated depthwise (taps two rows apart, some from the line buffer, some
+    from the tensor), its 20 channels in groups of 5 (the line buffer's limit lowered to 2 rows x 8
+    pixels x 5 channels), a 1x1 product with an int32 bias (TFLM's wrapped int32 sum, the reference
+    finish), a depthwise padded unevenly."""
+    import aot.lower.schedule.generic16 as generic16
+    monkeypatch.setattr(generic16, "RING_MAX_BYTES", 3 * 8 * 5 * 2)
+    target = ScheduleTarget() if cpu == "host" else target_for_cpu(cpu)
+    shape = (1, 6, 8, 4)
+    model = _model(41, shape, [dict(kind="conv", oc=20, k=(3, 3), padding="same"),
+                               dict(kind="dw", k=(3, 3), dilation=(2, 2), padding="same", activation="relu"),
+                               dict(kind="conv", oc=20, bias="int32"),
+                               dict(kind="dw", k=(3, 3), padding=(2, 0, 1, 1)),
+                               dict(kind="fc", oc=5)])
+    x = _x(41, shape)
+    ref = aot.reference(model, {"x": x})["y"]
+    cm, plain, pairs = _compile(model, target, monkeypatch)
+    assert len(pairs) == 3, pairs
+    assert cm.plan.activation_bytes < plain
+    for backend in ("interp", "c", "llvm"):
+        got = run_kernel_module(cm.module, [x], backend)[0].reshape(ref.shape)
+        np.testing.assert_array_equal(got, ref, err_msg=f"{cpu} / {backend}")
