@@ -157,7 +157,7 @@ def _conv16(ctx: LowerCtx, x: Accessor, w: Accessor, bias: Accessor | None, out:
     in_place = (out.buffer is not None and out.buffer.dtype == "i16" and (oh, ow) == (h, wd) and n_ == x.shape[0]
                 and out.final_type.shape == out.type.shape)
     done = emit_gemm16(ctx, ctx.target, g, np.asarray(w.const).reshape(oc_n, -1), _epilogue16(arith, bias), budget,
-                       in_place)
+                       out if in_place else None)
     return None if done is None else Scheduled(*done)
 
 
