@@ -158,3 +158,15 @@ def test_16x8_generic_dilated_and_int32_bias_bit_exact(cpu: str, monkeypatch: py
     for backend in ("interp", "c", "llvm"):
         got = run_kernel_module(cm.module, [x], backend)[0].reshape(ref.shape)
         np.testing.assert_array_equal(got, ref, err_msg=f"{cpu} / {backend}")
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("arm_toolchain")
+def test_16x8_chain_in_place_in_qemu() -> None:
+    """The chain on the Cortex-M4 board (the DSP forms, in place): equal to the reference and the host build."""
+    from aot.board.flow import run_on_board
+    model = _model(31, X_SHAPE, CHAIN)
+    x = _x(31, X_SHAPE)
+    outs, extra = run_on_board(model, {"x": x}, "mps2-an386")
+    np.testing.assert_array_equal(outs["y"], aot.reference(model, {"x": x})["y"])
+    assert extra["match_host"] is True
