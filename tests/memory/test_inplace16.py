@@ -117,14 +117,15 @@ def test_16x8_not_in_place_where_unsound(cpu: str, monkeypatch: pytest.MonkeyPat
 
 
 @pytest.mark.slow
-def test_ds_cnn_large_16x8_plans_in_place_and_matches_tflm() -> None:
+def test_ds_cnn_large_16x8_plans_in_place_and_matches_tflm(tmp_path: Path) -> None:
     """The zoo's 16x8 DS-CNN on a Cortex-M4: every depthwise and 1x1 layer in place (one 138,000-byte
     activation instead of two), bit-exact on the host C and LLVM builds with TFLite Micro."""
     from aot.tools import zoo
     from aot.pipeline.driver import CompileOptions
     from tflm_util import run_tflm_batch
     data = zoo.build("ds_cnn_large", activations="int16")
-    model = aot.load(data)
+    (tmp_path / "ds16.tflite").write_bytes(data)
+    model = aot.load(tmp_path / "ds16.tflite")
     cm = compile_model(model, CompileOptions(cpu="cortex-m4", policy="micro", io_buffers="pool", ram_budget="off"))
     assert cm.plan.activation_bytes < 140_000
     v = model.inputs[0]
