@@ -417,8 +417,9 @@ def patched_macs(model: Model, cut: Cut, rows: int, cols: int = 1, patched: Mode
 
 
 def _dw_in_place(c: Call) -> bool:
-    """A stride-1 depthwise convolution or 1x1 product shaped as its input: written over it on DSP
-    cores (a line buffer of the rows it overwrote, a column per pixel), which the estimate assumes."""
+    """A stride-1 depthwise convolution or 1x1 product shaped as its input: written over it (a line
+    buffer of the rows it overwrote, a copy of the pixels whose stores reach their inputs), int8 on DSP
+    cores and 16x8 on every core, which the estimate assumes."""
     if c.op_name == "conv2d" and tuple(c.args[1].type.shape[1:3]) != (1, 1):
         return False
     return c.op_name in ("depthwise_conv2d", "conv2d") and tuple(c.attrs.get("strides", (1, 1))) == (1, 1) \

@@ -91,8 +91,10 @@ def _interior(out_n: int, stride: int, pad: int, k: int, dil: int, size: int) ->
 
 
 def emit_depthwise16(ctx, tgt: ScheduleTarget, x, w, out, attrs: Mapping[str, Any], ep: Epilogue  # noqa: ANN001
-                     ) -> K.Stmt | None:
-    """The kernel, or None when the shape or the arithmetic is not covered (see the docstring)."""
+                     ) -> tuple[K.Stmt, bool] | None:
+    """The kernel and whether its output may overwrite its input (the line buffer's form, stride 1,
+    the output shaped as the input: aot.lower.schedule.depthwise_pairs), or None when the shape or the
+    arithmetic is not covered (see the docstring)."""
     n_, oh, ow, oc_n = out.shape
     _, h, wd, c = x.shape
     _, kh, kw, _ = w.shape
@@ -115,9 +117,8 @@ def emit_depthwise16(ctx, tgt: ScheduleTarget, x, w, out, attrs: Mapping[str, An
     if fast is not None:
         pgeo = pairs_geometry(x, out, attrs, kh, kw)
         if pgeo is not None:
-            body, _ = emit_pairs(ctx, x, wt.astype(np.int64), bias, out, attrs, _NO_OFFSET, _PairsRequant(fast, ep),
-                                 kh, kw, pgeo[0], unroll_rows=pgeo[2] == c, group=pgeo[2])
-            return body
+            return emit_pairs(ctx, x, wt.astype(np.int64), bias, out, attrs, _NO_OFFSET, _PairsRequant(fast, ep),
+                              kh, kw, pgeo[0], unroll_rows=pgeo[2] == c, group=pgeo[2])
     sh, sw = attrs["strides"]
     dh, dw = attrs.get("dilation", (1, 1))
     pt, _, pl, _ = attrs["padding"]
@@ -216,4 +217,4 @@ def emit_depthwise16(ctx, tgt: ScheduleTarget, x, w, out, attrs: Mapping[str, An
         row += checked_range(n, oyv, xa + 2 * pairs, ow)
         rows.append(K.For(oy, yb - ya, K.seq(*row)))
     border_rows(yb, oh)
-    return K.For(n, n_, K.seq(*rows))
+    return K.For(n, n_, K.seq(*rows)), False

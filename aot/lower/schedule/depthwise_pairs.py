@@ -40,8 +40,9 @@ Filling a row: per quad of channels the words of two neighbouring pixels a, b ar
 before widening: PKHBT gives the bytes (c0 a, c1 a, c0 b, c1 b), SXTAB16 (ROR 8) of it the
 pairs of channels c0 and c1, PKHTB and SXTAB16 those of c2 and c3 (a pixel in the padding
 reads as bytes equal to the input zero point, which widen to 0). Input row r is brought in
-before output row r is written, so with the output shaped as the input the output may
-overwrite the input (returned flag), as in aot.lower.schedule.depthwise.emit_ring.
+before output row r is written, so with the output shaped as the input (and its elements no
+wider than the input's: int8 over int8, int16 over int16) the output may overwrite the input
+(returned flag), as in aot.lower.schedule.depthwise.emit_ring.
 
 16x8 layers (int16 input, aot.lower.schedule.depthwise16) fill the rows from the pixels' int16
 words as they are: per quad and pixel pair (a, b) the words (c0, c1) and (c2, c3) of each, PKHBT
@@ -253,7 +254,9 @@ def emit_pairs(ctx, x, w3: np.ndarray, b: np.ndarray, out, attrs: Mapping[str, A
     offpair = K.Const(pack16(off, off))
     zp_word = K.Const(int(np.array([(-off) & 0xFF] * 4, np.uint8).view(np.int32)[0]))
     in_place = ((oh, ow) == (h, wd) and (sh, sw) == (1, 1) and out.buffer is not None and x.buffer is not None
-                and out.buffer.dtype == "i8" and out.buffer.size == x.buffer.size)
+                and out.buffer.dtype in ("i8", "i16")
+                and K.K_ITEMSIZE[out.buffer.dtype] <= K.K_ITEMSIZE[x.buffer.dtype]
+                and out.buffer.size == x.buffer.size)
 
     # words of a channel row: which image columns their two slots hold (None: padding)
     def col(s: int) -> int | None:

@@ -45,10 +45,11 @@ import numpy as np
 from aot.kernel import ir as K
 from aot.kernel.intrinsics import call as intrinsic
 from aot.lower.schedule.gemm import Geometry, Pixel, all_pixel_groups, pixel_coords
-from aot.lower.schedule.helium16 import emit_helium16
+from aot.lower.schedule.helium16 import emit_helium16, first_clear
 from aot.lower.schedule.requant16 import fast_form
 from aot.lower.schedule.target import ScheduleTarget, WeightBudget
 from aot.ops.common import window_bounds_conds
+from aot.ops.emit import OutputWriter, flat_index
 
 CHUNK_PAIRS = 128  # pairs summed in int32 before the int64 accumulator: 256 * 2^22 < 2^31
 UNROLL = 4  # pairs per iteration of the reduction loop
@@ -143,9 +144,19 @@ def mode(ep: Epilogue, w2d: np.ndarray) -> str:
 
 
 def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epilogue,  # noqa: ANN001
-                budget: WeightBudget) -> tuple[K.Stmt, WeightBudget] | None:
+                budget: WeightBudget, in_place: OutputWriter | None = None
+                ) -> tuple[K.Stmt, WeightBudget, tuple[K.Buffer, ...]] | None:
     """The kernel of a 16x8 convolution over geometry g (g.get reads int16 elements; g.buf the
-    int16 input when it is materialised), or None when its weight words do not fit the budget."""
+    int16 input when it is materialised), the weight budget left and the input buffers its output
+    may overwrite; or None when its weight words do not fit the budget.
+
+    in_place (the op's output writer, given when the output is int16 and dense, output pixel q at
+    q oc_n): an unpadded stride-1 1x1 product with oc_n <= C may write its output over its input.
+    The groups of pixels whose stores could reach an input element a later channel block of the
+    group still reads (first_clear; all of them when oc_n == C) keep their outputs in a row of
+    SLOTS oc_n int16 values (the epilogue applied) and copy it to the output after their last
+    block: the products read the input in place as without in_place (a copy of the inputs into
+    the column instead cost the 1x1 loop of ds_cnn_large two more instructions per step, spills)."""
     oc_n = w2d.shape[0]
     ppr = row_pairs(g.kw, g.C)
     total = g.kh * ppr
@@ -155,9 +166,9 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
     if left is None:
         return None
     kind = mode(ep, w2d)
-    mve = emit_helium16(ctx, tgt, g, w2d, ep, kind)  # Cortex-M55: 1x1 products as VMLADAVA.S16
+    mve = emit_helium16(ctx, tgt, g, w2d, ep, kind, in_place is not None)  # Cortex-M55: 1x1 products as VMLADAVA.S16
     if mve is not None:
-        return mve, budget
+        return mve[0], budget, ((g.buf,) if mve[1] and g.buf is not None else ())
     wtab = ctx.const(words, "i32", "w16q")
     btab = None
     rq = None
@@ -173,6 +184,8 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
     words_in = g.C % 2 == 0 and g.buf is not None and g.buf.dtype == "i16"
     P = g.pixels
     slots = SLOTS if P > 1 else 1
+    place = in_place is not None and unit and g.dense_output and oc_n <= g.C
+    stage = K.Buffer(ctx.fresh("out16"), "i16", slots * oc_n) if place else None
     # an even C: a column of pairs (word copies, per tap); an odd C: of int16 elements, each kernel
     # row's kw * C values in a row of pairs (read as words), so no pair is half padding per tap
     # an odd C read from an int16 buffer without dilation: a kernel row inside the image is copied as
@@ -264,7 +277,8 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
             row.append(K.Store(col, (ky * ppr + s * total) * 2 + g.kw * g.C, K.Const(0, "i16")))
         return K.For(ky, g.kh, K.seq(*row))
 
-    def block(oc0: K.Expr, size: int, seg: K.Expr, pixs: list[Pixel], bases: list[K.Expr | None]) -> K.Stmt:
+    def block(oc0: K.Expr, size: int, seg: K.Expr, pixs: list[Pixel], bases: list[K.Expr | None],
+              staged: bool = False) -> K.Stmt:
         nsl = len(pixs)
         nw = (size + 1) // 2
         body: list[K.Stmt] = []
@@ -350,13 +364,19 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
                     v = ep.finish(part[s][c].cast("i64"), oc0 + c)
                 else:
                     v = ep.finish(acc64[s][c], oc0 + c)
-                body.append(g.store(p.n, p.oy, p.ox, oc0 + c, v))
+                if staged:  # into the row of outputs, the epilogue applied
+                    assert in_place is not None and stage is not None
+                    pre, fv = in_place.epilogue(v, [p.n, p.oy, p.ox, oc0 + c])
+                    body += pre + [K.Store(stage, oc0 + c + s * oc_n, fv.cast(stage.dtype))]
+                else:
+                    body.append(g.store(p.n, p.oy, p.ox, oc0 + c, v))
         return K.seq(*body)
 
     full = oc_n // BLOCK
     per_block = total * ((BLOCK + 1) // 2)
 
-    def pixel_group(qs: list[K.Expr | int]) -> K.Stmt:
+    def pixel_group(qs: list[K.Expr | int], staged: bool = False) -> K.Stmt:
+        """The pixels qs; staged: their outputs through the row `stage`, copied out after the last block."""
         stmts: list[K.Stmt] = []
         pixs: list[Pixel] = []
         bases: list[K.Expr | None] = []
@@ -375,12 +395,41 @@ def emit_gemm16(ctx, tgt: ScheduleTarget, g: Geometry, w2d: np.ndarray, ep: Epil
                 bases.append(None)
         if full:
             ob = ctx.var("ob")
-            stmts.append(K.For(ob, full, block(ob * BLOCK, BLOCK, ob * per_block, pixs, bases)))
+            stmts.append(K.For(ob, full, block(ob * BLOCK, BLOCK, ob * per_block, pixs, bases, staged)))
         seg = full * per_block
         for oc0, size in blks[full:]:
-            stmts.append(block(K.Const(oc0), size, K.Const(seg), pixs, bases))
+            stmts.append(block(K.Const(oc0), size, K.Const(seg), pixs, bases, staged))
             seg += total * ((size + 1) // 2)
+        if staged:  # the group's outputs over its inputs, all of them read
+            assert in_place is not None and stage is not None
+            for s, p in enumerate(pixs):  # four elements per step (adjacent: gcc merges them into words)
+                i, ob0 = ctx.var("oi"), ctx.var("oo")
+                stmts.append(K.Let(ob0, flat_index(in_place.final_type.shape, [p.n, p.oy, p.ox, K.Const(0)])))
+                if oc_n >= 4:
+                    stmts.append(K.For(i, oc_n // 4, K.seq(*[
+                        K.Store(in_place.buffer, ob0 + (i * 4 + u), K.Load(stage, i * 4 + (u + s * oc_n)))
+                        for u in range(4)])))
+                stmts += [K.Store(in_place.buffer, ob0 + u, K.Load(stage, K.Const(u + s * oc_n)))
+                          for u in range(oc_n // 4 * 4, oc_n)]
         return K.seq(*stmts)
 
-    nest = all_pixel_groups(ctx, P, slots, pixel_group)
-    return (nest if direct else K.Allocate(col, nest)), left
+    if not place:
+        nest = all_pixel_groups(ctx, P, slots, pixel_group)
+        return (nest if direct else K.Allocate(col, nest)), left, ()
+    groups = P // slots
+    clear = first_clear(g.C, oc_n)
+    k0 = groups if clear is None else min(groups, clear)  # groups [0, k0) staged, the rest stored directly
+    groups_nest: list[K.Stmt] = []
+    tails = [(q, (q + 1) * oc_n > q * g.C) for q in range(groups * slots, P)]  # a tail pixel alone
+    for lo, hi, copy in ((0, k0, True), (k0, groups, False)):
+        if hi - lo == 1:
+            groups_nest.append(pixel_group([lo * slots + s for s in range(slots)], copy))
+        elif hi > lo:
+            pp = ctx.var("pp")
+            groups_nest.append(K.For(pp, hi - lo, pixel_group([pp * slots + s for s in range(slots)], copy), start=lo))
+    groups_nest += [pixel_group([q], copy) for q, copy in tails]
+    nest = K.seq(*groups_nest)
+    assert stage is not None
+    if k0 > 0 or any(copy for _, copy in tails):
+        nest = K.Allocate(stage, nest)
+    return (nest if direct else K.Allocate(col, nest)), left, (g.buf,) if g.buf is not None else ()

@@ -24,6 +24,7 @@ from aot.lower.schedule.bmm import emit_bmm
 from aot.lower.schedule.depthwise import emit_depthwise
 from aot.lower.schedule.depthwise16 import emit_depthwise16
 from aot.lower.schedule.gemm import Geometry
+from aot.lower.schedule.generic16 import generic_depthwise16, generic_pointwise16
 from aot.lower.schedule.gemm64 import emit_product
 from aot.lower.schedule.gemm16 import Epilogue, emit_gemm16
 from aot.lower.schedule.helium import helium_avg_pool, helium_conv2d, helium_depthwise, helium_fully_connected
@@ -63,6 +64,13 @@ def _int16_mac(ctx: LowerCtx, x: Accessor, w: Accessor, out: OutputWriter, arith
             and arith.filter_offset == 0 and len(arith.mult_values) > 0)
 
 
+def _generic16(ctx: LowerCtx, x: Accessor, out: OutputWriter, arith: MacArith) -> bool:
+    """16x8 on a core without the DSP schedules (the generic family: Cortex-M0+/M3/M33, hosts) at
+    speed: aot.lower.schedule.generic16's in-place forms where they apply."""
+    return (not ctx.target.dsp and ctx.target.speed and arith.acc_dtype == "i64" and x.type.dtype == "int16"
+            and out.type.dtype == "int16")
+
+
 def _epilogue16(arith: MacArith, bias: Accessor | None) -> Epilogue:
     bq = None if bias is None or bias.const is None else np.asarray(bias.const).astype(np.int64).reshape(-1)
     return Epilogue(arith.finish, bq, arith.mult_values, arith.shift_values, arith.act_min, arith.act_max,
@@ -92,6 +100,10 @@ def schedule_conv2d(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out: Ou
     if (not ctx.target.reference and int(attrs.get("groups", 1)) == 1 and w.shape[3] == x.shape[3]
             and _int16_mac(ctx, x, w, out, arith)):
         return _conv16(ctx, x, w, bias, out, attrs, arith, budget)
+    if _generic16(ctx, x, out, arith):
+        body = generic_pointwise16(ctx, x, w, out, attrs, arith)
+        if body is not None:
+            return Scheduled(body, budget, (x.buffer,) if x.buffer is not None else ())
     if ctx.target.reference or int(attrs.get("groups", 1)) != 1 or not _int8_mac(x, w, bias, out, arith):
         return None
     mve = helium_conv2d(ctx, x, w, bias, out, attrs, arith)
@@ -141,7 +153,11 @@ def _conv16(ctx: LowerCtx, x: Accessor, w: Accessor, bias: Accessor | None, out:
     g = Geometry(n_, h, wd, c, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow,
                  get=lambda n, iy, ix, ic: x([n, iy, ix, ic]), buf=_i16_buffer(x),
                  store=lambda n, oy, ox, oc, v: out.store([n, oy, ox, oc], v), zp_in=0)
-    done = emit_gemm16(ctx, ctx.target, g, np.asarray(w.const).reshape(oc_n, -1), _epilogue16(arith, bias), budget)
+    # a 1x1 product shaped as its input, int16 out: it may write over its input (emit_gemm16's in_place)
+    in_place = (out.buffer is not None and out.buffer.dtype == "i16" and (oh, ow) == (h, wd) and n_ == x.shape[0]
+                and out.final_type.shape == out.type.shape)
+    done = emit_gemm16(ctx, ctx.target, g, np.asarray(w.const).reshape(oc_n, -1), _epilogue16(arith, bias), budget,
+                       out if in_place else None)
     return None if done is None else Scheduled(*done)
 
 
@@ -190,9 +206,15 @@ def schedule_depthwise(ctx: LowerCtx, call: Call, args: Sequence[Accessor], out:
     f32 = f32_depthwise(ctx, x, w, bias, out, attrs, arith)  # float32 on x86-64 hosts
     if f32 is not None:
         return Scheduled(f32, budget)
+    if _generic16(ctx, x, out, arith):
+        body = generic_depthwise16(ctx, x, w, out, attrs, arith)
+        if body is not None:
+            return Scheduled(body, budget, (x.buffer,) if x.buffer is not None else ())
     if not ctx.target.reference and _int16_mac(ctx, x, w, out, arith):
         dw16 = emit_depthwise16(ctx, ctx.target, x, w, out, attrs, _epilogue16(arith, bias))
-        return None if dw16 is None else Scheduled(dw16, budget)
+        if dw16 is None:
+            return None
+        return Scheduled(dw16[0], budget, (x.buffer,) if dw16[1] and x.buffer is not None else ())
     if ctx.target.reference or not _int8_mac(x, w, bias, out, arith):
         return None
     mve = helium_depthwise(ctx, x, w, bias, out, attrs, arith)
