@@ -58,7 +58,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -208,27 +208,45 @@ class _Counter:
         self.memo: dict[int, int] = {}
 
     def nodes(self, n: object) -> int:
-        if isinstance(n, (list, tuple)):
-            return sum(self.nodes(x) for x in n)
-        if not isinstance(n, (K.Expr, K.Stmt)):
-            return 0
-        if isinstance(n, (K.Const, K.ScalarVar)):
+        kind = _count_kind(type(n))
+        if kind == _LEAF:
             return 1
+        if kind == _NONE:
+            return 0
+        if kind == _SEQUENCE:
+            return sum([self.nodes(x) for x in n])  # type: ignore[attr-defined]
         got = self.memo.get(id(n))
         if got is not None:
             return got
-        if isinstance(n, K.MultiAssign):  # counted as the plain statements it stands for
-            total = _multi_nodes(_multi_key(n))
+        if kind == _MULTI:  # counted as the plain statements it stands for
+            total = _multi_nodes(_multi_key(n))  # type: ignore[arg-type]
         else:
             total = 1
             for name in K.field_names(type(n)):
                 v = getattr(n, name)
-                if isinstance(v, (K.Expr, K.Stmt, list, tuple)):
+                if _count_kind(type(v)) != _NONE:
                     total += self.nodes(v)
-            if isinstance(n, K.For) and n.unroll is True and isinstance(n.extent, int):
-                total *= max(1, n.extent)
+            if kind == _FOR and n.unroll is True and isinstance(n.extent, int):  # type: ignore[attr-defined]
+                total *= max(1, n.extent)  # type: ignore[attr-defined]
         self.memo[id(n)] = total
         return total
+
+
+_NONE, _LEAF, _SEQUENCE, _MULTI, _FOR, _NODE = range(6)
+
+
+@cache
+def _count_kind(t: type) -> int:
+    """How _Counter counts a value of type t."""
+    if issubclass(t, (list, tuple)):
+        return _SEQUENCE
+    if not issubclass(t, (K.Expr, K.Stmt)):
+        return _NONE
+    if issubclass(t, (K.Const, K.ScalarVar)):
+        return _LEAF
+    if issubclass(t, K.MultiAssign):
+        return _MULTI
+    return _FOR if issubclass(t, K.For) else _NODE
 
 
 def _nodes(n: object) -> int:
