@@ -92,8 +92,8 @@ def simplify_expr(e: K.Expr, env: Env | None = None, folds: _Folds | None = None
 
     if isinstance(e, K.Binary):
         a, b = simplify_expr(e.a, env, folds), simplify_expr(e.b, env, folds)
-        dt = a.dtype
-        if dt != "f32" and (isinstance(a, K.Const) or isinstance(b, K.Const)):  # every rule folds a constant
+        # every rule folds a constant (the dtype, a walk down the left operands, only then)
+        if (isinstance(a, K.Const) or isinstance(b, K.Const)) and (dt := a.dtype) != "f32":
             if _is_const(a) and _is_const(b) and e.op in ("+", "-", "*", "min", "max", "<<", ">>", "&", "|") \
                     and not (e.op in ("<<", ">>") and b.value < 0):  # type: ignore[attr-defined, operator]
                 return K.Const(_binary(e.op, a.value, b.value, dt), dt)  # type: ignore[attr-defined]

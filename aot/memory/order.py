@@ -180,7 +180,7 @@ def best_order(steps: Sequence[Step], sizes: Mapping[str, int], keep: frozenset[
                 top = peak if peak >= running else running
                 key = done | bits[c]
                 old = grown.get(key)
-                if old is None or top < old[0] or (top == old[0] and at < old[2]):
+                if old is None or top < old[0]:  # a tie keeps the first: parents come by rank
                     grown[key] = (top, live2, at, c)
         if not grown:
             raise ValueError("the steps' predecessors form a cycle")
