@@ -24,6 +24,7 @@ a node without an entry raises UnsupportedError.
 from __future__ import annotations
 
 import math
+from functools import cache
 from typing import Callable
 
 import numpy as np
@@ -183,8 +184,14 @@ class KernelPrinter:
         return "\n\n".join(["\n".join(lines)] + [self.function(f) for f in m.funcs]) + "\n"
 
 
+@cache
+def _printer() -> KernelPrinter:
+    """One printer for format_expr (a printer holds only its rule tables)."""
+    return KernelPrinter()
+
+
 def format_expr(e: K.Expr) -> str:
-    return KernelPrinter().expr(e)
+    return _printer().expr(e)
 
 
 def format_stmt(s: K.Stmt, depth: int = 0) -> str:

@@ -6,9 +6,14 @@ from dataclasses import replace
 from aot.kernel import ir as K
 
 
+_LEAVES = frozenset((K.Const, K.ScalarVar, str, int, float, bool, type(None)))
+
+
 def swap_buffers(node: object, mapping: dict[int, K.Buffer]) -> object:
     """`node` with each buffer whose id is in `mapping` replaced by its value; unchanged
     subtrees (and so every scalar variable) keep their identity."""
+    if type(node) in _LEAVES:  # most of the values: no buffer inside
+        return node
     if isinstance(node, K.Buffer):
         return mapping.get(id(node), node)
     if isinstance(node, tuple):

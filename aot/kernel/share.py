@@ -14,7 +14,9 @@ Only kernels that read at least one constant are shared; the others keep their n
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import is_dataclass, replace
+from functools import cache
 from typing import Hashable
 
 from aot.kernel import ir as K
@@ -23,29 +25,53 @@ from aot.kernel.rewrite import swap_buffers
 PARAM_PREFIX = "shared_c"
 
 
+_BUFFER, _VAR, _CONST, _SEQUENCE, _NODE, _FLOAT, _OTHER = range(7)
+
+
+@cache
+def _kind(t: type) -> int:
+    """How _shape writes a value of type t (a node class: its fields, in order)."""
+    if issubclass(t, K.Buffer):
+        return _BUFFER
+    if issubclass(t, K.ScalarVar):
+        return _VAR
+    if t is K.Const:
+        return _CONST
+    if issubclass(t, (tuple, list)):
+        return _SEQUENCE
+    if issubclass(t, (K.Expr, K.Stmt)) or (is_dataclass(t) and isinstance(t, type)):
+        return _NODE
+    if issubclass(t, float):
+        return _FLOAT
+    return _OTHER
+
+
 def _shape(fn: K.PrimFunc, consts: set[int]) -> tuple[Hashable, tuple[K.Buffer, ...]]:
     """The kernel with every name abstracted, and the constant buffers it reads in order."""
     slots: dict[tuple[str, object], int] = {}
     order: list[K.Buffer] = []
 
     def walk(x: object) -> Hashable:
-        if isinstance(x, K.Buffer):
+        t = type(x)
+        kind = _kind(t)
+        if kind == _NODE:
+            return (t.__name__,) + tuple([walk(getattr(x, name)) for name in K.field_names(t)])
+        if kind == _CONST:
+            v = x.value  # type: ignore[attr-defined]
+            return ("Const", ("f", v.hex()) if isinstance(v, float) else v, x.dtype)  # type: ignore[attr-defined]
+        if kind == _VAR:
+            return ("V", slots.setdefault(("v", id(x)), len(slots)), x.dtype)  # type: ignore[attr-defined]
+        if kind == _SEQUENCE:
+            return tuple([walk(i) for i in x])  # type: ignore[attr-defined]
+        if kind == _BUFFER:
+            assert isinstance(x, K.Buffer)
             if id(x) in consts:
                 if ("c", id(x)) not in slots:
                     order.append(x)
                 return ("C", slots.setdefault(("c", id(x)), len(slots)), x.dtype, x.size)
             return ("B", slots.setdefault(("b", id(x)), len(slots)), x.dtype, x.size, x.kind)
-        if isinstance(x, K.ScalarVar):
-            return ("V", slots.setdefault(("v", id(x)), len(slots)), x.dtype)
-        if type(x) is K.Const:  # the generic case below, spelled out for the most frequent node
-            v = x.value
-            return ("Const", ("f", v.hex()) if isinstance(v, float) else v, x.dtype)
-        if isinstance(x, (tuple, list)):
-            return tuple([walk(i) for i in x])
-        if isinstance(x, (K.Expr, K.Stmt)) or is_dataclass(x):
-            return (type(x).__name__,) + tuple([walk(getattr(x, name)) for name in K.field_names(type(x))])
-        if isinstance(x, float):
-            return ("f", x.hex())  # -0.0 and 0.0 differ; NaN equals itself
+        if kind == _FLOAT:
+            return ("f", x.hex())  # type: ignore[attr-defined]  # -0.0 and 0.0 differ; NaN equals itself
         return x  # type: ignore[return-value]
 
     return walk((fn.params, fn.body, fn.inplace)), tuple(order)
@@ -58,8 +84,16 @@ def share_kernels(module: K.KernelModule) -> K.KernelModule:
     called = list(dict.fromkeys(s.callee for s in body if isinstance(s, K.CallKernel)))
     groups: dict[Hashable, list[str]] = {}
     tables: dict[str, tuple[K.Buffer, ...]] = {}
+    # kernels of one shape have parameters of equal dtypes and sizes and equal in-place
+    # declarations: a kernel alone in its class of those shares with none (its body is not walked)
+    by_name = {f.name: f for f in module.funcs}
+    cheap = {name: (tuple((p.dtype, p.size) for p in by_name[name].params), by_name[name].inplace)
+             for name in called}
+    classes = Counter(cheap.values())
     for name in called:
-        key, order = _shape(module.func(name), consts)
+        if classes[cheap[name]] < 2:
+            continue
+        key, order = _shape(by_name[name], consts)
         if order:
             groups.setdefault(key, []).append(name)
             tables[name] = order

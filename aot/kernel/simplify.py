@@ -5,6 +5,7 @@ only the branch taken, and a local whose last use went with a dropped branch is 
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import cache
 from typing import Iterator
 
 from aot.kernel import ir as K
@@ -91,8 +92,8 @@ def simplify_expr(e: K.Expr, env: Env | None = None, folds: _Folds | None = None
 
     if isinstance(e, K.Binary):
         a, b = simplify_expr(e.a, env, folds), simplify_expr(e.b, env, folds)
-        dt = a.dtype
-        if dt != "f32" and (isinstance(a, K.Const) or isinstance(b, K.Const)):  # every rule folds a constant
+        # every rule folds a constant (the dtype, a walk down the left operands, only then)
+        if (isinstance(a, K.Const) or isinstance(b, K.Const)) and (dt := a.dtype) != "f32":
             if _is_const(a) and _is_const(b) and e.op in ("+", "-", "*", "min", "max", "<<", ">>", "&", "|") \
                     and not (e.op in ("<<", ">>") and b.value < 0):  # type: ignore[attr-defined, operator]
                 return K.Const(_binary(e.op, a.value, b.value, dt), dt)  # type: ignore[attr-defined]
@@ -203,6 +204,22 @@ def _drop_unused_lets(s: K.Stmt) -> K.Stmt:
         s = out
 
 
+_OTHER, _TUPLE, _VAR, _CONST, _INNER = range(5)
+
+
+@cache
+def _use_kind(t: type) -> int:
+    """What _drop_unused_once does with a value of type t: walk a tuple's items, note a variable,
+    push a node with children (any expression or statement but a variable or a constant)."""
+    if issubclass(t, tuple):
+        return _TUPLE
+    if issubclass(t, K.ScalarVar):
+        return _VAR
+    if issubclass(t, K.Const):
+        return _CONST
+    return _INNER if issubclass(t, (K.Expr, K.Stmt)) else _OTHER
+
+
 def _drop_unused_once(s: K.Stmt) -> K.Stmt:
     """`s` itself when every Let is used; otherwise `s` without the unused ones (Lets sit only in
     the bodies `walk` rebuilds: Seq, For, Allocate, If)."""
@@ -211,8 +228,6 @@ def _drop_unused_once(s: K.Stmt) -> K.Stmt:
     # one walk of every node; variables and constants have no children and are not pushed. A Let's
     # own variable is no use (only what its value reads); any other node's variables are (an
     # Assign's target too: its Let must stay), a bare variable among them as much as one inside
-    leaf = (K.ScalarVar, K.Const)
-    node = (K.Expr, K.Stmt)
     stack: list[object] = [s]
     while stack:
         n = stack.pop()
@@ -221,16 +236,18 @@ def _drop_unused_once(s: K.Stmt) -> K.Stmt:
             lets.append(n)  # type: ignore[arg-type]
         for name in K.field_names(type(n)):
             v = getattr(n, name)
-            if isinstance(v, tuple):
+            kind = _use_kind(type(v))
+            if kind == _TUPLE:
                 for x in v:
-                    if isinstance(x, K.ScalarVar):
+                    k = _use_kind(type(x))
+                    if k == _VAR:
                         used.add(x)
-                    elif isinstance(x, node) and not isinstance(x, leaf):
+                    elif k == _INNER:
                         stack.append(x)
-            elif isinstance(v, K.ScalarVar):
+            elif kind == _VAR:
                 if not (let and name == "var"):
                     used.add(v)
-            elif isinstance(v, node) and not isinstance(v, K.Const):
+            elif kind == _INNER:
                 stack.append(v)
     if all(let.var in used for let in lets):
         return s

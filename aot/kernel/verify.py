@@ -42,6 +42,15 @@ class _Checker:
     def expr(self, e: K.Expr, scope: set[int], multi: bool = False) -> None:
         if isinstance(e, K.Const):
             return
+        if type(e) is K.Binary:  # the most frequent inner node (the generic case below, spelled out)
+            self.expr(e.a, scope)
+            self.expr(e.b, scope)
+            da = e.a.dtype
+            if da != e.b.dtype:
+                raise _fail(3, self.where(), f"operands of {e.op} have dtypes {da} and {e.b.dtype}")
+            if da not in ("i32", "i64", "f32"):
+                raise _fail(3, self.where(), f"arithmetic {e.op} on {da}; cast to i32 first")
+            return
         if isinstance(e, K.ScalarVar):
             if id(e) not in scope:
                 raise _fail(2, self.where(), f"scalar {e.name} used before definition")

@@ -112,6 +112,8 @@ def inplace_candidates(body: K.Stmt, params: Sequence[K.Buffer], out: K.Buffer) 
     loads: dict[int, set[str]] = {}
 
     def expr(e: K.Expr) -> None:
+        if type(e) is K.Const or type(e) is K.ScalarVar:  # leaves, most of the nodes
+            return
         if isinstance(e, K.Load):
             loads.setdefault(id(e.buffer), set()).add(format_expr(e.index))
             expr(e.index)
@@ -161,6 +163,8 @@ def epilogue_inplace(body: K.Stmt, params: Sequence[K.Buffer], out: K.Buffer) ->
     pids = {id(p) for p in params}
 
     def expr(e: K.Expr, at: str | None, ref: bool) -> None:
+        if type(e) is K.Const or type(e) is K.ScalarVar:  # leaves, most of the nodes
+            return
         if isinstance(e, (K.Load, K.LoadWord)):
             if e.buffer is out:
                 out_touched[0] = True

@@ -99,6 +99,10 @@ def modeled_peak(steps: Sequence[Step], sizes: Mapping[str, int], order: Sequenc
     return peak
 
 
+def _value(kv: tuple[int, tuple[int, int, int, int]]) -> tuple[int, int, int, int]:
+    return kv[1]
+
+
 def best_order(steps: Sequence[Step], sizes: Mapping[str, int], keep: frozenset[str] = frozenset(),
                beam: int = DEFAULT_BEAM) -> OrderResult:
     """The topological order of `steps` with the least modelled peak (see the module doc)."""
@@ -110,33 +114,90 @@ def best_order(steps: Sequence[Step], sizes: Mapping[str, int], keep: frozenset[
     for i, s in enumerate(steps):
         for p in s.preds:
             succs[p].append(i)
-    # state: done mask -> (peak so far, order so far, live bytes now, steps ready to run)
+    # _Model.step unrolled for the search, per step: what it adds to the live bytes whatever ran
+    # before it (its kept outputs, the outputs a successor reads, less the inputs nobody else
+    # reads), the outputs and inputs whose fate depends on what ran ((other readers, size)), and
+    # its in-place candidates ((other readers, bytes saved), up to the first that always dies)
+    succ_mask = [sum(1 << s for s in succs[c]) for c in range(m.n)]
+    delta: list[int] = []
+    born_if: list[tuple[tuple[int, int], ...]] = []
+    freed_if: list[tuple[tuple[int, int], ...]] = []
+    inplace: list[tuple[tuple[int, int], ...]] = []
+    for c in range(m.n):
+        d, born, freed, ips = 0, [], [], []
+        for readers, size, kept in m._writes[c]:
+            others = readers & ~(1 << c)
+            if kept or others & succ_mask[c]:  # a successor runs after c: it is born
+                d += size
+            elif others:
+                born.append((others, size))
+        for _, readers, size in m._reads[c]:
+            others = readers & ~(1 << c)
+            if not others:  # read by c alone: it dies at c
+                d -= size
+            elif not others & succ_mask[c]:
+                freed.append((others, size))
+        if m._inplace[c] is not None:
+            cands, out = m._inplace[c]
+            for readers, size in cands:
+                others = readers & ~(1 << c)
+                if others & succ_mask[c]:
+                    continue  # never dies at c
+                ips.append((others, min(size, out)))
+                if not others:
+                    break  # always dies at c: the candidates after it are never reached
+        delta.append(d)
+        born_if.append(tuple(born))
+        freed_if.append(tuple(freed))
+        inplace.append(tuple(ips))
+    wrote = m._wrote
+    bits = [1 << c for c in range(m.n)]
+    # a layer: its states (done mask, peak so far, order so far, live bytes now, steps ready to
+    # run) sorted by their orders, so that a state's index ranks its order among the layer's
     start = tuple(c for c in range(m.n) if not m.pred_mask[c])
-    layer: dict[int, tuple[int, tuple[int, ...], int, tuple[int, ...]]] = {0: (m.initial, (), m.initial, start)}
+    layer: list[tuple[int, int, tuple[int, ...], int, tuple[int, ...]]] = [(0, m.initial, (), m.initial, start)]
     exact = True
     for _ in range(m.n):
-        # key -> (peak, order, live, the parent's ready steps, the step run last)
-        grown: dict[int, tuple[int, tuple[int, ...], int, tuple[int, ...], int]] = {}
-        for done, (peak, seq, live, ready) in layer.items():
+        # key -> (peak, live, the parent's index in layer, the step run last): the order is the
+        # parent's plus that step, ranked as the parent's (orders of equal lengths; one parent
+        # grows a key by one step only), then by that step
+        grown: dict[int, tuple[int, int, int, int]] = {}
+        for at, (done, peak, seq, live, ready) in enumerate(layer):
+            todo = ~done
             for c in ready:
-                running, live2 = m.step(done, live, c)
+                live2 = live + delta[c]
+                for readers, size in born_if[c]:
+                    if readers & todo:
+                        live2 += size
+                for readers, size in freed_if[c]:
+                    if not readers & todo:
+                        live2 -= size
+                running = live + wrote[c]
+                for readers, saved in inplace[c]:
+                    if not readers & todo:  # the first that dies here
+                        running -= saved
+                        break
                 top = peak if peak >= running else running
-                key = done | (1 << c)
+                key = done | bits[c]
                 old = grown.get(key)
-                if old is None or top < old[0] or (top == old[0] and seq + (c,) < old[1]):
-                    grown[key] = (top, seq + (c,), live2, ready, c)
+                if old is None or top < old[0]:  # a tie keeps the first: parents come by rank
+                    grown[key] = (top, live2, at, c)
         if not grown:
             raise ValueError("the steps' predecessors form a cycle")
-        if len(grown) > beam:
+        items = list(grown.items())
+        if len(items) > beam:
             exact = False
-            kept = sorted(grown.items(), key=lambda kv: (kv[1][0], kv[1][2], kv[1][1]))[:beam]
-            grown = dict(kept)
-        layer = {}
-        for key, (top, seq, live2, ready, c) in grown.items():
-            now = tuple(r for r in ready if r != c) + tuple(
+            items.sort(key=_value)  # peak, live, order
+            del items[beam:]
+        items.sort(key=lambda kv: (kv[1][2], kv[1][3]))  # by order
+        nxt = []
+        for key, (top, live2, at, c) in items:
+            parent = layer[at]
+            now = tuple(r for r in parent[4] if r != c) + tuple(
                 s for s in succs[c] if not m.pred_mask[s] & ~key)
-            layer[key] = (top, seq, live2, now)
-    (peak, seq, _, _), = layer.values()
+            nxt.append((key, top, parent[2] + (c,), live2, now))
+        layer = nxt
+    (_, peak, seq, _, _), = layer
     given = tuple(range(m.n))
     if seq != given and all(not (m.pred_mask[c] >> c2 & 1) for c in given for c2 in range(c, m.n)):
         given_peak = modeled_peak(steps, sizes, given, keep)

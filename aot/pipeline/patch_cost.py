@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 
 def _expr_ops(e: object) -> int:
+    if type(e) is K.Const or type(e) is K.ScalarVar:  # leaves, most of the nodes
+        return 0
     if isinstance(e, (K.Const, K.ScalarVar)) or not isinstance(e, K.Expr):
         return 0
     n = 1

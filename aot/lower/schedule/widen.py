@@ -58,6 +58,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -201,41 +202,105 @@ def _local(hint: str) -> K.ScalarVar:
 
 class _Counter:
     """Nodes of a tree, each shared subtree counted once per place it appears but walked once
-    (the count of a node object is memoised by identity; the expansions made while counting are
-    kept alive, so no identity is reused)."""
+    (the count of a node object is memoised by identity, for the tree's lifetime)."""
 
     def __init__(self) -> None:
         self.memo: dict[int, int] = {}
-        self.made: list[object] = []
 
     def nodes(self, n: object) -> int:
-        if isinstance(n, (list, tuple)):
-            return sum(self.nodes(x) for x in n)
-        if not isinstance(n, (K.Expr, K.Stmt)):
-            return 0
-        if isinstance(n, (K.Const, K.ScalarVar)):
+        kind = _count_kind(type(n))
+        if kind == _LEAF:
             return 1
+        if kind == _NONE:
+            return 0
+        if kind == _SEQUENCE:
+            return sum([self.nodes(x) for x in n])  # type: ignore[attr-defined]
         got = self.memo.get(id(n))
         if got is not None:
             return got
-        if isinstance(n, K.MultiAssign):  # counted as the plain statements it stands for
-            plain = expand_multi(n, _local)
-            self.made.append(plain)
-            total = self.nodes(plain)
+        if kind == _MULTI:  # counted as the plain statements it stands for
+            total = _multi_nodes(_multi_key(n))  # type: ignore[arg-type]
         else:
             total = 1
             for name in K.field_names(type(n)):
                 v = getattr(n, name)
-                if isinstance(v, (K.Expr, K.Stmt, list, tuple)):
+                if _count_kind(type(v)) != _NONE:
                     total += self.nodes(v)
-            if isinstance(n, K.For) and n.unroll is True and isinstance(n.extent, int):
-                total *= max(1, n.extent)
+            if kind == _FOR and n.unroll is True and isinstance(n.extent, int):  # type: ignore[attr-defined]
+                total *= max(1, n.extent)  # type: ignore[attr-defined]
         self.memo[id(n)] = total
         return total
 
 
+_NONE, _LEAF, _SEQUENCE, _MULTI, _FOR, _NODE = range(6)
+
+
+@cache
+def _count_kind(t: type) -> int:
+    """How _Counter counts a value of type t."""
+    if issubclass(t, (list, tuple)):
+        return _SEQUENCE
+    if not issubclass(t, (K.Expr, K.Stmt)):
+        return _NONE
+    if issubclass(t, (K.Const, K.ScalarVar)):
+        return _LEAF
+    if issubclass(t, K.MultiAssign):
+        return _MULTI
+    return _FOR if issubclass(t, K.For) else _NODE
+
+
 def _nodes(n: object) -> int:
     return _Counter().nodes(n)
+
+
+Key = tuple  # a node written as nested tuples (_multi_key)
+
+
+def _multi_key(s: K.MultiAssign) -> Key:
+    """A MultiAssign as nested tuples of its node classes, fields and constants, its variables and
+    buffers numbered by first appearance (which are the same object is all the expansion asks of
+    them): statements of equal keys expand to trees of equal size."""
+    ids: dict[int, int] = {}
+
+    def enc(x: object) -> object:
+        if isinstance(x, K.ScalarVar):
+            return ("V", ids.setdefault(id(x), len(ids)), x.dtype)
+        if isinstance(x, K.Const):
+            return ("C", type(x.value).__name__, x.value, x.dtype)
+        if isinstance(x, K.Buffer):
+            return ("B", ids.setdefault(id(x), len(ids)), x.dtype, x.size, x.kind)
+        if isinstance(x, K.Expr):
+            return ("N", type(x).__name__) + tuple(enc(getattr(x, f)) for f in K.init_field_names(type(x)))
+        if isinstance(x, tuple):
+            return ("T",) + tuple(enc(i) for i in x)
+        assert x is None or isinstance(x, (str, int, float)), x
+        return x
+    return ("M", enc(s.targets), enc(s.value))
+
+
+@lru_cache(maxsize=4096)
+def _multi_nodes(key: Key) -> int:
+    """Nodes of the plain statements a MultiAssign of this key (_multi_key) stands for: its
+    expansion counted once per distinct key (the kernels of one schedule repeat a few)."""
+    made: dict[int, object] = {}
+
+    def dec(x: object) -> object:
+        if not isinstance(x, tuple):
+            return x
+        tag = x[0]
+        if tag == "V":
+            return made.setdefault(x[1], K.ScalarVar(f"v{x[1]}", x[2]))
+        if tag == "C":
+            return K.Const(x[2], x[3])
+        if tag == "B":
+            return made.setdefault(x[1], K.Buffer(f"b{x[1]}", x[2], x[3], x[4]))
+        if tag == "T":
+            return tuple(dec(i) for i in x[1:])
+        assert tag == "N", x
+        return getattr(K, x[1])(*(dec(i) for i in x[2:]))
+    _, targets, value = key
+    s = K.MultiAssign(dec(targets), dec(value))  # type: ignore[arg-type]
+    return _Counter().nodes(expand_multi(s, _local))
 
 
 def module_nodes(module: K.KernelModule) -> dict[str, int]:
