@@ -149,18 +149,24 @@ def _supported(c: Call) -> bool:
     return True
 
 
-def _boundaries(model: Model) -> list[int]:
-    """The starts s > 0 of the entry's body where body[s - 1]'s output is the only tensor computed
-    before s that is read at or after s (neither the model input nor another tensor crosses)."""
-    fn = model.main
+def _last_uses(fn: Function) -> dict[int, int]:
+    """id(var) -> the last call reading it (len(body) for the function's results)."""
     last_use: dict[int, int] = {}
     for i, c in enumerate(fn.body):
         for a in c.args:
             if isinstance(a, Var):
                 last_use[id(a)] = i
-    end = len(fn.body)
     for r in fn.results:
-        last_use[id(r)] = end
+        last_use[id(r)] = len(fn.body)
+    return last_use
+
+
+def _boundaries(model: Model) -> list[int]:
+    """The starts s > 0 of the entry's body where body[s - 1]'s output is the only tensor computed
+    before s that is read at or after s (neither the model input nor another tensor crosses)."""
+    fn = model.main
+    last_use = _last_uses(fn)
+    end = len(fn.body)
     out: list[int] = []
     crossing: set[int] = {id(v) for v in fn.params if last_use.get(id(v), -1) >= 0}
     for i, c in enumerate(fn.body):
@@ -188,14 +194,8 @@ def stage_cuts(model: Model, start: int = 0) -> list[Cut]:
         x = fn.body[start - 1].out
         if not _is_image(x):
             return []
-    last_use: dict[int, int] = {}
-    for i, c in enumerate(fn.body):
-        for a in c.args:
-            if isinstance(a, Var):
-                last_use[id(a)] = i
+    last_use = _last_uses(fn)
     end = len(fn.body)
-    for r in fn.results:
-        last_use[id(r)] = end
     cuts: list[Cut] = []
     produced: set[int] = {id(x)}
     nchw = start == 0 and bool(fn.body) and _nchw_input(fn.body[0], x)

@@ -5,13 +5,15 @@ stage is bit-exact in the reference; the two-stage plan is bit-exact on host C a
 less than one stage can. A Conv1D net's sequences are patched in strips of their length."""
 from __future__ import annotations
 
+import sys
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import aot
-from aot.ir import Quant, verify
+from aot.ir import verify
 from aot.ops import infer_call
 from aot.pipeline.driver import CompileOptions, compile_model, graph_pipeline
 from aot.pipeline.manager import run_passes
@@ -19,17 +21,8 @@ from aot.pipeline.patching import PatchChoice, _original_step, apply, candidates
 from aot.runners.kernel_module import run_kernel_module
 from aot.transform.patch import later_cuts, live_profile, patch_stage, stage_cuts
 
-ACT = Quant((0.1,), (-10,))
-
-
-def _w(rng: np.random.Generator, g: aot.GraphBuilder, shape: tuple[int, ...], dw: bool):  # noqa: ANN202
-    n = shape[3] if dw else shape[0]
-    scales = tuple(float(np.float32(s)) for s in rng.uniform(0.002, 0.01, n))
-    w = g.constant(rng.integers(-127, 128, shape).astype(np.int8), f"w{rng.integers(1 << 30)}",
-                   quant=Quant(scales, (0,) * n, 3 if dw else 0))
-    b = g.constant(rng.integers(-800, 800, n).astype(np.int32), f"b{rng.integers(1 << 30)}",
-                   quant=Quant(tuple(float(np.float32(0.1 * s)) for s in scales), (0,) * n, 0))
-    return w, b
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_patch import ACT, _w  # noqa: E402
 
 
 def se_net(seed: int = 0) -> aot.ir.Model:
