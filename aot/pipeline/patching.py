@@ -158,12 +158,12 @@ def deeper(model: Model, bases: list[PatchChoice], io_in_pool: bool = True,
     the base plan's live bytes peak (once its first stage is patched, a plan's peak moves on:
     MobileNetV3-small's to the expansion after its squeeze-excite block). The stages considered
     start at the last LATER_STARTS boundaries before that call and end after it."""
-    total = sum(call_macs(c) for c in model.main.body if isinstance(c.op, str))
     later = later_cuts(model)
     out: list[PatchChoice] = []
     for base in bases:
-        _, step = live_profile(apply(model, base), io_in_pool, consume_input)
-        at = _original_step(model, base, step)
+        patched = apply(model, base)
+        _, step = live_profile(patched, io_in_pool, consume_input)
+        at = _original_step(model, patched, step)
         if at is None:
             continue
         taken = [(s.cut.start, s.cut.index) for s in base.stages]  # type: ignore[union-attr]
@@ -175,7 +175,7 @@ def deeper(model: Model, bases: list[PatchChoice], io_in_pool: bool = True,
                 continue
             macs = stage_macs(model, cut)
             for rows, cols in grids(*hw(cut.shape)):
-                stage = PatchChoice(cut, rows, macs, patched_macs(model, cut, rows, cols), total, 0,
+                stage = PatchChoice(cut, rows, macs, patched_macs(model, cut, rows, cols), base.model_macs, 0,
                                     base.whole_estimate, cols)
                 plan = stage if base.cut is None else replace(base, more=base.more + (stage,))
                 out.append(replace(plan, peak_estimate=live_peak(apply(model, plan), io_in_pool, consume_input)))
@@ -189,22 +189,11 @@ def _worth(cut: Cut) -> bool:
     return MIN_DOWNSAMPLE <= cut.downsample <= top
 
 
-def _original_step(model: Model, plan: PatchChoice, step: int) -> int | None:
-    """The call of `model` that call `step` of the patched model runs (None: a call of a patch)."""
-    if plan.cut is None:
-        return step
-    n = len(model.main.body)
-    offset = 0  # calls the stages before add
-    for s in plan.stages:
-        cut = s.cut
-        assert cut is not None
-        calls = len(apply(model, replace(s, more=())).main.body) - n + cut.index + 1 - cut.start
-        if step < cut.start + offset:
-            return step - offset
-        if step < cut.start + offset + calls:
-            return None
-        offset += calls - (cut.index + 1 - cut.start)
-    return step - offset
+def _original_step(model: Model, patched: Model, step: int) -> int | None:
+    """The call of `model` that call `step` of `patched` (a plan of it applied) runs, None for a call
+    of a patch: patch_stage keeps the calls outside its stage as they are."""
+    index = {id(c): i for i, c in enumerate(model.main.body)}
+    return index.get(id(patched.main.body[step]))
 
 
 def grids(height: int, width: int, limit: int = MAX_PATCHES) -> list[tuple[int, int]]:

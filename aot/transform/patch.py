@@ -161,11 +161,9 @@ def _last_uses(fn: Function) -> dict[int, int]:
     return last_use
 
 
-def _boundaries(model: Model) -> list[int]:
-    """The starts s > 0 of the entry's body where body[s - 1]'s output is the only tensor computed
+def _boundaries(fn: Function, last_use: dict[int, int]) -> list[int]:
+    """The starts s > 0 of `fn`'s body where body[s - 1]'s output is the only tensor computed
     before s that is read at or after s (neither the model input nor another tensor crosses)."""
-    fn = model.main
-    last_use = _last_uses(fn)
     end = len(fn.body)
     out: list[int] = []
     crossing: set[int] = {id(v) for v in fn.params if last_use.get(id(v), -1) >= 0}
@@ -180,21 +178,37 @@ def _boundaries(model: Model) -> list[int]:
 
 def stage_cuts(model: Model, start: int = 0) -> list[Cut]:
     """Every cut of the run of patchable ops starting at call `start` of the entry, in order (nearest
-    the source first): start 0 reads the model input (only models with one 4-D batch-1 input and no
-    state qualify), a later start the output of the call before it, which must then be the only
-    tensor crossing there (`_boundaries`)."""
+    the source first): start 0 reads the model input (only models with one batch-1 image or
+    sequence input and no state qualify), a later start the output of the call before it, which
+    must then be the only tensor crossing there (`_boundaries`)."""
     fn = model.main
-    if len(model.inputs) != 1 or model.states or not _is_image(model.inputs[0]):
+    if not _patchable_model(model):
         return []
-    if start == 0:
-        x = model.inputs[0]
-    else:
-        if start not in _boundaries(model):
-            return []
-        x = fn.body[start - 1].out
-        if not _is_image(x):
-            return []
     last_use = _last_uses(fn)
+    if start == 0:
+        return _run_cuts(fn, 0, model.inputs[0], last_use)
+    if start not in _boundaries(fn, last_use):
+        return []
+    return _run_cuts(fn, start, fn.body[start - 1].out, last_use)
+
+
+def later_cuts(model: Model) -> list[Cut]:
+    """The cuts of every stage starting past the model input (`stage_cuts` at each boundary)."""
+    fn = model.main
+    if not _patchable_model(model):
+        return []
+    last_use = _last_uses(fn)
+    return [cut for s in _boundaries(fn, last_use) for cut in _run_cuts(fn, s, fn.body[s - 1].out, last_use)]
+
+
+def _patchable_model(model: Model) -> bool:
+    return len(model.inputs) == 1 and not model.states and _is_image(model.inputs[0])
+
+
+def _run_cuts(fn: Function, start: int, x: Var, last_use: dict[int, int]) -> list[Cut]:
+    """The cuts of the run of patchable ops from call `start`, reading source `x` (stage_cuts)."""
+    if not _is_image(x):
+        return []
     end = len(fn.body)
     cuts: list[Cut] = []
     produced: set[int] = {id(x)}
@@ -213,11 +227,6 @@ def stage_cuts(model: Model, start: int = 0) -> list[Cut]:
             cuts.append(Cut(i, c.out.name, tuple(c.out.type.shape), tuple(x.type.shape), max(1, round(down)),
                             start, x.name))
     return cuts
-
-
-def later_cuts(model: Model) -> list[Cut]:
-    """The cuts of every stage starting past the model input (`stage_cuts` at each boundary)."""
-    return [cut for s in _boundaries(model) for cut in stage_cuts(model, s)]
 
 
 def strips(rows: int, n: int) -> list[Rows]:

@@ -105,7 +105,7 @@ def test_deeper_patches_the_peak_the_first_stage_leaves() -> None:
     assert min(p.peak_estimate for p in plans) < base.peak_estimate
     # the peak the later stage is placed over is a call of the unpatched part
     peak, step = live_profile(apply(model, base))
-    at = _original_step(model, base, step)
+    at = _original_step(model, apply(model, base), step)
     assert at is not None and model.main.body[at].out.name == apply(model, base).main.body[step].out.name
     assert all(p.stages[1].cut.start <= at <= p.stages[1].cut.index for p in plans)
     assert peak == base.peak_estimate
